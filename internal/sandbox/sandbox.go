@@ -1,0 +1,157 @@
+// Package sandbox defines what a sandbox backend is asked to run (Spec), what
+// it reports back (Result), and what it enforces (Report). Each backend lives
+// in its own subpackage and builds a fresh sandbox for every Spec it runs.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/airlockhq/airlock/wire"
+)
+
+// ErrUnsupported is returned by a backend that cannot run on this host at all
+// (for example the Linux backend on macOS).
+var ErrUnsupported = errors.New("sandbox backend not supported on this platform")
+
+// A MissingFeatureError says which isolation feature a Spec needs that this
+// host lacks, and how to provide it. Backends return it instead of running
+// with weaker isolation.
+type MissingFeatureError struct {
+	Feature string // e.g. "user namespaces"
+	Reason  string // what the host reported
+	Fix     string // how to provide it, e.g. "sysctl -w kernel.unprivileged_userns_clone=1"
+}
+
+func (e *MissingFeatureError) Error() string {
+	s := "this host lacks " + e.Feature
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	if e.Fix != "" {
+		s += "; to fix: " + e.Fix
+	}
+	return s
+}
+
+// Mount is one path made visible inside the sandbox.
+type Mount struct {
+	// Source is a host path, already fully resolved (no symlink components).
+	// The backend opens it without following symlinks and refuses it if it
+	// has changed into a symlink since.
+	Source string
+	// Target is the path inside the sandbox; empty means the same as Source.
+	Target string
+	// Writable mounts read-write; otherwise read-only.
+	Writable bool
+}
+
+// Limits bound one sandbox. Zero means the backend's default, never "none".
+type Limits struct {
+	Wall        time.Duration // wall time; at the deadline every process is killed
+	MemoryBytes int64         // memory, including tmpfs pages written by the sandbox
+	Pids        int           // processes and threads
+	OutputBytes int64         // bytes read from stdout (and, separately, stderr)
+	FileBytes   int64         // RLIMIT_FSIZE
+	TmpBytes    int64         // size of the private /tmp
+	OpenFiles   int           // RLIMIT_NOFILE
+}
+
+// Network says what the sandbox can reach.
+type Network struct {
+	// ProxySocket, when set, is a Unix socket on the host where the egress proxy
+	// listens for this sandbox alone. Inside, a forwarder on 127.0.0.1:ProxyPort
+	// bridges to it. When empty the sandbox has loopback only.
+	ProxySocket string
+	ProxyPort   int
+}
+
+// Spec is everything a backend needs to run one call.
+type Spec struct {
+	// Mounts are the grant's paths. System directories are the backend's own.
+	Mounts []Mount
+	// Masks are paths inside granted trees hidden from the sandbox (denied
+	// sub-paths): an empty read-only directory or file is mounted over each.
+	Masks []string
+	// ReadOnly are paths inside writable mounts forced read-only (protected
+	// paths such as .git/hooks), whether or not they exist yet.
+	ReadOnly []string
+	Network  Network
+	Limits   Limits
+	// Env is the complete environment ("K=V"); nothing is inherited.
+	Env []string
+	// Cwd is the working directory inside the sandbox.
+	Cwd string
+
+	// Command is the program and arguments to run (airlock exec). When empty
+	// the backend runs the airlock runner, which reads one wire frame from Stdin.
+	Command []string
+	// Stdin, Stdout and Stderr are the sandbox's standard streams. A nil Stdin
+	// reads as empty; nil Stdout/Stderr discard. Output beyond
+	// Limits.OutputBytes is not copied, and the sandbox is killed.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// TTY asks for a pseudo-terminal for the sandbox, relayed to Stdin/Stdout;
+	// the backend never hands the host's terminal to the sandbox.
+	TTY bool
+	// TTYSize is the initial terminal size when TTY is set (rows, cols).
+	TTYRows, TTYCols uint16
+}
+
+// Result is how a sandbox ended.
+type Result struct {
+	// ExitCode is the exit status of the runner or command, or -1 if it was
+	// killed by a signal.
+	ExitCode int
+	// Signal is the signal that killed it, or 0.
+	Signal int
+	// Limit names the limit that ended it ("time", "memory", "processes",
+	// "output"), or "".
+	Limit string
+	// OutputTruncated reports that stdout or stderr passed Limits.OutputBytes.
+	OutputTruncated bool
+	// Isolation is the isolation that actually ran.
+	Isolation wire.Isolation
+	// Setup is the time from the start of Run until the payload started.
+	Setup time.Duration
+	// Duration is the wall time of the whole run.
+	Duration time.Duration
+}
+
+// Backend builds a fresh sandbox for each Spec. Implementations are safe for
+// concurrent use; each Run is independent.
+type Backend interface {
+	// Run runs spec to completion. Cancelling ctx kills the sandbox. A non-nil
+	// error means the sandbox could not be built or torn down (Result is then
+	// nil); an exit code or signal is a Result, not an error.
+	Run(ctx context.Context, spec *Spec) (*Result, error)
+	// Report says what this backend enforces on this host.
+	Report() Report
+}
+
+// Feature is one isolation feature and whether this host provides it.
+type Feature struct {
+	Name      string `json:"name"`      // e.g. "user namespaces"
+	Available bool   `json:"available"` // the host provides it
+	Required  bool   `json:"required"`  // the default grant needs it
+	Detail    string `json:"detail"`    // version, mode, or why it is missing
+	Fix       string `json:"fix,omitempty"`
+}
+
+// Report is what a backend enforces on this host, for `airlock doctor`.
+type Report struct {
+	Backend  string    `json:"backend"`
+	Features []Feature `json:"features"`
+}
+
+// Ready reports whether every required feature is available.
+func (r Report) Ready() bool {
+	for _, f := range r.Features {
+		if f.Required && !f.Available {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,4 @@
+package tool
+
+// all is every tool, registered explicitly in a fixed order.
+var all = []*Def{}

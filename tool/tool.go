@@ -1,0 +1,153 @@
+// Package tool holds the tools an agent calls: one file per tool with its
+// argument struct, JSON schema, description and Run. The broker uses Parse and
+// Access to check a call against a grant before any sandbox exists; the runner
+// uses Parse and Run inside the sandbox. Both share the same argument structs,
+// so the two sides cannot disagree about what a call means.
+//
+// A tool's failure that the model should read (no such file, a refused
+// argument) is a ToolOutput with IsError set, never a Go error.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Env is where a tool runs.
+type Env struct {
+	// Root is the directory beneath which every path resolves. Paths that
+	// would leave it, lexically or through a symlink, are refused.
+	Root string
+	// Cwd is the directory relative paths start from; it lies within Root.
+	Cwd string
+	// Limits caps the tool's output and work.
+	Limits wire.ToolLimits
+	// Secrets are the values the grant gives this call, by name.
+	Secrets map[string]string
+	// Background starts and tracks background work. Nil means the runner
+	// cannot start background work and shell refuses run_in_background.
+	Background Background
+}
+
+// Background starts background shell work on behalf of the shell tool. The
+// broker implements it (background work outlives the runner's sandbox).
+type Background interface {
+	// Start starts command in cwd and returns its work id ("wrk_<hex>").
+	Start(ctx context.Context, command, cwd string) (string, error)
+}
+
+// PathAccess is one path a call touches.
+type PathAccess struct {
+	Path  string // as the model gave it (absolute, or relative to Env.Cwd)
+	Write bool   // the call may create or modify it
+}
+
+// Access is everything a call would touch, for the grant check.
+type Access struct {
+	Paths []PathAccess
+	Hosts []string // "host:port" for network tools
+	Exec  bool     // the call runs arbitrary commands
+}
+
+// Args is a tool's parsed, validated arguments.
+type Args interface {
+	// Access lists what the call would touch.
+	Access() Access
+}
+
+// Def describes one tool.
+type Def struct {
+	Name        string
+	Description string
+	// Idempotent tools (read_file, glob, grep) may be retried after a lost
+	// connection without changing the outcome.
+	Idempotent bool
+	// Schema is the JSON schema of the arguments, derived from the args struct.
+	Schema json.RawMessage
+
+	parse func(raw json.RawMessage) (Args, error)
+	run   func(ctx context.Context, env Env, a Args) wire.ToolOutput
+}
+
+// Parse decodes raw strictly (unknown fields, duplicate keys and case-only
+// matches refused) and validates the values. The error names the field and value.
+func (d *Def) Parse(raw json.RawMessage) (Args, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	a, err := d.parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	return a, nil
+}
+
+// Run runs the tool with arguments from Parse.
+func (d *Def) Run(ctx context.Context, env Env, a Args) wire.ToolOutput {
+	return d.run(ctx, env, a)
+}
+
+// A validator is implemented by args structs that check their values after decoding.
+type validator interface {
+	validate() error
+}
+
+// define builds a Def for an args type A.
+func define[A Args](name, description string, idempotent bool, run func(context.Context, Env, A) wire.ToolOutput) *Def {
+	var zero A
+	return &Def{
+		Name:        name,
+		Description: description,
+		Idempotent:  idempotent,
+		Schema:      schemaFor(zero),
+		parse: func(raw json.RawMessage) (Args, error) {
+			var a A
+			if err := wire.DecodeStrict(raw, &a); err != nil {
+				return nil, err
+			}
+			if v, ok := any(&a).(validator); ok {
+				if err := v.validate(); err != nil {
+					return nil, err
+				}
+			}
+			return a, nil
+		},
+		run: func(ctx context.Context, env Env, a Args) wire.ToolOutput {
+			typed, ok := a.(A)
+			if !ok {
+				return Failure("internal error: %s got arguments of type %T", name, a)
+			}
+			return run(ctx, env, typed)
+		},
+	}
+}
+
+// Lookup returns the tool with the given name.
+func Lookup(name string) (*Def, bool) {
+	i := slices.IndexFunc(all, func(d *Def) bool { return d.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return all[i], true
+}
+
+// All returns every tool, in a fixed order.
+func All() []*Def { return slices.Clone(all) }
+
+// Names returns the names of every tool, in the order of All.
+func Names() []string {
+	out := make([]string, len(all))
+	for i, d := range all {
+		out[i] = d.Name
+	}
+	return out
+}
+
+// Failure is a tool-level failure the model reads.
+func Failure(format string, args ...any) wire.ToolOutput {
+	return wire.ToolOutput{Content: fmt.Sprintf(format, args...), IsError: true}
+}
