@@ -1,0 +1,62 @@
+// Package seccomp builds and installs the seccomp-BPF filter of airlock's
+// Linux sandbox. It is pure Go: no cgo, no libseccomp. [Build] makes the
+// filter as data for x86_64 or aarch64 on any host, from syscall tables
+// generated out of golang.org/x/sys (gen_tables.go); [Install] (Linux only)
+// puts it on every thread of the in-sandbox init after its mounts are set up
+// and before the payload runs.
+//
+// The filter is a deny list: a syscall it does not name is allowed. The
+// namespaces, mounts, Landlock rules and dropped capabilities are the
+// sandbox's walls; the filter removes the kernel surfaces that have been used
+// to climb them.
+//
+// It first kills the process for a foreign architecture (an i386 syscall
+// made with int 0x80, whose numbers the deny list would not match) and, on
+// x86_64, answers every x32 syscall (bit 0x40000000) with ENOSYS, as a kernel
+// built without x32 does. It answers clone3 with ENOSYS, so libc falls back
+// to clone, whose flags a filter can read (clone3 keeps them behind a
+// pointer). It refuses with EPERM, one group a line:
+//
+//   - ptrace, process_vm_readv/writev, pidfd_getfd, kcmp: reading or
+//     steering another process (PID 1 and the helpers included).
+//   - mount, umount2, pivot_root, chroot and the new mount API (fsopen,
+//     fsconfig, fsmount, fspick, move_mount, open_tree, open_tree_attr,
+//     mount_setattr): the mount tree is built once, by the init.
+//   - unshare, setns, and clone with any CLONE_NEW* flag: nested namespaces
+//     expose root-only kernel code to an unprivileged user (CVE-2022-0185).
+//   - keyctl, add_key, request_key: keyrings are not namespaced.
+//   - bpf, perf_event_open, io_uring_*, userfaultfd: large attack surfaces;
+//     io_uring also runs operations the filter never sees.
+//   - kexec_*, init_module, finit_module, delete_module: loading code into
+//     the kernel.
+//   - open_by_handle_at, name_to_handle_at: file handles walk past the mount
+//     tree (the 2014 "shocker" escape).
+//   - iopl, ioperm, swapon/off, syslog, acct, reboot, vhangup, quotactl,
+//     quotactl_fd, nfsservctl: hardware and whole-machine administration.
+//   - modify_ldt, lookup_dcookie, uselib, ustat, sysfs, _sysctl: obsolete
+//     interfaces with a history of bugs.
+//   - settimeofday, clock_settime, clock_adjtime, adjtimex: the clock is the
+//     host's.
+//   - personality with any argument but 0 (PER_LINUX) or 0xffffffff (a
+//     query): ADDR_NO_RANDOMIZE and friends switch off exploit mitigations.
+//   - ioctl TIOCSTI and TIOCLINUX: injecting input into a terminal
+//     (CVE-2017-5226).
+//
+// It refuses socket and socketpair for any family but AF_UNIX, AF_INET and
+// AF_INET6 with EAFNOSUPPORT rather than EPERM: that is the answer of a
+// kernel built without the family, which programs already treat as "not
+// available" (glibc's getaddrinfo carries on when netlink is missing)
+// instead of failing hard. Netlink, packet, vsock and the rest are kernel
+// surfaces a tool never needs. [Options] can refuse AF_UNIX too.
+//
+// Arguments are compared on their low 32 bits, which is all the kernel reads
+// of a clone flag word, a personality, an ioctl request or a socket family,
+// so setting high bits cannot slip a call past a comparison.
+//
+// Syscalls an architecture lacks (aarch64 has no iopl, ioperm, modify_ldt,
+// uselib, ustat, sysfs or _sysctl) are left out of its filter; [Denied]
+// lists what each architecture's filter may refuse, for docs and
+// airlock doctor.
+package seccomp
+
+//go:generate go run gen_tables.go

@@ -1,0 +1,169 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+)
+
+// Architecture names, as uname -m prints them.
+const (
+	ArchX8664   = "x86_64"
+	ArchAArch64 = "aarch64"
+)
+
+// ErrUnsupportedArch is returned for an architecture the filter has no
+// syscall table for.
+var ErrUnsupportedArch = errors.New("seccomp filter: unsupported architecture")
+
+// Options are the filter's choices. The zero value is the default policy.
+type Options struct {
+	// DenyUnixSockets refuses socket(AF_UNIX) and socketpair(AF_UNIX) too.
+	// By default they are allowed: local IPC and the egress forwarder's
+	// bridge need them, and a Unix socket reaches nothing outside the
+	// sandbox's own mounts.
+	DenyUnixSockets bool
+}
+
+// arch describes one supported architecture.
+type arch struct {
+	audit  uint32            // AUDIT_ARCH_* value seccomp_data.arch holds
+	sysnum map[string]uint32 // syscall numbers by name
+	x32    bool              // whether numbers with bit 0x40000000 are the x32 ABI
+}
+
+// x32Bit is __X32_SYSCALL_BIT.
+const x32Bit = 0x40000000
+
+var arches = map[string]arch{
+	ArchX8664:   {audit: 0xc000003e, sysnum: sysnumX8664, x32: true}, // AUDIT_ARCH_X86_64
+	ArchAArch64: {audit: 0xc00000b7, sysnum: sysnumAArch64},          // AUDIT_ARCH_AARCH64
+}
+
+// NativeArch returns the name of the architecture this binary runs on, or ""
+// when the filter does not support it.
+func NativeArch() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return ArchX8664
+	case "arm64":
+		return ArchAArch64
+	}
+	return ""
+}
+
+// lookup returns the description of the named architecture.
+func lookup(name string) (arch, error) {
+	a, ok := arches[name]
+	if !ok {
+		return arch{}, fmt.Errorf("%w: %q (want %s or %s)", ErrUnsupportedArch, name, ArchX8664, ArchAArch64)
+	}
+	return a, nil
+}
+
+// Build returns the filter program for the named architecture.
+//
+// The program first kills the process for any other architecture (an i386
+// syscall made with int 0x80 from a 64-bit process, for example) and, on
+// x86_64, refuses every x32 syscall with ENOSYS, as a kernel built without x32
+// does; then it refuses the syscalls the package comment lists and allows
+// everything else.
+func Build(archName string, opts Options) ([]Instruction, error) {
+	a, err := lookup(archName)
+	if err != nil {
+		return nil, err
+	}
+	nr := func(name string) uint32 {
+		n, ok := a.sysnum[name]
+		if !ok {
+			// Only reached for the specially handled syscalls, which every
+			// supported architecture has (TestPolicyNamesExist).
+			panic(fmt.Sprintf("seccomp: no syscall %q on %s", name, archName))
+		}
+		return n
+	}
+	var p assembler
+
+	p.load(offArch)
+	p.jump(opJeqK, a.audit, "", "kill")
+	p.load(offNr)
+	if a.x32 {
+		p.jump(opJsetK, x32Bit, "enosys", "")
+	}
+	p.jump(opJeqK, nr(sysClone), "clone", "")
+	p.jump(opJeqK, nr(sysClone3), "enosys", "")
+	p.jump(opJeqK, nr(sysPersonality), "personality", "")
+	p.jump(opJeqK, nr(sysIoctl), "ioctl", "")
+	p.jump(opJeqK, nr(sysSocket), "socket", "")
+	p.jump(opJeqK, nr(sysSocketpair), "socket", "")
+	for _, name := range denyAlways {
+		if n, ok := a.sysnum[name]; ok {
+			p.jump(opJeqK, n, "eperm", "")
+		}
+	}
+	p.ret(retAllow)
+
+	// clone(flags, ...): flags is the first argument on both architectures.
+	p.label("clone")
+	p.load(argLow(0))
+	p.jump(opJsetK, cloneNamespaceFlags, "eperm", "allow")
+
+	// personality(unsigned int): only the low 32 bits count.
+	p.label("personality")
+	p.load(argLow(0))
+	p.jump(opJeqK, personalityLinux, "allow", "")
+	p.jump(opJeqK, personalityQuery, "allow", "eperm")
+
+	// ioctl(fd, unsigned int cmd, ...): the kernel truncates cmd to 32 bits,
+	// so high bits set must not slip a request past the comparison.
+	p.label("ioctl")
+	p.load(argLow(1))
+	p.jump(opJeqK, ioctlTIOCSTI, "eperm", "")
+	p.jump(opJeqK, ioctlTIOCLINUX, "eperm", "allow")
+
+	// socket(int family, ...) and socketpair(int family, ...).
+	p.label("socket")
+	p.load(argLow(0))
+	if !opts.DenyUnixSockets {
+		p.jump(opJeqK, afUnix, "allow", "")
+	}
+	p.jump(opJeqK, afInet, "allow", "")
+	p.jump(opJeqK, afInet6, "allow", "eafnosupport")
+
+	p.label("allow")
+	p.ret(retAllow)
+	p.label("eperm")
+	p.ret(retErrno | errnoEPERM)
+	p.label("enosys")
+	p.ret(retErrno | errnoENOSYS)
+	p.label("eafnosupport")
+	p.ret(retErrno | errnoEAFNOSUPPORT)
+	p.label("kill")
+	p.ret(retKillProcess)
+
+	prog, err := p.assemble()
+	if err != nil {
+		return nil, fmt.Errorf("assembling the %s filter: %w", archName, err)
+	}
+	return prog, nil
+}
+
+// Denied returns, sorted, the names of the syscalls the filter for the named
+// architecture may refuse, or nil for an unsupported architecture. clone,
+// ioctl, personality, socket and socketpair are refused only for some
+// arguments (see the package comment); clone3 always fails with ENOSYS.
+func Denied(archName string) []string {
+	a, ok := arches[archName]
+	if !ok {
+		return nil
+	}
+	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair}
+	for _, name := range denyAlways {
+		if _, ok := a.sysnum[name]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,99 @@
+package seccomp
+
+// denyAlways lists the syscalls refused with EPERM whatever their arguments,
+// grouped as in the package comment. A name missing from an architecture's
+// table (aarch64 has no iopl, for example) is skipped for that architecture;
+// TestPolicyNamesExist checks each name exists somewhere, so a typo cannot
+// hide.
+var denyAlways = []string{
+	// Inspecting or writing another process.
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+	// Changing the mount tree or the root.
+	"mount", "umount2", "pivot_root", "chroot",
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "open_tree_attr", "mount_setattr",
+	// Entering or making namespaces (clone is checked by flag, clone3 gets ENOSYS).
+	"unshare", "setns",
+	// Kernel keyrings.
+	"keyctl", "add_key", "request_key",
+	// Large kernel attack surfaces.
+	"bpf", "perf_event_open", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
+	// Loading kernels and modules.
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	// Opening files by handle, which walks past the mount tree (the "shocker" escape).
+	"open_by_handle_at", "name_to_handle_at",
+	// Hardware and whole-machine administration.
+	"iopl", "ioperm", "swapon", "swapoff", "syslog", "acct", "reboot", "vhangup",
+	"quotactl", "quotactl_fd", "nfsservctl",
+	// Obsolete interfaces with a history of bugs.
+	"modify_ldt", "lookup_dcookie", "uselib", "ustat", "sysfs", "_sysctl",
+	// Setting the clocks.
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+}
+
+// Syscalls the filter inspects the arguments of, or answers specially.
+const (
+	sysClone       = "clone"
+	sysClone3      = "clone3"
+	sysPersonality = "personality"
+	sysIoctl       = "ioctl"
+	sysSocket      = "socket"
+	sysSocketpair  = "socketpair"
+)
+
+// cloneNamespaceFlags is every CLONE_NEW* bit: CLONE_NEWNS, CLONE_NEWCGROUP,
+// CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET and
+// CLONE_NEWTIME. All lie in the low 32 bits, the only ones clone(2) reads.
+// CLONE_NEWTIME (0x80) overlaps the exit-signal byte of clone(2), where the
+// kernel cannot accept it, but no signal number has that bit either, so
+// refusing it costs nothing.
+const cloneNamespaceFlags = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 |
+	0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+
+// personalityQuery and personalityLinux are the only personality(2)
+// arguments allowed: 0xffffffff reads the persona without changing it, and
+// PER_LINUX (0) is the default persona.
+const (
+	personalityLinux = 0
+	personalityQuery = 0xffffffff
+)
+
+// Terminal ioctls that inject input: TIOCSTI pushes bytes into the
+// terminal's input queue (CVE-2017-5226), TIOCLINUX can paste the console
+// selection.
+const (
+	ioctlTIOCSTI   = 0x5412
+	ioctlTIOCLINUX = 0x541c
+)
+
+// Address families socket(2) and socketpair(2) may use.
+const (
+	afUnix  = 1
+	afInet  = 2
+	afInet6 = 10
+)
+
+// Linux errno values (the same on x86_64 and aarch64).
+const (
+	errnoEPERM        = 1
+	errnoENOSYS       = 38
+	errnoEAFNOSUPPORT = 97
+)
+
+// seccomp return actions (linux/seccomp.h).
+const (
+	retKillProcess = 0x80000000
+	retErrno       = 0x00050000
+	retAllow       = 0x7fff0000
+)
+
+// Offsets into struct seccomp_data { int nr; __u32 arch; __u64
+// instruction_pointer; __u64 args[6]; }. Both supported architectures are
+// little-endian, so the low half of an argument comes first.
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// argLow returns the offset of the low 32 bits of argument i.
+func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
