@@ -1,0 +1,204 @@
+// Package audit writes and reads airlock's call records: one JSON line per
+// call (and per background start and end, and per egress decision), appended
+// to a session's records file and synced before the call's result is
+// returned. A record that cannot be written is an error the broker turns into
+// a refused call; a record is never dropped silently.
+package audit
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// FileName is the name of the records file in a session's directory.
+const FileName = "audit.jsonl"
+
+// Kinds of record.
+const (
+	KindCall            = "call"
+	KindBackgroundStart = "background-start"
+	KindBackgroundEnd   = "background-end"
+	KindEgress          = "egress"
+	KindSession         = "session"
+)
+
+// Record is one line of the audit log. Fields that do not apply are omitted.
+type Record struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	Session string    `json:"session"`
+	CallID  string    `json:"call_id,omitempty"`
+	Tool    string    `json:"tool,omitempty"`
+	// Args are the call's arguments with secret values redacted.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Decision is "allowed" or "refused"; Rule names the grant rule that
+	// decided; Reason explains a refusal.
+	Decision string   `json:"decision,omitempty"`
+	Rule     string   `json:"rule,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Risks    []string `json:"risks,omitempty"`
+	// Backend and Isolation say what sandbox ran the call.
+	Backend   string   `json:"backend,omitempty"`
+	Isolation []string `json:"isolation,omitempty"`
+	Limits    *Limits  `json:"limits,omitempty"`
+	// Outcome: the classification, the runner's exit code, signal, and a
+	// failure's detail (never shown to the model).
+	Class    string  `json:"class,omitempty"`
+	Exit     *int    `json:"exit,omitempty"`
+	Signal   int     `json:"signal,omitempty"`
+	Detail   string  `json:"detail,omitempty"`
+	SetupMS  float64 `json:"setup_ms,omitempty"`
+	Duration float64 `json:"duration_ms,omitempty"`
+	BytesOut int     `json:"bytes_out,omitempty"`
+	// Truncated reports that the model's output was cut at a cap.
+	Truncated bool `json:"truncated,omitempty"`
+	// WorkID names background work (background-start/-end records).
+	WorkID string `json:"work_id,omitempty"`
+	// Egress decisions.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	Addr string `json:"addr,omitempty"`
+}
+
+// Limits are the limits a call ran under.
+type Limits struct {
+	TimeMS      int64 `json:"time_ms,omitempty"`
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	Processes   int   `json:"processes,omitempty"`
+	OutputBytes int64 `json:"output_bytes,omitempty"`
+	FileBytes   int64 `json:"file_bytes,omitempty"`
+}
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("audit log is closed")
+
+// Log appends records to one file. It is safe for concurrent use.
+type Log struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	err  error // the first write failure; the log stays failed
+}
+
+// Open opens (creating if needed) the records file in dir.
+func Open(dir string) (*Log, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating records directory %q: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening audit log: %w", err)
+	}
+	return &Log{f: f, path: path}, nil
+}
+
+// Path returns the file the log writes.
+func (l *Log) Path() string { return l.path }
+
+// Healthy reports the log's first write failure, if any.
+func (l *Log) Healthy() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return ErrClosed
+	}
+	return l.err
+}
+
+// Write appends r as one line and syncs it to disk. Once a write has failed,
+// every later write fails with the same error.
+func (l *Log) Write(r Record) error {
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding audit record: %w", err)
+	}
+	line = append(line, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return ErrClosed
+	}
+	if l.err != nil {
+		return l.err
+	}
+	if _, err := l.f.Write(line); err != nil {
+		l.err = fmt.Errorf("writing audit log %s: %w", l.path, err)
+		return l.err
+	}
+	if err := l.f.Sync(); err != nil {
+		l.err = fmt.Errorf("syncing audit log %s: %w", l.path, err)
+		return l.err
+	}
+	return nil
+}
+
+// Close closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// Decode reads records from r, one per line, calling fn for each. A line that
+// does not parse is reported with its line number.
+func Decode(r io.Reader, fn func(Record) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return fmt.Errorf("audit line %d: %w", n, err)
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// ReadAll reads every session's records under root (root/<session>/audit.jsonl),
+// or only session's when it is not empty, sorted by time.
+func ReadAll(root, session string) ([]Record, error) {
+	pattern := filepath.Join(root, "*", FileName)
+	if session != "" {
+		pattern = filepath.Join(root, session, FileName)
+	}
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("listing audit logs: %w", err)
+	}
+	var out []Record
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("opening audit log: %w", err)
+		}
+		err = Decode(f, func(r Record) error { out = append(out, r); return nil })
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}

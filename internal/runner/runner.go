@@ -1,0 +1,108 @@
+// Package runner is the one-shot process that runs exactly one tool call. It
+// reads one wire frame (a ToolInput) from stdin, runs the tool, writes one
+// frame (a ToolOutput) to stdout and exits with a wire exit code. It runs
+// inside the sandbox; it imports only wire and tool.
+//
+//	broker                         runner
+//	  |--- frame: ToolInput ------>|  parse strictly, look up the tool, parse args
+//	  |                            |  run the tool
+//	  |<-- frame: ToolOutput ------|  exit 0
+//	  |<-- stderr: ErrorReport ----|  exit 64..74 on failure (no frame)
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Mode is the hidden argv[1] that starts the runner: `airlock __runner`.
+const Mode = "__runner"
+
+// Main is the entry point for `airlock __runner ARGS...`; args excludes the mode.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 0 {
+		return report(stderr, wire.ExitUsage, fmt.Errorf("the runner takes no arguments, got %q", args))
+	}
+	return Run(stdin, stdout, stderr)
+}
+
+// Run reads one ToolInput from stdin, runs it and writes one ToolOutput to
+// stdout, returning the exit code. SIGTERM cancels the tool.
+func Run(stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return run(ctx, stdin, stdout, stderr)
+}
+
+func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	frame, err := wire.ReadFrame(stdin)
+	if err != nil {
+		return report(stderr, wire.ExitBadInput, fmt.Errorf("reading input frame: %w", err))
+	}
+	var in wire.ToolInput
+	if err := wire.DecodeStrict(frame, &in); err != nil {
+		return report(stderr, wire.ExitBadInput, fmt.Errorf("decoding tool input: %w", err))
+	}
+	def, ok := tool.Lookup(in.Tool)
+	if !ok {
+		return report(stderr, wire.ExitUnknownTool, fmt.Errorf("unknown tool %q", in.Tool))
+	}
+	args, err := def.Parse(in.Args)
+	if err != nil {
+		return report(stderr, wire.ExitBadArgs, err)
+	}
+	env, err := envFrom(in.Context)
+	if err != nil {
+		return report(stderr, wire.ExitBadInput, err)
+	}
+	var out wire.ToolOutput
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				code = report(stderr, wire.ExitInternal, fmt.Errorf("tool %s panicked: %v", in.Tool, r))
+			}
+		}()
+		out = def.Run(ctx, env, args)
+	}()
+	if code != 0 {
+		return code
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return report(stderr, wire.ExitInternal, fmt.Errorf("encoding tool output: %w", err))
+	}
+	if err := wire.WriteFrame(stdout, data); err != nil {
+		return report(stderr, wire.ExitWriteOutput, err)
+	}
+	return wire.ExitOK
+}
+
+func envFrom(c wire.CallContext) (tool.Env, error) {
+	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets}
+	if env.Root == "" {
+		env.Root = "/"
+	}
+	if env.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return env, fmt.Errorf("finding the working directory: %w", err)
+		}
+		env.Cwd = wd
+	}
+	return env, nil
+}
+
+// report writes an ErrorReport to stderr and returns code.
+func report(stderr io.Writer, code int, err error) int {
+	b, _ := json.Marshal(wire.ErrorReport{Code: code, Error: err.Error()})
+	fmt.Fprintf(stderr, "%s\n", b)
+	return code
+}

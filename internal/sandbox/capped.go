@@ -1,0 +1,50 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+)
+
+// CopyCapped copies src to dst until src ends or limit bytes have been copied.
+// When src holds more than limit bytes it calls onLimit once (typically to kill
+// the sandbox), stops writing, and keeps draining src without storing it so
+// the writer is never blocked on a full pipe. It returns the bytes written to
+// dst and whether the limit was hit. A nil dst discards.
+func CopyCapped(dst io.Writer, src io.Reader, limit int64, onLimit func()) (written int64, truncated bool, err error) {
+	if dst == nil {
+		dst = io.Discard
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if room := limit - written; int64(len(chunk)) > room {
+				chunk = chunk[:max(room, 0)]
+				if !truncated {
+					truncated = true
+					if onLimit != nil {
+						onLimit()
+					}
+				}
+			}
+			if len(chunk) > 0 {
+				w, werr := dst.Write(chunk)
+				written += int64(w)
+				if werr != nil && err == nil {
+					err = werr
+					dst = io.Discard
+				}
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrClosedPipe) {
+				return written, truncated, err
+			}
+			if err == nil && !truncated {
+				err = rerr
+			}
+			return written, truncated, err
+		}
+	}
+}

@@ -1,0 +1,172 @@
+// Package direct is the unsandboxed backend: it runs the runner or a command
+// as a plain child process, with a wall-time limit, an output cap and a
+// killed process group, but none of the isolation of a sandbox. It exists for
+// hosts without one and for comparison; callers must ask for it explicitly,
+// and every result it produces is labelled "unsandboxed".
+package direct
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Name is the backend's name in reports and results.
+const Name = "unsandboxed"
+
+// Defaults for limits a Spec leaves zero.
+const (
+	DefaultWall   = 2 * time.Minute
+	DefaultOutput = 16 << 20
+)
+
+// Options configure the backend. A nil *Options uses the running executable.
+type Options struct {
+	// Executable and Args start the runner: Executable Args... (default:
+	// this executable with "__runner").
+	Executable string
+	Args       []string
+}
+
+// Backend runs each Spec as a plain child process.
+type Backend struct {
+	exe  string
+	args []string
+}
+
+// New returns a Backend.
+func New(opts *Options) (*Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the airlock executable: %w", err)
+		}
+		o.Executable = exe
+		o.Args = []string{"__runner"}
+	}
+	return &Backend{exe: o.Executable, args: o.Args}, nil
+}
+
+// Report says that this backend enforces no isolation.
+func (b *Backend) Report() sandbox.Report {
+	return sandbox.Report{Backend: Name, Features: []sandbox.Feature{
+		{Name: "isolation", Available: false, Detail: "none: the call runs as a plain child process"},
+		{Name: "wall-time limit", Available: true, Detail: "the process group is killed at the deadline"},
+		{Name: "output cap", Available: true},
+	}}
+}
+
+// Run runs spec as a child process.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	start := time.Now()
+	lim := spec.Limits
+	if lim.Wall <= 0 {
+		lim.Wall = DefaultWall
+	}
+	if lim.OutputBytes <= 0 {
+		lim.OutputBytes = DefaultOutput
+	}
+	var cmd *exec.Cmd
+	if len(spec.Command) > 0 {
+		cmd = exec.Command(spec.Command[0], spec.Command[1:]...)
+	} else {
+		cmd = exec.Command(b.exe, b.args...)
+	}
+	cmd.Env = spec.Env
+	cmd.Dir = spec.Cwd
+	if spec.Stdin != nil {
+		cmd.Stdin = spec.Stdin
+	}
+	setProcAttr(cmd)
+	rOut, wOut, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	defer rOut.Close()
+	rErr, wErr, err := os.Pipe()
+	if err != nil {
+		wOut.Close()
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	defer rErr.Close()
+	cmd.Stdout, cmd.Stderr = wOut, wErr
+	err = cmd.Start()
+	wOut.Close()
+	wErr.Close()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	setup := time.Since(start)
+
+	var (
+		mu    sync.Mutex
+		limit string
+	)
+	kill := func(why string) {
+		mu.Lock()
+		if limit == "" {
+			limit = why
+		}
+		mu.Unlock()
+		killGroup(cmd)
+	}
+	var wg sync.WaitGroup
+	var truncOut, truncErr bool
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, truncOut, _ = sandbox.CopyCapped(spec.Stdout, rOut, lim.OutputBytes, func() { kill("output") })
+	}()
+	go func() {
+		defer wg.Done()
+		_, truncErr, _ = sandbox.CopyCapped(spec.Stderr, rErr, lim.OutputBytes, func() { kill("output") })
+	}()
+	timer := time.AfterFunc(lim.Wall, func() { kill("time") })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() { killGroup(cmd) })
+	defer stopCtx()
+
+	werr := cmd.Wait()
+	// A grandchild holding the pipes must not hold the call: give the copies
+	// a moment to drain, then kill the group and close the pipes.
+	copied := make(chan struct{})
+	go func() { wg.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(100 * time.Millisecond):
+		killGroup(cmd)
+		rOut.Close()
+		rErr.Close()
+		<-copied
+	}
+	killGroup(cmd) // nothing of the call outlives it
+	res := &sandbox.Result{
+		ExitCode:        cmd.ProcessState.ExitCode(),
+		Signal:          signalOf(cmd.ProcessState),
+		OutputTruncated: truncOut || truncErr,
+		Isolation:       wire.Isolation{Backend: Name, Features: []string{}},
+		Setup:           setup,
+		Duration:        time.Since(start),
+	}
+	mu.Lock()
+	res.Limit = limit
+	mu.Unlock()
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return res, fmt.Errorf("waiting for %s: %w", cmd.Path, werr)
+	}
+	return res, nil
+}
+
+var _ sandbox.Backend = (*Backend)(nil)

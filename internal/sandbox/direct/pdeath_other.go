@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package direct
+
+import "syscall"
+
+func setPdeathsig(*syscall.SysProcAttr) {}

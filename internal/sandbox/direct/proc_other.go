@@ -1,0 +1,18 @@
+//go:build !unix
+
+package direct
+
+import (
+	"os"
+	"os/exec"
+)
+
+func setProcAttr(*exec.Cmd) {}
+
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}
+
+func signalOf(*os.ProcessState) int { return 0 }
