@@ -1,0 +1,296 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Audit architecture values of foreign ABIs.
+const (
+	auditI386 = 0x40000003 // AUDIT_ARCH_I386
+	auditARM  = 0x40000028 // AUDIT_ARCH_ARM
+)
+
+// Clone flags used by ordinary programs.
+const (
+	cloneVM      = 0x100
+	cloneFS      = 0x200
+	cloneFiles   = 0x400
+	cloneSighand = 0x800
+	clonePidfd   = 0x1000
+	cloneVfork   = 0x4000
+	cloneThread  = 0x10000
+	cloneSysvsem = 0x40000
+	cloneSettls  = 0x80000
+	sigchld      = 17
+
+	cloneNewUser = 0x10000000
+)
+
+// action names a seccomp return value so test failures read well.
+func action(k uint32) string {
+	switch {
+	case k == retAllow:
+		return "allow"
+	case k == retKillProcess:
+		return "kill process"
+	case k&0xffff0000 == retErrno:
+		return fmt.Sprintf("errno %d", k&0xffff)
+	}
+	return fmt.Sprintf("action %#x", k)
+}
+
+var (
+	allow        = action(retAllow)
+	kill         = action(retKillProcess)
+	eperm        = action(retErrno | errnoEPERM)
+	enosys       = action(retErrno | errnoENOSYS)
+	eafnosupport = action(retErrno | errnoEAFNOSUPPORT)
+)
+
+// call is one synthetic syscall.
+type call struct {
+	name string // syscall name in the arch's table
+	nr   int32  // used when name is empty
+	arch uint32 // 0 means the filter's own architecture
+	args [6]uint64
+}
+
+// evaluate builds the filter for archName and runs it on c.
+func evaluate(t *testing.T, archName string, opts Options, c call) string {
+	t.Helper()
+	prog, err := Build(archName, opts)
+	if err != nil {
+		t.Fatalf("Build(%q): %v", archName, err)
+	}
+	if err := validate(prog); err != nil {
+		t.Fatalf("Build(%q) made a program the kernel would refuse: %v", archName, err)
+	}
+	a := arches[archName]
+	d := seccompData{nr: c.nr, arch: c.arch, args: c.args}
+	if d.arch == 0 {
+		d.arch = a.audit
+	}
+	if c.name != "" {
+		n, ok := a.sysnum[c.name]
+		if !ok {
+			t.Fatalf("no syscall %q on %s", c.name, archName)
+		}
+		d.nr = int32(n)
+	}
+	k, err := run(prog, d)
+	if err != nil {
+		t.Fatalf("running the %s filter: %v", archName, err)
+	}
+	return action(k)
+}
+
+func TestFilterCalls(t *testing.T) {
+	for _, archName := range []string{ArchX8664, ArchAArch64} {
+		t.Run(archName, func(t *testing.T) {
+			tests := []struct {
+				desc string
+				opts Options
+				call call
+				want string
+			}{
+				{"read", Options{}, call{name: "read"}, allow},
+				{"write", Options{}, call{name: "write", args: [6]uint64{1, 0xdead, 5}}, allow},
+				{"openat", Options{}, call{name: "openat"}, allow},
+				{"execve", Options{}, call{name: "execve"}, allow},
+				{"exit_group", Options{}, call{name: "exit_group"}, allow},
+				{"clone for a thread", Options{}, call{name: "clone", args: [6]uint64{cloneVM | cloneFS | cloneFiles | cloneSighand | cloneSysvsem | cloneThread | cloneSettls}}, allow},
+				{"clone for fork", Options{}, call{name: "clone", args: [6]uint64{sigchld}}, allow},
+				{"clone for os/exec", Options{}, call{name: "clone", args: [6]uint64{cloneVfork | cloneVM | clonePidfd | sigchld}}, allow},
+				{"clone CLONE_NEWUSER", Options{}, call{name: "clone", args: [6]uint64{cloneNewUser | sigchld}}, eperm},
+				{"clone CLONE_NEWUSER with high bits", Options{}, call{name: "clone", args: [6]uint64{0xffffffff00000000 | cloneNewUser}}, eperm},
+				{"clone high bits only", Options{}, call{name: "clone", args: [6]uint64{0xffffffff00000000 | sigchld}}, allow},
+				{"clone3", Options{}, call{name: "clone3"}, enosys},
+				{"personality query", Options{}, call{name: "personality", args: [6]uint64{0xffffffff}}, allow},
+				{"personality PER_LINUX", Options{}, call{name: "personality", args: [6]uint64{0}}, allow},
+				{"personality ADDR_NO_RANDOMIZE", Options{}, call{name: "personality", args: [6]uint64{0x0040000}}, eperm},
+				{"personality PER_LINUX32", Options{}, call{name: "personality", args: [6]uint64{0x0008}}, eperm},
+				{"personality READ_IMPLIES_EXEC", Options{}, call{name: "personality", args: [6]uint64{0x0400000}}, eperm},
+				{"ioctl TCGETS", Options{}, call{name: "ioctl", args: [6]uint64{0, 0x5401}}, allow},
+				{"ioctl FIONREAD", Options{}, call{name: "ioctl", args: [6]uint64{3, 0x541b}}, allow},
+				{"ioctl TIOCSTI", Options{}, call{name: "ioctl", args: [6]uint64{0, ioctlTIOCSTI}}, eperm},
+				{"ioctl TIOCLINUX", Options{}, call{name: "ioctl", args: [6]uint64{0, ioctlTIOCLINUX}}, eperm},
+				{"ioctl TIOCSTI with high bits", Options{}, call{name: "ioctl", args: [6]uint64{0, 0xffffffff00005412}}, eperm},
+				{"ioctl TIOCLINUX with one high bit", Options{}, call{name: "ioctl", args: [6]uint64{0, 0x000000010000541c}}, eperm},
+				{"ioctl TIOCSTI as fd", Options{}, call{name: "ioctl", args: [6]uint64{ioctlTIOCSTI, 0x5401}}, allow},
+				{"socket AF_INET", Options{}, call{name: "socket", args: [6]uint64{afInet, 1}}, allow},
+				{"socket AF_INET6", Options{}, call{name: "socket", args: [6]uint64{afInet6, 2}}, allow},
+				{"socket AF_UNIX", Options{}, call{name: "socket", args: [6]uint64{afUnix, 1}}, allow},
+				{"socket AF_UNIX denied by option", Options{DenyUnixSockets: true}, call{name: "socket", args: [6]uint64{afUnix, 1}}, eafnosupport},
+				{"socket AF_INET with AF_UNIX denied", Options{DenyUnixSockets: true}, call{name: "socket", args: [6]uint64{afInet, 1}}, allow},
+				{"socket AF_UNSPEC", Options{}, call{name: "socket", args: [6]uint64{0, 1}}, eafnosupport},
+				{"socket AF_NETLINK", Options{}, call{name: "socket", args: [6]uint64{16, 3}}, eafnosupport},
+				{"socket AF_PACKET", Options{}, call{name: "socket", args: [6]uint64{17, 3}}, eafnosupport},
+				{"socket AF_VSOCK", Options{}, call{name: "socket", args: [6]uint64{40, 1}}, eafnosupport},
+				{"socket AF_ALG", Options{}, call{name: "socket", args: [6]uint64{38, 5}}, eafnosupport},
+				{"socket AF_NETLINK with high bits", Options{}, call{name: "socket", args: [6]uint64{0x100000010, 3}}, eafnosupport},
+				{"socketpair AF_UNIX", Options{}, call{name: "socketpair", args: [6]uint64{afUnix, 1}}, allow},
+				{"socketpair AF_NETLINK", Options{}, call{name: "socketpair", args: [6]uint64{16, 3}}, eafnosupport},
+				{"i386 ABI", Options{}, call{nr: 26, arch: auditI386}, kill},
+				{"arm ABI", Options{}, call{nr: 26, arch: auditARM}, kill},
+				{"unknown arch", Options{}, call{nr: 0, arch: 0xffffffff}, kill},
+			}
+			for _, tt := range tests {
+				t.Run(tt.desc, func(t *testing.T) {
+					if got := evaluate(t, archName, tt.opts, tt.call); got != tt.want {
+						t.Errorf("%s: got %s, want %s", tt.desc, got, tt.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestFilterX32(t *testing.T) {
+	// -1 is 0xffffffff, which has the x32 bit too.
+	for _, nr := range []int32{x32Bit, x32Bit | 39, x32Bit | 101, x32Bit | 512, -1} {
+		if got := evaluate(t, ArchX8664, Options{}, call{nr: nr}); got != enosys {
+			t.Errorf("x86_64 nr %#x: got %s, want %s", uint32(nr), got, enosys)
+		}
+	}
+	// aarch64 has no x32: such a number is just an unknown syscall, which the
+	// kernel answers with ENOSYS itself.
+	if got := evaluate(t, ArchAArch64, Options{}, call{nr: x32Bit | 39}); got != allow {
+		t.Errorf("aarch64 nr %#x: got %s, want %s", x32Bit|39, got, allow)
+	}
+}
+
+// TestFilterEveryDenied runs every syscall the policy refuses outright, with
+// zero and with all-ones arguments, and every other syscall of the table,
+// which must be allowed.
+func TestFilterEveryDenied(t *testing.T) {
+	conditional := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair}
+	for _, archName := range []string{ArchX8664, ArchAArch64} {
+		t.Run(archName, func(t *testing.T) {
+			a := arches[archName]
+			got := make(map[string]string)
+			want := make(map[string]string)
+			for name := range a.sysnum {
+				if slices.Contains(conditional, name) {
+					continue
+				}
+				want[name] = allow
+				if slices.Contains(denyAlways, name) {
+					want[name] = eperm
+				}
+				got[name] = evaluate(t, archName, Options{}, call{name: name})
+				ones := evaluate(t, archName, Options{}, call{name: name, args: [6]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}})
+				if ones != got[name] {
+					t.Errorf("%s: %s with zero arguments but %s with all-ones arguments", name, got[name], ones)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("actions by syscall (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFilterCloneNamespaceFlags(t *testing.T) {
+	flags := map[string]uint64{
+		"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
+		"CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+		"CLONE_NEWNET": 0x40000000, "CLONE_NEWTIME": 0x00000080,
+	}
+	for _, archName := range []string{ArchX8664, ArchAArch64} {
+		for name, flag := range flags {
+			t.Run(archName+"/"+name, func(t *testing.T) {
+				c := call{name: "clone", args: [6]uint64{flag | sigchld}}
+				if got := evaluate(t, archName, Options{}, c); got != eperm {
+					t.Errorf("clone(%s): got %s, want %s", name, got, eperm)
+				}
+			})
+		}
+	}
+}
+
+func TestPolicyNamesExist(t *testing.T) {
+	seen := make(map[string]bool)
+	for _, name := range denyAlways {
+		if seen[name] {
+			t.Errorf("%q is listed twice", name)
+		}
+		seen[name] = true
+		if _, ok := sysnumX8664[name]; !ok {
+			if _, ok := sysnumAArch64[name]; !ok {
+				t.Errorf("%q is no syscall on any supported architecture", name)
+			}
+		}
+	}
+	for archName, a := range arches {
+		for _, name := range []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair} {
+			if _, ok := a.sysnum[name]; !ok {
+				t.Errorf("%s has no %q, which the filter inspects", archName, name)
+			}
+		}
+	}
+}
+
+func TestDenied(t *testing.T) {
+	x86 := Denied(ArchX8664)
+	arm := Denied(ArchAArch64)
+	var onlyX86 []string
+	for _, name := range x86 {
+		if !slices.Contains(arm, name) {
+			onlyX86 = append(onlyX86, name)
+		}
+	}
+	want := []string{"_sysctl", "iopl", "ioperm", "modify_ldt", "sysfs", "uselib", "ustat"}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, onlyX86); diff != "" {
+		t.Errorf("syscalls denied on x86_64 only (-want +got):\n%s", diff)
+	}
+	for _, name := range arm {
+		if !slices.Contains(x86, name) {
+			t.Errorf("%q is denied on aarch64 only", name)
+		}
+	}
+	for _, name := range []string{"ptrace", "io_uring_setup", "open_tree_attr", "clone", "clone3", "socket", "ioctl", "personality"} {
+		if !slices.Contains(arm, name) {
+			t.Errorf("Denied(%q) lacks %q", ArchAArch64, name)
+		}
+	}
+	if !slices.IsSorted(x86) {
+		t.Errorf("Denied(%q) is not sorted: %v", ArchX8664, x86)
+	}
+	if got := Denied("i386"); got != nil {
+		t.Errorf("Denied(i386) = %v, want nil", got)
+	}
+}
+
+func TestBuildUnsupportedArch(t *testing.T) {
+	for _, name := range []string{"", "i386", "armv7l", "amd64"} {
+		if _, err := Build(name, Options{}); !errors.Is(err, ErrUnsupportedArch) {
+			t.Errorf("Build(%q) error = %v, want ErrUnsupportedArch", name, err)
+		}
+	}
+}
+
+func TestNativeArch(t *testing.T) {
+	if name := NativeArch(); name != "" {
+		if _, ok := arches[name]; !ok {
+			t.Errorf("NativeArch() = %q, which has no table", name)
+		}
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	for _, archName := range []string{ArchX8664, ArchAArch64} {
+		b.Run(archName, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Build(archName, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
