@@ -1,0 +1,86 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeStrict(t *testing.T) {
+	tests := []struct {
+		name    string
+		input   string
+		wantErr string // substring; "" means success
+		wantKey string // the FieldError key, when one is expected
+	}{
+		{"ok", `{"tool":"read_file","args":{"path":"x"},"context":{"call_id":"c1"}}`, "", ""},
+		{"unknown field", `{"tool":"x","extra":1}`, "unknown field", "extra"},
+		{"unknown nested", `{"tool":"x","context":{"call_id":"c","bogus":true}}`, "unknown field", "context.bogus"},
+		{"duplicate key", `{"tool":"a","tool":"b"}`, "duplicate key", "tool"},
+		{"duplicate nested in raw args", `{"tool":"a","args":{"path":"x","path":"y"}}`, "duplicate key", "args.path"},
+		{"case-only key", `{"Tool":"a"}`, "differs only in case", "Tool"},
+		{"case-only nested", `{"context":{"CALL_ID":"c"}}`, "differs only in case", "context.CALL_ID"},
+		{"wrong type", `{"tool":5}`, `field "tool"`, ""},
+		{"trailing data", `{"tool":"a"} {}`, "trailing data", ""},
+		{"not json", `{"tool":`, "invalid JSON", ""},
+		{"duplicate in map", `{"context":{"secrets":{"A":"1","A":"2"}}}`, "duplicate key", "context.secrets.A"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in ToolInput
+			err := DecodeStrict([]byte(tt.input), &in)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("DecodeStrict: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("DecodeStrict error = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if tt.wantKey != "" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Key != tt.wantKey {
+					t.Fatalf("error %v: want a FieldError for key %q", err, tt.wantKey)
+				}
+				if !strings.Contains(err.Error(), tt.wantKey) {
+					t.Fatalf("error %q does not name key %q", err, tt.wantKey)
+				}
+			}
+		})
+	}
+}
+
+func TestToolOutputRoundTrip(t *testing.T) {
+	code := 3
+	want := ToolOutput{Content: "hi", IsError: true, Truncated: true, Meta: Meta{ExitCode: &code, OmittedBytes: 10,
+		Isolation: &Isolation{Backend: "linux", Features: []string{"userns"}}}}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got ToolOutput
+	if err := DecodeStrict(b, &got); err != nil {
+		t.Fatalf("DecodeStrict(%s): %v", b, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestExitNamesDistinct(t *testing.T) {
+	seen := map[string]int{}
+	for _, c := range []int{ExitOK, ExitUsage, ExitBadInput, ExitUnknownTool, ExitBadArgs, ExitLimitSetup, ExitSandboxSetup, ExitInternal, ExitWriteOutput} {
+		n := ExitName(c)
+		if prev, dup := seen[n]; dup {
+			t.Errorf("exit codes %d and %d share the name %q", prev, c, n)
+		}
+		seen[n] = c
+	}
+	if ExitName(12345) != "unknown-exit" {
+		t.Errorf("ExitName(12345) = %q", ExitName(12345))
+	}
+}
