@@ -1,0 +1,153 @@
+package egress
+
+import "net/netip"
+
+// special is one row of the special-purpose address table.
+type special struct {
+	prefix netip.Prefix
+	reason string
+}
+
+func mustPrefixes(rows ...[2]string) []special {
+	out := make([]special, len(rows))
+	for i, r := range rows {
+		out[i] = special{netip.MustParsePrefix(r[0]), r[1]}
+	}
+	return out
+}
+
+// special4 follows the IANA IPv4 Special-Purpose Address Registry, denying
+// every row, including the few the registry marks globally reachable
+// (192.0.0.9, AS112 and AMT anycast): no tool has a reason to dial them.
+var special4 = mustPrefixes(
+	[2]string{"0.0.0.0/8", "this network (0/8)"},
+	[2]string{"10.0.0.0/8", "private (10/8)"},
+	[2]string{"100.64.0.0/10", "shared address space, CGNAT (100.64/10)"},
+	[2]string{"127.0.0.0/8", "loopback (127/8)"},
+	[2]string{"169.254.0.0/16", "link-local (169.254/16)"},
+	[2]string{"172.16.0.0/12", "private (172.16/12)"},
+	[2]string{"192.0.0.0/24", "IETF protocol assignments (192.0.0/24)"},
+	[2]string{"192.0.2.0/24", "documentation (192.0.2/24)"},
+	[2]string{"192.31.196.0/24", "AS112 (192.31.196/24)"},
+	[2]string{"192.52.193.0/24", "AMT (192.52.193/24)"},
+	[2]string{"192.88.99.0/24", "deprecated 6to4 relay anycast (192.88.99/24)"},
+	[2]string{"192.168.0.0/16", "private (192.168/16)"},
+	[2]string{"192.175.48.0/24", "AS112 direct delegation (192.175.48/24)"},
+	[2]string{"198.18.0.0/15", "benchmarking (198.18/15)"},
+	[2]string{"198.51.100.0/24", "documentation (198.51.100/24)"},
+	[2]string{"203.0.113.0/24", "documentation (203.0.113/24)"},
+	[2]string{"224.0.0.0/4", "multicast (224/4)"},
+	[2]string{"240.0.0.0/4", "reserved (240/4, includes 255.255.255.255)"},
+)
+
+// special6 follows the IANA IPv6 Special-Purpose Address Registry for the
+// part of 2000::/3 it covers; everything outside 2000::/3 is denied before
+// this table is consulted (after the embedded-IPv4 forms are unwrapped).
+var special6 = mustPrefixes(
+	[2]string{"2001::/32", "Teredo (2001::/32)"},
+	[2]string{"2001:10::/28", "deprecated ORCHID (2001:10::/28)"},
+	[2]string{"2001:20::/28", "ORCHIDv2 (2001:20::/28)"},
+	[2]string{"2001::/23", "IETF protocol assignments (2001::/23)"},
+	[2]string{"2001:db8::/32", "documentation (2001:db8::/32)"},
+	[2]string{"2620:4f:8000::/48", "AS112 direct delegation (2620:4f:8000::/48)"},
+	[2]string{"3fff::/20", "documentation (3fff::/20)"},
+	[2]string{"5f00::/16", "SRv6 SIDs (5f00::/16)"},
+)
+
+var (
+	nat64WKP    = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+	compatible  = netip.MustParsePrefix("::/96")
+	globalUni6  = netip.MustParsePrefix("2000::/3")
+	discard6    = netip.MustParsePrefix("100::/64")
+	dummy6      = netip.MustParsePrefix("100:0:0:1::/64")
+	siteLocal6  = netip.MustParsePrefix("fec0::/10")
+	ula6        = netip.MustParsePrefix("fc00::/7")
+	linkLocal6  = netip.MustParsePrefix("fe80::/10")
+	multicast6  = netip.MustParsePrefix("ff00::/8")
+	loopback6   = netip.MustParseAddr("::1")
+	unspecified = netip.IPv6Unspecified()
+)
+
+// Classify reports whether addr is a public unicast address that the proxy
+// may dial without an explicit allowance, and if not, why.
+//
+// It denies every row of the IANA special-purpose registries (loopback,
+// private, link-local, CGNAT, documentation, benchmarking, multicast,
+// reserved, site-local, ULA, Teredo, ORCHID, discard, …) and any address
+// with a zone. IPv4 embedded in IPv6 is unwrapped and classified as IPv4:
+// IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96), NAT64 well-known
+// prefix (64:ff9b::/96) and 6to4 (2002::/16, bits 16..48). The local-use
+// NAT64 prefix 64:ff9b:1::/48 is denied outright, because where the IPv4
+// address sits inside it depends on the operator's prefix length.
+func Classify(addr netip.Addr) (public bool, reason string) {
+	if !addr.IsValid() {
+		return false, "invalid address"
+	}
+	if addr.Zone() != "" {
+		return false, "address with a zone"
+	}
+	if addr.Is4() {
+		return classify4(addr)
+	}
+	switch {
+	case addr == unspecified:
+		return false, "unspecified (::)"
+	case addr == loopback6:
+		return false, "loopback (::1)"
+	case addr.Is4In6():
+		return wrapped("IPv4-mapped", addr.Unmap())
+	case compatible.Contains(addr):
+		return wrapped("IPv4-compatible", embedded(addr, 12))
+	case nat64WKP.Contains(addr):
+		return wrapped("NAT64", embedded(addr, 12))
+	case nat64Local.Contains(addr):
+		return false, "local-use NAT64 (64:ff9b:1::/48)"
+	case sixToFour.Contains(addr):
+		return wrapped("6to4", embedded(addr, 2))
+	case discard6.Contains(addr):
+		return false, "discard-only (100::/64)"
+	case dummy6.Contains(addr):
+		return false, "dummy prefix (100:0:0:1::/64)"
+	case siteLocal6.Contains(addr):
+		return false, "site-local (fec0::/10)"
+	case ula6.Contains(addr):
+		return false, "unique local (fc00::/7)"
+	case linkLocal6.Contains(addr):
+		return false, "link-local (fe80::/10)"
+	case multicast6.Contains(addr):
+		return false, "multicast (ff00::/8)"
+	case !globalUni6.Contains(addr):
+		return false, "not global unicast (outside 2000::/3)"
+	}
+	for _, s := range special6 {
+		if s.prefix.Contains(addr) {
+			return false, s.reason
+		}
+	}
+	return true, "public"
+}
+
+func classify4(addr netip.Addr) (bool, string) {
+	for _, s := range special4 {
+		if s.prefix.Contains(addr) {
+			return false, s.reason
+		}
+	}
+	return true, "public"
+}
+
+// embedded returns the IPv4 address held in bytes off..off+4 of an IPv6 address.
+func embedded(addr netip.Addr, off int) netip.Addr {
+	b := addr.As16()
+	return netip.AddrFrom4([4]byte(b[off : off+4]))
+}
+
+func wrapped(form string, v4 netip.Addr) (bool, string) {
+	public, reason := classify4(v4)
+	if public {
+		return true, "public (" + form + " " + v4.String() + ")"
+	}
+	return false, form + " " + v4.String() + ": " + reason
+}

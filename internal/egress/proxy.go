@@ -1,0 +1,160 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Proxy is the egress proxy for one sandbox. Create it with New; it is safe
+// for concurrent use, and Serve may be called on several listeners.
+type Proxy struct {
+	o   Options
+	sem chan struct{}
+}
+
+// New returns a Proxy configured by opts (which may be nil and is copied).
+func New(opts *Options) *Proxy {
+	o := opts.withDefaults()
+	return &Proxy{o: o, sem: make(chan struct{}, o.MaxConns)}
+}
+
+// Serve accepts connections on l until ctx is done or l fails, handling each
+// in its own goroutine. Cancelling ctx closes l and every open connection.
+// Serve returns once every connection it accepted has ended; it returns nil
+// when ctx was cancelled, and the accept error otherwise.
+func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	backoff := time.Duration(0)
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				p.o.Logger.Warn("egress accept", "sandbox", p.o.Sandbox, "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("accepting on %s: %w", l.Addr(), err)
+		}
+		backoff = 0
+		select {
+		case p.sem <- struct{}{}:
+		default:
+			c.Close()
+			p.decide(Decision{Reason: fmt.Sprintf("connection cap of %d reached", p.o.MaxConns)})
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-p.sem }()
+			p.handle(ctx, c)
+		}()
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// handshakeReader caps the bytes read while the handshake lasts.
+type handshakeReader struct {
+	r io.Reader
+	n int // bytes still allowed
+}
+
+var errHandshakeTooLarge = errors.New("handshake too large")
+
+func (h *handshakeReader) Read(b []byte) (int, error) {
+	if h.n <= 0 {
+		return 0, errHandshakeTooLarge
+	}
+	if len(b) > h.n {
+		b = b[:h.n]
+	}
+	n, err := h.r.Read(b)
+	h.n -= n
+	return n, err
+}
+
+// handle runs one client connection: handshake, checks, then the tunnel.
+func (p *Proxy) handle(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+
+	c.SetDeadline(time.Now().Add(p.o.HandshakeTimeout))
+	hr := &handshakeReader{r: c, n: p.o.MaxHandshakeBytes}
+	br := bufio.NewReaderSize(hr, 4096)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	switch first[0] {
+	case socksVersion:
+		p.socks5(ctx, c, br, hr)
+	case 0x04:
+		// SOCKS4 is not spoken; close without a reply.
+	default:
+		p.httpProxy(ctx, c, br, hr)
+	}
+}
+
+// tunnel finishes a successful CONNECT (either protocol): on port 443 it
+// checks the ClientHello's SNI, then forwards the bytes the client already
+// sent and relays both ways. d is the allow decision, reported here (or
+// turned into a denial if the SNI check fails).
+func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t target, d Decision) {
+	defer up.Close()
+	if t.port == 443 && !p.o.NoSNICheck {
+		hr.n = maxHelloBytes + 5*maxHelloRecords
+		c.SetReadDeadline(time.Now().Add(p.o.HandshakeTimeout))
+		raw, sni, err := readClientHello(br)
+		if err == nil && sni != "" && !sniMatches(sni, t) {
+			err = fmt.Errorf("TLS server name %q differs from the requested host", sni)
+		}
+		if err != nil {
+			d.Allowed, d.Reason = false, "refused after connect: "+err.Error()
+			p.decide(d)
+			return
+		}
+		if len(raw) > 0 {
+			if _, err := up.Write(raw); err != nil {
+				d.Allowed, d.Reason = false, "writing ClientHello upstream failed"
+				p.decide(d)
+				return
+			}
+		}
+	}
+	p.decide(d)
+	c.SetDeadline(time.Time{})
+	if n := br.Buffered(); n > 0 {
+		early, _ := br.Peek(n)
+		if _, err := up.Write(early); err != nil {
+			return
+		}
+	}
+	p.relay(c, up)
+}
+
+func sniMatches(sni string, t target) bool {
+	if t.ip.IsValid() {
+		return false
+	}
+	n, err := NormalizeHost(sni)
+	return err == nil && n == t.host
+}

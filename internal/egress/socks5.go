@@ -1,0 +1,190 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/netip"
+)
+
+// The SOCKS5 subset (RFC 1928) spoken here:
+//
+//	client                                   proxy
+//	05 n m1..mn            (greeting)   →
+//	                                    ←    05 00   (no auth; or 05 FF, close)
+//	05 01 00 atyp addr port (CONNECT)   →
+//	                                          checks, resolve, dial
+//	                                    ←    05 rep 00 01 0.0.0.0 0   (rep 00 only after a dial succeeded)
+//	tunnel bytes                        ↔
+//
+// Version other than 5: close without a reply. CMD other than CONNECT, or a
+// non-zero RSV byte: REP 07. ATYP other than 1, 3, 4: REP 08. A malformed
+// name or port 0: REP 01. Not granted: REP 02. Name did not resolve: REP 04.
+// Dial refused: 05; network unreachable: 03; host unreachable or timeout: 04;
+// any other dial error: 01. The bound address in every reply is 0.0.0.0:0,
+// so the broker's own address never reaches the sandbox.
+const (
+	socksVersion  = 0x05
+	socksNoAuth   = 0x00
+	socksNoMethod = 0xff
+	socksConnect  = 0x01
+
+	atypIPv4   = 0x01
+	atypDomain = 0x03
+	atypIPv6   = 0x04
+
+	repSuccess         = 0x00
+	repGeneral         = 0x01
+	repNotAllowed      = 0x02
+	repNetUnreachable  = 0x03
+	repHostUnreachable = 0x04
+	repRefused         = 0x05
+	repCmdUnsupported  = 0x07
+	repAtypUnsupported = 0x08
+)
+
+func socksReply(w io.Writer, rep byte) error {
+	_, err := w.Write([]byte{socksVersion, rep, 0, atypIPv4, 0, 0, 0, 0, 0, 0})
+	return err
+}
+
+func socksRep(f fail) byte {
+	switch f {
+	case failBad:
+		return repGeneral
+	case failDenied:
+		return repNotAllowed
+	case failResolve:
+		return repHostUnreachable
+	case failRefused:
+		return repRefused
+	case failNetUnreach:
+		return repNetUnreachable
+	case failHostUnreach:
+		return repHostUnreachable
+	}
+	return repGeneral
+}
+
+func (p *Proxy) socks5(ctx context.Context, c net.Conn, br *bufio.Reader, hr *handshakeReader) {
+	t, rep, ok := socksHandshake(c, br)
+	if !ok {
+		if rep != 0 {
+			socksReply(c, rep)
+		}
+		return
+	}
+	if rep != repSuccess {
+		socksReply(c, rep)
+		p.decide(Decision{Proto: "socks5", Host: t.host, Port: t.port, Reason: "malformed request"})
+		return
+	}
+	up, d, f := p.open(ctx, "socks5", t)
+	if f != failNone {
+		socksReply(c, socksRep(f))
+		p.decide(d)
+		return
+	}
+	if err := socksReply(c, repSuccess); err != nil {
+		up.Close()
+		d.Allowed, d.Reason = false, "client went away before the reply"
+		p.decide(d)
+		return
+	}
+	p.tunnel(c, up, br, hr, t, d)
+}
+
+// socksHandshake reads the greeting and the request. ok false means stop:
+// send rep if it is non-zero and close. ok true with rep != 0 means the
+// request was well-framed but its target is malformed (t holds what was read).
+func socksHandshake(w io.Writer, br *bufio.Reader) (t target, rep byte, ok bool) {
+	var hdr [2]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil || hdr[0] != socksVersion {
+		return t, 0, false
+	}
+	methods := make([]byte, hdr[1])
+	if _, err := io.ReadFull(br, methods); err != nil {
+		return t, 0, false
+	}
+	noAuth := false
+	for _, m := range methods {
+		noAuth = noAuth || m == socksNoAuth
+	}
+	if !noAuth {
+		w.Write([]byte{socksVersion, socksNoMethod})
+		return t, 0, false
+	}
+	if _, err := w.Write([]byte{socksVersion, socksNoAuth}); err != nil {
+		return t, 0, false
+	}
+
+	var req [4]byte
+	if _, err := io.ReadFull(br, req[:]); err != nil || req[0] != socksVersion {
+		return t, 0, false
+	}
+	if req[1] != socksConnect || req[2] != 0 {
+		return t, repCmdUnsupported, false
+	}
+	var host string
+	var ip netip.Addr
+	switch req[3] {
+	case atypIPv4:
+		var b [4]byte
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return t, 0, false
+		}
+		ip = netip.AddrFrom4(b)
+	case atypIPv6:
+		var b [16]byte
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return t, 0, false
+		}
+		ip = netip.AddrFrom16(b).Unmap()
+	case atypDomain:
+		n, err := br.ReadByte()
+		if err != nil {
+			return t, 0, false
+		}
+		name := make([]byte, n)
+		if _, err := io.ReadFull(br, name); err != nil {
+			return t, 0, false
+		}
+		host = string(name)
+	default:
+		return t, repAtypUnsupported, false
+	}
+	var pb [2]byte
+	if _, err := io.ReadFull(br, pb[:]); err != nil {
+		return t, 0, false
+	}
+	port := int(binary.BigEndian.Uint16(pb[:]))
+	if ip.IsValid() {
+		t = target{host: ip.String(), ip: ip, port: port}
+		if port == 0 {
+			return t, repGeneral, true
+		}
+		return t, repSuccess, true
+	}
+	pt, err := parseTarget(host, port)
+	if err != nil {
+		return target{host: printable(host), port: port}, repGeneral, true
+	}
+	return pt, repSuccess, true
+}
+
+// printable makes a client-sent name safe to log: at most 255 bytes, with
+// anything outside printable ASCII replaced by '?'.
+func printable(s string) string {
+	b := []byte(s)
+	if len(b) > 255 {
+		b = b[:255]
+	}
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
