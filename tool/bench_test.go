@@ -1,0 +1,74 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// benchPattern is a method-receiver search typical of an agent's grep.
+const benchPattern = `func \(\w+ \*Reader\)`
+
+// BenchmarkGrepGOROOT compares the grep tool with GNU grep -rnE over the same
+// tree in one run, so the ratio is meaningful on any machine.
+func BenchmarkGrepGOROOT(b *testing.B) {
+	src := filepath.Join(runtime.GOROOT(), "src")
+	if _, err := os.Stat(src); err != nil {
+		b.Skipf("GOROOT/src not available: %v", err)
+	}
+	b.Run("airlock", func(b *testing.B) {
+		d, _ := Lookup("grep")
+		args, err := d.Parse(json.RawMessage(`{"pattern":` + jsonString(benchPattern) + `,"path":` + jsonString(src) + `,"output_mode":"content"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		env := Env{Root: "/", Cwd: src}
+		for b.Loop() {
+			out := d.Run(context.Background(), env, args)
+			if out.IsError || out.Meta.Count == 0 {
+				b.Fatalf("grep found nothing: %+v", out)
+			}
+		}
+	})
+	b.Run("gnu-grep", func(b *testing.B) {
+		if _, err := exec.LookPath("grep"); err != nil {
+			b.Skip("grep not installed")
+		}
+		for b.Loop() {
+			out, err := exec.Command("grep", "-rnE", benchPattern, src).Output()
+			if err != nil || len(out) == 0 {
+				b.Fatalf("grep: %v", err)
+			}
+		}
+	})
+}
+
+// BenchmarkReadFile reads a 4 MiB text file, capped at the default 1 MiB.
+func BenchmarkReadFile(b *testing.B) {
+	dir := b.TempDir()
+	line := strings.Repeat("x", 99) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat(line, 40<<10)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	d, _ := Lookup("read_file")
+	args, err := d.Parse(json.RawMessage(`{"path":"big.txt"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := Env{Root: dir, Cwd: dir}
+	for b.Loop() {
+		if out := d.Run(context.Background(), env, args); out.IsError || !out.Truncated {
+			b.Fatalf("unexpected result: %.200s", out.Content)
+		}
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,471 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/wire"
+)
+
+// A grepSearch is one grep call: its settings, and the output collected in
+// path order.
+//
+// A directory is searched by a pipeline: one walker lists directories in
+// sorted order and hands each file to a small pool of workers, which read and
+// scan it into a fileResult; the caller's goroutine collects the results in
+// the walker's order. The order channel is a window that bounds the files in
+// flight, so memory stays bounded however large the tree.
+//
+//	walker ──jobs──▶ workers ──job.res──▶ collector
+//	   └─────────order (in walk order)──────▶┘
+type grepSearch struct {
+	m       *lineMatcher
+	mode    string
+	context int
+	head    int   // output lines kept; 0 = no limit
+	maxOut  int   // output bytes kept
+	maxFile int64 // larger files are skipped
+	glob    *globPattern
+	// globBase: the glob has no "/", so it matches file names, not paths.
+	globBase bool
+
+	out       bytes.Buffer
+	lines     int // output lines so far
+	matches   int // matching lines so far
+	files     int // files with a match so far
+	binary    int
+	large     []string
+	tooDeep   int
+	cut       string // why output stopped early; "" if it did not
+	omitted   int64  // bytes known to be cut from the output
+	stoppedBy error
+}
+
+// A fileResult is one file's contribution to the output.
+type fileResult struct {
+	text    []byte // rendered lines, each ending in '\n'
+	matches int
+	binary  bool
+	large   bool
+	cut     bool // the file had more output than could be kept
+	shown   string
+}
+
+type grepJob struct {
+	dir   *dirRef
+	name  string
+	shown string
+	res   chan fileResult // buffered: a worker never blocks on it
+}
+
+// A dirRef shares one open directory between the walker and the workers
+// reading its files; the last to finish closes it.
+type dirRef struct {
+	root *os.Root
+	refs atomic.Int32
+}
+
+func newDirRef(r *os.Root) *dirRef {
+	d := &dirRef{root: r}
+	d.refs.Store(1)
+	return d
+}
+
+func (d *dirRef) hold() { d.refs.Add(1) }
+
+func (d *dirRef) release() {
+	if d.refs.Add(-1) == 0 {
+		d.root.Close()
+	}
+}
+
+// joinShown appends name to a shown (absolute) directory path.
+func joinShown(dir, name string) string {
+	if strings.HasSuffix(dir, "/") {
+		return dir + name
+	}
+	return dir + "/" + name
+}
+
+// searchOne searches one file, name, in dir, which it closes.
+func (s *grepSearch) searchOne(ctx context.Context, dir *os.Root, name, shown string) {
+	defer dir.Close()
+	w := grepWorker{s: s}
+	s.add(w.file(dir, name, shown))
+}
+
+// searchTree searches every file beneath top, which it closes.
+func (s *grepSearch) searchTree(parent context.Context, top *os.Root, shown string) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	jobs := make(chan *grepJob, 64)
+	order := make(chan *grepJob, 256)
+	var wg sync.WaitGroup
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			w := grepWorker{s: s}
+			for j := range jobs {
+				if ctx.Err() != nil {
+					j.res <- fileResult{}
+				} else {
+					j.res <- w.file(j.dir.root, j.name, j.shown)
+				}
+				j.dir.release()
+			}
+		})
+	}
+	wg.Go(func() {
+		defer close(jobs)
+		defer close(order)
+		s.walk(ctx, newDirRef(top), "", shown, 0, jobs, order)
+	})
+collect:
+	for j := range order {
+		select {
+		case r := <-j.res:
+			if !s.add(r) {
+				break collect
+			}
+		case <-ctx.Done():
+			break collect
+		}
+	}
+	if err := parent.Err(); err != nil && s.cut == "" {
+		s.stoppedBy = err
+	}
+	cancel()
+	for range order {
+	}
+	wg.Wait()
+}
+
+// walk lists d in sorted order, queueing its files and descending into its
+// directories (never through a symlink). It releases d. It reports false when
+// the search was cancelled.
+func (s *grepSearch) walk(ctx context.Context, d *dirRef, rel, shown string, depth int, jobs, order chan<- *grepJob) bool {
+	defer d.release()
+	f, err := d.root.Open(".")
+	if err != nil {
+		return true // unreadable: skipped
+	}
+	ents, _ := f.ReadDir(-1)
+	f.Close()
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, e := range ents {
+		if ctx.Err() != nil {
+			return false
+		}
+		name := e.Name()
+		childRel := name
+		if rel != "" {
+			childRel = rel + "/" + name
+		}
+		switch typ := e.Type(); {
+		case typ.IsRegular():
+			if s.glob != nil && !s.globMatch(childRel, name) {
+				continue
+			}
+			d.hold()
+			j := &grepJob{dir: d, name: name, shown: joinShown(shown, name), res: make(chan fileResult, 1)}
+			select {
+			case order <- j:
+			case <-ctx.Done():
+				d.release()
+				return false
+			}
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				d.release()
+				return false
+			}
+		case typ.IsDir():
+			if depth+1 >= maxWalkDepth {
+				s.tooDeep++ // read by the collector only after the walker ends
+				continue
+			}
+			sub, err := d.root.OpenRoot(name)
+			if err != nil {
+				continue
+			}
+			if !s.walk(ctx, newDirRef(sub), childRel, joinShown(shown, name), depth+1, jobs, order) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *grepSearch) globMatch(rel, name string) bool {
+	if s.globBase {
+		return s.glob.match(name)
+	}
+	return s.glob.match(rel)
+}
+
+// add appends one file's result to the output. It reports false once the
+// output is full and the search should stop.
+func (s *grepSearch) add(r fileResult) bool {
+	switch {
+	case r.binary:
+		s.binary++
+		return true
+	case r.large:
+		s.large = append(s.large, r.shown)
+		return true
+	case r.matches == 0:
+		return true
+	}
+	s.files++
+	s.matches += r.matches
+	text := r.text
+	if s.mode == grepContent && s.context > 0 && s.out.Len() > 0 {
+		text = append([]byte("--\n"), text...)
+	}
+	if s.head > 0 && s.lines+bytes.Count(text, []byte{'\n'}) > s.head {
+		keep := firstLines(text, s.head-s.lines)
+		s.omitted += int64(len(text) - len(keep))
+		s.out.Write(keep)
+		s.lines = s.head
+		s.cut = fmt.Sprintf("[head_limit %d reached; more output not shown]", s.head)
+		return false
+	}
+	if s.out.Len()+len(text) > s.maxOut {
+		keep := text[:s.maxOut-s.out.Len()]
+		if i := bytes.LastIndexByte(keep, '\n'); i >= 0 {
+			keep = keep[:i+1]
+		} else {
+			keep = nil
+		}
+		s.omitted += int64(len(text) - len(keep))
+		s.out.Write(keep)
+		s.cut = fmt.Sprintf("[output cut at %d bytes; more matches may follow: narrow path, glob or pattern, or set head_limit]", s.maxOut)
+		return false
+	}
+	s.out.Write(text)
+	s.lines += bytes.Count(text, []byte{'\n'})
+	if r.cut {
+		s.cut = fmt.Sprintf("[output cut at %d bytes; more matches may follow: narrow path, glob or pattern, or set head_limit]", s.maxOut)
+		return false
+	}
+	return true
+}
+
+// firstLines returns the first n lines of b.
+func firstLines(b []byte, n int) []byte {
+	end := 0
+	for ; n > 0; n-- {
+		i := bytes.IndexByte(b[end:], '\n')
+		if i < 0 {
+			return b
+		}
+		end += i + 1
+	}
+	return b[:end]
+}
+
+// result renders the collected output and its notes.
+func (s *grepSearch) result(pattern, shown string) wire.ToolOutput {
+	var b strings.Builder
+	b.Write(s.out.Bytes())
+	out := wire.ToolOutput{Meta: wire.Meta{Count: s.matches, OmittedBytes: s.omitted}}
+	if s.mode == grepFiles {
+		out.Meta.Count = s.files
+	}
+	if s.files == 0 {
+		fmt.Fprintf(&b, "no matches for %q in %s\n", pattern, shown)
+	}
+	if s.cut != "" {
+		b.WriteString(s.cut + "\n")
+		out.Truncated = true
+	}
+	if s.binary > 0 {
+		fmt.Fprintf(&b, "[%d binary files skipped]\n", s.binary)
+	}
+	if len(s.large) > 0 {
+		const show = 5
+		names := strings.Join(s.large[:min(show, len(s.large))], ", ")
+		if len(s.large) > show {
+			names += fmt.Sprintf(" and %d more", len(s.large)-show)
+		}
+		fmt.Fprintf(&b, "[files over %d bytes skipped: %s]\n", s.maxFile, names)
+	}
+	if s.tooDeep > 0 {
+		fmt.Fprintf(&b, "[%d directories deeper than %d levels not searched]\n", s.tooDeep, maxWalkDepth)
+	}
+	if s.stoppedBy != nil {
+		fmt.Fprintf(&b, "[search stopped early (%v); results are incomplete]\n", s.stoppedBy)
+		out.Truncated = true
+	}
+	out.Content = strings.TrimSuffix(b.String(), "\n")
+	return out
+}
+
+// A grepWorker reads and scans files, reusing its buffer.
+type grepWorker struct {
+	s   *grepSearch
+	buf []byte
+}
+
+// file reads and scans one file. An unreadable or vanished file yields an
+// empty result: it is skipped silently, like an unreadable directory.
+func (w *grepWorker) file(dir *os.Root, name, shown string) fileResult {
+	f, err := dir.OpenFile(name, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return fileResult{}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return fileResult{}
+	}
+	if fi.Size() > w.s.maxFile {
+		return fileResult{large: true, shown: shown}
+	}
+	b, err := w.read(f, int(fi.Size()))
+	if err != nil {
+		return fileResult{}
+	}
+	if int64(len(b)) > w.s.maxFile {
+		return fileResult{large: true, shown: shown}
+	}
+	if bytes.IndexByte(b[:min(len(b), sniffBytes)], 0) >= 0 {
+		return fileResult{binary: true}
+	}
+	r := w.s.scan(b, shown)
+	if cap(w.buf) > 4<<20 {
+		w.buf = nil // do not hold a large file's buffer for the rest of the walk
+	}
+	return r
+}
+
+// read reads f (size bytes expected) into the worker's buffer, up to the file cap + 1.
+func (w *grepWorker) read(f *os.File, size int) ([]byte, error) {
+	if cap(w.buf) < size+1 {
+		w.buf = make([]byte, 0, max(size+1, 64<<10))
+	}
+	b := w.buf[:0]
+	for {
+		if len(b) == cap(b) {
+			if int64(len(b)) > w.s.maxFile {
+				return b, nil
+			}
+			b = slices.Grow(b, len(b))
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF || (n > 0 && len(b) == size) {
+			// At the size fstat gave: a file growing meanwhile is read as it was.
+			w.buf = b[:0]
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+type hit struct{ start, end, line int }
+
+// scan finds the matching lines of b and renders them for the output mode.
+func (s *grepSearch) scan(b []byte, shown string) fileResult {
+	r := fileResult{shown: shown}
+	switch s.mode {
+	case grepFiles:
+		s.m.each(b, func(int, int) bool { r.matches = 1; return false })
+		if r.matches > 0 {
+			r.text = []byte(shown + "\n")
+		}
+		return r
+	case grepCount:
+		s.m.each(b, func(int, int) bool { r.matches++; return true })
+		if r.matches > 0 {
+			r.text = []byte(shown + ":" + strconv.Itoa(r.matches) + "\n")
+		}
+		return r
+	}
+	// Content: every output line costs at least len(shown)+4 bytes, so keep
+	// no more hits than could fit in the output.
+	maxHits := s.maxOut/(len(shown)+4) + 1
+	if s.head > 0 {
+		maxHits = min(maxHits, s.head+1)
+	}
+	var hits []hit
+	line, last := 1, 0
+	s.m.each(b, func(start, end int) bool {
+		line += bytes.Count(b[last:start], []byte{'\n'})
+		last = start
+		hits = append(hits, hit{start, end, line})
+		return len(hits) < maxHits
+	})
+	r.matches = len(hits)
+	if len(hits) == maxHits {
+		r.cut = true
+	}
+	r.text = s.render(b, hits, shown)
+	if len(r.text) > s.maxOut {
+		r.cut = true
+	}
+	return r
+}
+
+// render writes hits of one file with their context, as grep -n does.
+func (s *grepSearch) render(b []byte, hits []hit, shown string) []byte {
+	var out []byte
+	c := s.context
+	for i := 0; i < len(hits) && len(out) <= s.maxOut; {
+		// A group runs from c lines before hits[i] to c lines after hits[j].
+		j, last := i, hits[i].line+c
+		for j+1 < len(hits) && hits[j+1].line <= last+1 {
+			j++
+			last = hits[j].line + c
+		}
+		line, off := hits[i].line, hits[i].start
+		for ; line > 1 && line > hits[i].line-c; line-- {
+			off = bytes.LastIndexByte(b[:off-1], '\n') + 1
+		}
+		if i > 0 && c > 0 {
+			out = append(out, "--\n"...)
+		}
+		for k := i; line <= last && off < len(b); line++ {
+			end := lineEnd(b, off)
+			sep := byte('-')
+			if k <= j && hits[k].line == line {
+				sep = ':'
+				k++
+			}
+			out = append(out, shown...)
+			out = append(out, sep)
+			out = strconv.AppendInt(out, int64(line), 10)
+			out = append(out, sep)
+			out = appendCutLine(out, b[off:end])
+			out = append(out, '\n')
+			off = end + 1
+		}
+		i = j + 1
+	}
+	return out
+}
+
+// appendCutLine appends text, cut to grepMaxLineBytes at a rune boundary.
+func appendCutLine(out, text []byte) []byte {
+	if len(text) <= grepMaxLineBytes {
+		return append(out, text...)
+	}
+	n := grepMaxLineBytes
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	out = append(out, text[:n]...)
+	return fmt.Appendf(out, " [... line cut: %d more bytes]", len(text)-n)
+}

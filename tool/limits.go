@@ -1,0 +1,26 @@
+package tool
+
+import "time"
+
+// Defaults for the limits a tool enforces itself when Env.Limits leaves them zero.
+const (
+	defaultOutputBytes = 1 << 20
+	defaultFileBytes   = 64 << 20
+	defaultTimeout     = 120 * time.Second
+)
+
+// outputCap is the cap on a result's Content.
+func outputCap(env Env) int {
+	if n := env.Limits.OutputBytes; n > 0 && n < 1<<30 {
+		return int(n)
+	}
+	return defaultOutputBytes
+}
+
+// fileCap is the largest file write_file and edit_file write.
+func fileCap(env Env) int64 {
+	if n := env.Limits.FileBytes; n > 0 {
+		return n
+	}
+	return defaultFileBytes
+}

@@ -1,0 +1,161 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// openFlags are added to every open of a model-named file: a FIFO must not
+// block the open and a terminal must not become the controlling one.
+const openFlags = syscall.O_NONBLOCK | syscall.O_NOCTTY
+
+// A target is a model-given path placed beneath Env.Root. Every file tool
+// touches the file system only through root, so neither ".." nor a symlink
+// (even one swapped in mid-call) can lead outside it.
+type target struct {
+	root  *os.Root // Env.Root, opened; closed by close
+	rel   string   // the path relative to Env.Root, without ".."; "." is the root itself
+	shown string   // the absolute path as the caller sees it, for messages
+	field string   // the argument the path came from, for refusals
+}
+
+func (t target) close() { t.root.Close() }
+
+// resolve places p, the value of argument field, beneath env.Root. A relative
+// p starts at env.Cwd. The check is by path components, so Root "/tmp/ws" does
+// not cover "/tmp/ws-evil". The error is a refusal the model may read.
+func resolve(env Env, field, p string) (target, error) {
+	root, full, err := placePath(env, field, p)
+	if err != nil {
+		return target{}, err
+	}
+	rel, err := filepath.Rel(root, full)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return target{}, fmt.Errorf("field %q: %q lies outside the allowed root %q", field, p, root)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return target{}, fmt.Errorf("field %q: cannot open the root %q: %v", field, root, errnoText(err))
+	}
+	return target{root: r, rel: rel, shown: filepath.Join(root, rel), field: field}, nil
+}
+
+// placePath cleans env.Root and joins p to env.Cwd lexically.
+func placePath(env Env, field, p string) (root, full string, err error) {
+	if p == "" {
+		return "", "", fmt.Errorf("field %q: must not be empty", field)
+	}
+	root = env.Root
+	if root == "" {
+		root = string(filepath.Separator)
+	}
+	root = filepath.Clean(root)
+	if !filepath.IsAbs(root) {
+		return "", "", fmt.Errorf("field %q: the allowed root %q is not absolute", field, root)
+	}
+	cwd := env.Cwd
+	if cwd == "" {
+		cwd = root
+	}
+	if filepath.IsAbs(p) {
+		return root, filepath.Clean(p), nil
+	}
+	return root, filepath.Join(cwd, p), nil
+}
+
+// describe turns a file-system error on t into a refusal naming the field
+// and path. It never includes file contents: only the kind of failure.
+func (t target) describe(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("field %q: no such file or directory: %s", t.field, t.shown)
+	case isEscape(err):
+		return fmt.Errorf("field %q: %s leads outside the allowed root (through a symlink or \"..\")", t.field, t.shown)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("field %q: permission denied: %s", t.field, t.shown)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("field %q: a component of %s is not a directory", t.field, t.shown)
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("field %q: too many levels of symlinks: %s", t.field, t.shown)
+	case errors.Is(err, syscall.ENXIO):
+		return fmt.Errorf("field %q: %s is a FIFO or device with no other end", t.field, t.shown)
+	}
+	return fmt.Errorf("field %q: %s: %s", t.field, t.shown, errnoText(err))
+}
+
+// isEscape reports whether err is os.Root's refusal of a path that leaves it.
+// os does not export the error, so its text is matched.
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// errnoText is the innermost message of err without the path or operation,
+// so a refusal never repeats more than the failure's kind.
+func errnoText(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
+
+// kindOf names a non-regular file mode for a refusal.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO (named pipe)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeIrregular != 0:
+		return "an irregular file"
+	}
+	return "not a regular file"
+}
+
+// openRegular opens t with access mode (os.O_RDONLY or os.O_RDWR) and refuses
+// anything but a regular file, checked after the open so check and use agree.
+func (t target) openRegular(mode int) (*os.File, fs.FileInfo, error) {
+	f, err := t.root.OpenFile(t.rel, mode|openFlags, 0)
+	if err != nil {
+		if errors.Is(err, syscall.EISDIR) {
+			return nil, nil, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
+		}
+		return nil, nil, t.describe(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, t.describe(err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("field %q: %s is %s, not a regular file", t.field, t.shown, kindOf(fi.Mode()))
+	}
+	return f, fi, nil
+}
+
+// checkPath refuses an empty path or one holding a NUL byte, at parse time.
+func checkPath(field, p string, optional bool) error {
+	if p == "" && !optional {
+		return fmt.Errorf("field %q: must not be empty", field)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return fmt.Errorf("field %q: must not contain a NUL byte, got %q", field, p)
+	}
+	return nil
+}
