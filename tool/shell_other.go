@@ -1,0 +1,16 @@
+//go:build !unix
+
+package tool
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/airlockhq/airlock/wire"
+)
+
+// runCommand is unsupported off Unix: there is no /bin/sh or process group.
+func runCommand(ctx context.Context, command, dir string, timeout time.Duration, maxOut int) wire.ToolOutput {
+	return Failure("field %q: the shell tool is not supported on %s", "command", runtime.GOOS)
+}
