@@ -1,7 +1,9 @@
 package seccomp
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,10 +20,19 @@ func Install(opts Options) error {
 	if err != nil {
 		return err
 	}
-	// Without no_new_privs the kernel refuses an unprivileged filter, and a
-	// thread without it would fail the TSYNC check.
-	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
-		return fmt.Errorf("setting no_new_privs on all threads: %w", e)
+	// prctl and seccomp must run on the same thread: with TSYNC the kernel
+	// copies the caller's no_new_privs to every thread it synchronises.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// Without no_new_privs the kernel refuses an unprivileged filter.
+	_, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
+	if errors.Is(e, syscall.ENOTSUP) {
+		// AllThreadsSyscall is unavailable when cgo is linked (race
+		// builds); TSYNC below still spreads no_new_privs from this thread.
+		_, _, e = syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
+	}
+	if e != 0 {
+		return fmt.Errorf("setting no_new_privs: %w", e)
 	}
 	if err := setModeFilter(prog, unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
 		return fmt.Errorf("installing the seccomp filter: %w", err)
