@@ -1,0 +1,351 @@
+package grant
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Grant is a parsed, validated and resolved grant. It is immutable and safe
+// for concurrent use. Its printable form (String) holds no secret values; a
+// Grant never holds any.
+type Grant struct {
+	source string // file name or "flags"
+	base   string // resolved directory relative paths start from
+
+	roots             []root   // most specific first
+	deny              []string // resolved
+	writableProtected map[string]bool
+	protected         []string
+	scanComplete      bool
+
+	hosts     []hostPattern
+	private   []hostPattern
+	plainHTTP []hostPattern
+
+	limits     Limits
+	toolLimits map[string]Limits
+	tools      map[string]bool
+	secrets    []SecretRule
+}
+
+// spec is a grant as written, before validation: from TOML or from Flags.
+type spec struct {
+	source, base                                 string
+	readWrite, readOnly, deny, writableProtected []string
+	hosts, private, plainHTTP                    []string
+	limits                                       Limits
+	toolLimits                                   map[string]Limits
+	tools                                        []string
+	toolsSet                                     bool
+	secrets                                      []secretSpec
+}
+
+var (
+	keyReadWrite = []string{"paths", "read_write"}
+	keyReadOnly  = []string{"paths", "read_only"}
+	keyDeny      = []string{"paths", "deny"}
+	keyWritable  = []string{"paths", "writable_protected"}
+	keyHosts     = []string{"network", "hosts"}
+	keyPrivate   = []string{"network", "private"}
+	keyPlainHTTP = []string{"network", "plain_http"}
+)
+
+// build validates s and resolves its paths, recording every problem in ps.
+// It returns nil when there is any.
+func build(s *spec, ps *problems) *Grant {
+	g := &Grant{source: s.source, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
+	if !filepath.IsAbs(s.base) {
+		ps.add(nil, "base directory %q is not absolute", s.base)
+		return nil
+	}
+	base, err := resolve(filepath.Clean(s.base))
+	if err == nil && base.missing > 0 {
+		err = errors.New("no such directory")
+	}
+	if err != nil {
+		ps.add(nil, "base directory %q cannot be used: %v", s.base, err)
+		return nil
+	}
+	g.base = base.path
+
+	// Paths.
+	seen := map[string][]string{}
+	for _, set := range []struct {
+		key      []string
+		list     []string
+		writable bool
+	}{{keyReadWrite, s.readWrite, true}, {keyReadOnly, s.readOnly, false}} {
+		for _, p := range set.list {
+			r, err := resolveRoot(p, g.base, set.writable)
+			if err != nil {
+				ps.add(set.key, "%v", err)
+				continue
+			}
+			if k, dup := seen[r.path]; dup {
+				ps.add(set.key, "%q is %s, already granted by %s", p, r.path, joinKey(k))
+				continue
+			}
+			seen[r.path] = set.key
+			g.roots = append(g.roots, r)
+		}
+	}
+	// Most specific first, so the first root that holds a path is the one that rules it.
+	slices.SortStableFunc(g.roots, func(a, b root) int { return len(b.path) - len(a.path) })
+
+	for _, n := range s.writableProtected {
+		if !slices.Contains(ProtectedNames(), n) {
+			ps.add(keyWritable, "%q is not a protected name (names: %s)", n, strings.Join(ProtectedNames(), ", "))
+			continue
+		}
+		g.writableProtected[n] = true
+	}
+	for _, d := range s.deny {
+		if d == "" {
+			ps.add(keyDeny, "empty path")
+			continue
+		}
+		abs := d
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(g.base, abs)
+		}
+		r, err := resolve(filepath.Clean(abs))
+		if err != nil {
+			ps.add(keyDeny, "%v", err)
+			continue
+		}
+		owner, ok := g.rootOf(r.path)
+		switch {
+		case !ok:
+			ps.add(keyDeny, "%q (%s) is not inside any granted path", d, r.path)
+		case owner.path == r.path:
+			ps.add(keyDeny, "%q denies the whole granted path %q; remove the grant instead", d, owner.given)
+		default:
+			g.deny = append(g.deny, r.path)
+		}
+	}
+	slices.Sort(g.deny)
+	g.deny = slices.Compact(g.deny)
+	g.scanComplete = true
+	for _, r := range g.roots {
+		if r.writable && r.dir {
+			list, complete := protectedPaths(r.path, g.writableProtected)
+			g.protected = append(g.protected, list...)
+			g.scanComplete = g.scanComplete && complete
+		}
+	}
+	slices.Sort(g.protected)
+	g.protected = slices.Compact(g.protected)
+
+	// Network.
+	for _, h := range s.hosts {
+		p, err := parsePublicHost(h)
+		if err != nil {
+			ps.add(keyHosts, "%v", err)
+			continue
+		}
+		g.hosts = append(g.hosts, p)
+	}
+	for _, h := range s.private {
+		p, err := parsePrivate(h)
+		if err != nil {
+			ps.add(keyPrivate, "%v", err)
+			continue
+		}
+		g.private = append(g.private, p)
+	}
+	for _, h := range s.plainHTTP {
+		p, err := parseHostPattern(h)
+		if err != nil {
+			ps.add(keyPlainHTTP, "%v", err)
+			continue
+		}
+		g.plainHTTP = append(g.plainHTTP, p)
+	}
+
+	// Limits and tools.
+	s.limits.check([]string{"limits"}, ps)
+	g.limits = DefaultLimits.over(s.limits)
+	for t, l := range s.toolLimits {
+		l.check([]string{"tools", t}, ps)
+		g.toolLimits[t] = g.limits.over(l)
+	}
+	g.tools = checkTools(s, ps)
+
+	// Secrets.
+	allowed := append(slices.Clone(g.hosts), g.private...)
+	names := map[string]bool{}
+	for _, sec := range s.secrets {
+		if names[sec.name] {
+			ps.add([]string{"secrets", sec.name}, "defined twice")
+			continue
+		}
+		names[sec.name] = true
+		if r, ok := checkSecret(sec, g.base, g.tools, allowed, ps); ok {
+			g.secrets = append(g.secrets, r)
+		}
+	}
+	if len(ps.list) > 0 {
+		return nil
+	}
+	return g
+}
+
+// rootOf returns the most specific granted root holding the resolved path p.
+func (g *Grant) rootOf(p string) (root, bool) {
+	for _, r := range g.roots {
+		if within(p, r.path) {
+			return r, true
+		}
+	}
+	return root{}, false
+}
+
+// Mount is one granted path to make visible in a sandbox.
+type Mount struct {
+	Source   string // resolved absolute host path (no symlink components at load)
+	Writable bool
+	Dir      bool // a directory; otherwise a regular file
+}
+
+// Mounts returns the granted paths, least specific first, so that mounting in
+// order puts a nested grant on top of the one holding it.
+func (g *Grant) Mounts() []Mount {
+	out := make([]Mount, 0, len(g.roots))
+	for i := len(g.roots) - 1; i >= 0; i-- {
+		r := g.roots[i]
+		out = append(out, Mount{Source: r.path, Writable: r.writable, Dir: r.dir})
+	}
+	return out
+}
+
+// Masks returns the denied paths, resolved and absolute, each inside a
+// granted tree. A masked path may not exist yet; a backend must keep it from
+// being created as well as hide it.
+func (g *Grant) Masks() []string { return slices.Clone(g.deny) }
+
+// Protected returns the protected paths inside read-write trees that must
+// stay read-only, resolved and absolute, whether or not they exist yet: the
+// names of ProtectedNames at the top of each tree and nested ones found when
+// the grant was built. Names listed in paths.writable_protected are left out.
+// Check refuses writes to protected paths at any depth regardless.
+func (g *Grant) Protected() []string { return slices.Clone(g.protected) }
+
+// BaseDir is the resolved directory relative paths in the grant start from
+// (the grant file's directory, or the working directory for flags), and the
+// working directory of calls that do not name one.
+func (g *Grant) BaseDir() string { return g.base }
+
+// ToolEnabled reports whether the grant enables the tool.
+func (g *Grant) ToolEnabled(name string) bool { return g.tools[name] }
+
+// EnabledTools returns the enabled tools in the order of Tools.
+func (g *Grant) EnabledTools() []string {
+	return slices.DeleteFunc(slices.Clone(Tools), func(t string) bool { return !g.tools[t] })
+}
+
+// LimitsFor returns the limits of one tool: its overrides on top of the
+// grant's limits on top of DefaultLimits.
+func (g *Grant) LimitsFor(tool string) Limits {
+	if l, ok := g.toolLimits[tool]; ok {
+		return l
+	}
+	return g.limits
+}
+
+// Secrets returns the grant's secret rules (sources, never values).
+func (g *Grant) Secrets() []SecretRule {
+	out := make([]SecretRule, len(g.secrets))
+	for i, s := range g.secrets {
+		s.Tools = slices.Clone(s.Tools)
+		s.Hosts = slices.Clone(s.Hosts)
+		out[i] = s
+	}
+	return out
+}
+
+// Risks lists what the grant allows that weakens isolation, for display.
+func (g *Grant) Risks() []string {
+	var out []string
+	for _, p := range g.private {
+		out = append(out, fmt.Sprintf("network.private %q: non-public addresses may be dialled", p.String()))
+	}
+	for _, p := range g.plainHTTP {
+		out = append(out, fmt.Sprintf("network.plain_http %q: unencrypted http is allowed", p.String()))
+	}
+	for _, n := range slices.Sorted(mapKeys(g.writableProtected)) {
+		out = append(out, fmt.Sprintf("paths.writable_protected %q: the sandbox may write it", n))
+	}
+	if !g.scanComplete {
+		out = append(out, fmt.Sprintf("a read-write tree has more than %d entries; nested protected paths beyond them are refused to file tools but not mounted read-only", maxProtectedScan))
+	}
+	return out
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// String describes the grant in a stable, canonical form without secret
+// values. Two grants with the same String allow the same calls.
+func (g *Grant) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "base %s\n", g.base)
+	for _, m := range g.Mounts() {
+		mode := "ro"
+		if m.Writable {
+			mode = "rw"
+		}
+		fmt.Fprintf(&b, "%s %s\n", mode, m.Source)
+	}
+	for _, d := range g.deny {
+		fmt.Fprintf(&b, "deny %s\n", d)
+	}
+	for _, p := range g.protected {
+		fmt.Fprintf(&b, "protected %s\n", p)
+	}
+	for _, n := range slices.Sorted(mapKeys(g.writableProtected)) {
+		fmt.Fprintf(&b, "writable_protected %s\n", n)
+	}
+	for _, set := range []struct {
+		name string
+		list []hostPattern
+	}{{"host", g.hosts}, {"private", g.private}, {"plain_http", g.plainHTTP}} {
+		for _, p := range set.list {
+			fmt.Fprintf(&b, "%s %s\n", set.name, p)
+		}
+	}
+	fmt.Fprintf(&b, "limits %s\n", g.limits)
+	for _, t := range Tools {
+		if g.tools[t] {
+			fmt.Fprintf(&b, "tool %s limits %s\n", t, g.LimitsFor(t))
+		}
+	}
+	for _, s := range g.secrets {
+		fmt.Fprintf(&b, "secret %s\n", s)
+	}
+	return b.String()
+}
+
+// ID is a short, stable hash of String: grants with the same ID allow the
+// same calls, so it can label sandboxes and pools.
+func (g *Grant) ID() string {
+	sum := sha256.Sum256([]byte(g.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// String renders limits in grant syntax.
+func (l Limits) String() string {
+	return fmt.Sprintf("time=%s memory=%s processes=%d output=%s file_size=%s tmp=%s",
+		l.Time, FormatSize(l.Memory), l.Processes, FormatSize(l.Output), FormatSize(l.FileSize), FormatSize(l.Tmp))
+}

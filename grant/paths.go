@@ -1,0 +1,216 @@
+package grant
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxSymlinks bounds how many symlinks one resolution follows (as Linux's 40).
+const maxSymlinks = 40
+
+// errDotDotAfterMissing is returned when a symlink target climbs out of a
+// directory that does not exist; the kernel would fail, so we refuse.
+var errDotDotAfterMissing = errors.New("a symlink target climbs (..) out of a directory that does not exist")
+
+// resolved is a path with its symlinks resolved.
+type resolved struct {
+	path    string   // absolute, clean, no symlink among the existing components
+	missing int      // how many trailing components do not exist
+	trail   []string // every location visited on the way, symlinks included
+}
+
+// resolve resolves every symlink of the absolute, clean path p component by
+// component, as the kernel would. The existing prefix is resolved and the
+// missing tail appended; a missing component is never a reason to fall back to
+// the raw path. Only Lstat and Readlink touch the file system.
+func resolve(p string) (resolved, error) {
+	if !filepath.IsAbs(p) {
+		return resolved{}, fmt.Errorf("%q is not absolute", p)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return resolved{}, fmt.Errorf("%q contains a NUL byte", p)
+	}
+	var r resolved
+	cur := "/"
+	rest := splitPath(p)
+	links := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if r.missing > 0 {
+				return resolved{}, fmt.Errorf("resolving %q: %w", p, errDotDotAfterMissing)
+			}
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		r.trail = append(r.trail, next)
+		if r.missing > 0 {
+			cur = next
+			r.missing++
+			continue
+		}
+		fi, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			cur = next
+			r.missing = 1
+			continue
+		case err != nil:
+			return resolved{}, fmt.Errorf("resolving %q: %w", p, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			links++
+			if links > maxSymlinks {
+				return resolved{}, fmt.Errorf("resolving %q: too many symlinks", p)
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				return resolved{}, fmt.Errorf("resolving %q: %w", p, err)
+			}
+			if filepath.IsAbs(target) {
+				cur = "/"
+			}
+			rest = append(splitPath(target), rest...)
+		case !fi.IsDir() && len(rest) > 0 && hasName(rest):
+			return resolved{}, fmt.Errorf("resolving %q: %q is not a directory", p, next)
+		default:
+			cur = next
+		}
+	}
+	r.path = cur
+	return r, nil
+}
+
+func splitPath(p string) []string {
+	return strings.Split(p, "/")
+}
+
+// hasName reports whether components hold anything but "" and ".".
+func hasName(cs []string) bool {
+	for _, c := range cs {
+		if c != "" && c != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is root or lies below it, comparing whole
+// components: /tmp/ws holds /tmp/ws/a but not /tmp/ws-evil.
+func within(p, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root) && p[len(root)] == '/'
+}
+
+// relParts returns the components of p below root (p must be within root).
+func relParts(p, root string) []string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+	if rel == "" {
+		return nil
+	}
+	return strings.Split(rel, "/")
+}
+
+// Kernel file systems that are never granted, and system trees that are
+// never granted read-write.
+var (
+	neverMount    = []string{"/proc", "/sys", "/dev"}
+	neverWritable = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/run", "/var/run"}
+)
+
+// passesThroughProc reports whether resolution visited /proc, whose magic
+// links do not name real paths.
+func (r resolved) passesThroughProc() bool {
+	for _, t := range r.trail {
+		if within(t, "/proc") {
+			return true
+		}
+	}
+	return false
+}
+
+// root is a granted path, resolved.
+type root struct {
+	given    string // as written in the grant
+	path     string // resolved
+	dir      bool
+	writable bool
+}
+
+// resolveRoot resolves a granted path and refuses one that cannot be
+// mounted safely, saying why.
+func resolveRoot(given, base string, writable bool) (root, error) {
+	mode := "read-only"
+	if writable {
+		mode = "read-write"
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("cannot mount %q %s: %s", given, mode, fmt.Sprintf(format, args...))
+	}
+	if given == "" {
+		return root{}, errors.New("cannot mount an empty path")
+	}
+	abs := given
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(base, abs)
+	}
+	r, err := resolve(filepath.Clean(abs))
+	if err != nil {
+		return root{}, refuse("%v", err)
+	}
+	if r.missing > 0 {
+		return root{}, refuse("no such file or directory")
+	}
+	if r.passesThroughProc() {
+		return root{}, refuse("it lies in /proc")
+	}
+	if r.path == "/" {
+		return root{}, refuse("it is the whole file system")
+	}
+	for _, n := range neverMount {
+		if within(r.path, n) {
+			return root{}, refuse("%s is a kernel file system", n)
+		}
+	}
+	if writable {
+		for _, n := range neverWritable {
+			if within(r.path, n) {
+				return root{}, refuse("%s is a system directory", n)
+			}
+		}
+		if r.path == "/var" || r.path == "/home" {
+			return root{}, refuse("it holds other programs' or users' data")
+		}
+	}
+	fi, err := os.Stat(r.path)
+	if err != nil {
+		return root{}, refuse("%v", err)
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return root{}, refuse("it is a %s, not a directory or regular file", fileKind(fi.Mode()))
+	}
+	return root{given: given, path: r.path, dir: fi.IsDir(), writable: writable}, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	default:
+		return "special file"
+	}
+}

@@ -1,0 +1,61 @@
+package grant
+
+import (
+	"slices"
+)
+
+// Tools are the names of the tools a grant can enable, in a fixed order.
+var Tools = []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
+
+// defaultTools are enabled when a grant does not say: every tool, with
+// http_fetch only when the grant names hosts (without them it cannot succeed).
+func defaultTools(hasHosts bool) []string {
+	if hasHosts {
+		return slices.Clone(Tools)
+	}
+	return slices.DeleteFunc(slices.Clone(Tools), func(t string) bool { return t == "http_fetch" })
+}
+
+// toolsFromTOML reads [tools]: the enabled list and one table of limit
+// overrides per tool.
+func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
+	t, ok := v.(map[string]any)
+	if !ok {
+		ps.add(key, "must be a table, not %s", tomlType(v))
+		return
+	}
+	for _, k := range sortedKeys(t) {
+		sub := append(key[:len(key):len(key)], k)
+		switch {
+		case k == "enabled":
+			s.tools = stringList(t[k], sub, ps)
+			s.toolsSet = true
+		case slices.Contains(Tools, k):
+			if s.toolLimits == nil {
+				s.toolLimits = map[string]Limits{}
+			}
+			s.toolLimits[k] = limitsFromTOML(t[k], sub, ps)
+		default:
+			unknownKey(sub, k, append([]string{"enabled"}, Tools...), ps)
+		}
+	}
+}
+
+// checkTools validates the enabled list and returns it as a set.
+func checkTools(s *spec, ps *problems) map[string]bool {
+	names := s.tools
+	if !s.toolsSet {
+		names = defaultTools(len(s.hosts) > 0)
+	}
+	set := map[string]bool{}
+	for _, n := range names {
+		switch {
+		case !slices.Contains(Tools, n):
+			ps.add([]string{"tools", "enabled"}, "%q is not a tool (tools: %v)", n, Tools)
+		case set[n]:
+			ps.add([]string{"tools", "enabled"}, "%q is listed twice", n)
+		}
+		set[n] = true
+	}
+	return set
+}
