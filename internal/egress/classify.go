@@ -51,7 +51,6 @@ var special6 = mustPrefixes(
 	[2]string{"2001:db8::/32", "documentation (2001:db8::/32)"},
 	[2]string{"2620:4f:8000::/48", "AS112 direct delegation (2620:4f:8000::/48)"},
 	[2]string{"3fff::/20", "documentation (3fff::/20)"},
-	[2]string{"5f00::/16", "SRv6 SIDs (5f00::/16)"},
 )
 
 var (

@@ -152,7 +152,8 @@ func parseTarget(host string, port int) (target, error) {
 		if ip.Zone() != "" {
 			return target{}, fmt.Errorf("IPv6 literal %q has a zone: %w", host, ErrBadHost)
 		}
-		return target{host: ip.Unmap().String(), ip: ip, port: port}, nil
+		ip = ip.Unmap()
+		return target{host: ip.String(), ip: ip, port: port}, nil
 	}
 	name, err := NormalizeHost(host)
 	if err != nil {
