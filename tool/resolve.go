@@ -123,6 +123,8 @@ func kindOf(m fs.FileMode) string {
 		return "a block device"
 	case m&fs.ModeIrregular != 0:
 		return "an irregular file"
+	case m.IsRegular():
+		return "a regular file"
 	}
 	return "not a regular file"
 }
@@ -132,10 +134,7 @@ func kindOf(m fs.FileMode) string {
 func (t target) openRegular(mode int) (*os.File, fs.FileInfo, error) {
 	f, err := t.root.OpenFile(t.rel, mode|openFlags, 0)
 	if err != nil {
-		if errors.Is(err, syscall.EISDIR) {
-			return nil, nil, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
-		}
-		return nil, nil, t.describe(err)
+		return nil, nil, t.openError(err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -158,4 +157,16 @@ func checkPath(field, p string, optional bool) error {
 		return fmt.Errorf("field %q: must not contain a NUL byte, got %q", field, p)
 	}
 	return nil
+}
+
+// openError describes a failed open of t, naming what t is when it is not a
+// regular file (a socket or a FIFO without a peer fails to open at all).
+func (t target) openError(err error) error {
+	if errors.Is(err, syscall.EISDIR) {
+		return fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
+	}
+	if fi, serr := t.root.Stat(t.rel); serr == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("field %q: %s is %s, not a regular file", t.field, t.shown, kindOf(fi.Mode()))
+	}
+	return t.describe(err)
 }

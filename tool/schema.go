@@ -2,6 +2,7 @@ package tool
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -78,4 +79,46 @@ func schemaFor(v any) json.RawMessage {
 		panic("tool: schema for " + t.Name() + ": " + err.Error())
 	}
 	return b
+}
+
+// requiredFields lists the JSON names of v's fields without omitempty or
+// omitzero: the ones the schema marks required.
+func requiredFields(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// checkRequired refuses raw (a JSON object, already strictly decoded) when it
+// lacks a required key, so an omitted argument is not taken as its zero value.
+func checkRequired(raw json.RawMessage, required []string) error {
+	if len(required) == 0 {
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return fmt.Errorf("arguments must be a JSON object: %w", err)
+	}
+	for _, k := range required {
+		if _, ok := keys[k]; !ok {
+			return fmt.Errorf("field %q: required, but missing", k)
+		}
+	}
+	return nil
 }

@@ -99,6 +99,7 @@ type validator interface {
 // define builds a Def for an args type A.
 func define[A Args](name, description string, idempotent bool, run func(context.Context, Env, A) wire.ToolOutput) *Def {
 	var zero A
+	required := requiredFields(zero)
 	return &Def{
 		Name:        name,
 		Description: description,
@@ -107,6 +108,9 @@ func define[A Args](name, description string, idempotent bool, run func(context.
 		parse: func(raw json.RawMessage) (Args, error) {
 			var a A
 			if err := wire.DecodeStrict(raw, &a); err != nil {
+				return nil, err
+			}
+			if err := checkRequired(raw, required); err != nil {
 				return nil, err
 			}
 			if v, ok := any(&a).(validator); ok {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/airlockhq/airlock/wire"
 )
@@ -75,10 +74,7 @@ func (t target) openForWrite() (*os.File, error) {
 	}
 	f, err := t.root.OpenFile(t.rel, os.O_WRONLY|os.O_CREATE|openFlags, 0o644)
 	if err != nil {
-		if errors.Is(err, syscall.EISDIR) {
-			return nil, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
-		}
-		return nil, t.describe(err)
+		return nil, t.openError(err)
 	}
 	fi, err := f.Stat()
 	if err != nil {

@@ -1,0 +1,120 @@
+package tool
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/airlockhq/airlock/wire"
+)
+
+func TestReadFile(t *testing.T) {
+	w := newWorkspace(t)
+	w.write(t, "empty.txt", "")
+	w.write(t, "bin.dat", "abc\x00def")
+	w.write(t, "latin1.txt", "caf\xe9\n")
+	w.write(t, "many.txt", strings.Repeat("0123456789\n", 10))
+	mustSymlink(t, "../outside/secret.txt", filepath.Join(w.root, "out-link"))
+	mustSymlink(t, "../outside", filepath.Join(w.root, "out-dir"))
+	mustSymlink(t, "hello.txt", filepath.Join(w.root, "in-link"))
+	if err := syscall.Mkfifo(filepath.Join(w.root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(w.root, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+
+	small := w.env()
+	small.Limits = wire.ToolLimits{OutputBytes: 35}
+	tests := []struct {
+		name   string
+		env    Env
+		args   string
+		want   check
+		golden bool
+	}{
+		{name: "whole", args: `{"path":"hello.txt"}`, want: check{contains: []string{"line one\nline two\nline three\n"}}, golden: true},
+		{name: "offset_limit", args: `{"path":"hello.txt","offset":2,"limit":1}`, want: check{contains: []string{"line two\n"}}, golden: true},
+		{name: "absolute", args: fmt.Sprintf(`{"path":%q}`, filepath.Join(w.root, "sub/a.go")), want: check{contains: []string{"package sub"}}},
+		{name: "dot_segments_inside", args: `{"path":"sub/../hello.txt"}`, want: check{contains: []string{"line one"}}},
+		{name: "symlink_inside", args: `{"path":"in-link"}`, want: check{contains: []string{"line one"}}},
+		{name: "empty", args: `{"path":"empty.txt"}`, want: check{contains: []string{"is empty"}}, golden: true},
+		{name: "truncated", env: small, args: `{"path":"many.txt"}`, want: check{contains: []string{"[truncated: 77 more bytes; read further with offset/limit]"}}, golden: true},
+		{name: "offset_past_end", args: `{"path":"hello.txt","offset":9}`, want: check{isError: true, contains: []string{`field "offset": 9 is past the end`, "3 lines"}}},
+		{name: "negative_offset", args: `{"path":"hello.txt","offset":-3}`, want: check{isError: true, contains: []string{`field "offset": must be >= 1, got -3`}}},
+		{name: "negative_limit", args: `{"path":"hello.txt","limit":-1}`, want: check{isError: true, contains: []string{`field "limit": must be >= 1, got -1`}}},
+		{name: "traversal", args: `{"path":"../../etc/passwd"}`, want: check{isError: true, contains: []string{`field "path": "../../etc/passwd" lies outside the allowed root`}}},
+		{name: "traversal_to_canary", args: `{"path":"../outside/secret.txt"}`, want: check{isError: true, contains: []string{"lies outside the allowed root"}}},
+		{name: "dot_then_traversal", args: `{"path":"./../x"}`, want: check{isError: true, contains: []string{"lies outside the allowed root"}}},
+		{name: "double_slash", args: `{"path":"//etc/shadow"}`, want: check{isError: true, contains: []string{`"//etc/shadow" lies outside the allowed root`}}},
+		{name: "absolute_outside", args: `{"path":"/etc/passwd"}`, want: check{isError: true, contains: []string{"lies outside the allowed root"}}},
+		{name: "prefix_confusion", args: fmt.Sprintf(`{"path":%q}`, filepath.Join(w.evil, "secret.txt")), want: check{isError: true, contains: []string{"lies outside the allowed root"}}},
+		{name: "symlink_outside", args: `{"path":"out-link"}`, want: check{isError: true, contains: []string{`field "path":`, "leads outside the allowed root"}}},
+		{name: "symlinked_dir_outside", args: `{"path":"out-dir/secret.txt"}`, want: check{isError: true, contains: []string{"leads outside the allowed root"}}},
+		{name: "fifo", args: `{"path":"fifo"}`, want: check{isError: true, contains: []string{"is a FIFO (named pipe), not a regular file"}}},
+		{name: "socket", args: `{"path":"sock"}`, want: check{isError: true, contains: []string{`field "path"`, "sock is a socket, not a regular file"}}},
+		{name: "device", env: Env{Root: "/", Cwd: "/"}, args: `{"path":"/dev/null"}`, want: check{isError: true, contains: []string{"/dev/null is a character device"}}},
+		{name: "directory", args: `{"path":"sub"}`, want: check{isError: true, contains: []string{"is a directory"}}},
+		{name: "binary_nul", args: `{"path":"bin.dat"}`, want: check{isError: true, contains: []string{"is a binary file (7 bytes"}}},
+		{name: "binary_utf8", args: `{"path":"latin1.txt"}`, want: check{isError: true, contains: []string{"is a binary file (5 bytes; not valid UTF-8)"}}},
+		{name: "missing", args: `{"path":"nope.txt"}`, want: check{isError: true, contains: []string{`field "path": no such file or directory:`}}},
+		{name: "unknown_field", args: `{"path":"hello.txt","bogus":1}`, want: check{isError: true, contains: []string{`unknown field "bogus"`}}},
+		{name: "wrong_type", args: `{"path":7}`, want: check{isError: true, contains: []string{`field "path": expected string, got JSON number`}}},
+		{name: "case_only_key", args: `{"Path":"hello.txt"}`, want: check{isError: true, contains: []string{`"Path"`, `use "path"`}}},
+		{name: "duplicate_key", args: `{"path":"hello.txt","path":"x"}`, want: check{isError: true, contains: []string{`duplicate key "path"`}}},
+		{name: "empty_path", args: `{"path":""}`, want: check{isError: true, contains: []string{`field "path": must not be empty`}}},
+		{name: "missing_path", args: `{}`, want: check{isError: true, contains: []string{`field "path": required, but missing`}}},
+		{name: "nul_in_path", args: `{"path":"a\u0000b"}`, want: check{isError: true, contains: []string{`field "path": must not contain a NUL byte`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := tt.env
+			if env.Root == "" {
+				env = w.env()
+			}
+			out := call(t, env, "read_file", tt.args)
+			tt.want.verify(t, out)
+			if tt.golden {
+				golden(t, "read_file_"+tt.name+".golden", render(out, w.base))
+			}
+		})
+	}
+}
+
+// TestReadFileHugeFileCostsTheCap reads a sparse 4 GiB file: the tool must
+// allocate about the cap, not the file.
+func TestReadFileHugeFileCostsTheCap(t *testing.T) {
+	w := newWorkspace(t)
+	p := w.write(t, "huge.txt", strings.Repeat("text line\n", 1000))
+	if err := os.Truncate(p, 4<<30); err != nil {
+		t.Skipf("cannot make a sparse 4 GiB file here: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := call(t, w.env(), "read_file", `{"path":"huge.txt"}`)
+	runtime.ReadMemStats(&after)
+	if out.IsError || !out.Truncated {
+		t.Fatalf("want a truncated read, got IsError=%v Truncated=%v: %.200q", out.IsError, out.Truncated, out.Content)
+	}
+	if want := int64(4<<30) - defaultOutputBytes; out.Meta.OmittedBytes != want {
+		t.Errorf("OmittedBytes = %d, want %d", out.Meta.OmittedBytes, want)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8*defaultOutputBytes {
+		t.Errorf("reading allocated %d bytes, want O(cap) (<= %d)", got, 8*defaultOutputBytes)
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
