@@ -1,0 +1,587 @@
+package linux
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Options configure the backend. A nil *Options means all defaults; New
+// copies it.
+type Options struct {
+	// Logger receives debug records (setup phases, teardown); nil discards.
+	Logger *slog.Logger
+	// CgroupParent, when set, is the cgroup path (relative to each
+	// hierarchy's root) under which sandbox cgroups are made, instead of
+	// the broker's own cgroup.
+	CgroupParent string
+	// Cgroups says whether a Run without cgroup limits is refused.
+	Cgroups CgroupPolicy
+	// Executable is the airlock binary to run as the init; empty means
+	// /proc/self/exe. Tests point it at the test binary.
+	Executable string
+	// Args are the arguments that select the init mode; nil means
+	// ["__sandbox"].
+	Args []string
+}
+
+// CgroupPolicy says whether memory and process limits must come from
+// cgroups.
+type CgroupPolicy int
+
+const (
+	// CgroupsDefault requires cgroups when the broker runs as root (which
+	// can always create them), and uses them when available otherwise.
+	CgroupsDefault CgroupPolicy = iota
+	// CgroupsRequired refuses to run without cgroups (fail closed).
+	CgroupsRequired
+	// CgroupsOptional runs without cgroups when the host cannot create
+	// them; memory and processes are then bounded by rlimits only, and
+	// Result.Isolation.Missing lists "cgroups".
+	CgroupsOptional
+)
+
+// Defaults applied where a Limits field is zero.
+const (
+	DefaultWall        = 60 * time.Second
+	DefaultMemoryBytes = 1 << 30
+	DefaultPids        = 256
+	DefaultOutputBytes = 16 << 20
+	DefaultFileBytes   = 1 << 30
+	DefaultTmpBytes    = 64 << 20
+	DefaultOpenFiles   = 1024
+	// initThreads is added to pids.max for the init's own Go threads.
+	initThreads = 16
+)
+
+// Backend runs each Spec in a fresh sandbox. It is safe for concurrent use.
+type Backend struct {
+	log      *slog.Logger
+	exe      *os.File
+	args     []string
+	cg       cgroupHost
+	requireC bool
+	seq      atomic.Uint64
+
+	reportOnce sync.Once
+	report     sandbox.Report
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// New checks the host and prepares the sealed binary. It sweeps cgroups
+// left behind by dead brokers.
+func New(opts *Options) (*Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Executable == "" {
+		o.Executable = "/proc/self/exe"
+	}
+	if o.Args == nil {
+		o.Args = []string{initproto.Arg}
+	}
+	exe, err := sealedExe(o.Executable)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...)}
+	b.cg = detectCgroups(o.CgroupParent)
+	switch o.Cgroups {
+	case CgroupsRequired:
+		b.requireC = true
+	case CgroupsDefault:
+		b.requireC = os.Geteuid() == 0
+	}
+	if b.cg.version == 0 && b.requireC {
+		return nil, &sandbox.MissingFeatureError{
+			Feature: "cgroups for memory and process limits",
+			Reason:  b.cg.reason,
+			Fix:     "run the broker where it can create cgroups (root, or a systemd unit with Delegate=yes), or allow running without them (CgroupsOptional)",
+		}
+	}
+	b.cg.sweep()
+	return b, nil
+}
+
+type limits struct {
+	wall               time.Duration
+	mem, out, fsz, tmp int64
+	pids, files        int
+}
+
+func withDefaults(l sandbox.Limits) limits {
+	d := limits{wall: l.Wall, mem: l.MemoryBytes, pids: l.Pids, out: l.OutputBytes, fsz: l.FileBytes, tmp: l.TmpBytes, files: l.OpenFiles}
+	if d.wall <= 0 {
+		d.wall = DefaultWall
+	}
+	if d.mem <= 0 {
+		d.mem = DefaultMemoryBytes
+	}
+	if d.pids <= 0 {
+		d.pids = DefaultPids
+	}
+	if d.out <= 0 {
+		d.out = DefaultOutputBytes
+	}
+	if d.fsz <= 0 {
+		d.fsz = DefaultFileBytes
+	}
+	if d.tmp <= 0 {
+		d.tmp = DefaultTmpBytes
+	}
+	if d.files <= 0 {
+		d.files = DefaultOpenFiles
+	}
+	return d
+}
+
+// addressSpace is RLIMIT_AS: four times the memory limit but at least
+// 8 GiB, because Go, the JVM and V8 reserve far more address space than
+// they use. It only matters as the memory bound of last resort when the
+// host has no cgroups; the memory cgroup is the real limit.
+func addressSpace(mem int64) int64 {
+	return max(4*mem, 8<<30)
+}
+
+func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
+
+// config turns a Spec into the init's configuration, validating paths.
+func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
+	cfg := &initproto.Config{
+		Masks: spec.Masks, ReadOnly: spec.ReadOnly, Env: spec.Env, Cwd: spec.Cwd,
+		Command: spec.Command, TTY: spec.TTY, Hostname: "airlock",
+		TmpBytes: l.tmp, ShmBytes: l.tmp, TmpInodes: max(1024, l.tmp/1024),
+		FileBytes: l.fsz, AddressSpace: addressSpace(l.mem), OpenFiles: l.files,
+		Procs: l.pids + initThreads,
+	}
+	if cfg.Env == nil {
+		cfg.Env = []string{}
+	}
+	for _, m := range spec.Mounts {
+		t := m.Target
+		if t == "" {
+			t = m.Source
+		}
+		if !cleanAbs(m.Source) || !cleanAbs(t) || t == "/" {
+			return nil, fmt.Errorf("mount %q -> %q: paths must be clean, absolute and not /", m.Source, t)
+		}
+		cfg.Mounts = append(cfg.Mounts, initproto.Mount{Source: m.Source, Target: t, Writable: m.Writable})
+	}
+	for _, p := range append(append([]string(nil), spec.Masks...), spec.ReadOnly...) {
+		if !cleanAbs(p) {
+			return nil, fmt.Errorf("path %q must be clean and absolute", p)
+		}
+	}
+	if spec.Network.ProxySocket != "" {
+		return nil, errors.New("the Linux backend does not support an egress proxy socket yet")
+	}
+	return cfg, nil
+}
+
+// Run runs spec in a fresh sandbox; see sandbox.Backend.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	start := time.Now()
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		return nil, err
+	}
+	iso := wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}
+
+	var cg *cgroup
+	if b.cg.version != 0 {
+		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
+		cg, err = b.cg.create(name, l.mem, l.pids+initThreads)
+		if err != nil {
+			return nil, err
+		}
+		iso.Features = append(iso.Features, b.cg.features()...)
+	} else {
+		iso.Missing = append(iso.Missing, "cgroups")
+	}
+	r, err := b.run(ctx, spec, cfg, l, cg, &iso, start)
+	if cerr := cg.destroy(); cerr != nil && err == nil {
+		err = cerr
+		r = nil
+	}
+	return r, err
+}
+
+// child is one started sandbox init and the host ends of its pipes.
+type child struct {
+	proc     *os.Process
+	cfgW     *os.File
+	statusR  *os.File
+	stdinW   *os.File // or the pty master
+	stdoutR  *os.File // or the pty master
+	stderrR  *os.File // nil with a pty
+	ptmx     *os.File
+	closeOne []*os.File // the child's ends, closed after start
+}
+
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, cg *cgroup, iso *wire.Isolation, start time.Time) (*sandbox.Result, error) {
+	c, err := b.start(spec)
+	if err != nil {
+		return nil, err
+	}
+	defer c.closeHost()
+	tStarted := time.Now()
+
+	var (
+		killOnce sync.Once
+		why      atomic.Value // string: "time", "output", "ctx"
+	)
+	kill := func(reason string) {
+		killOnce.Do(func() {
+			why.Store(reason)
+			_ = c.proc.Kill()
+		})
+	}
+	timer := time.AfterFunc(l.wall-time.Since(start), func() { kill("time") })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
+	defer stopCtx()
+
+	if cg != nil {
+		if err := cg.add(c.proc.Pid); err != nil {
+			kill("setup")
+			_, _ = c.proc.Wait()
+			return nil, err
+		}
+	}
+	tCgroup := time.Now()
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		kill("setup")
+		_, _ = c.proc.Wait()
+		return nil, err
+	}
+	_, werr := c.cfgW.Write(cfgJSON)
+	c.cfgW.Close()
+	c.cfgW = nil
+
+	statuses := make(chan initproto.Status, 2)
+	go func() {
+		defer close(statuses)
+		sc := bufio.NewScanner(c.statusR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var st initproto.Status
+			if json.Unmarshal(sc.Bytes(), &st) == nil {
+				statuses <- st
+			}
+		}
+	}()
+	first, ok := <-statuses
+	if !ok || first.Error != "" || !first.Ready || werr != nil {
+		kill("setup")
+		_, _ = c.proc.Wait()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("sandbox cancelled during setup: %w", ctx.Err())
+		}
+		if first.Error != "" {
+			return nil, fmt.Errorf("sandbox setup: %s", first.Error)
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("sending the sandbox config: %w", werr)
+		}
+		return nil, errors.New("sandbox setup: the init exited without a status")
+	}
+	setup := time.Since(start)
+	iso.Features = append(iso.Features, first.Features...)
+	iso.Missing = append(iso.Missing, first.Missing...)
+	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
+		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", setup.Nanoseconds(), "phases", first.Phases)
+
+	// Relay the streams.
+	var truncated atomic.Bool
+	var wg sync.WaitGroup
+	relay := func(dst io.Writer, src *os.File) {
+		defer wg.Done()
+		if copyCapped(dst, src, l.out) {
+			truncated.Store(true)
+			kill("output")
+			_, _ = io.Copy(io.Discard, src)
+		}
+	}
+	wg.Add(1)
+	go relay(spec.Stdout, c.stdoutR)
+	if c.stderrR != nil {
+		wg.Add(1)
+		go relay(spec.Stderr, c.stderrR)
+	}
+	if spec.Stdin != nil {
+		go func(w *os.File) {
+			_, _ = io.Copy(w, spec.Stdin)
+			if c.ptmx == nil {
+				w.Close()
+			}
+		}(c.stdinW)
+	} else if c.ptmx == nil {
+		c.stdinW.Close()
+	}
+	if c.ptmx != nil {
+		if ch := resizeFrom(ctx); ch != nil {
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case s := <-ch:
+						_ = setSize(c.ptmx, s.Rows, s.Cols)
+					case <-done:
+						return
+					}
+				}
+			}()
+		}
+	}
+
+	ps, err := c.proc.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the sandbox: %w", err)
+	}
+	if c.ptmx == nil {
+		c.stdinW.Close() // unblocks the stdin copier at its next write
+	}
+	wg.Wait()
+	var exit *initproto.Status
+	for st := range statuses {
+		if st.Exit {
+			s := st
+			exit = &s
+		}
+	}
+	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load()}
+	ws, _ := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case exit != nil && exit.Signal != 0:
+		res.ExitCode, res.Signal = -1, exit.Signal
+	case exit != nil:
+		res.ExitCode = exit.Code
+	case ws.Signaled():
+		res.ExitCode, res.Signal = -1, int(ws.Signal())
+	default:
+		res.ExitCode = ws.ExitStatus()
+	}
+	reason, _ := why.Load().(string)
+	switch {
+	case res.OutputTruncated:
+		res.Limit = "output"
+	case cg != nil && cg.oomKills() > 0:
+		res.Limit = "memory"
+	case cg != nil && cg.pidsMaxHits() > 0 && (reason == "time" || res.ExitCode != 0):
+		res.Limit = "processes"
+	case reason == "time":
+		res.Limit = "time"
+	}
+	if reason == "ctx" {
+		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
+	}
+	sort.Strings(iso.Features)
+	res.Isolation = *iso
+	b.removeCreated(cfg.Mounts, first.Created)
+	return res, nil
+}
+
+// copyCapped copies src to dst (nil discards) until EOF or until limit
+// bytes are copied; it reports whether src had more.
+func copyCapped(dst io.Writer, src io.Reader, limit int64) bool {
+	if dst == nil {
+		dst = io.Discard
+	}
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			if n+int64(k) > limit {
+				_, _ = dst.Write(buf[:limit-n])
+				return true
+			}
+			n += int64(k)
+			if _, werr := dst.Write(buf[:k]); werr != nil {
+				dst = io.Discard
+			}
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// removeCreated removes the placeholder directories the init made in
+// writable grants, deepest first, if they are still empty. It works
+// through os.Root so a symlink planted by the sandbox cannot redirect it.
+func (b *Backend) removeCreated(mounts []initproto.Mount, created []string) {
+	for i := len(created) - 1; i >= 0; i-- {
+		p := created[i]
+		best := -1
+		for j, m := range mounts {
+			if m.Writable && (p == m.Target || strings.HasPrefix(p, m.Target+"/")) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
+				best = j
+			}
+		}
+		if best < 0 || p == mounts[best].Target {
+			continue
+		}
+		root, err := os.OpenRoot(mounts[best].Source)
+		if err != nil {
+			continue
+		}
+		relp := strings.TrimPrefix(p, mounts[best].Target+"/")
+		if fi, err := root.Lstat(relp); err == nil && fi.IsDir() {
+			if err := root.Remove(relp); err != nil {
+				b.log.Debug("placeholder left", "path", p, "err", err)
+			}
+		}
+		root.Close()
+	}
+}
+
+func (c *child) closeHost() {
+	for _, f := range []*os.File{c.cfgW, c.statusR, c.stdinW, c.stdoutR, c.stderrR, c.ptmx} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// start clones the init into its namespaces.
+func (b *Backend) start(spec *sandbox.Spec) (*child, error) {
+	c := &child{}
+	ok := false
+	defer func() {
+		for _, f := range c.closeOne {
+			f.Close()
+		}
+		if !ok {
+			c.closeHost()
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating a pipe: %w", err)
+		}
+		return r, w, nil
+	}
+	cfgR, cfgW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.cfgW = cfgW
+	c.closeOne = append(c.closeOne, cfgR)
+	stR, stW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.statusR = stR
+	c.closeOne = append(c.closeOne, stW)
+
+	var stdio [3]*os.File
+	attr := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Pdeathsig:                  syscall.SIGKILL,
+		Setsid:                     true,
+	}
+	if spec.TTY {
+		master, slave, err := openPTY(spec.TTYRows, spec.TTYCols)
+		if err != nil {
+			return nil, err
+		}
+		c.ptmx, c.stdinW, c.stdoutR = master, master, master
+		c.closeOne = append(c.closeOne, slave)
+		stdio = [3]*os.File{slave, slave, slave}
+		attr.Setctty, attr.Ctty = true, 0
+	} else {
+		inR, inW, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		c.stdinW = inW
+		c.closeOne = append(c.closeOne, inR)
+		outR, outW, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		c.stdoutR = outR
+		c.closeOne = append(c.closeOne, outW)
+		errR, errW, err := pipe()
+		if err != nil {
+			return nil, err
+		}
+		c.stderrR = errR
+		c.closeOne = append(c.closeOne, errW)
+		stdio = [3]*os.File{inR, outW, errW}
+	}
+	argv := append([]string{"airlock"}, b.args...)
+	p, err := os.StartProcess("/proc/self/fd/"+strconv.Itoa(initproto.ExeFD), argv, &os.ProcAttr{
+		Env:   []string{},
+		Files: []*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe},
+		Sys:   attr,
+	})
+	if err != nil {
+		return nil, startError(err)
+	}
+	c.proc = p
+	ok = true
+	return c, nil
+}
+
+// startError explains a failed clone: user namespaces are the usual cause.
+func startError(err error) error {
+	if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EACCES) {
+		return fmt.Errorf("starting the sandbox init: %w", err)
+	}
+	reason, fix := usernsDiagnosis()
+	return &sandbox.MissingFeatureError{
+		Feature: "user namespaces",
+		Reason:  fmt.Sprintf("clone: %v; %s", err, reason),
+		Fix:     fix,
+	}
+}
+
+// usernsDiagnosis reads the knobs that disable user namespaces.
+func usernsDiagnosis() (reason, fix string) {
+	read := func(p string) (string, bool) {
+		b, err := os.ReadFile(p)
+		return strings.TrimSpace(string(b)), err == nil
+	}
+	if v, ok := read("/proc/sys/kernel/unprivileged_userns_clone"); ok && v == "0" && os.Geteuid() != 0 {
+		return "kernel.unprivileged_userns_clone is 0", "sysctl -w kernel.unprivileged_userns_clone=1"
+	}
+	if v, ok := read("/proc/sys/user/max_user_namespaces"); ok && v == "0" {
+		return "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"
+	}
+	if v, ok := read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && v == "1" {
+		return "AppArmor restricts unprivileged user namespaces", "add an AppArmor profile allowing userns for the airlock binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+	}
+	return "user namespaces seem disabled (seccomp or LSM policy of a container?)", "run on a host or container that allows creating user namespaces (e.g. docker --security-opt seccomp=unconfined, or a pod with the needed securityContext)"
+}

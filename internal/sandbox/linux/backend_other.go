@@ -1,0 +1,45 @@
+//go:build !linux
+
+package linux
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// Options configure the backend; see the Linux build for the fields' meaning.
+type Options struct {
+	Logger       *slog.Logger
+	CgroupParent string
+	Cgroups      CgroupPolicy
+	Executable   string
+	Args         []string
+}
+
+// CgroupPolicy says whether cgroups are required.
+type CgroupPolicy int
+
+// Cgroup policies.
+const (
+	CgroupsDefault CgroupPolicy = iota
+	CgroupsRequired
+	CgroupsOptional
+)
+
+// Backend is the Linux sandbox backend; it does not run on this platform.
+type Backend struct{}
+
+// New returns sandbox.ErrUnsupported on this platform.
+func New(opts *Options) (*Backend, error) { return nil, sandbox.ErrUnsupported }
+
+// Run returns sandbox.ErrUnsupported on this platform.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	return nil, sandbox.ErrUnsupported
+}
+
+// Report says the backend is unavailable on this platform.
+func (b *Backend) Report() sandbox.Report {
+	return sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "linux", Detail: "not Linux"}}}
+}

@@ -1,0 +1,335 @@
+package linux
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroupHost knows where this broker may create per-sandbox cgroups:
+// either a cgroup v2 directory with memory and pids delegated, or the v1
+// memory and pids hierarchies.
+type cgroupHost struct {
+	version int    // 2, 1, or 0 when unavailable
+	v2      string // v2 parent directory
+	mem     string // v1 memory parent directory
+	pids    string // v1 pids parent directory
+	reason  string // why unavailable
+}
+
+// cgroupMounts returns the mount points of cgroup hierarchies: "" => v2
+// mount, controller name => v1 mount.
+func cgroupMounts() (map[string]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
+			continue
+		}
+		fstype, mnt, root := fields[sep+1], fields[4], fields[3]
+		if root != "/" {
+			continue
+		}
+		switch fstype {
+		case "cgroup2":
+			if _, ok := out[""]; !ok {
+				out[""] = mnt
+			}
+		case "cgroup":
+			for _, o := range strings.Split(fields[sep+3], ",") {
+				if o == "memory" || o == "pids" {
+					out[o] = mnt
+				}
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// selfCgroups parses /proc/self/cgroup: "" => v2 path, controller => v1 path.
+func selfCgroups() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out, nil
+}
+
+func writable(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
+
+// detectCgroups finds a usable hierarchy. parent, when set, is a path
+// relative to each hierarchy's root used instead of the broker's own.
+func detectCgroups(parent string) cgroupHost {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return cgroupHost{reason: "reading mountinfo: " + err.Error()}
+	}
+	self, err := selfCgroups()
+	if err != nil {
+		return cgroupHost{reason: "reading /proc/self/cgroup: " + err.Error()}
+	}
+	pick := func(ctrl string) string {
+		if parent != "" {
+			return parent
+		}
+		return self[ctrl]
+	}
+	if m, ok := mounts[""]; ok {
+		dir := filepath.Join(m, pick(""))
+		ctrls, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+		has := strings.Fields(string(ctrls))
+		if contains(has, "memory") && contains(has, "pids") && writable(dir) {
+			return cgroupHost{version: 2, v2: dir}
+		}
+	}
+	mm, okm := mounts["memory"]
+	pm, okp := mounts["pids"]
+	if okm && okp {
+		mem := filepath.Join(mm, pick("memory"))
+		pids := filepath.Join(pm, pick("pids"))
+		if writable(mem) && writable(pids) {
+			return cgroupHost{version: 1, mem: mem, pids: pids}
+		}
+		return cgroupHost{reason: fmt.Sprintf("cgroup v1 %s or %s is not writable by uid %d", mem, pids, os.Getuid())}
+	}
+	return cgroupHost{reason: "no cgroup v2 directory with memory and pids delegated, and no cgroup v1 memory and pids hierarchies"}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// parents lists the directories under which sandbox cgroups are created.
+func (h cgroupHost) parents() []string {
+	switch h.version {
+	case 2:
+		return []string{h.v2}
+	case 1:
+		return []string{h.mem, h.pids}
+	}
+	return nil
+}
+
+// features names the cgroup features for Result.Isolation.
+func (h cgroupHost) features() []string {
+	switch h.version {
+	case 2:
+		return []string{"cgroup-v2-memory", "cgroup-v2-pids"}
+	case 1:
+		return []string{"cgroup-v1-memory", "cgroup-v1-pids"}
+	}
+	return nil
+}
+
+// cgroup is one sandbox's cgroup (a directory per hierarchy).
+type cgroup struct {
+	host cgroupHost
+	dirs []string
+}
+
+func writeFile(p, v string) error {
+	if err := os.WriteFile(p, []byte(v), 0); err != nil {
+		return fmt.Errorf("writing %q to %s: %w", v, p, err)
+	}
+	return nil
+}
+
+// create makes the cgroup and sets its limits.
+func (h cgroupHost) create(name string, mem int64, pids int) (*cgroup, error) {
+	cg := &cgroup{host: h}
+	for _, p := range h.parents() {
+		d := filepath.Join(p, name)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			cg.destroy()
+			return nil, fmt.Errorf("creating cgroup %s: %w", d, err)
+		}
+		cg.dirs = append(cg.dirs, d)
+	}
+	var err error
+	switch h.version {
+	case 2:
+		d := cg.dirs[0]
+		err = errors.Join(
+			writeFile(filepath.Join(d, "memory.max"), strconv.FormatInt(mem, 10)),
+			writeFile(filepath.Join(d, "pids.max"), strconv.Itoa(pids)))
+		if err == nil {
+			_ = writeFile(filepath.Join(d, "memory.swap.max"), "0")
+		}
+	case 1:
+		err = errors.Join(
+			writeFile(filepath.Join(cg.dirs[0], "memory.limit_in_bytes"), strconv.FormatInt(mem, 10)),
+			writeFile(filepath.Join(cg.dirs[1], "pids.max"), strconv.Itoa(pids)))
+		if err == nil {
+			// No swap: memsw equal to the limit (absent without swap accounting).
+			sw := filepath.Join(cg.dirs[0], "memory.memsw.limit_in_bytes")
+			if _, serr := os.Stat(sw); serr == nil {
+				err = writeFile(sw, strconv.FormatInt(mem, 10))
+			}
+		}
+	}
+	if err != nil {
+		cg.destroy()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// add moves pid (all its threads) into the cgroup.
+func (cg *cgroup) add(pid int) error {
+	for _, d := range cg.dirs {
+		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// counter reads "key N" from a flat keyed file.
+func counter(p, key string) int64 {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// oomKills reports how many processes the OOM killer killed in the cgroup.
+func (cg *cgroup) oomKills() int64 {
+	switch cg.host.version {
+	case 2:
+		return counter(filepath.Join(cg.dirs[0], "memory.events"), "oom_kill")
+	case 1:
+		return counter(filepath.Join(cg.dirs[0], "memory.oom_control"), "oom_kill")
+	}
+	return 0
+}
+
+// pidsMaxHits reports how often a fork failed on pids.max.
+func (cg *cgroup) pidsMaxHits() int64 {
+	switch cg.host.version {
+	case 2:
+		return counter(filepath.Join(cg.dirs[0], "pids.events"), "max")
+	case 1:
+		return counter(filepath.Join(cg.dirs[1], "pids.events"), "max")
+	}
+	return 0
+}
+
+func procsOf(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// destroy kills anything left, waits until the cgroup is empty and removes
+// it, retrying on EBUSY.
+func (cg *cgroup) destroy() error {
+	if cg == nil {
+		return nil
+	}
+	var errs []error
+	for _, d := range cg.dirs {
+		if cg.host.version == 2 {
+			_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			procs := procsOf(d)
+			for _, p := range procs {
+				_ = unix.Kill(p, unix.SIGKILL)
+			}
+			err := unix.Rmdir(d)
+			if err == nil || errors.Is(err, unix.ENOENT) {
+				break
+			}
+			if time.Now().After(deadline) {
+				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweep removes cgroups left by airlock brokers that no longer exist.
+func (h cgroupHost) sweep() {
+	for _, p := range h.parents() {
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			var pid, seq int
+			if !e.IsDir() {
+				continue
+			}
+			if n, _ := fmt.Sscanf(e.Name(), "airlock-%d-%d", &pid, &seq); n != 2 {
+				continue
+			}
+			if err := unix.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+				continue // broker alive
+			}
+			old := &cgroup{host: h, dirs: []string{filepath.Join(p, e.Name())}}
+			if h.version == 1 {
+				old.host.version = 1
+			}
+			_ = old.destroy()
+		}
+	}
+}

@@ -1,0 +1,95 @@
+// Package initproto is the protocol between the Linux backend's host side
+// (package linux) and the sandbox init (package inside): the file
+// descriptors the init inherits, the configuration the host sends and the
+// status lines the init sends back. Both sides import it; it holds data only.
+//
+// The exchange, in order (the host is the broker process, the init is
+// `airlock __sandbox`, PID 1 of the new PID namespace):
+//
+//	host                                         init (PID 1)
+//	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
+//	 |  exec /proc/self/fd/5 (sealed memfd) ------>|  close fd 5, CLOEXEC fds > 2
+//	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
+//	 |  write Config JSON on fd 3, close --------->|  decode Config
+//	 |                                             |  mounts, pivot_root, lo, rlimits,
+//	 |                                             |  caps, no_new_privs, Landlock, seccomp
+//	 |<------------- Status{Ready} on fd 4 --------|  (or Status{Error}, then exit 125)
+//	 |  copy stdout/stderr, enforce limits         |  run the payload, reap, forward signals
+//	 |<------------- Status{Exit} on fd 4 ---------|  (command mode only) then exit
+//	 |  wait, read cgroup events, remove cgroups   |
+//
+// Every status is one JSON object on its own line.
+package initproto
+
+// File descriptors of the init, as set up by the host.
+const (
+	ConfigFD = 3 // read end of the config pipe
+	StatusFD = 4 // write end of the status pipe
+	ExeFD    = 5 // the sealed memfd holding the airlock binary (closed at once)
+)
+
+// Arg is the hidden argument that puts the airlock binary in init mode.
+const Arg = "__sandbox"
+
+// Mount is one grant path, as in sandbox.Mount, with Target always set.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	Writable bool   `json:"writable,omitempty"`
+}
+
+// Config is everything the init needs to build the sandbox.
+type Config struct {
+	Mounts   []Mount  `json:"mounts,omitempty"`
+	Masks    []string `json:"masks,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
+	Env      []string `json:"env,omitempty"`
+	Cwd      string   `json:"cwd"`
+	Command  []string `json:"command,omitempty"`
+	TTY      bool     `json:"tty,omitempty"`
+	Hostname string   `json:"hostname"`
+
+	TmpBytes     int64 `json:"tmp_bytes"`
+	ShmBytes     int64 `json:"shm_bytes"`
+	TmpInodes    int64 `json:"tmp_inodes"`
+	FileBytes    int64 `json:"file_bytes"`
+	AddressSpace int64 `json:"address_space"`
+	OpenFiles    int   `json:"open_files"`
+	Procs        int   `json:"procs"`
+
+	// Seccomp asks the init to install the seccomp filter; the host sets
+	// it whenever the init binary has one.
+	Seccomp bool `json:"seccomp"`
+}
+
+// Phase is the duration of one setup step, for profiling setup time.
+type Phase struct {
+	Name  string `json:"name"`
+	Nanos int64  `json:"ns"`
+}
+
+// Status is one line the init writes on StatusFD.
+type Status struct {
+	// Error, when set, says why setup failed; the init then exits.
+	Error string `json:"error,omitempty"`
+	// Ready reports that setup finished and the payload is starting.
+	Ready bool `json:"ready,omitempty"`
+	// Features and Missing are the isolation features the init applied
+	// and the ones it could not.
+	Features []string `json:"features,omitempty"`
+	Missing  []string `json:"missing,omitempty"`
+	// Created are sandbox paths of placeholder directories the init made
+	// inside writable grants (for ReadOnly paths that did not exist); the
+	// host removes them after the run if they are still empty.
+	Created []string `json:"created,omitempty"`
+	Phases  []Phase  `json:"phases,omitempty"`
+
+	// Exit reports how the payload ended (command mode): Code for a normal
+	// exit, Signal for death by signal.
+	Exit   bool `json:"exit,omitempty"`
+	Code   int  `json:"code,omitempty"`
+	Signal int  `json:"signal,omitempty"`
+}
+
+// ExitSetupFailed is the init's exit code when setup failed.
+const ExitSetupFailed = 125

@@ -1,0 +1,645 @@
+package inside
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// stage is where the new root is assembled before pivot_root: a tmpfs
+// mounted over the host's /tmp in the init's private mount namespace.
+// Every grant source is opened before this mount hides anything.
+const stage = "/tmp"
+
+// systemDirs are bound read-only into every sandbox when present; a symlink
+// (merged /usr) is recreated as the same symlink.
+var systemDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// etcEntries are the /etc entries a shell, libc, curl, git and python need.
+// passwd, group, hosts and hostname are generated, never the host's.
+var etcEntries = []string{
+	"alternatives", "ssl", "ca-certificates", "ca-certificates.conf",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf",
+	"localtime", "timezone", "mime.types", "host.conf", "gitconfig",
+	"bash.bashrc", "profile", "inputrc", "environment", "locale.alias",
+	"protocols", "services", "magic", "python3", "python3.11", "terminfo",
+}
+
+// devNodes are the host devices bound into /dev.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// builder assembles the new root.
+type builder struct {
+	cfg     *initproto.Config
+	root    int // O_PATH fd of the stage tmpfs
+	newAPI  bool
+	created []string
+	devNull int // O_PATH fd of the host's /dev/null, used to mask files
+}
+
+// errNoNewAPI marks an ENOSYS from the new mount API.
+var errNoNewAPI = errors.New("new mount API unavailable")
+
+// openSource opens a grant source without following any symlink: sources
+// are fully resolved by the broker, so a symlink anywhere means the tree
+// changed since (hostile cases 3 and 7).
+func openSource(p string) (int, error) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return -1, fmt.Errorf("source %q is not a clean absolute path", p)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			if real, rerr := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); rerr != nil || real != p {
+				unix.Close(fd)
+				return -1, fmt.Errorf("opening %q: path changed (now %q)", p, real)
+			}
+		}
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return -1, fmt.Errorf("opening %q: a component is a symlink (refused): %w", p, err)
+		}
+		return -1, fmt.Errorf("opening %q: %w", p, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("stat %q: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		unix.Close(fd)
+		return -1, fmt.Errorf("opening %q: is a symlink (refused)", p)
+	}
+	return fd, nil
+}
+
+func isDirFD(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// rel turns a sandbox path into one relative to the new root.
+func rel(p string) string { return strings.TrimPrefix(filepath.Clean(p), "/") }
+
+// walk opens (creating when create is set) each directory component of p
+// below dirfd without following symlinks, and returns an O_PATH fd of the
+// last one. The first directory it creates is recorded when record is set.
+func (b *builder) walk(p string, create, record bool) (int, error) {
+	cur, err := unix.Dup(b.root)
+	if err != nil {
+		return -1, err
+	}
+	if p == "" || p == "." {
+		return cur, nil
+	}
+	sofar := ""
+	for _, c := range strings.Split(p, "/") {
+		sofar = filepath.Join(sofar, c)
+		next, err := openBeneath(cur, c, unix.O_PATH|unix.O_DIRECTORY)
+		if errors.Is(err, unix.ENOENT) && create {
+			if err := unix.Mkdirat(cur, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+				unix.Close(cur)
+				return -1, fmt.Errorf("creating /%s: %w", sofar, err)
+			}
+			if record {
+				b.created = append(b.created, "/"+sofar)
+			}
+			next, err = openBeneath(cur, c, unix.O_PATH|unix.O_DIRECTORY)
+		}
+		unix.Close(cur)
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				return -1, fmt.Errorf("opening /%s: a symlink or not a directory (refused): %w", sofar, err)
+			}
+			return -1, fmt.Errorf("opening /%s: %w", sofar, err)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+func openBeneath(dirfd int, name string, flags uint64) (int, error) {
+	for {
+		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{
+			Flags:   flags | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+		})
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			continue
+		}
+		if errors.Is(err, unix.ENOSYS) {
+			return unix.Openat(dirfd, name, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		return fd, err
+	}
+}
+
+// target opens the mount point for sandbox path p, creating it as a
+// directory or an empty file (isDir) when missing.
+func (b *builder) target(p string, isDir, record bool) (int, error) {
+	r := rel(p)
+	parent, err := b.walk(filepath.Dir(r), true, record)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	name := filepath.Base(r)
+	if r == "" {
+		return unix.Dup(b.root)
+	}
+	fd, err := openBeneath(parent, name, unix.O_PATH)
+	if errors.Is(err, unix.ENOENT) {
+		if isDir {
+			err = unix.Mkdirat(parent, name, 0o755)
+		} else {
+			var f int
+			f, err = unix.Openat(parent, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				unix.Close(f)
+			}
+		}
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return -1, fmt.Errorf("creating mount point %s: %w", p, err)
+		}
+		if record {
+			b.created = append(b.created, p)
+		}
+		fd, err = openBeneath(parent, name, unix.O_PATH)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return -1, fmt.Errorf("mount point %s is a symlink (refused): %w", p, err)
+		}
+		return -1, fmt.Errorf("opening mount point %s: %w", p, err)
+	}
+	return fd, nil
+}
+
+func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// bind mounts the tree at src (an O_PATH fd) on dst (an O_PATH fd),
+// recursively, with attrs (MOUNT_ATTR_*) applied to the whole tree.
+func (b *builder) bind(src, dst int, attrs uint64) error {
+	if b.newAPI {
+		t, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+		if err == nil {
+			defer unix.Close(t)
+			if attrs != 0 {
+				if err := unix.MountSetattr(t, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attrs}); err != nil {
+					return fmt.Errorf("mount_setattr: %w", err)
+				}
+			}
+			if err := unix.MoveMount(t, "", dst, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+				return fmt.Errorf("move_mount: %w", err)
+			}
+			return nil
+		}
+		if !errors.Is(err, unix.ENOSYS) {
+			return fmt.Errorf("open_tree: %w", err)
+		}
+		b.newAPI = false
+	}
+	// Classic fallback: bind through the fds' magic links, then remount
+	// each flag (only the top mount of the tree gets them).
+	if err := unix.Mount(procFD(src), procFD(dst), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind mount: %w", err)
+	}
+	if attrs != 0 {
+		fl := uintptr(unix.MS_BIND | unix.MS_REMOUNT)
+		if attrs&unix.MOUNT_ATTR_RDONLY != 0 {
+			fl |= unix.MS_RDONLY
+		}
+		if attrs&unix.MOUNT_ATTR_NOSUID != 0 {
+			fl |= unix.MS_NOSUID
+		}
+		if attrs&unix.MOUNT_ATTR_NODEV != 0 {
+			fl |= unix.MS_NODEV
+		}
+		if attrs&unix.MOUNT_ATTR_NOEXEC != 0 {
+			fl |= unix.MS_NOEXEC
+		}
+		if err := unix.Mount("", procFD(dst), "", fl, ""); err != nil {
+			return fmt.Errorf("remounting bind: %w", err)
+		}
+	}
+	return nil
+}
+
+// bindPath binds sandbox-visible source path p (already under the stage)
+// onto itself with attrs, refusing symlinks.
+func (b *builder) bindSelf(p string, attrs uint64) error {
+	fd, err := b.walkPath(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return b.bind(fd, fd, attrs)
+}
+
+// walkPath opens an existing sandbox path below the stage without
+// following symlinks.
+func (b *builder) walkPath(p string) (int, error) {
+	r := rel(p)
+	if r == "" {
+		return unix.Dup(b.root)
+	}
+	return openBeneath(b.root, r, unix.O_PATH)
+}
+
+// tmpfs mounts a fresh tmpfs on dst (an O_PATH fd).
+func (b *builder) tmpfs(dst int, opts string, attrs uint64) error {
+	flags := uintptr(0)
+	if attrs&unix.MOUNT_ATTR_RDONLY != 0 {
+		flags |= unix.MS_RDONLY
+	}
+	if attrs&unix.MOUNT_ATTR_NOSUID != 0 {
+		flags |= unix.MS_NOSUID
+	}
+	if attrs&unix.MOUNT_ATTR_NODEV != 0 {
+		flags |= unix.MS_NODEV
+	}
+	if attrs&unix.MOUNT_ATTR_NOEXEC != 0 {
+		flags |= unix.MS_NOEXEC
+	}
+	if err := unix.Mount("tmpfs", procFD(dst), "tmpfs", flags, opts); err != nil {
+		return fmt.Errorf("mounting tmpfs: %w", err)
+	}
+	return nil
+}
+
+// build assembles the new root on the stage and returns its features.
+func build(cfg *initproto.Config) (*builder, error) {
+	b := &builder{cfg: cfg, newAPI: true, devNull: -1}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, fmt.Errorf("making / private: %w", err)
+	}
+
+	// 1. Open every source before anything is mounted over it.
+	srcs := make([]int, len(cfg.Mounts))
+	for i, m := range cfg.Mounts {
+		fd, err := openSource(m.Source)
+		if err != nil {
+			return nil, err
+		}
+		srcs[i] = fd
+	}
+	defer func() {
+		for _, fd := range srcs {
+			unix.Close(fd)
+		}
+	}()
+	sys := map[string]int{}
+	for _, d := range systemDirs {
+		fd, err := unix.Open("/"+d, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			sys[d] = fd
+		}
+	}
+	etc := map[string]int{}
+	for _, e := range etcEntries {
+		fd, err := unix.Open("/etc/"+e, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			etc[e] = fd
+		}
+	}
+	devs := map[string]int{}
+	for _, d := range devNodes {
+		fd, err := unix.Open("/dev/"+d, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("opening /dev/%s: %w", d, err)
+		}
+		devs[d] = fd
+	}
+	b.devNull = devs["null"]
+	defer func() {
+		for _, m := range []map[string]int{sys, etc, devs} {
+			for _, fd := range m {
+				unix.Close(fd)
+			}
+		}
+	}()
+
+	// 2. The stage: a small tmpfs that becomes /.
+	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+		return nil, fmt.Errorf("mounting the root tmpfs on %s: %w", stage, err)
+	}
+	root, err := unix.Open(stage, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the new root: %w", err)
+	}
+	b.root = root
+
+	// 3. System directories, read-only, nosuid, nodev.
+	for _, d := range systemDirs {
+		fd, ok := sys[d]
+		if !ok {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, fmt.Errorf("stat /%s: %w", d, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			link, err := os.Readlink("/" + d)
+			if err != nil {
+				return nil, fmt.Errorf("reading link /%s: %w", d, err)
+			}
+			if err := unix.Symlinkat(link, root, d); err != nil {
+				return nil, fmt.Errorf("linking /%s: %w", d, err)
+			}
+			continue
+		}
+		if err := b.bindAt(fd, "/"+d, true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
+			return nil, fmt.Errorf("mounting /%s read-only: %w", d, err)
+		}
+	}
+
+	// 4. /etc: selected host entries read-only, the rest generated.
+	if err := unix.Mkdirat(root, "etc", 0o755); err != nil {
+		return nil, fmt.Errorf("creating /etc: %w", err)
+	}
+	gen := map[string]string{
+		"passwd":   "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":    "root:x:0:\nnogroup:x:65534:\n",
+		"hosts":    "127.0.0.1\tlocalhost " + cfg.Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"hostname": cfg.Hostname + "\n",
+	}
+	for name, content := range gen {
+		if err := writeAt(root, "etc/"+name, content); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range etcEntries {
+		fd, ok := etc[e]
+		if !ok {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			link, err := os.Readlink("/etc/" + e)
+			if err == nil {
+				err = unix.Symlinkat(link, root, "etc/"+e)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("linking /etc/%s: %w", e, err)
+			}
+		case unix.S_IFDIR, unix.S_IFREG:
+			if err := b.bindAt(fd, "/etc/"+e, st.Mode&unix.S_IFMT == unix.S_IFDIR, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
+				return nil, fmt.Errorf("mounting /etc/%s read-only: %w", e, err)
+			}
+		}
+	}
+
+	// 5. A private /tmp, capped in bytes and inodes.
+	if err := b.tmpfsAt("/tmp", fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", cfg.TmpBytes, cfg.TmpInodes), unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
+		return nil, fmt.Errorf("mounting /tmp: %w", err)
+	}
+
+	// 6. The grants, shallowest first so nested grants land on top.
+	order := make([]int, len(cfg.Mounts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		return strings.Count(filepath.Clean(cfg.Mounts[order[i]].Target), "/") < strings.Count(filepath.Clean(cfg.Mounts[order[j]].Target), "/")
+	})
+	for _, i := range order {
+		m := cfg.Mounts[i]
+		attrs := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+		mode := "read-write"
+		if !m.Writable {
+			attrs |= unix.MOUNT_ATTR_RDONLY
+			mode = "read-only"
+		}
+		if err := b.bindAt(srcs[i], m.Target, isDirFD(srcs[i]), attrs); err != nil {
+			return nil, fmt.Errorf("mounting %s %s: %w", m.Target, mode, err)
+		}
+	}
+
+	// 7. Masks: an empty read-only tmpfs over a directory, /dev/null
+	// (nodev, so it cannot even be opened) over a file.
+	for _, p := range cfg.Masks {
+		fd, err := b.walkPath(p)
+		if errors.Is(err, unix.ENOENT) {
+			continue // nothing to hide
+		}
+		if err != nil {
+			return nil, fmt.Errorf("masking %s: %w", p, err)
+		}
+		if isDirFD(fd) {
+			err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		} else {
+			err = b.bind(b.devNull, fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("masking %s: %w", p, err)
+		}
+	}
+
+	// 8. Read-only paths inside writable grants. An existing path is bound
+	// read-only onto itself; a missing one gets a placeholder directory
+	// (created in the grant, removed by the host afterwards if still empty)
+	// with an empty read-only tmpfs on it, so it cannot be created: writes
+	// below it fail with EROFS, and creating a file of that name fails
+	// with EEXIST/EISDIR.
+	for _, p := range cfg.ReadOnly {
+		fd, err := b.walkPath(p)
+		if errors.Is(err, unix.ENOENT) {
+			fd, err = b.target(p, true, true)
+			if err == nil {
+				err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+				unix.Close(fd)
+			}
+		} else if err == nil {
+			err = b.bind(fd, fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+			unix.Close(fd)
+		}
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) {
+				return nil, fmt.Errorf("making %s read-only: it is a symlink (refused): %w", p, err)
+			}
+			return nil, fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+
+	// 9. /dev: a small tmpfs with the safe host devices, then read-only.
+	if err := b.buildDev(devs); err != nil {
+		return nil, err
+	}
+
+	// 10. A new /proc with its writable knobs made read-only.
+	procFd, err := b.target("/proc", true, false)
+	if err != nil {
+		return nil, err
+	}
+	err = unix.Mount("proc", procFD(procFd), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	unix.Close(procFd)
+	if err != nil {
+		return nil, fmt.Errorf("mounting /proc: %w", err)
+	}
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
+		if err := b.bindSelf(p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil && !errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("making %s read-only: %w", p, err)
+		}
+	}
+	for _, p := range []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"} {
+		fd, err := b.walkPath(p)
+		if err != nil {
+			continue
+		}
+		err = b.bind(b.devNull, fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("masking %s: %w", p, err)
+		}
+	}
+	return b, nil
+}
+
+// bindAt binds src on sandbox path p, creating the mount point.
+func (b *builder) bindAt(src int, p string, isDir bool, attrs uint64) error {
+	dst, err := b.target(p, isDir, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dst)
+	return b.bind(src, dst, attrs)
+}
+
+func (b *builder) tmpfsAt(p, opts string, attrs uint64) error {
+	dst, err := b.target(p, true, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dst)
+	return b.tmpfs(dst, opts, attrs)
+}
+
+func writeAt(dirfd int, name, content string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("creating /%s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte(content)); err != nil {
+		return fmt.Errorf("writing /%s: %w", name, err)
+	}
+	return nil
+}
+
+func (b *builder) buildDev(devs map[string]int) error {
+	if err := b.tmpfsAt("/dev", "mode=0755,size=64k,nr_inodes=64", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
+		return fmt.Errorf("mounting /dev: %w", err)
+	}
+	dev, err := b.walkPath("/dev")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dev)
+	for _, d := range devNodes {
+		if err := b.bindAt(devs[d], "/dev/"+d, false, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
+			return fmt.Errorf("binding /dev/%s: %w", d, err)
+		}
+	}
+	for name, to := range map[string]string{
+		"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+		"stderr": "/proc/self/fd/2", "core": "/proc/kcore",
+	} {
+		if err := unix.Symlinkat(to, dev, name); err != nil {
+			return fmt.Errorf("linking /dev/%s: %w", name, err)
+		}
+	}
+	if b.cfg.TTY {
+		// The pty slave is the init's fd 0; bind it at /dev/pts/0 and
+		// /dev/console so ttyname(3) finds it by inode.
+		for _, p := range []string{"/dev/pts/0", "/dev/console"} {
+			if err := b.bindAt(0, p, false, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
+				return fmt.Errorf("binding the terminal at %s: %w", p, err)
+			}
+		}
+	}
+	if err := b.tmpfsAt("/dev/shm", fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", b.cfg.ShmBytes, b.cfg.TmpInodes), unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil {
+		return fmt.Errorf("mounting /dev/shm: %w", err)
+	}
+	if err := unix.MountSetattr(dev, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		if err := unix.Mount("", procFD(dev), "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("making /dev read-only: %w", err)
+		}
+	}
+	return nil
+}
+
+// pivot makes the stage the root, detaches the old root, makes the new
+// root read-only and enters cwd.
+func (b *builder) pivot(cwd string, mounts []initproto.Mount) error {
+	if err := unix.Fchdir(b.root); err != nil {
+		return fmt.Errorf("entering the new root: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the old root: %w", err)
+	}
+	unix.Close(b.root)
+	if err := unix.Chdir("/"); err != nil {
+		return fmt.Errorf("chdir /: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("making / read-only: %w", err)
+	}
+	return enterCwd(cwd, mounts)
+}
+
+// enterCwd changes to cwd, which must be a clean absolute path inside a
+// grant or /tmp, reached without any symlink (hostile case 5).
+func enterCwd(cwd string, mounts []initproto.Mount) error {
+	if cwd == "" {
+		cwd = "/tmp"
+	}
+	if !filepath.IsAbs(cwd) || filepath.Clean(cwd) != cwd {
+		return fmt.Errorf("working directory %q is not a clean absolute path", cwd)
+	}
+	inside := within(cwd, "/tmp")
+	for _, m := range mounts {
+		inside = inside || within(cwd, m.Target)
+	}
+	if !inside {
+		return fmt.Errorf("working directory %q is not inside a grant", cwd)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, cwd, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("opening working directory %q: %w", cwd, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchdir(fd); err != nil {
+		return fmt.Errorf("entering working directory %q: %w", cwd, err)
+	}
+	return nil
+}
+
+func within(p, dir string) bool {
+	dir = filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

@@ -1,0 +1,166 @@
+package inside
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// loopbackUp brings up lo, the only interface of the new network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket for lo: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_RUNNING | unix.IFF_LOOPBACK)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bringing up lo: %w", err)
+	}
+	return nil
+}
+
+// setRlimits applies the per-process limits. RLIMIT_AS is generous (see
+// the host side): runtimes such as Go and the JVM reserve far more
+// address space than they touch, and the memory cgroup is the real bound.
+func setRlimits(cfg *initproto.Config) error {
+	set := func(name string, res int, v uint64) error {
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setting %s to %d: %w", name, v, err)
+		}
+		return nil
+	}
+	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
+		return err
+	}
+	if cfg.AddressSpace > 0 {
+		if err := set("RLIMIT_AS", unix.RLIMIT_AS, uint64(cfg.AddressSpace)); err != nil {
+			return err
+		}
+	}
+	if cfg.FileBytes > 0 {
+		if err := set("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(cfg.FileBytes)); err != nil {
+			return err
+		}
+	}
+	if cfg.OpenFiles > 0 {
+		if err := set("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(cfg.OpenFiles)); err != nil {
+			return err
+		}
+	}
+	if cfg.Procs > 0 {
+		if err := set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(cfg.Procs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allThreads runs a syscall on every thread of the process: credentials
+// and prctl state are per thread, and the Go runtime has several.
+func allThreads(trap, a1, a2, a3 uintptr) error {
+	_, _, e := psx.Syscall6(trap, a1, a2, a3, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func lastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 63
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 63
+	}
+	return n
+}
+
+// dropCaps locks the securebits so uid 0 gains nothing at exec, empties
+// the bounding and ambient sets, and clears effective, permitted and
+// inheritable capabilities, on every thread.
+func dropCaps(last int) error {
+	const secbits = 0x2f // NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP(+LOCKED), KEEP_CAPS_LOCKED
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
+		return fmt.Errorf("setting securebits: %w", err)
+	}
+	for c := 0; c <= last; c++ {
+		if err := allThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {
+		return fmt.Errorf("clearing capabilities: %w", err)
+	}
+	return nil
+}
+
+func noNewPrivs() error {
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	return nil
+}
+
+// applyLandlock restricts the filesystem to what the mounts already allow
+// (defence in depth) and scopes abstract sockets and signals, at the best
+// ABI the kernel has. It returns the feature name, or "" when the kernel
+// has no Landlock.
+func applyLandlock(cfg *initproto.Config) (string, error) {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return "", nil
+	}
+	rw := []string{"/tmp", "/dev/shm"}
+	rwFiles := []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	if cfg.TTY {
+		rwFiles = append(rwFiles, "/dev/pts/0", "/dev/console")
+	}
+	var rwGrantFiles []string
+	for _, m := range cfg.Mounts {
+		if !m.Writable {
+			continue
+		}
+		if fi, err := os.Stat(m.Target); err == nil && !fi.IsDir() {
+			rwGrantFiles = append(rwGrantFiles, m.Target)
+		} else {
+			rw = append(rw, m.Target)
+		}
+	}
+	c := landlock.V11
+	c.HandledAccessNet = 0 // loopback servers are legitimate; the netns has no route out
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWDirs(rw...).WithRefer().WithResolveUnix(),
+		landlock.RWFiles(rwFiles...).WithIoctlDev(),
+	}
+	if len(rwGrantFiles) > 0 {
+		rules = append(rules, landlock.RWFiles(rwGrantFiles...))
+	}
+	if err := c.BestEffort().Restrict(rules...); err != nil {
+		return "", fmt.Errorf("applying Landlock: %w", err)
+	}
+	return "landlock-abi" + strconv.Itoa(abi), nil
+}

@@ -1,0 +1,143 @@
+package inside
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// Main is the sandbox init: it runs as PID 1 of the sandbox's namespaces,
+// reads its configuration from fd 3, builds and locks down the sandbox,
+// then runs the command (as a child it reaps) or, with no command, calls
+// runTool in-process with the sandbox's standard streams. It returns the
+// process exit code. The protocol with the host is drawn in initproto.
+func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
+	// Nothing in the sandbox may ptrace or read the init's memory.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// The sealed binary is not needed once running.
+	unix.Close(initproto.ExeFD)
+	// No inherited descriptor above 2 may reach the payload.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+
+	status := os.NewFile(initproto.StatusFD, "status")
+	cfgFile := os.NewFile(initproto.ConfigFD, "config")
+	var cfg initproto.Config
+	err := json.NewDecoder(bufio.NewReader(cfgFile)).Decode(&cfg)
+	cfgFile.Close()
+	if err != nil {
+		return fail(status, fmt.Errorf("reading the sandbox config: %w", err))
+	}
+	st, err := setup(&cfg)
+	if err != nil {
+		return fail(status, err)
+	}
+	st.Ready = true
+	if err := send(status, st); err != nil {
+		return initproto.ExitSetupFailed
+	}
+
+	os.Clearenv()
+	for _, kv := range cfg.Env {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				os.Setenv(kv[:i], kv[i+1:])
+				break
+			}
+		}
+	}
+	if len(cfg.Command) == 0 {
+		status.Close()
+		return runTool(os.Stdin, os.Stdout, os.Stderr)
+	}
+	return runPayload(&cfg, status)
+}
+
+func send(w io.Writer, st *initproto.Status) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func fail(status *os.File, err error) int {
+	_ = send(status, &initproto.Status{Error: err.Error()})
+	return initproto.ExitSetupFailed
+}
+
+// setup builds the sandbox and applies every restriction, in order.
+func setup(cfg *initproto.Config) (*initproto.Status, error) {
+	st := &initproto.Status{}
+	t := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		st.Phases = append(st.Phases, initproto.Phase{Name: name, Nanos: now.Sub(t).Nanoseconds()})
+		t = now
+	}
+	b, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.Created = b.created
+	if b.newAPI {
+		st.Features = append(st.Features, "mount-api")
+	}
+	phase("mounts")
+	if err := b.pivot(cfg.Cwd, cfg.Mounts); err != nil {
+		return nil, err
+	}
+	st.Features = append(st.Features, "pivot_root")
+	phase("pivot")
+	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+		return nil, fmt.Errorf("setting the hostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return nil, err
+	}
+	phase("net")
+	if err := setRlimits(cfg); err != nil {
+		return nil, err
+	}
+	st.Features = append(st.Features, "rlimits")
+	if err := dropCaps(lastCap()); err != nil {
+		return nil, err
+	}
+	st.Features = append(st.Features, "caps-dropped")
+	if err := noNewPrivs(); err != nil {
+		return nil, err
+	}
+	st.Features = append(st.Features, "no_new_privs")
+	phase("caps")
+	ll, err := applyLandlock(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if ll != "" {
+		st.Features = append(st.Features, ll)
+	} else {
+		st.Missing = append(st.Missing, "landlock")
+	}
+	phase("landlock")
+	ok, err := installSeccomp()
+	if err != nil {
+		return nil, fmt.Errorf("installing the seccomp filter: %w", err)
+	}
+	if ok {
+		st.Features = append(st.Features, "seccomp")
+	} else {
+		if cfg.Seccomp {
+			return nil, fmt.Errorf("installing the seccomp filter: this binary has none")
+		}
+		st.Missing = append(st.Missing, "seccomp")
+	}
+	phase("seccomp")
+	return st, nil
+}

@@ -1,0 +1,76 @@
+package inside
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// runPayload starts the command and acts as init until it exits: it reaps
+// every child (orphans are re-parented to PID 1) and forwards SIGTERM,
+// SIGINT and SIGHUP to the command. When it returns, PID 1 exits and the
+// kernel kills everything left in the PID namespace.
+func runPayload(cfg *initproto.Config, status *os.File) int {
+	path, err := exec.LookPath(cfg.Command[0])
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+		report(status, 127, 0)
+		return 127
+	}
+	wd, _ := os.Getwd()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	p, err := os.StartProcess(path, cfg.Command, &os.ProcAttr{
+		Dir:   wd,
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: starting %s: %v\n", cfg.Command[0], err)
+		code := 126
+		if errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		report(status, code, 0)
+		return code
+	}
+	go func() {
+		for s := range sigs {
+			_ = p.Signal(s)
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			report(status, 125, 0)
+			return 125
+		}
+		if pid != p.Pid {
+			continue
+		}
+		switch {
+		case ws.Exited():
+			report(status, ws.ExitStatus(), 0)
+			return ws.ExitStatus()
+		case ws.Signaled():
+			report(status, 128+int(ws.Signal()), int(ws.Signal()))
+			return 128 + int(ws.Signal())
+		}
+	}
+}
+
+func report(status *os.File, code, sig int) {
+	_ = send(status, &initproto.Status{Exit: true, Code: code, Signal: sig})
+	status.Close()
+}

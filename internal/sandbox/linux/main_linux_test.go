@@ -1,0 +1,111 @@
+package linux_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
+)
+
+// TestMain lets the test binary serve as the sandbox binary: run with
+// "__sandbox" it is the init, with fakeRunner as the in-process tool.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == initproto.Arg {
+		os.Exit(inside.Main(fakeRunner))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeRunner answers "pong: <stdin>" and exits 7, so tool mode is visible.
+func fakeRunner(stdin io.Reader, stdout, stderr io.Writer) int {
+	b, _ := io.ReadAll(stdin)
+	io.WriteString(stdout, "pong: "+string(b))
+	io.WriteString(stderr, "env="+strings.Join(os.Environ(), ","))
+	return 7
+}
+
+var (
+	backendOnce sync.Once
+	backendVal  *linux.Backend
+	backendErr  error
+)
+
+// backend returns the shared backend for tests, skipping (or failing under
+// AIRLOCK_REQUIRE_FEATURES=1) when the host cannot run it.
+func backend(t testing.TB) *linux.Backend {
+	t.Helper()
+	backendOnce.Do(func() {
+		backendVal, backendErr = linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional})
+	})
+	if backendErr != nil {
+		var mf *sandbox.MissingFeatureError
+		if errors.As(backendErr, &mf) {
+			requireFeature(t, mf.Error())
+		}
+		t.Fatalf("New: %v", backendErr)
+	}
+	return backendVal
+}
+
+// requireFeature skips with reason, or fails when AIRLOCK_REQUIRE_FEATURES=1.
+func requireFeature(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
+		t.Fatalf("required feature missing: %s", reason)
+	}
+	t.Skipf("host lacks a feature: %s", reason)
+}
+
+// out is the result of one sandboxed run.
+type out struct {
+	res            *sandbox.Result
+	stdout, stderr string
+}
+
+// run runs spec and fails the test on a Go error.
+func run(t testing.TB, spec *sandbox.Spec) out {
+	t.Helper()
+	o, err := tryRun(t, spec)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return o
+}
+
+func tryRun(t testing.TB, spec *sandbox.Spec) (out, error) {
+	t.Helper()
+	var so, se bytes.Buffer
+	spec.Stdout, spec.Stderr = &so, &se
+	if spec.Env == nil {
+		spec.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"}
+	}
+	if spec.Limits.Wall == 0 {
+		spec.Limits.Wall = 30 * time.Second
+	}
+	res, err := backend(t).Run(context.Background(), spec)
+	return out{res: res, stdout: so.String(), stderr: se.String()}, err
+}
+
+// sh runs a shell script with the given mounts.
+func sh(t testing.TB, script string, mounts ...sandbox.Mount) out {
+	t.Helper()
+	return run(t, &sandbox.Spec{Mounts: mounts, Command: []string{"/bin/sh", "-c", script}})
+}
+
+func TestEcho(t *testing.T) {
+	o := sh(t, "echo hello; echo oops >&2; exit 3")
+	if o.stdout != "hello\n" || o.stderr != "oops\n" || o.res.ExitCode != 3 {
+		t.Fatalf("got stdout %q stderr %q exit %d", o.stdout, o.stderr, o.res.ExitCode)
+	}
+	t.Logf("isolation %+v setup %v", o.res.Isolation, o.res.Setup)
+}

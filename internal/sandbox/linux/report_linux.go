@@ -1,0 +1,90 @@
+package linux
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// Report probes the host once (cheaply) and returns the feature table.
+func (b *Backend) Report() sandbox.Report {
+	b.reportOnce.Do(func() { b.report = b.probe() })
+	return b.report
+}
+
+func (b *Backend) probe() sandbox.Report {
+	var fs []sandbox.Feature
+	add := func(name string, ok, req bool, detail, fix string) {
+		fs = append(fs, sandbox.Feature{Name: name, Available: ok, Required: req, Detail: detail, Fix: fix})
+	}
+	// User and other namespaces: a real clone of the init with no config
+	// would be the truest probe; checking the namespace files and the
+	// sysctls is enough and costs nothing.
+	userns := true
+	detail := "available"
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		userns, detail = false, "kernel built without user namespaces"
+	}
+	fix := ""
+	if v, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(v)) == "0" {
+		userns, detail, fix = false, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000"
+	}
+	if os.Geteuid() != 0 {
+		if v, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(v)) == "0" {
+			userns, detail, fix = false, "kernel.unprivileged_userns_clone is 0", "sysctl -w kernel.unprivileged_userns_clone=1"
+		}
+		if v, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(v)) == "1" {
+			userns, detail, fix = false, "AppArmor restricts unprivileged user namespaces", "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for airlock"
+		}
+	}
+	add("user namespaces", userns, true, detail, fix)
+	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		_, err := os.Stat("/proc/self/ns/" + ns)
+		add(ns+" namespace", err == nil, true, errDetail(err), "")
+	}
+	if v, err := llsys.LandlockGetABIVersion(); err == nil && v > 0 {
+		add("landlock", true, false, "ABI "+strconv.Itoa(v), "")
+	} else {
+		add("landlock", false, false, errDetail(err), "boot with lsm=...,landlock (Linux 5.13+)")
+	}
+	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	add("seccomp", err == nil, true, errDetail(err), "a kernel with CONFIG_SECCOMP_FILTER")
+	switch b.cg.version {
+	case 2:
+		add("cgroup v2 memory+pids", true, b.requireC, b.cg.v2, "")
+	case 1:
+		add("cgroup v1 memory+pids", true, b.requireC, b.cg.mem+", "+b.cg.pids, "")
+	default:
+		add("cgroups", false, b.requireC, b.cg.reason, "run as root or with a delegated cgroup (systemd Delegate=yes)")
+	}
+	add("memfd sealing", b.exe != nil, true, "sealed copy of the binary", "")
+	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
+	if err == nil {
+		unix.Close(fd)
+	}
+	add("openat2", err == nil, true, errDetail(err), "Linux 5.6+")
+	fd, err = unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC)
+	if err == nil {
+		unix.Close(fd)
+	}
+	add("new mount API", err == nil, false, errDetail(err), "Linux 5.12+ (classic bind mounts are used otherwise)")
+	fd, err = unix.PidfdOpen(os.Getpid(), 0)
+	if err == nil {
+		unix.Close(fd)
+	}
+	add("pidfd", err == nil, false, errDetail(err), "Linux 5.3+")
+	return sandbox.Report{Backend: "linux", Features: fs}
+}
+
+func errDetail(err error) string {
+	if err == nil {
+		return "available"
+	}
+	return fmt.Sprint(err)
+}

@@ -1,0 +1,67 @@
+package linux
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// TermSize is a terminal size in character cells.
+type TermSize struct{ Rows, Cols uint16 }
+
+type resizeKey struct{}
+
+// WithResize returns a context that carries a channel of terminal sizes
+// for a Spec with TTY set: each value received while the sandbox runs is
+// applied to its pseudo-terminal (the sandbox gets SIGWINCH). The caller
+// owns the channel; Run stops reading it when it returns.
+func WithResize(ctx context.Context, sizes <-chan TermSize) context.Context {
+	return context.WithValue(ctx, resizeKey{}, sizes)
+}
+
+func resizeFrom(ctx context.Context) <-chan TermSize {
+	ch, _ := ctx.Value(resizeKey{}).(<-chan TermSize)
+	return ch
+}
+
+// openPTY allocates a pseudo-terminal on the host side. The slave goes to
+// the sandbox as fds 0-2; the host's own terminal never does, so TIOCSTI
+// into it is impossible (hostile case 18).
+func openPTY(rows, cols uint16) (master, slave *os.File, err error) {
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening /dev/ptmx: %w", err)
+	}
+	master = os.NewFile(uintptr(m), "ptmx")
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("unlockpt: %w", err)
+	}
+	s, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		master.Close()
+		return nil, nil, fmt.Errorf("opening the pty slave: %w", errno)
+	}
+	slave = os.NewFile(s, "pts")
+	if rows == 0 {
+		rows = 24
+	}
+	if cols == 0 {
+		cols = 80
+	}
+	if err := setSize(master, rows, cols); err != nil {
+		master.Close()
+		slave.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
+}
+
+func setSize(master *os.File, rows, cols uint16) error {
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		return fmt.Errorf("setting the terminal size: %w", err)
+	}
+	return nil
+}
