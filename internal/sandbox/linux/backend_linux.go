@@ -174,7 +174,7 @@ func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 		Command: spec.Command, TTY: spec.TTY, Hostname: "airlock",
 		TmpBytes: l.tmp, ShmBytes: l.tmp, TmpInodes: max(1024, l.tmp/1024),
 		FileBytes: l.fsz, AddressSpace: addressSpace(l.mem), OpenFiles: l.files,
-		Procs: l.pids + initThreads,
+		Procs: l.pids + initThreads, Seccomp: true,
 	}
 	if cfg.Env == nil {
 		cfg.Env = []string{}

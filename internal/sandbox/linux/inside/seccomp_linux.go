@@ -1,5 +1,12 @@
 package inside
 
-// installSeccomp installs the sandbox's seccomp filter on every thread. It
-// reports false when this build has no filter yet.
-func installSeccomp() (bool, error) { return false, nil }
+import "github.com/airlockhq/airlock/internal/sandbox/linux/seccomp"
+
+// installSeccomp installs the sandbox's seccomp filter on every thread
+// (TSYNC). It reports whether a filter was installed.
+func installSeccomp() (bool, error) {
+	if err := seccomp.Install(seccomp.Options{}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
