@@ -77,6 +77,7 @@ func (g *Grant) Check(c Call) Decision {
 			return refuse(r.rule, "working directory %q does not exist", c.Cwd)
 		}
 		cwd = r.path
+		rules = append(rules, r.rule)
 	}
 	var paths []string
 	for _, u := range c.Paths {
@@ -186,6 +187,9 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 				continue
 			}
 			name := protectedRule(relParts(loc, r.path), final)
+			if name == "" {
+				name = g.protectedAt(loc)
+			}
 			switch {
 			case name == "":
 			case g.writableProtected[name]:
@@ -199,6 +203,17 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 		}
 	}
 	return pathResult{ok: true, path: res.path, missing: res.missing > 0, rule: rule, risks: risks}
+}
+
+// protectedAt returns the name of a protected path listed when the grant
+// was built (such as the target of a symlinked .git/hooks) that holds loc.
+func (g *Grant) protectedAt(loc string) string {
+	for _, p := range g.protected {
+		if within(loc, p.path) {
+			return p.name
+		}
+	}
+	return ""
 }
 
 // rule names the grant entry of a root.

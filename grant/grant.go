@@ -20,7 +20,7 @@ type Grant struct {
 	roots             []root   // most specific first
 	deny              []string // resolved
 	writableProtected map[string]bool
-	protected         []string
+	protected         []protectedPath
 	scanComplete      bool
 
 	hosts     []hostPattern
@@ -138,8 +138,8 @@ func build(s *spec, ps *problems) *Grant {
 			g.scanComplete = g.scanComplete && complete
 		}
 	}
-	slices.Sort(g.protected)
-	g.protected = slices.Compact(g.protected)
+	slices.SortFunc(g.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	g.protected = slices.CompactFunc(g.protected, func(a, b protectedPath) bool { return a.path == b.path })
 
 	// Network.
 	for _, h := range s.hosts {
@@ -233,7 +233,13 @@ func (g *Grant) Masks() []string { return slices.Clone(g.deny) }
 // names of ProtectedNames at the top of each tree and nested ones found when
 // the grant was built. Names listed in paths.writable_protected are left out.
 // Check refuses writes to protected paths at any depth regardless.
-func (g *Grant) Protected() []string { return slices.Clone(g.protected) }
+func (g *Grant) Protected() []string {
+	out := make([]string, len(g.protected))
+	for i, p := range g.protected {
+		out[i] = p.path
+	}
+	return out
+}
 
 // BaseDir is the resolved directory relative paths in the grant start from
 // (the grant file's directory, or the working directory for flags), and the
@@ -312,7 +318,7 @@ func (g *Grant) String() string {
 		fmt.Fprintf(&b, "deny %s\n", d)
 	}
 	for _, p := range g.protected {
-		fmt.Fprintf(&b, "protected %s\n", p)
+		fmt.Fprintf(&b, "protected %s (%s)\n", p.path, p.name)
 	}
 	for _, n := range slices.Sorted(mapKeys(g.writableProtected)) {
 		fmt.Fprintf(&b, "writable_protected %s\n", n)

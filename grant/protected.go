@@ -58,6 +58,12 @@ func protectedRule(rel []string, final bool) string {
 	return ""
 }
 
+// protectedPath is one protected path of a read-write tree.
+type protectedPath struct {
+	path string // absolute; resolved up to the path itself
+	name string // its entry in ProtectedNames
+}
+
 // maxProtectedScan bounds the directory entries scanned for nested protected
 // paths when a grant is built.
 const maxProtectedScan = 20000
@@ -65,11 +71,17 @@ const maxProtectedScan = 20000
 // protectedPaths lists the protected paths of a read-write directory root:
 // those at its top (existing or not) and nested ones found by a bounded scan
 // that does not follow symlinks. It reports whether the scan was complete.
-func protectedPaths(r string, writable map[string]bool) ([]string, bool) {
-	var out []string
+func protectedPaths(r string, writable map[string]bool) ([]protectedPath, bool) {
+	var out []protectedPath
 	add := func(p, rule string) {
-		if !writable[rule] {
-			out = append(out, p)
+		if writable[rule] {
+			return
+		}
+		out = append(out, protectedPath{path: p, name: rule})
+		// A protected path that is a symlink protects its target too, so
+		// writing the target directly is refused as well.
+		if res, err := resolve(p); err == nil && res.path != p && within(res.path, r) && res.path != r {
+			out = append(out, protectedPath{path: res.path, name: rule})
 		}
 	}
 	gitDir := filepath.Join(r, ".git")
