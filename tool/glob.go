@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +22,11 @@ type GlobArgs struct {
 }
 
 func (a *GlobArgs) validate() error {
-	if _, err := compileGlob("pattern", strings.TrimLeft(a.Pattern, "/")); err != nil {
+	if err := checkPath("pattern", a.Pattern, false); err != nil {
+		return err
+	}
+	_, rest := splitStatic(strings.TrimLeft(a.Pattern, "/"))
+	if _, err := compileGlob("pattern", rest); err != nil {
 		return err
 	}
 	return checkPath("path", a.Path, true)
@@ -72,6 +75,11 @@ func runGlob(ctx context.Context, env Env, a GlobArgs) wire.ToolOutput {
 		return Failure("%v", err)
 	}
 	defer t.close()
+	if fi, err := t.root.Stat(t.rel); err != nil {
+		return Failure("%v", t.describe(err))
+	} else if !fi.IsDir() {
+		return Failure("field %q: %s is %s, not a directory", field, t.shown, kindOf(fi.Mode()))
+	}
 	dir, err := t.root.OpenRoot(t.rel)
 	if err != nil {
 		return Failure("%v", t.describe(err))
@@ -137,10 +145,7 @@ func (w *globWalk) walk(dir *os.Root, rel string, states []globState, depth int)
 				return
 			}
 		}
-		if err != nil { // io.EOF or an unreadable directory
-			if err != io.EOF {
-				return
-			}
+		if err != nil { // io.EOF, or an unreadable directory: skipped silently
 			return
 		}
 	}

@@ -290,7 +290,7 @@ func (s *grepSearch) result(pattern, shown string) wire.ToolOutput {
 		out.Truncated = true
 	}
 	if s.binary > 0 {
-		fmt.Fprintf(&b, "[%d binary files skipped]\n", s.binary)
+		fmt.Fprintf(&b, "[%d binary %s skipped]\n", s.binary, plural(s.binary, "file", "files"))
 	}
 	if len(s.large) > 0 {
 		const show = 5
@@ -468,4 +468,11 @@ func appendCutLine(out, text []byte) []byte {
 	}
 	out = append(out, text[:n]...)
 	return fmt.Appendf(out, " [... line cut: %d more bytes]", len(text)-n)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

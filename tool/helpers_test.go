@@ -55,6 +55,9 @@ func (w workspace) env() Env { return Env{Root: w.root, Cwd: w.root} }
 func (w workspace) write(t *testing.T, rel, content string) string {
 	t.Helper()
 	p := filepath.Join(w.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
