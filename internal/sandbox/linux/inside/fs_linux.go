@@ -256,7 +256,16 @@ func (b *builder) walkPath(p string) (int, error) {
 	if r == "" {
 		return unix.Dup(b.root)
 	}
-	return openBeneath(b.root, r, unix.O_PATH)
+	fd, err := openBeneath(b.root, r, unix.O_PATH)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s is a symlink (refused): %w", p, unix.ELOOP)
+	}
+	return fd, nil
 }
 
 // tmpfs mounts a fresh tmpfs on dst (an O_PATH fd).
