@@ -32,8 +32,9 @@ func (e *Error) Error() string {
 
 // problem is an Error before its file and line are known.
 type problem struct {
-	key []string // path of TOML keys, e.g. {"limits", "memory"}
-	msg string
+	key   []string // path of TOML keys, e.g. {"limits", "memory"}
+	value string   // the list entry at fault, to find its line; "" for the key itself
+	msg   string
 }
 
 // problems collects validation failures in the order they are found.
@@ -45,6 +46,12 @@ func (p *problems) add(key []string, format string, args ...any) {
 	k := make([]string, len(key))
 	copy(k, key)
 	p.list = append(p.list, problem{key: k, msg: fmt.Sprintf(format, args...)})
+}
+
+// addValue records a problem with one entry of the list at key.
+func (p *problems) addValue(key []string, value, format string, args ...any) {
+	p.add(key, format, args...)
+	p.list[len(p.list)-1].value = value
 }
 
 // key joins path elements, quoting those that are not bare TOML keys.

@@ -83,11 +83,11 @@ func build(s *spec, ps *problems) *Grant {
 		for _, p := range set.list {
 			r, err := resolveRoot(p, g.base, set.writable)
 			if err != nil {
-				ps.add(set.key, "%v", err)
+				ps.addValue(set.key, p, "%v", err)
 				continue
 			}
 			if k, dup := seen[r.path]; dup {
-				ps.add(set.key, "%q is %s, already granted by %s", p, r.path, joinKey(k))
+				ps.addValue(set.key, p, "%q is %s, already granted by %s", p, r.path, joinKey(k))
 				continue
 			}
 			seen[r.path] = set.key
@@ -99,7 +99,7 @@ func build(s *spec, ps *problems) *Grant {
 
 	for _, n := range s.writableProtected {
 		if !slices.Contains(ProtectedNames(), n) {
-			ps.add(keyWritable, "%q is not a protected name (names: %s)", n, strings.Join(ProtectedNames(), ", "))
+			ps.addValue(keyWritable, n, "%q is not a protected name (names: %s)", n, strings.Join(ProtectedNames(), ", "))
 			continue
 		}
 		g.writableProtected[n] = true
@@ -115,15 +115,15 @@ func build(s *spec, ps *problems) *Grant {
 		}
 		r, err := resolve(filepath.Clean(abs))
 		if err != nil {
-			ps.add(keyDeny, "%v", err)
+			ps.addValue(keyDeny, d, "%v", err)
 			continue
 		}
 		owner, ok := g.rootOf(r.path)
 		switch {
 		case !ok:
-			ps.add(keyDeny, "%q (%s) is not inside any granted path", d, r.path)
+			ps.addValue(keyDeny, d, "%q (%s) is not inside any granted path", d, r.path)
 		case owner.path == r.path:
-			ps.add(keyDeny, "%q denies the whole granted path %q; remove the grant instead", d, owner.given)
+			ps.addValue(keyDeny, d, "%q denies the whole granted path %q; remove the grant instead", d, owner.given)
 		default:
 			g.deny = append(g.deny, r.path)
 		}
@@ -145,7 +145,7 @@ func build(s *spec, ps *problems) *Grant {
 	for _, h := range s.hosts {
 		p, err := parsePublicHost(h)
 		if err != nil {
-			ps.add(keyHosts, "%v", err)
+			ps.addValue(keyHosts, h, "%v", err)
 			continue
 		}
 		g.hosts = append(g.hosts, p)
@@ -153,7 +153,7 @@ func build(s *spec, ps *problems) *Grant {
 	for _, h := range s.private {
 		p, err := parsePrivate(h)
 		if err != nil {
-			ps.add(keyPrivate, "%v", err)
+			ps.addValue(keyPrivate, h, "%v", err)
 			continue
 		}
 		g.private = append(g.private, p)
@@ -161,7 +161,7 @@ func build(s *spec, ps *problems) *Grant {
 	for _, h := range s.plainHTTP {
 		p, err := parseHostPattern(h)
 		if err != nil {
-			ps.add(keyPlainHTTP, "%v", err)
+			ps.addValue(keyPlainHTTP, h, "%v", err)
 			continue
 		}
 		g.plainHTTP = append(g.plainHTTP, p)

@@ -77,7 +77,7 @@ func report(name, doc string, list []problem) error {
 	for _, p := range list {
 		e := &Error{File: name, Key: joinKey(p.key), Msg: p.msg}
 		if doc != "" {
-			e.Line = lineOf(doc, p.key)
+			e.Line = problemLine(doc, p)
 		}
 		errs = append(errs, e)
 	}

@@ -50,3 +50,40 @@ func lineOf(doc string, key []string) int {
 	}
 	return 0
 }
+
+// problemLine finds the line of a problem: the line of the list entry at
+// fault when it can be found below its key, else the line of the key, else
+// that of the nearest enclosing table (for a required key that is missing).
+func problemLine(doc string, p problem) int {
+	for k := p.key; len(k) > 0; k = k[:len(k)-1] {
+		line := lineOf(doc, k)
+		if line == 0 {
+			continue
+		}
+		if p.value != "" && len(k) == len(p.key) {
+			if l := entryLine(doc, line, p.value); l > 0 {
+				return l
+			}
+		}
+		return line
+	}
+	return 0
+}
+
+// entryLine returns the first line from line onwards, before the next table
+// header, that holds value as a basic or literal TOML string; 0 if none.
+func entryLine(doc string, line int, value string) int {
+	basic := strconv.Quote(value)
+	literal := "'" + value + "'"
+	lines := strings.Split(doc, "\n")
+	for i := line - 1; i < len(lines); i++ {
+		l := lines[i]
+		if i > line-1 && strings.HasPrefix(strings.TrimSpace(l), "[") && !strings.HasPrefix(strings.TrimSpace(l), "[\"") {
+			break
+		}
+		if strings.Contains(l, basic) || strings.Contains(l, literal) {
+			return i + 1
+		}
+	}
+	return 0
+}

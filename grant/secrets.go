@@ -90,9 +90,9 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 	for _, t := range sec.tools {
 		switch {
 		case !slices.Contains(Tools, t):
-			ps.add(key("tools"), "%q is not a tool", t)
+			ps.addValue(key("tools"), t, "%q is not a tool", t)
 		case !enabled[t]:
-			ps.add(key("tools"), "%q is not enabled in tools.enabled", t)
+			ps.addValue(key("tools"), t, "%q is not enabled in tools.enabled", t)
 		default:
 			r.Tools = append(r.Tools, t)
 		}
@@ -103,11 +103,11 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 	for _, h := range sec.hosts {
 		p, err := parseHostPattern(h)
 		if err != nil {
-			ps.add(key("hosts"), "%v", err)
+			ps.addValue(key("hosts"), h, "%v", err)
 			continue
 		}
 		if !slices.ContainsFunc(hosts, func(q hostPattern) bool { return q.covers(p) }) {
-			ps.add(key("hosts"), "%q is not allowed by network.hosts", h)
+			ps.addValue(key("hosts"), h, "%q is not allowed by network.hosts", h)
 			continue
 		}
 		r.Hosts = append(r.Hosts, p.String())

@@ -51,9 +51,9 @@ func checkTools(s *spec, ps *problems) map[string]bool {
 	for _, n := range names {
 		switch {
 		case !slices.Contains(Tools, n):
-			ps.add([]string{"tools", "enabled"}, "%q is not a tool (tools: %v)", n, Tools)
+			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %v)", n, Tools)
 		case set[n]:
-			ps.add([]string{"tools", "enabled"}, "%q is listed twice", n)
+			ps.addValue([]string{"tools", "enabled"}, n, "%q is listed twice", n)
 		}
 		set[n] = true
 	}
