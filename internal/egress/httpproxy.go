@@ -139,6 +139,9 @@ func (p *Proxy) forwardHTTP(c, up net.Conn, req *http.Request, hr *handshakeRead
 	for _, h := range hopByHop {
 		req.Header.Del(h)
 	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // keeps Request.Write from adding Go's
+	}
 	req.Host = t.host
 	if t.ip.Is6() {
 		req.Host = "[" + t.host + "]"

@@ -1,0 +1,138 @@
+package egress
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clientHello returns the ClientHello crypto/tls sends for serverName.
+func clientHello(t *testing.T, serverName string) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	go func() {
+		tls.Client(a, &tls.Config{ServerName: serverName, InsecureSkipVerify: serverName == ""}).Handshake()
+	}()
+	br := bufio.NewReader(b)
+	raw, sni, err := readClientHello(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sni != serverName {
+		t.Fatalf("parsed SNI %q, want %q", sni, serverName)
+	}
+	return raw
+}
+
+func TestReadClientHello(t *testing.T) {
+	for _, name := range []string{"a.test", "", "xn--bcher-kva.example"} {
+		raw := clientHello(t, name)
+		// Split into one-byte-payload records: still parsed.
+		var split []byte
+		body := raw[5:]
+		for i := range body {
+			split = append(split, 0x16, 3, 1, 0, 1, body[i])
+		}
+		if len(body) > maxHelloRecords {
+			_, _, err := readClientHello(bufio.NewReader(bytes.NewReader(split)))
+			if err == nil {
+				t.Errorf("%q: %d records accepted", name, len(body))
+			}
+		}
+		// Truncations never panic and never yield a name.
+		for i := 1; i < len(raw); i += 7 {
+			if _, sni, err := readClientHello(bufio.NewReader(bytes.NewReader(raw[:i]))); err == nil || sni != "" {
+				t.Fatalf("%q truncated at %d: sni %q, err %v", name, i, sni, err)
+			}
+		}
+	}
+	// Not TLS: untouched.
+	br := bufio.NewReader(strings.NewReader("GET / HTTP/1.1\r\n"))
+	raw, sni, err := readClientHello(br)
+	if raw != nil || sni != "" || err != nil || br.Buffered() != len("GET / HTTP/1.1\r\n") {
+		t.Fatalf("non-TLS: raw %q sni %q err %v", raw, sni, err)
+	}
+}
+
+// TestSNI is hostile case 25 (domain fronting): a tunnel to a.test:443 whose
+// ClientHello names another host is closed before a byte reaches upstream.
+func TestSNI(t *testing.T) {
+	tests := []struct {
+		name     string
+		req      []byte
+		sni      string
+		send     []byte // when not a TLS client
+		forwards bool
+	}{
+		{name: "matching SNI", req: socksName("a.test", 443), sni: "a.test", forwards: true},
+		{name: "matching SNI with case and dot", req: socksName("a.test", 443), sni: "A.Test.", forwards: true},
+		{name: "fronted SNI", req: socksName("a.test", 443), sni: "evil.test"},
+		{name: "SNI for an IP literal", req: socksIP("93.184.216.34", 443), sni: "a.test"},
+		{name: "no SNI", req: socksName("a.test", 443), sni: "", forwards: true},
+		{name: "not TLS", req: socksName("a.test", 443), send: []byte("plain"), forwards: true},
+		{name: "broken TLS record", req: socksName("a.test", 443), send: []byte{0x16, 3, 1, 0, 4, 2, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.policy.hosts["93.184.216.34:443"] = true
+			got := make(chan []byte, 1)
+			h.dial.serve = func(c net.Conn) {
+				c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				b, _ := io.ReadAll(c)
+				got <- b
+				c.Close()
+			}
+			c := h.conn()
+			socksOpen(t, c, tt.req)
+			if tt.send != nil {
+				c.Write(tt.send)
+				c.CloseWrite()
+				io.ReadAll(c)
+			} else {
+				// A real TLS client; the ServerName is sent verbatim.
+				cfg := &tls.Config{ServerName: tt.sni, InsecureSkipVerify: true}
+				c.SetDeadline(time.Now().Add(time.Second))
+				tls.Client(c, cfg).Handshake()
+			}
+			d := h.next()
+			if d.Allowed != tt.forwards {
+				t.Fatalf("Decision = %+v, want allowed %v", d, tt.forwards)
+			}
+			if !tt.forwards {
+				if !strings.Contains(d.Reason, "refused after connect") {
+					t.Errorf("reason %q", d.Reason)
+				}
+			}
+			select {
+			case b := <-got:
+				if tt.forwards != (len(b) > 0) {
+					t.Fatalf("upstream got %d bytes, want forwarding %v", len(b), tt.forwards)
+				}
+				if tt.forwards && tt.send == nil && b[0] != 0x16 {
+					t.Fatalf("upstream got %q, want the ClientHello", b[:5])
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("upstream never finished")
+			}
+		})
+	}
+}
+
+func TestSNICheckOff(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.NoSNICheck = true })
+	c := h.conn()
+	socksOpen(t, c, socksName("a.test", 443))
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	go tls.Client(c, &tls.Config{ServerName: "evil.test"}).Handshake()
+	if d := h.next(); !d.Allowed {
+		t.Fatalf("Decision = %+v", d)
+	}
+}
