@@ -1,0 +1,90 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRegistryOrder(t *testing.T) {
+	want := []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell"}
+	if d := cmp.Diff(want, Names()); d != "" {
+		t.Errorf("Names() (-want +got):\n%s", d)
+	}
+	for _, d := range All() {
+		got, ok := Lookup(d.Name)
+		if !ok || got != d {
+			t.Errorf("Lookup(%q) = %v, %v", d.Name, got, ok)
+		}
+		if d.Description == "" || !bytes.Contains([]byte(d.Description), []byte("Limits")) {
+			t.Errorf("%s: the description must state the tool's limits", d.Name)
+		}
+	}
+	if _, ok := Lookup("background_command"); ok {
+		t.Error("background_command is registered, but belongs to a later issue")
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	want := map[string]bool{"read_file": true, "glob": true, "grep": true}
+	for _, d := range All() {
+		if d.Idempotent != want[d.Name] {
+			t.Errorf("%s: Idempotent = %v, want %v", d.Name, d.Idempotent, want[d.Name])
+		}
+	}
+}
+
+// TestSchemas pins each tool's JSON schema and description in a golden file.
+func TestSchemas(t *testing.T) {
+	for _, d := range All() {
+		t.Run(d.Name, func(t *testing.T) {
+			var schema any
+			if err := json.Unmarshal(d.Schema, &schema); err != nil {
+				t.Fatalf("schema is not JSON: %v", err)
+			}
+			b, err := json.MarshalIndent(map[string]any{
+				"name":        d.Name,
+				"description": d.Description,
+				"idempotent":  d.Idempotent,
+				"schema":      schema,
+			}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "schema_"+d.Name+".json", string(b)+"\n")
+		})
+	}
+}
+
+func TestAccess(t *testing.T) {
+	tests := []struct {
+		tool string
+		args string
+		want Access
+	}{
+		{"read_file", `{"path":"a/b.txt"}`, Access{Paths: []PathAccess{{Path: "a/b.txt"}}}},
+		{"write_file", `{"path":"/w/x","content":""}`, Access{Paths: []PathAccess{{Path: "/w/x", Write: true}}}},
+		{"edit_file", `{"path":"x","old_string":"a","new_string":"b"}`, Access{Paths: []PathAccess{{Path: "x", Write: true}}}},
+		{"glob", `{"pattern":"**/*.go"}`, Access{Paths: []PathAccess{{Path: "."}}}},
+		{"glob", `{"pattern":"src/lib/*.go","path":"/w"}`, Access{Paths: []PathAccess{{Path: "/w/src/lib"}}}},
+		{"glob", `{"pattern":"/etc/*.conf","path":"/w"}`, Access{Paths: []PathAccess{{Path: "/etc"}}}},
+		{"grep", `{"pattern":"x"}`, Access{Paths: []PathAccess{{Path: "."}}}},
+		{"grep", `{"pattern":"x","path":"/src"}`, Access{Paths: []PathAccess{{Path: "/src"}}}},
+		{"shell", `{"command":"ls"}`, Access{Paths: []PathAccess{{Path: "."}}, Exec: true}},
+		{"shell", `{"command":"ls","cwd":"/w/sub"}`, Access{Paths: []PathAccess{{Path: "/w/sub"}}, Exec: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool+tt.args, func(t *testing.T) {
+			d, _ := Lookup(tt.tool)
+			a, err := d.Parse(json.RawMessage(tt.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, a.Access()); diff != "" {
+				t.Errorf("Access (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
