@@ -139,3 +139,13 @@ func needPython(t testing.TB) {
 		t.Skip("no /usr/bin/python3 on this host (a test dependency, not a kernel feature)")
 	}
 }
+
+// hasCgroups reports whether the backend runs sandboxes in cgroups.
+func hasCgroups(b interface{ Report() sandbox.Report }) bool {
+	for _, f := range b.Report().Features {
+		if strings.HasPrefix(f.Name, "cgroup v") && f.Available {
+			return true
+		}
+	}
+	return false
+}

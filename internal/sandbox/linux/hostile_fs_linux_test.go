@@ -154,7 +154,7 @@ func TestReadOnlyPaths(t *testing.T) {
 	o := run(t, &sandbox.Spec{
 		Mounts:   d.mounts(),
 		ReadOnly: []string{hooks, missing},
-		Command: []string{"/bin/sh", "-c", "echo x >" + hooks + "/pre-commit; echo rc=$?; mkdir -p " + missing + "/a; echo rc=$?; echo {} >" + missing + "/settings.json; echo rc=$?; echo ok >" + d.W + "/.git/config; echo rc=$?"},
+		Command:  []string{"/bin/sh", "-c", "echo x >" + hooks + "/pre-commit; echo rc=$?; mkdir -p " + missing + "/a; echo rc=$?; echo {} >" + missing + "/settings.json; echo rc=$?; echo ok >" + d.W + "/.git/config; echo rc=$?"},
 	})
 	if got := strings.Count(o.stdout, "rc=0"); got != 1 || !strings.HasSuffix(strings.TrimSpace(o.stdout), "rc=0") {
 		t.Fatalf("want only the last write to succeed: %q %q", o.stdout, o.stderr)

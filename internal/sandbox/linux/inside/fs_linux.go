@@ -579,8 +579,13 @@ func (b *builder) buildDev(devs map[string]int) error {
 	if b.cfg.TTY {
 		// The pty slave is the init's fd 0; bind it at /dev/pts/0 and
 		// /dev/console so ttyname(3) finds it by inode.
+		tty, err := ttyPath()
+		if err != nil {
+			return err
+		}
+		defer unix.Close(tty)
 		for _, p := range []string{"/dev/pts/0", "/dev/console"} {
-			if err := b.bindAt(0, p, false, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
+			if err := b.bindAt(tty, p, false, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
 				return fmt.Errorf("binding the terminal at %s: %w", p, err)
 			}
 		}
@@ -651,4 +656,26 @@ func enterCwd(cwd string, mounts []initproto.Mount) error {
 func within(p, dir string) bool {
 	dir = filepath.Clean(dir)
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// ttyPath opens, in this mount namespace, the terminal that is fd 0: the
+// fd's own mount belongs to the host's namespace, which open_tree refuses.
+func ttyPath() (int, error) {
+	name, err := os.Readlink("/proc/self/fd/0")
+	if err != nil {
+		return -1, fmt.Errorf("finding the terminal: %w", err)
+	}
+	var want, got unix.Stat_t
+	if err := unix.Fstat(0, &want); err != nil {
+		return -1, fmt.Errorf("stat of the terminal: %w", err)
+	}
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening the terminal %s: %w", name, err)
+	}
+	if err := unix.Fstat(fd, &got); err != nil || got.Rdev != want.Rdev || want.Mode&unix.S_IFMT != unix.S_IFCHR {
+		unix.Close(fd)
+		return -1, fmt.Errorf("the terminal %s is not fd 0", name)
+	}
+	return fd, nil
 }

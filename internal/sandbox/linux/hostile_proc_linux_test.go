@@ -1,0 +1,215 @@
+package linux_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// Case 11: a fork bomb hits pids.max and ends by the deadline; a
+// concurrent sandbox still works and nothing is left afterwards.
+func TestHostile11ForkBomb(t *testing.T) {
+	b := backend(t)
+	if !hasCgroups(b) {
+		requireFeature(t, "cgroups (pids.max)")
+	}
+	var wg sync.WaitGroup
+	var bomb out
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		bomb = run(t, &sandbox.Spec{
+			Limits:  sandbox.Limits{Pids: 64, Wall: 4 * time.Second},
+			Command: []string{"/bin/bash", "-c", "f(){ f|f& };f; sleep 987611"},
+		})
+	}()
+	time.Sleep(500 * time.Millisecond)
+	o := sh(t, "echo alive")
+	if o.stdout != "alive\n" {
+		t.Errorf("concurrent sandbox: %+v", o)
+	}
+	wg.Wait()
+	if bomb.res.Duration > 7*time.Second {
+		t.Errorf("fork bomb ran %v, past its 4s deadline", bomb.res.Duration)
+	}
+	if bomb.res.Limit != "processes" && bomb.res.Limit != "time" {
+		t.Errorf("Limit = %q, want processes or time", bomb.res.Limit)
+	}
+	waitNoProcs(t, "987611")
+}
+
+// Case 12: a memory bomb is OOM-killed inside its cgroup and reported.
+func TestHostile12MemoryBomb(t *testing.T) {
+	b := backend(t)
+	if !hasCgroups(b) {
+		requireFeature(t, "cgroups (memory)")
+	}
+	needPython(t)
+	for name, cmd := range map[string]string{
+		"heap": "python3 -c 'b=bytearray(512<<20); print(len(b))'",
+		"shm":  "head -c 300M /dev/zero >/dev/shm/x; sleep 1",
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := run(t, &sandbox.Spec{
+				Limits:  sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20},
+				Command: []string{"/bin/sh", "-c", cmd},
+			})
+			if o.res.Limit != "memory" {
+				t.Fatalf("Limit = %q (exit %d sig %d, stderr %q), want memory", o.res.Limit, o.res.ExitCode, o.res.Signal, o.stderr)
+			}
+		})
+	}
+}
+
+// Case 13: disk and inode fills hit the tmpfs size, nr_inodes and
+// RLIMIT_FSIZE, never the host disk.
+func TestHostile13DiskAndInodeFill(t *testing.T) {
+	d := newDirs(t)
+	o := run(t, &sandbox.Spec{
+		Mounts: d.mounts(),
+		Limits: sandbox.Limits{TmpBytes: 2 << 20, FileBytes: 3 << 20},
+		Command: []string{"/bin/sh", "-c", `
+			dd if=/dev/zero of=/tmp/f bs=64k count=200 2>&1 | tail -1; rm -f /tmp/f
+			i=0; while [ $i -lt 100000 ]; do true >/tmp/i$i || break; i=$((i+1)); done; echo inodes=$i
+			head -c 4M /dev/zero >` + d.W + `/big; echo big=$?`},
+	})
+	if !strings.Contains(o.stdout+o.stderr, "No space left") {
+		t.Errorf("no ENOSPC from /tmp: %q %q", o.stdout, o.stderr)
+	}
+	if strings.Contains(o.stdout, "inodes=100000") {
+		t.Errorf("inode cap not enforced: %q", o.stdout)
+	}
+	if fi, err := os.Stat(filepath.Join(d.W, "big")); err != nil || fi.Size() > 3<<20 {
+		t.Errorf("RLIMIT_FSIZE not enforced: %v %v (%q %q)", fi, err, o.stdout, o.stderr)
+	}
+}
+
+// Case 14: processes escaping the process group die with the sandbox,
+// also when the run times out.
+func TestHostile14EscapeProcessGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name, tail string
+		wall       time.Duration
+	}{{"exit", "exit 0", 10 * time.Second}, {"timeout", "sleep 987624", time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := run(t, &sandbox.Spec{
+				Limits:  sandbox.Limits{Wall: tc.wall},
+				Command: []string{"/bin/bash", "-c", "setsid sleep 987620 & (sleep 987621 &); nohup sleep 987622 >/dev/null 2>&1 & " + tc.tail},
+			})
+			if tc.name == "timeout" && o.res.Limit != "time" {
+				t.Errorf("Limit = %q, want time", o.res.Limit)
+			}
+			waitNoProcs(t, "98762")
+		})
+	}
+}
+
+// Case 15: signals. Ignoring TERM and stopping oneself still end at the
+// deadline; kill -9 -1 reaches only the sandbox.
+func TestHostile15Signals(t *testing.T) {
+	for _, tc := range []struct{ name, script string }{
+		{"trap", "trap '' TERM INT HUP; while :; do :; done"},
+		{"stop", "kill -STOP $$"},
+		{"kill-all", "kill -9 -1; sleep 987630"},
+		{"kill-init", "kill -9 1; kill -TERM 1; sleep 987631"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := run(t, &sandbox.Spec{Limits: sandbox.Limits{Wall: 1500 * time.Millisecond}, Command: []string{"/bin/bash", "-c", tc.script}})
+			if o.res.Duration > 4*time.Second {
+				t.Errorf("ran %v past a 1.5s deadline", o.res.Duration)
+			}
+			waitNoProcs(t, "98763")
+		})
+	}
+	if os.Getpid() <= 0 {
+		t.Fatal("unreachable")
+	}
+}
+
+// Case 16: wall time, not CPU time, bounds both sleeping and spinning.
+func TestHostile16WallTime(t *testing.T) {
+	for _, script := range []string{"sleep 987640", "while :; do :; done"} {
+		t.Run(script, func(t *testing.T) {
+			start := time.Now()
+			o := run(t, &sandbox.Spec{Limits: sandbox.Limits{Wall: time.Second}, Command: []string{"/bin/sh", "-c", script}})
+			if o.res.Limit != "time" || o.res.Signal != 9 || o.res.ExitCode != -1 {
+				t.Errorf("result %+v, want Limit time, SIGKILL", o.res)
+			}
+			if el := time.Since(start); el > 3*time.Second {
+				t.Errorf("took %v", el)
+			}
+			waitNoProcs(t, "987640")
+		})
+	}
+}
+
+// Case 17: the cgroup filesystem is absent, so limits cannot be changed.
+func TestHostile17CgroupEscape(t *testing.T) {
+	o := sh(t, "(echo $$ >/sys/fs/cgroup/cgroup.procs) 2>&1; (echo max >/sys/fs/cgroup/pids.max) 2>&1; (mount -t cgroup2 none /tmp) 2>&1; cat /proc/self/cgroup; ls /sys 2>&1")
+	if strings.Count(o.stdout, "No such file")+strings.Count(o.stdout, "nonexistent") < 3 || !strings.Contains(o.stdout, "mount") {
+		t.Fatalf("cgroupfs reachable? %q", o.stdout)
+	}
+	if strings.Contains(o.stdout, "process_api") {
+		t.Errorf("host cgroup path visible: %q", o.stdout)
+	}
+}
+
+// Case 18: TIOCSTI and TIOCLINUX fail; the sandbox never gets the host tty.
+func TestHostile18TerminalInjection(t *testing.T) {
+	needPython(t)
+	script := `import fcntl, termios, sys
+for name, req in (("TIOCSTI", termios.TIOCSTI), ("TIOCLINUX", 0x541C)):
+    try:
+        fcntl.ioctl(0, req, b"x")
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.errno)
+`
+	for _, tty := range []bool{false, true} {
+		o := run(t, &sandbox.Spec{TTY: tty, Command: []string{"python3", "-c", script}})
+		if strings.Contains(o.stdout, " ok") {
+			t.Fatalf("tty=%v: injection succeeded: %q", tty, o.stdout)
+		}
+		if !strings.Contains(o.stdout, "TIOCSTI 1") && !strings.Contains(o.stdout, "TIOCSTI 25") {
+			t.Fatalf("tty=%v: TIOCSTI want EPERM/ENOTTY: %q", tty, o.stdout)
+		}
+	}
+}
+
+// Wall time: sleep 1000 with a 1 s limit ends with Limit "time" and no
+// process left on the host.
+func TestSleepTimeout(t *testing.T) {
+	o := run(t, &sandbox.Spec{Limits: sandbox.Limits{Wall: time.Second}, Command: []string{"sleep", "987650"}})
+	if o.res.Limit != "time" {
+		t.Fatalf("Limit = %q", o.res.Limit)
+	}
+	waitNoProcs(t, "987650")
+	if cg := sandboxCgroups(t); len(cg) != 0 {
+		t.Fatalf("cgroups left: %v", cg)
+	}
+}
+
+// Cancelling the context kills the sandbox and Run returns an error.
+func TestCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := backend(t).Run(ctx, &sandbox.Spec{Command: []string{"sleep", "987660"}, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err == nil {
+		t.Fatal("cancelled Run returned no error")
+	}
+	waitNoProcs(t, "987660")
+}
+
+// Output beyond the cap is cut, reported, and ends the sandbox.
+func TestOutputLimit(t *testing.T) {
+	o := run(t, &sandbox.Spec{Limits: sandbox.Limits{OutputBytes: 1000}, Command: []string{"yes"}})
+	if !o.res.OutputTruncated || o.res.Limit != "output" || len(o.stdout) != 1000 {
+		t.Fatalf("truncated %v limit %q len %d", o.res.OutputTruncated, o.res.Limit, len(o.stdout))
+	}
+}
