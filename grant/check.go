@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -178,7 +179,7 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 	if write && !owner.writable {
 		return pathResult{rule: rule, reason: fmt.Sprintf("%s is granted read-only", res.path)}
 	}
-	var risks []string
+	var risks, overridden []string
 	if write {
 		for i, loc := range locations {
 			final := i == len(locations)-1
@@ -186,14 +187,17 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 			if !ok || !r.writable || !r.dir {
 				continue
 			}
-			name := protectedRule(relParts(loc, r.path), final)
+			name := protectedRule(ruleParts(loc, r.path), final)
 			if name == "" {
 				name = g.protectedAt(loc)
 			}
 			switch {
 			case name == "":
 			case g.writableProtected[name]:
-				risks = appendNew(risks, fmt.Sprintf("writes protected path %s, allowed by paths.writable_protected %q", loc, name))
+				if !slices.Contains(overridden, name) {
+					overridden = append(overridden, name)
+					risks = append(risks, fmt.Sprintf("writes protected path %s, allowed by paths.writable_protected %q", loc, name))
+				}
 			default:
 				return pathResult{
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),

@@ -178,3 +178,83 @@ func TestCheckCallShape(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckGitDirGrant(t *testing.T) {
+	T := fixture(t, checkFixture...)
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws/.git\"]\n")
+	rule := `paths.read_write "ws/.git" ($T/ws/.git)`
+	tests := []struct {
+		path string
+		want verdict
+	}{
+		{"ws/.git/objects/ab", verdict{true, "tools.enabled write_file; " + rule}},
+		{"ws/.git/hooks/pre-commit", verdict{false, `protected ".git/hooks" in ` + rule}},
+		{"ws/.git/config", verdict{false, `protected ".git/config" in ` + rule}},
+	}
+	for _, tt := range tests {
+		d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: tt.path, Write: true}}})
+		want := verdict{tt.want.Allowed, strings.ReplaceAll(tt.want.Rule, "$T", T)}
+		if diff := cmp.Diff(want, verdict{d.Allowed, d.Rule}); diff != "" {
+			t.Errorf("Check(%q) mismatch (-want +got):\n%s", tt.path, diff)
+		}
+	}
+}
+
+func TestNestedGrantOfProtectedPath(t *testing.T) {
+	T := fixture(t, checkFixture...)
+	_, err := Parse([]byte("[paths]\nread_write = [\"ws\", \"ws/.git/hooks\"]\n"), "grant.toml", T)
+	want := `grant.toml:2: paths.read_write: "ws/.git/hooks" is protected (.git/hooks) inside "ws"; list ".git/hooks" under paths.writable_protected to grant it`
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse error:\n%v\nwant:\n%s", err, want)
+	}
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\", \"ws/.git/hooks\"]\nwritable_protected = [\".git/hooks\"]\n")
+	d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: "ws/.git/hooks/x", Write: true}}})
+	if !d.Allowed {
+		t.Errorf("write to an explicitly granted hooks dir refused: %s", d.Reason)
+	}
+}
+
+func TestCheckWritableProtected(t *testing.T) {
+	T := fixture(t, checkFixture...)
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\nwritable_protected = [\".vscode\", \".git/hooks\"]\n")
+	d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: "ws/.vscode/settings.json", Write: true}}})
+	want := Decision{
+		Allowed: true,
+		Rule:    `tools.enabled write_file; paths.read_write "ws" (` + T + `/ws)`,
+		Risks:   []string{"writes protected path " + T + `/ws/.vscode, allowed by paths.writable_protected ".vscode"`},
+		Paths:   []string{T + "/ws/.vscode/settings.json"},
+		Cwd:     T,
+	}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Errorf("Check mismatch (-want +got):\n%s", diff)
+	}
+	if d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: "ws/.git/config", Write: true}}}); d.Allowed {
+		t.Errorf(".git/config writable though only .git/hooks was overridden")
+	}
+	for _, p := range g.Protected() {
+		if strings.HasSuffix(p, "/.vscode") || strings.HasSuffix(p, "/.git/hooks") {
+			t.Errorf("Protected lists overridden %s", p)
+		}
+	}
+}
+
+func TestProtectedSymlinkTarget(t *testing.T) {
+	// .git/hooks is a symlink to a directory in the tree: writing the target
+	// directly must be refused too.
+	T := fixture(t, "ws/.git/config", "ws/realhooks/", "ws/.git/hooks -> ../realhooks")
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: "ws/realhooks/pre-commit", Write: true}}})
+	if d.Allowed {
+		t.Errorf("write to the target of a symlinked .git/hooks allowed")
+	}
+	want := []string{T + "/ws/.git/config", T + "/ws/.git/hooks", T + "/ws/realhooks"}
+	var got []string
+	for _, p := range g.Protected() {
+		if strings.Contains(p, "git") || strings.Contains(p, "hooks") {
+			got = append(got, p)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Protected mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -12,7 +12,7 @@ const fileContent = "c0ntent-7f3a9b"
 
 // fixture builds a directory tree for path tests and returns its resolved
 // root. Entries are "dir/", "file", or "link -> target".
-func fixture(t *testing.T, entries ...string) string {
+func fixture(t testing.TB, entries ...string) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -104,6 +104,17 @@ func build(s *spec, ps *problems) *Grant {
 		}
 		g.writableProtected[n] = true
 	}
+	// A read-write grant nested in another must not be one of its protected paths.
+	for _, in := range g.roots {
+		for _, out := range g.roots {
+			if !in.writable || !out.writable || !out.dir || in.path == out.path || !within(in.path, out.path) {
+				continue
+			}
+			if name := protectedRule(ruleParts(in.path, out.path), true); name != "" && !g.writableProtected[name] {
+				ps.addValue(keyReadWrite, in.given, "%q is protected (%s) inside %q; list %q under paths.writable_protected to grant it", in.given, name, out.given, name)
+			}
+		}
+	}
 	for _, d := range s.deny {
 		if d == "" {
 			ps.add(keyDeny, "empty path")

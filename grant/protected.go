@@ -64,6 +64,17 @@ type protectedPath struct {
 	name string // its entry in ProtectedNames
 }
 
+// ruleParts returns the components of loc below the read-write root r that
+// protectedRule judges. A root that is itself a .git directory counts as
+// its repository's .git, so granting it does not expose its hooks.
+func ruleParts(loc, r string) []string {
+	rel := relParts(loc, r)
+	if filepath.Base(r) == ".git" {
+		rel = append([]string{".git"}, rel...)
+	}
+	return rel
+}
+
 // maxProtectedScan bounds the directory entries scanned for nested protected
 // paths when a grant is built.
 const maxProtectedScan = 20000
@@ -85,6 +96,9 @@ func protectedPaths(r string, writable map[string]bool) ([]protectedPath, bool) 
 		}
 	}
 	gitDir := filepath.Join(r, ".git")
+	if filepath.Base(r) == ".git" {
+		gitDir = r
+	}
 	if fi, err := os.Lstat(gitDir); err == nil && !fi.IsDir() {
 		add(gitDir, ".git")
 	} else {
@@ -106,6 +120,9 @@ func protectedPaths(r string, writable map[string]bool) ([]protectedPath, bool) 
 			return filepath.SkipAll
 		}
 		rel := relParts(p, r)
+		if gitDir == r && len(rel) == 1 && (rel[0] == "hooks" || rel[0] == "config") {
+			return nil
+		}
 		if len(rel) == 1 {
 			// Top-level names were added above; do not descend into them.
 			if rel[0] == ".git" || protectedRule(rel, true) != "" {

@@ -8,7 +8,8 @@ import (
 var Tools = []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
 
 // defaultTools are enabled when a grant does not say: every tool, with
-// http_fetch only when the grant names hosts (without them it cannot succeed).
+// http_fetch only when the grant names hosts or private addresses (without
+// them it cannot succeed).
 func defaultTools(hasHosts bool) []string {
 	if hasHosts {
 		return slices.Clone(Tools)
@@ -45,7 +46,7 @@ func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
 func checkTools(s *spec, ps *problems) map[string]bool {
 	names := s.tools
 	if !s.toolsSet {
-		names = defaultTools(len(s.hosts) > 0)
+		names = defaultTools(len(s.hosts) > 0 || len(s.private) > 0)
 	}
 	set := map[string]bool{}
 	for _, n := range names {

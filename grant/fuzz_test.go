@@ -1,0 +1,53 @@
+package grant
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzParse feeds the loader arbitrary grant files. A grant either parses or
+// fails with *Error values; a parsed grant is self-consistent.
+func FuzzParse(f *testing.F) {
+	base := fixture(f, loadFixture...)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := Parse(data, "fuzz.toml", base)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error is not an *Error: %v", err)
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "fuzz.toml") {
+					t.Fatalf("error line does not name the file: %q", line)
+				}
+			}
+			return
+		}
+		if g.String() != g.String() || g.ID() != g.ID() {
+			t.Fatalf("String is not stable")
+		}
+		for _, m := range g.Mounts() {
+			if m.Source == "/" || within(m.Source, "/proc") || within(m.Source, "/sys") || within(m.Source, "/dev") {
+				t.Fatalf("unsafe mount %q", m.Source)
+			}
+		}
+		for _, d := range g.Masks() {
+			if _, ok := g.rootOf(d); !ok {
+				t.Fatalf("mask %q outside every grant", d)
+			}
+		}
+		for _, tool := range g.EnabledTools() {
+			l := g.LimitsFor(tool)
+			if l.Time <= 0 || l.Memory <= 0 || l.Processes <= 0 || l.Output <= 0 || l.FileSize <= 0 || l.Tmp <= 0 {
+				t.Fatalf("tool %s has an unset limit: %+v", tool, l)
+			}
+		}
+		if d := g.Check(Call{Tool: "read_file", Paths: []PathUse{{Path: "/etc/shadow"}}}); d.Allowed && !strings.Contains(d.Rule, "/etc") {
+			t.Fatalf("/etc/shadow allowed by %s", d.Rule)
+		}
+		if d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: "ws/.git/hooks/x", Write: true}}}); d.Allowed && len(d.Risks) == 0 {
+			t.Fatalf("hook write allowed by %s without a risk", d.Rule)
+		}
+	})
+}
