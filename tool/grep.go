@@ -3,7 +3,6 @@ package tool
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/airlockhq/airlock/wire"
@@ -127,11 +126,7 @@ func runGrep(ctx context.Context, env Env, a GrepArgs) wire.ToolOutput {
 		}
 		s.searchTree(ctx, dir, t.shown)
 	case fi.Mode().IsRegular():
-		dir, err := t.root.OpenRoot(filepath.Dir(t.rel))
-		if err != nil {
-			return Failure("%v", t.describe(err))
-		}
-		s.searchOne(ctx, dir, filepath.Base(t.rel), t.shown)
+		s.searchOne(t.root, t.rel, t.shown)
 	default:
 		return Failure("field %q: %s is %s; grep searches files and directories", "path", t.shown, kindOf(fi.Mode()))
 	}

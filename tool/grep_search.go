@@ -97,9 +97,8 @@ func joinShown(dir, name string) string {
 	return dir + "/" + name
 }
 
-// searchOne searches one file, name, in dir, which it closes.
-func (s *grepSearch) searchOne(ctx context.Context, dir *os.Root, name, shown string) {
-	defer dir.Close()
+// searchOne searches one file, name, in dir.
+func (s *grepSearch) searchOne(dir *os.Root, name, shown string) {
 	w := grepWorker{s: s}
 	s.add(w.file(dir, name, shown))
 }

@@ -26,6 +26,7 @@ func TestGrep(t *testing.T) {
 	w.write(t, "long/line.txt", strings.Repeat("é", 600)+"needle\n")
 	w.write(t, "span/two.txt", "left\nright\n")
 	mustSymlink(t, "hello.txt", filepath.Join(w.root, "in-link"))
+	mustSymlink(t, "../../hello.txt", filepath.Join(w.root, "sub/deep/link"))
 	if err := syscall.Mkfifo(filepath.Join(w.root, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,7 @@ func TestGrep(t *testing.T) {
 		{name: "glob_path", args: `{"pattern":"package","glob":"deep/*.go","path":"sub"}`, exact: p("sub/deep/b.go"), count: 1},
 		{name: "glob_braces", args: `{"pattern":"e","glob":"**/*.{txt,b}"}`, want: check{contains: []string{p("a.b"), p("hello.txt"), p("sub/deep/c.txt")}}, count: 5},
 		{name: "path_is_file", args: `{"pattern":"two","path":"hello.txt","output_mode":"content"}`, exact: p("hello.txt") + ":2:line two", count: 1},
+		{name: "path_is_symlink_inside", args: `{"pattern":"two","path":"sub/deep/link","output_mode":"content"}`, exact: p("sub/deep/link") + ":2:line two", count: 1},
 		{name: "binary_skipped", args: `{"pattern":"MATCH","path":"bin"}`, exact: `no matches for "MATCH" in ` + p("bin") + "\n" + binNote},
 		{name: "large_skipped", env: small(wire.ToolLimits{FileBytes: 20}), args: `{"pattern":"MATCH","path":"ctx"}`, exact: `no matches for "MATCH" in ` + p("ctx") + "\n[files over 20 bytes skipped: " + p("ctx/lines.txt") + "]"},
 		{name: "long_line_cut", args: `{"pattern":"needle","path":"long","output_mode":"content"}`, want: check{contains: []string{":1:" + strings.Repeat("é", 500) + " [... line cut: 206 more bytes]"}}, count: 1},

@@ -57,11 +57,13 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 	}
 	defer f.Close()
 	size := fi.Size()
-	if size == 0 {
-		return wire.ToolOutput{Content: fmt.Sprintf("(%s is empty: 0 bytes)", t.shown)}
-	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(sniffBytes)
+	if len(head) == 0 {
+		// A size of 0 alone is not trusted: files in /proc report 0 and hold text.
+		return wire.ToolOutput{Content: fmt.Sprintf("(%s is empty: 0 bytes)", t.shown)}
+	}
+	size = max(size, int64(len(head)))
 	if bytes.IndexByte(head, 0) >= 0 {
 		return Failure("field %q: %s is a binary file (%d bytes; a NUL byte in its first 8 KiB); read_file reads text only", "path", t.shown, size)
 	}

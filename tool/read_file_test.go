@@ -60,6 +60,7 @@ func TestReadFile(t *testing.T) {
 		{name: "symlinked_dir_outside", args: `{"path":"out-dir/secret.txt"}`, want: check{isError: true, contains: []string{"leads outside the allowed root"}}},
 		{name: "fifo", args: `{"path":"fifo"}`, want: check{isError: true, contains: []string{"is a FIFO (named pipe), not a regular file"}}},
 		{name: "socket", args: `{"path":"sock"}`, want: check{isError: true, contains: []string{`field "path"`, "sock is a socket, not a regular file"}}},
+		{name: "proc_file_reports_size_0", env: Env{Root: "/", Cwd: "/"}, args: `{"path":"/proc/self/status","limit":1}`, want: check{contains: []string{"Name:"}}},
 		{name: "device", env: Env{Root: "/", Cwd: "/"}, args: `{"path":"/dev/null"}`, want: check{isError: true, contains: []string{"/dev/null is a character device"}}},
 		{name: "directory", args: `{"path":"sub"}`, want: check{isError: true, contains: []string{"is a directory"}}},
 		{name: "binary_nul", args: `{"path":"bin.dat"}`, want: check{isError: true, contains: []string{"is a binary file (7 bytes"}}},
