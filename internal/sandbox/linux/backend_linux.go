@@ -543,7 +543,9 @@ func (b *Backend) start(spec *sandbox.Spec) (*child, error) {
 	}
 	argv := append([]string{"airlock"}, b.args...)
 	p, err := os.StartProcess("/proc/self/fd/"+strconv.Itoa(initproto.ExeFD), argv, &os.ProcAttr{
-		Env:   []string{},
+		// The init's runtime must not keep host cgroup files open to
+		// track CPU quota changes.
+		Env:   []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0"},
 		Files: []*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe},
 		Sys:   attr,
 	})

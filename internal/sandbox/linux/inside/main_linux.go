@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,8 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// The sealed binary is not needed once running.
 	unix.Close(initproto.ExeFD)
-	// No inherited descriptor above 2 may reach the payload.
+	closeInherited()
+	// No descriptor above 2 may reach the payload.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 
 	status := os.NewFile(initproto.StatusFD, "status")
@@ -140,4 +142,23 @@ func setup(cfg *initproto.Config) (*initproto.Status, error) {
 	}
 	phase("seccomp")
 	return st, nil
+}
+
+// closeInherited closes descriptors above the protocol's that survived the
+// exec (leaked by the broker's own parent, say). Everything the Go runtime
+// opens is close-on-exec, so an fd without FD_CLOEXEC was inherited.
+func closeInherited() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= initproto.ExeFD {
+			continue
+		}
+		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
 }
