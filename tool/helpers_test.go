@@ -141,3 +141,10 @@ func mustUnmarshal(t *testing.T, raw string, v any) {
 		t.Fatal(err)
 	}
 }
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
