@@ -26,6 +26,34 @@
 // is the only way a non-public address is ever dialled, and it is a risk: it
 // opens that address to whatever runs in the sandbox.
 //
+// Decisions worth knowing (the why, for reviewers):
+//
+//   - NAT64: the well-known prefix 64:ff9b::/96 is unwrapped and judged by its
+//     IPv4 address, so a DNS64 network keeps working; the local-use prefix
+//     64:ff9b:1::/48 is denied outright. Teredo (2001::/32) is denied.
+//   - IP literals, in any encoding inet_aton accepts, need the policy to grant
+//     the canonical address text and port, and the address to be public or
+//     explicitly allowed. A zone (fe80::1%lo) is always refused.
+//   - SOCKS5: a non-zero RSV byte gets REP 07 like an unknown command; the
+//     bound address in replies is always 0.0.0.0:0 (the broker's addresses are
+//     not the sandbox's business); a first byte other than 5 or 4 is parsed
+//     as HTTP, so a bad SOCKS version gets an HTTP 400, never REP 00.
+//   - Plain HTTP is one request per connection, sent with Connection: close;
+//     the request body must arrive within IdleTimeout.
+//   - SNI (port 443 only): a ClientHello whose server_name differs from the
+//     checked name, or any server_name on a tunnel to an IP literal, or a
+//     malformed ClientHello, closes the tunnel before a byte goes upstream. A
+//     client that does not start with a TLS record is passed through. Residual
+//     risks: the Host header inside TLS cannot be seen, so fronting that keeps
+//     SNI honest and lies only in the encrypted Host header is not caught; a
+//     client using Encrypted Client Hello sends an outer SNI naming the
+//     client-facing server and is refused unless that name was requested; on
+//     other ports the tunnel is opaque.
+//   - Idle tunnels are closed between IdleTimeout and 1.5×IdleTimeout after the
+//     last byte, because with splice(2) progress is only visible when a read
+//     deadline expires.
+//   - Connections over MaxConns are closed at once, without a reply.
+//
 // The in-sandbox half, which bridges 127.0.0.1 to the proxy's socket, lives in
 // the small package egress/forward so the sandbox side does not import this one.
 package egress

@@ -94,6 +94,12 @@ func (h *handshakeReader) Read(b []byte) (int, error) {
 // handle runs one client connection: handshake, checks, then the tunnel.
 func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	defer func() {
+		// A bug reached by one sandbox's bytes must not take the broker down.
+		if r := recover(); r != nil {
+			p.o.Logger.Error("egress connection panicked", "sandbox", p.o.Sandbox, "panic", fmt.Sprint(r))
+		}
+	}()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
