@@ -1,0 +1,176 @@
+package linux_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux"
+)
+
+func TestExitAndSignal(t *testing.T) {
+	for _, tc := range []struct {
+		script       string
+		code, signal int
+		stdout       string
+	}{
+		{"echo hi", 0, 0, "hi\n"},
+		{"exit 42", 42, 0, ""},
+		{"kill -SEGV $$", -1, 11, ""},
+		{"kill -TERM $$", -1, 15, ""},
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			o := sh(t, tc.script)
+			got := []any{o.res.ExitCode, o.res.Signal, o.stdout, o.res.Limit}
+			if diff := cmp.Diff([]any{tc.code, tc.signal, tc.stdout, ""}, got); diff != "" {
+				t.Fatalf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStdinPassthrough(t *testing.T) {
+	o := run(t, &sandbox.Spec{Stdin: strings.NewReader("abc\n"), Command: []string{"cat"}})
+	if o.stdout != "abc\n" {
+		t.Fatalf("stdout %q", o.stdout)
+	}
+}
+
+// The environment is exactly Spec.Env, in command and tool mode.
+func TestEnvOnlySpec(t *testing.T) {
+	t.Setenv("AIRLOCK_TEST_SECRET_TOKEN", "s3cret")
+	env := []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "FOO=bar"}
+	o := run(t, &sandbox.Spec{Env: env, Command: []string{"/usr/bin/env"}})
+	got := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	sort.Strings(got)
+	want := append([]string(nil), env...)
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("env (-want +got)\n%s", diff)
+	}
+	o = run(t, &sandbox.Spec{Env: env, Stdin: strings.NewReader("ping")})
+	if o.stdout != "pong: ping" || o.res.ExitCode != 7 {
+		t.Fatalf("tool mode: %q exit %d", o.stdout, o.res.ExitCode)
+	}
+	if strings.Contains(o.stderr, "s3cret") || !strings.Contains(o.stderr, "FOO=bar") {
+		t.Fatalf("tool mode env: %q", o.stderr)
+	}
+}
+
+// Tool mode runs the runner in the init with every restriction applied.
+func TestToolModeIsolation(t *testing.T) {
+	o := run(t, &sandbox.Spec{Stdin: strings.NewReader("x")})
+	for _, f := range []string{"seccomp", "no_new_privs", "caps-dropped", "pivot_root", "pidns", "netns"} {
+		if !contains(o.res.Isolation.Features, f) {
+			t.Errorf("feature %q missing from %v", f, o.res.Isolation.Features)
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Only loopback exists, and it is up.
+func TestNetworkLoopbackOnly(t *testing.T) {
+	o := sh(t, "cat /proc/net/dev | tail -n +3 | cut -d: -f1; cat /sys/class/net/lo/operstate 2>/dev/null; (exec 3<>/dev/tcp/192.0.2.1/80) 2>&1 || true")
+	if got := strings.Fields(o.stdout); len(got) < 1 || got[0] != "lo" {
+		t.Fatalf("interfaces: %q", o.stdout)
+	}
+	needPython(t)
+	o = run(t, &sandbox.Spec{Command: []string{"python3", "-c", `
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+c = socket.create_connection(s.getsockname()); print("loopback ok")
+try:
+    socket.create_connection(("192.0.2.1", 80), timeout=2)
+except OSError as e:
+    print("out", e.errno)
+`}})
+	if !strings.Contains(o.stdout, "loopback ok") || !strings.Contains(o.stdout, "out 101") {
+		t.Fatalf("network: %q %q", o.stdout, o.stderr)
+	}
+}
+
+// The hostname is the sandbox's; mountinfo shows no host home.
+func TestHostnameAndMountinfo(t *testing.T) {
+	o := sh(t, "hostname; cat /proc/self/mountinfo")
+	if !strings.HasPrefix(o.stdout, "airlock\n") {
+		t.Fatalf("hostname: %q", o.stdout)
+	}
+	if regexp.MustCompile(`\s/(home|root)(/|\s)`).MatchString(o.stdout) {
+		t.Fatalf("host home in mountinfo:\n%s", o.stdout)
+	}
+}
+
+// A pty: tty names it, stty reports the size, and resizes arrive.
+func TestTTY(t *testing.T) {
+	o := run(t, &sandbox.Spec{TTY: true, TTYRows: 33, TTYCols: 101, Command: []string{"/bin/sh", "-c", "tty; stty size; test -t 0 && echo stdin-tty"}})
+	if !strings.Contains(o.stdout, "/dev/") || strings.Contains(o.stdout, "not a tty") || !strings.Contains(o.stdout, "33 101") || !strings.Contains(o.stdout, "stdin-tty") {
+		t.Fatalf("tty output %q (stderr %q)", o.stdout, o.stderr)
+	}
+	sizes := make(chan linux.TermSize, 1)
+	sizes <- linux.TermSize{Rows: 50, Cols: 132}
+	ctx := linux.WithResize(context.Background(), sizes)
+	var so strings.Builder
+	_, err := backend(t).Run(ctx, &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
+		Limits: sandbox.Limits{Wall: 10 * time.Second}, Command: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}})
+	if err != nil || !strings.Contains(so.String(), "50 132") {
+		t.Fatalf("resize: %v %q", err, so.String())
+	}
+}
+
+// After a run, the sandbox's cgroups are gone.
+func TestCgroupRemoved(t *testing.T) {
+	b := backend(t)
+	if !hasCgroups(b) {
+		requireFeature(t, "cgroups")
+	}
+	o := sh(t, "cat /proc/self/cgroup")
+	if !strings.Contains(o.stdout, "airlock-") {
+		t.Fatalf("not in a sandbox cgroup: %q", o.stdout)
+	}
+	if cg := sandboxCgroups(t); len(cg) != 0 {
+		t.Fatalf("cgroups left: %v", cg)
+	}
+}
+
+// Setup errors come back precisely.
+func TestSetupErrorIsPrecise(t *testing.T) {
+	_, err := tryRun(t, &sandbox.Spec{Mounts: []sandbox.Mount{{Source: "/nonexistent/airlock-test"}}, Command: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), `opening "/nonexistent/airlock-test"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestReport(t *testing.T) {
+	r := backend(t).Report()
+	if r.Backend != "linux" || len(r.Features) < 10 {
+		t.Fatalf("report %+v", r)
+	}
+	if !r.Ready() {
+		t.Errorf("report not ready on this host: %+v", r)
+	}
+}
+
+// Without cgroups and with CgroupsRequired, New fails closed.
+func TestCgroupsRequiredFailsClosed(t *testing.T) {
+	_, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsRequired, CgroupParent: "/airlock-does-not-exist"})
+	var mf *sandbox.MissingFeatureError
+	if !errors.As(err, &mf) || !strings.Contains(mf.Fix, "Delegate") {
+		t.Fatalf("err = %v, want a MissingFeatureError with a fix", err)
+	}
+}
