@@ -1,0 +1,39 @@
+package grant
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImports pins what the package may import: the standard library, the
+// TOML decoder and IDNA. Grant checking stays pure and light.
+func TestImports(t *testing.T) {
+	allowed := map[string]bool{"github.com/BurntSushi/toml": true, "golang.org/x/net/idna": true}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range ast.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			std := !strings.Contains(strings.Split(p, "/")[0], ".")
+			if !std && !allowed[p] {
+				t.Errorf("%s imports %s; grant may import only the standard library, toml and idna", f, p)
+			}
+		}
+		if f == "doc.go" && ast.Doc == nil {
+			t.Errorf("doc.go has no package comment")
+		}
+	}
+}
