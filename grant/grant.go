@@ -196,9 +196,18 @@ func build(s *spec, ps *problems) *Grant {
 			continue
 		}
 		names[sec.name] = true
-		if r, ok := checkSecret(sec, g.base, g.tools, allowed, ps); ok {
-			g.secrets = append(g.secrets, r)
+		r, ok := checkSecret(sec, g.base, g.tools, allowed, ps)
+		if !ok {
+			continue
 		}
+		if file, isFile := strings.CutPrefix(r.Source, "file:"); isFile {
+			// The sandbox must not be able to read a secret's file itself.
+			if d := g.CheckPath(file, false); d.Allowed {
+				ps.add([]string{"secrets", sec.name, "from"}, "%s is inside %s, so the sandbox could read it", file, d.Rule)
+				continue
+			}
+		}
+		g.secrets = append(g.secrets, r)
 	}
 	if len(ps.list) > 0 {
 		return nil
