@@ -298,6 +298,12 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 	if !ok || first.Error != "" || !first.Ready || werr != nil {
 		kill("setup")
 		_, _ = c.proc.Wait()
+		if reason, _ := why.Load().(string); reason == "time" {
+			// The wall time ran out before the payload started.
+			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: "time", Duration: time.Since(start), Setup: time.Since(start)}
+			res.Isolation = *iso
+			return res, nil
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("sandbox cancelled during setup: %w", ctx.Err())
 		}
@@ -544,8 +550,10 @@ func (b *Backend) start(spec *sandbox.Spec) (*child, error) {
 	argv := append([]string{"airlock"}, b.args...)
 	p, err := os.StartProcess("/proc/self/fd/"+strconv.Itoa(initproto.ExeFD), argv, &os.ProcAttr{
 		// The init's runtime must not keep host cgroup files open to
-		// track CPU quota changes.
-		Env:   []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0"},
+		// track CPU quota changes, and runs on one P: fewer threads make
+		// the all-threads credential changes cheaper (tool mode raises
+		// GOMAXPROCS again once locked down).
+		Env:   []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0", "GOMAXPROCS=1"},
 		Files: []*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe},
 		Sys:   attr,
 	})

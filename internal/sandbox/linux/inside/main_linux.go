@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -56,6 +57,7 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	}
 	if len(cfg.Command) == 0 {
 		status.Close()
+		runtime.GOMAXPROCS(runtime.NumCPU())
 		return runTool(os.Stdin, os.Stdout, os.Stderr)
 	}
 	return runPayload(&cfg, status)

@@ -1,0 +1,121 @@
+package linux_test
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// hostState is what must return to baseline after any number of runs.
+type hostState struct {
+	Procs, MountLines, FDs, Goroutines int
+	Cgroups, TmpEntries                []string
+}
+
+// ourTemp lists temp entries a sandbox of ours could have left.
+func ourTemp() []string {
+	var out []string
+	ents, _ := os.ReadDir(os.TempDir())
+	for _, e := range ents {
+		if strings.Contains(e.Name(), "airlock") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func countDir(p string) int {
+	ents, _ := os.ReadDir(p)
+	return len(ents)
+}
+
+func takeState(t testing.TB) hostState {
+	t.Helper()
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	procs := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+			procs++
+		}
+	}
+	return hostState{
+		Procs: procs, MountLines: strings.Count(string(mi), "\n"), FDs: countDir("/proc/self/fd"),
+		TmpEntries: ourTemp(), Goroutines: runtime.NumGoroutine(), Cgroups: sandboxCgroups(t),
+	}
+}
+
+// TestSoak runs mixed normal, timed-out, OOM and crashing sandboxes and
+// checks that processes, mounts, fds, temp dirs, goroutines and cgroups
+// return to baseline (hostile case 52).
+func TestSoak(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 100
+	}
+	b := backend(t)
+	cg := hasCgroups(b)
+	sh(t, "true") // warm up: the sealed copy and the runtime's own fds
+	before := takeState(t)
+	limits := map[string]int{}
+	for i := 0; i < n; i++ {
+		spec := &sandbox.Spec{Env: []string{"PATH=/usr/bin:/bin"}}
+		switch i % 8 {
+		case 0:
+			spec.Command = []string{"sleep", "987700"}
+			spec.Limits.Wall = 100 * time.Millisecond
+		case 1:
+			if !cg {
+				spec.Command = []string{"true"}
+				break
+			}
+			spec.Command = []string{"/bin/sh", "-c", "head -c 64M /dev/zero >/dev/shm/x"}
+			spec.Limits.MemoryBytes = 16 << 20
+			spec.Limits.TmpBytes = 128 << 20
+		case 2:
+			spec.Command = []string{"/bin/sh", "-c", "kill -SEGV $$"}
+		case 3:
+			spec.Command = []string{"/bin/sh", "-c", "setsid sleep 987701 & echo out; exit 3"}
+		default:
+			spec.Command = []string{"true"}
+		}
+		o, err := tryRun(t, spec)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		limits[o.res.Limit]++
+	}
+	waitNoProcs(t, "98770")
+	var after hostState
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		after = takeState(t)
+		if after.Procs <= before.Procs && after.Goroutines <= before.Goroutines || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Other tests' processes may come and go; allow no growth here.
+	if after.Procs > before.Procs {
+		t.Errorf("host processes grew: %d -> %d", before.Procs, after.Procs)
+	}
+	after.Procs = before.Procs
+	if after.Goroutines <= before.Goroutines {
+		after.Goroutines = before.Goroutines
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("host state after %d runs (-before +after)\n%s", n, diff)
+	}
+	t.Logf("%d runs, limits %v", n, limits)
+	if limits["time"] < n/8 {
+		t.Errorf("time limits %d, want %d", limits["time"], n/8)
+	}
+	if cg && limits["memory"] < n/8 {
+		t.Errorf("memory limits %d, want %d", limits["memory"], n/8)
+	}
+}
