@@ -100,7 +100,10 @@ func (p *Proxy) open(ctx context.Context, proto string, t target) (net.Conn, Dec
 		if public {
 			continue
 		}
-		prule, ok := p.o.Policy.AllowPrivate(a)
+		prule, ok := "", false
+		if a.IsValid() && a.Zone() == "" {
+			prule, ok = p.o.Policy.AllowPrivate(a)
+		}
 		if !ok {
 			d.Addr = a
 			if len(addrs) > 1 {

@@ -12,8 +12,9 @@ import (
 
 // ListenUnix creates the Unix socket a sandbox reaches this proxy through.
 // The socket is bound under a temporary name in the same directory, given
-// Options.SocketMode (0600 by default), and only then renamed to path, so it
-// is never reachable with wider permissions. An existing socket at path is
+// Options.SocketMode (0600 by default), and only then renamed to path, so
+// nothing finds it at path before its mode is set. (Between bind and chmod the
+// temporary name has the mode the process umask gives it.) An existing socket at path is
 // replaced; any other file there is an error. Closing the listener removes
 // path.
 func (p *Proxy) ListenUnix(path string) (net.Listener, error) {

@@ -320,3 +320,30 @@ func TestDNSRebinding(t *testing.T) {
 		t.Fatalf("dialled (-want +got):\n%s", diff)
 	}
 }
+
+// permissivePolicy grants every host and every private address.
+type permissivePolicy struct{}
+
+func (permissivePolicy) AllowHost(string, int) (string, bool)   { return "any", true }
+func (permissivePolicy) AllowPrivate(netip.Addr) (string, bool) { return "any", true }
+
+// TestZonedAnswerNeverAllowed: even a policy that allows every private
+// address cannot make the proxy dial a zoned or invalid answer.
+func TestZonedAnswerNeverAllowed(t *testing.T) {
+	for _, ans := range [][]netip.Addr{
+		{netip.MustParseAddr("fe80::1%lo")},
+		{netip.MustParseAddr("93.184.216.34"), {}},
+	} {
+		h := newHarness(t, func(o *Options) { o.Policy = permissivePolicy{} })
+		h.res.answers["z.test"] = [][]netip.Addr{ans}
+		c := h.conn()
+		c.Write(cat(greeting, socksName("z.test", 80)))
+		got, _ := io.ReadAll(c)
+		if diff := cmp.Diff(afterGreet(2), got); diff != "" {
+			t.Errorf("%v: reply (-want +got):\n%s", ans, diff)
+		}
+		if d := h.dial.dialed(); len(d) != 0 {
+			t.Errorf("%v: dialled %v", ans, d)
+		}
+	}
+}
