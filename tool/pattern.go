@@ -28,6 +28,9 @@ func compileGlob(field, pattern string) (*globPattern, error) {
 	if strings.IndexByte(pattern, 0) >= 0 {
 		return nil, fmt.Errorf("field %q: must not contain a NUL byte, got %q", field, pattern)
 	}
+	if len(pattern) > maxPatternBytes {
+		return nil, fmt.Errorf("field %q: %d bytes is longer than the %d allowed", field, len(pattern), maxPatternBytes)
+	}
 	exp, err := expandBraces(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("field %q: %v in %q", field, err, pattern)
