@@ -37,17 +37,19 @@ type Dialer interface {
 	DialContext(ctx context.Context, network, address string) (net.Conn, error)
 }
 
-// Decision is one audited verdict: one per connection the proxy handled.
+// Decision is one audited verdict: one per connection the proxy handled,
+// reported when the connection is refused or just before its tunnel opens
+// (after the SNI check on port 443).
 type Decision struct {
-	Time    time.Time
+	Time    time.Time  // when the verdict was reached
 	Sandbox string     // Options.Sandbox
 	Proto   string     // "socks5", "connect" or "http"; "" if refused before the protocol was known
-	Host    string     // normalised host or IP literal as requested
-	Port    int        //
-	Addr    netip.Addr // the address dialled (or the one that caused a denial); zero if none
-	Allowed bool       //
-	Rule    string     // the policy rule that allowed it (host rule, plus the private rule if any)
-	Reason  string     // why it was denied, or "ok"
+	Host    string     // normalised name or canonical IP literal, as requested
+	Port    int        // requested port
+	Addr    netip.Addr // the address dialled, or the answer that caused a denial; zero if none
+	Allowed bool       // whether bytes flow
+	Rule    string     // the policy rule(s) that allowed the host and any non-public address
+	Reason  string     // "ok", or why it was denied
 }
 
 // Options configures a Proxy. A nil *Options means all defaults; New copies it.
