@@ -1,0 +1,156 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// The fixed sentences the model reads when a call did not complete. Details
+// go to the audit record and logs, never to the model.
+const (
+	SentenceTimeout   = "the tool ran past its time limit"
+	SentenceMemory    = "the tool was stopped: it ran out of memory"
+	SentenceProcesses = "the tool was stopped: it hit its process limit"
+	SentenceOutput    = "the tool was stopped: its output passed the size limit"
+	SentenceKilled    = "the tool was stopped: it ran out of memory or was killed"
+	SentenceCannotRun = "the tool could not run"
+	SentenceCancelled = "the call was cancelled"
+)
+
+// Outcome classes recorded in the audit log.
+const (
+	ClassOK        = "ok"        // the runner wrote a ToolOutput (which may be a tool-level failure)
+	ClassTimeout   = "timeout"   // the wall-time limit ended it
+	ClassMemory    = "memory"    // the memory limit ended it
+	ClassProcesses = "processes" // the process limit ended it
+	ClassOutput    = "output"    // the output cap ended it
+	ClassKilled    = "killed"    // a signal ended it
+	ClassCancelled = "cancelled" // the caller cancelled it
+	ClassRunner    = "runner"    // the runner exited with a failure code
+	ClassSandbox   = "sandbox"   // the sandbox could not be built
+	ClassRefused   = "refused"   // the grant refused it; nothing ran
+)
+
+// An Outcome is a classified run of one call.
+type Outcome struct {
+	// Output is what the model reads.
+	Output wire.ToolOutput
+	// Class is one of the Class constants.
+	Class string
+	// Detail explains a failure for logs and the audit record (runner stderr,
+	// Go error text); it never reaches the model.
+	Detail string
+	// Result is the backend's result, nil if the sandbox never ran.
+	Result *sandbox.Result
+}
+
+// dispatch runs in through backend in a sandbox built from spec, and
+// classifies the outcome. spec.Stdin, Stdout and Stderr are set here.
+func dispatch(ctx context.Context, backend sandbox.Backend, spec *sandbox.Spec, in *wire.ToolInput) Outcome {
+	payload, err := json.Marshal(in)
+	if err != nil {
+		return Outcome{Output: failure(SentenceCannotRun), Class: ClassRunner, Detail: "encoding tool input: " + err.Error()}
+	}
+	var frame, stdout, stderr bytes.Buffer
+	if err := wire.WriteFrame(&frame, payload); err != nil {
+		return Outcome{Output: failure(SentenceCannotRun), Class: ClassRunner, Detail: err.Error()}
+	}
+	spec.Stdin = &frame
+	spec.Stdout = &stdout
+	spec.Stderr = &limitedBuffer{max: 64 << 10, buf: &stderr}
+	res, err := backend.Run(ctx, spec)
+	if err != nil {
+		o := Outcome{Output: failure(SentenceCannotRun), Class: ClassSandbox, Detail: err.Error(), Result: res}
+		var mf *sandbox.MissingFeatureError
+		if errors.As(err, &mf) {
+			// A host that cannot isolate is the operator's to fix; the sentence
+			// says what is missing, which is not secret.
+			o.Output = failure(SentenceCannotRun + ": " + mf.Error())
+		}
+		return o
+	}
+	return classify(ctx, res, stdout.Bytes(), stderr.String())
+}
+
+// classify turns a backend result and the runner's streams into an Outcome.
+func classify(ctx context.Context, res *sandbox.Result, stdout []byte, stderr string) Outcome {
+	o := Outcome{Result: res, Detail: strings.TrimSpace(stderr)}
+	switch res.Limit {
+	case "time":
+		o.Class, o.Output = ClassTimeout, failure(SentenceTimeout)
+		o.Output.Meta.Limit = "time"
+		return o
+	case "memory":
+		o.Class, o.Output = ClassMemory, failure(SentenceMemory)
+		o.Output.Meta.Limit = "memory"
+		return o
+	case "processes":
+		o.Class, o.Output = ClassProcesses, failure(SentenceProcesses)
+		o.Output.Meta.Limit = "processes"
+		return o
+	case "output":
+		o.Class, o.Output = ClassOutput, failure(SentenceOutput)
+		o.Output.Meta.Limit = "output"
+		return o
+	}
+	if ctx.Err() != nil {
+		o.Class, o.Output = ClassCancelled, failure(SentenceCancelled)
+		return o
+	}
+	if res.Signal != 0 {
+		o.Class, o.Output = ClassKilled, failure(SentenceKilled)
+		o.Detail = strings.TrimSpace(fmt.Sprintf("killed by signal %d; %s", res.Signal, o.Detail))
+		return o
+	}
+	if res.ExitCode != wire.ExitOK {
+		o.Class, o.Output = ClassRunner, failure(SentenceCannotRun)
+		o.Detail = strings.TrimSpace(fmt.Sprintf("runner exited %d (%s); %s", res.ExitCode, wire.ExitName(res.ExitCode), runnerError(stderr)))
+		return o
+	}
+	frame, err := wire.ReadFrame(bytes.NewReader(stdout))
+	if err == nil {
+		err = wire.DecodeStrict(frame, &o.Output)
+	}
+	if err != nil {
+		o.Class, o.Output = ClassRunner, failure(SentenceCannotRun)
+		o.Detail = "reading the runner's output: " + err.Error()
+		return o
+	}
+	o.Class = ClassOK
+	return o
+}
+
+// runnerError extracts the error text from a runner's ErrorReport on stderr.
+func runnerError(stderr string) string {
+	var rep wire.ErrorReport
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if json.Unmarshal([]byte(line), &rep) == nil && rep.Error != "" {
+			return rep.Error
+		}
+	}
+	return strings.TrimSpace(stderr)
+}
+
+func failure(sentence string) wire.ToolOutput {
+	return wire.ToolOutput{Content: sentence, IsError: true}
+}
+
+// limitedBuffer keeps the first max bytes written and drops the rest.
+type limitedBuffer struct {
+	max int
+	buf *bytes.Buffer
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,393 @@
+// Package broker owns sessions: a session is one grant, an id and a records
+// directory. Each Call parses the arguments strictly, checks them against the
+// grant, builds a sandbox Spec, runs it through a backend, classifies the
+// outcome, caps and labels the output, and writes an audit record before the
+// result is returned. Nothing reaches a sandbox that the grant did not allow.
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Errors callers branch on.
+var (
+	// ErrClosed is returned by Call after Close.
+	ErrClosed = errors.New("session is closed")
+	// ErrAudit is returned when a call's audit record could not be written;
+	// the session refuses every later call.
+	ErrAudit = errors.New("audit record could not be written")
+)
+
+// Defaults for Options left zero.
+const (
+	DefaultMaxConcurrent = 8
+	DefaultMaxQueue      = 64
+)
+
+// Options configure a session. Open copies them.
+type Options struct {
+	// Grant is what the session's calls may touch. Required.
+	Grant *grant.Grant
+	// Backend builds the sandboxes. Required.
+	Backend sandbox.Backend
+	// RecordsDir is where sessions keep their records; this session writes
+	// RecordsDir/<id>/. Required.
+	RecordsDir string
+	// ID names the session; empty generates "ses_<hex>".
+	ID string
+	// Secrets are the values of the grant's secrets, by name.
+	Secrets map[string]string
+	// ToolRoot is the directory file tools resolve beneath: "/" in a sandbox
+	// (whose mounts hold only the grant), the granted directory when the
+	// backend does not isolate. Empty means "/".
+	ToolRoot string
+	// MaxConcurrent calls run at once; more wait in a queue of MaxQueue; past
+	// that a call is refused at once.
+	MaxConcurrent, MaxQueue int
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Session is one grant's calls. It is safe for concurrent use.
+type Session struct {
+	opts     Options
+	id       string
+	dir      string
+	log      *audit.Log
+	redactor *secret.Redactor
+	logger   *slog.Logger
+
+	slots   chan struct{}
+	waiting atomic.Int64
+	running atomic.Int64
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// Open starts a session.
+func Open(opts *Options) (*Session, error) {
+	if opts == nil || opts.Grant == nil || opts.Backend == nil || opts.RecordsDir == "" {
+		return nil, errors.New("broker: Options need Grant, Backend and RecordsDir")
+	}
+	o := *opts
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.MaxQueue < 0 {
+		o.MaxQueue = 0
+	} else if o.MaxQueue == 0 {
+		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.ToolRoot == "" {
+		o.ToolRoot = "/"
+	}
+	if o.ID == "" {
+		o.ID = "ses_" + randomHex(8)
+	} else if !validID(o.ID) {
+		return nil, fmt.Errorf("broker: session id %q: use letters, digits, '-' and '_' only", o.ID)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dir := filepath.Join(o.RecordsDir, o.ID)
+	lg, err := audit.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening session records: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		opts:     o,
+		id:       o.ID,
+		dir:      dir,
+		log:      lg,
+		redactor: secret.NewRedactor(o.Secrets),
+		logger:   logger.With("session", o.ID),
+		slots:    make(chan struct{}, o.MaxConcurrent),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant)}); err != nil {
+		lg.Close()
+		cancel()
+		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	return s, nil
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Dir returns the session's records directory.
+func (s *Session) Dir() string { return s.dir }
+
+// Grant returns the session's grant.
+func (s *Session) Grant() *grant.Grant { return s.opts.Grant }
+
+// Stats reports the calls running and waiting now.
+func (s *Session) Stats() (running, waiting int) {
+	return int(s.running.Load()), int(s.waiting.Load())
+}
+
+// Close cancels every call in flight, waits for them, and closes the records.
+// Close is idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	err := s.log.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "close"})
+	if cerr := s.log.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Result is a completed call as the model and the caller see it.
+type Result struct {
+	CallID string
+	// Output is what the model reads; Output.Content carries airlock's label.
+	Output wire.ToolOutput
+	// Class is the outcome class (see the Class constants).
+	Class string
+	// Decision is the grant's verdict on the call.
+	Decision grant.Decision
+}
+
+// Refused reports whether the grant (or admission control) refused the call.
+func (r *Result) Refused() bool { return r.Class == ClassRefused }
+
+// Call runs one tool call. It returns an error only when the session cannot
+// take calls (closed, or its audit log failed); every other outcome, a refusal
+// included, is a Result.
+func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	if err := s.log.Healthy(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+
+	start := time.Now()
+	c := &call{id: "call_" + randomHex(8), tool: name, args: args, start: start}
+	res := s.run(ctx, c)
+	if err := s.record(c, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// call is the broker's state for one call.
+type call struct {
+	id     string
+	tool   string
+	args   json.RawMessage
+	start  time.Time
+	limits grant.Limits
+	out    Outcome
+}
+
+func (s *Session) run(ctx context.Context, c *call) *Result {
+	refuse := func(d grant.Decision, why string) *Result {
+		d.Allowed = false
+		if d.Reason == "" {
+			d.Reason = why
+		}
+		c.out = Outcome{Class: ClassRefused, Detail: d.Reason}
+		return &Result{CallID: c.id, Class: ClassRefused, Decision: d,
+			Output: wire.ToolOutput{Content: s.labelRefusal(c.tool, d.Reason), IsError: true}}
+	}
+	def, ok := tool.Lookup(c.tool)
+	if !ok {
+		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("unknown tool %q", c.tool))
+	}
+	if !s.opts.Grant.ToolEnabled(c.tool) {
+		return refuse(grant.Decision{Rule: "tools.enabled"}, fmt.Sprintf("tool %q is not enabled by the grant", c.tool))
+	}
+	args, err := def.Parse(c.args)
+	if err != nil {
+		return refuse(grant.Decision{Rule: "arguments"}, err.Error())
+	}
+	acc := args.Access()
+	d := s.opts.Grant.Check(grantCall(c.tool, acc, s.opts.Grant.BaseDir()))
+	if !d.Allowed {
+		return refuse(d, "")
+	}
+	c.limits = s.opts.Grant.LimitsFor(c.tool)
+
+	// Admission: a bounded number run, a bounded number wait, the rest are
+	// refused at once.
+	if s.waiting.Add(1) > int64(s.opts.MaxQueue)+int64(s.opts.MaxConcurrent) {
+		s.waiting.Add(-1)
+		return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: %d calls running and the queue of %d is full; try again shortly", s.opts.MaxConcurrent, s.opts.MaxQueue))
+	}
+	select {
+	case s.slots <- struct{}{}:
+		s.waiting.Add(-1)
+	case <-ctx.Done():
+		s.waiting.Add(-1)
+		c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
+		return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, nil, true)}
+	}
+	s.running.Add(1)
+	defer func() { s.running.Add(-1); <-s.slots }()
+
+	spec := s.spec(c.limits)
+	in := &wire.ToolInput{
+		Tool: c.tool,
+		Args: c.args,
+		Context: wire.CallContext{
+			CallID:  c.id,
+			Session: s.id,
+			Secrets: s.secretsFor(c.tool, acc),
+			Root:    s.opts.ToolRoot,
+			Cwd:     s.opts.Grant.BaseDir(),
+			Limits: wire.ToolLimits{
+				OutputBytes: c.limits.Output,
+				FileBytes:   c.limits.FileSize,
+				TimeoutMS:   c.limits.Time.Milliseconds(),
+			},
+		},
+	}
+	c.out = dispatch(ctx, s.opts.Backend, spec, in)
+	var iso *wire.Isolation
+	if c.out.Result != nil {
+		iso = &c.out.Result.Isolation
+	}
+	return &Result{CallID: c.id, Class: c.out.Class, Decision: d, Output: s.label(c.tool, c.out.Output, iso, c.out.Class != ClassOK)}
+}
+
+// grantCall describes a call's access for the grant checker.
+func grantCall(name string, acc tool.Access, cwd string) grant.Call {
+	gc := grant.Call{Tool: name, Hosts: acc.Hosts, Exec: acc.Exec, Cwd: cwd}
+	for _, p := range acc.Paths {
+		gc.Paths = append(gc.Paths, grant.PathUse{Path: p.Path, Write: p.Write})
+	}
+	return gc
+}
+
+// secretsFor returns the secrets the grant gives this tool for the hosts the
+// call names.
+func (s *Session) secretsFor(name string, acc tool.Access) map[string]string {
+	var out map[string]string
+	for _, r := range s.opts.Grant.Secrets() {
+		v, ok := s.opts.Secrets[r.Name]
+		if !ok || !secretApplies(r, name, acc.Hosts) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[r.Name] = v
+	}
+	return out
+}
+
+// record writes the call's audit record.
+func (s *Session) record(c *call, res *Result) error {
+	rec := audit.Record{
+		Kind:     audit.KindCall,
+		Session:  s.id,
+		CallID:   c.id,
+		Tool:     c.tool,
+		Args:     redactJSON(s.redactor, c.args),
+		Decision: "allowed",
+		Rule:     res.Decision.Rule,
+		Risks:    res.Decision.Risks,
+		Class:    c.out.Class,
+		Detail:   s.redactor.String(c.out.Detail),
+		Duration: ms(time.Since(c.start)),
+		BytesOut: len(res.Output.Content),
+	}
+	rec.Truncated = res.Output.Truncated
+	if res.Class == ClassRefused {
+		rec.Decision, rec.Reason = "refused", s.redactor.String(res.Decision.Reason)
+	} else {
+		rec.Limits = &audit.Limits{
+			TimeMS:      c.limits.Time.Milliseconds(),
+			MemoryBytes: c.limits.Memory,
+			Processes:   c.limits.Processes,
+			OutputBytes: c.limits.Output,
+			FileBytes:   c.limits.FileSize,
+		}
+	}
+	if r := c.out.Result; r != nil {
+		rec.Backend = r.Isolation.Backend
+		rec.Isolation = r.Isolation.Features
+		exit := r.ExitCode
+		rec.Exit = &exit
+		rec.Signal = r.Signal
+		rec.SetupMS = ms(r.Setup)
+	}
+	if err := s.log.Write(rec); err != nil {
+		s.logger.Error("audit record lost; refusing further calls", "call", c.id, "err", err)
+		return fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	return nil
+}
+
+func redactJSON(r *secret.Redactor, raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	if !json.Valid(raw) {
+		b, _ := json.Marshal(string(r.Bytes(raw)))
+		return b
+	}
+	return r.Bytes(append([]byte(nil), raw...))
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

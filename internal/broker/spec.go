@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// BaseEnv is the environment every sandbox starts with; nothing of the
+// broker's own environment is inherited.
+var BaseEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+	"HOME=/tmp",
+	"TMPDIR=/tmp",
+	"LANG=C.UTF-8",
+	"LC_ALL=C.UTF-8",
+	"USER=airlock",
+	"LOGNAME=airlock",
+	"SHELL=/bin/sh",
+	"TERM=dumb",
+	"AIRLOCK_SANDBOX=1",
+}
+
+// SpecFor builds the sandbox Spec for a grant and limits: the grant's mounts,
+// masks and protected paths, the built environment and the grant's cwd.
+func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
+	spec := &sandbox.Spec{
+		Env: append([]string(nil), BaseEnv...),
+		Cwd: g.BaseDir(),
+		Limits: sandbox.Limits{
+			Wall:        l.Time,
+			MemoryBytes: l.Memory,
+			Pids:        l.Processes,
+			// The runner caps the model's text itself; the sandbox cap bounds
+			// the frame around it and any stray output.
+			OutputBytes: max(l.Output*2+64<<10, 1<<20),
+			FileBytes:   l.FileSize,
+			TmpBytes:    l.Tmp,
+		},
+	}
+	for _, m := range g.Mounts() {
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: m.Source, Writable: m.Writable})
+	}
+	spec.Masks = g.Masks()
+	spec.ReadOnly = g.Protected()
+	return spec
+}
+
+func (s *Session) spec(l grant.Limits) *sandbox.Spec { return SpecFor(s.opts.Grant, l) }
+
+// label marks out as coming through airlock: tool output follows a header
+// naming the tool, the sandbox and the grant; airlock's own sentences are in
+// the header itself, so the model can tell the two apart.
+// own marks out.Content as airlock's own sentence rather than tool output.
+func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool) wire.ToolOutput {
+	backend := s.opts.Backend.Report().Backend
+	if iso != nil && iso.Backend != "" {
+		backend = iso.Backend
+	}
+	where := backend + " sandbox"
+	if backend == "unsandboxed" {
+		where = "UNSANDBOXED"
+	}
+	header := fmt.Sprintf("[airlock: %s · %s · grant %s]", toolName, where, grantName(s.opts.Grant))
+	if own {
+		out.Content = header + " " + out.Content
+	} else {
+		out.Content = header + "\n" + out.Content
+	}
+	out.Meta.Isolation = iso
+	return out
+}
+
+func (s *Session) labelRefusal(toolName, reason string) string {
+	return fmt.Sprintf("[airlock: %s · refused by grant %s] %s", toolName, grantName(s.opts.Grant), reason)
+}
+
+// grantName names a grant in labels: its file's base name, or "flags".
+func grantName(g *grant.Grant) string {
+	src := g.Source()
+	if src == "flags" {
+		return "from flags"
+	}
+	return filepath.Base(src)
+}

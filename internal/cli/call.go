@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func callCommand() *command {
+	c := &command{
+		name:    "call",
+		summary: "run one tool call in a fresh sandbox and print what the model would read",
+		usage: `airlock call [flags] TOOL 'JSON-ARGS'
+
+Runs TOOL with JSON-ARGS in a fresh sandbox built from the grant and prints the
+text the model would read. Exit status: 0 when the call completed (even if the
+tool reports a failure such as a missing file), 1 when the grant refused it or
+the sandbox could not run it, 2 for bad usage.
+
+Example: airlock call read_file '{"path": "README.md"}'`,
+	}
+	c.run = func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(c, env)
+		var gf grantFlags
+		gf.register(fs)
+		asJSON := fs.Bool("json", false, "print the whole ToolOutput as JSON")
+		if code := parseFlags(fs, args); code >= 0 {
+			return code
+		}
+		if fs.NArg() < 1 || fs.NArg() > 2 {
+			fs.Usage()
+			return exitUsage
+		}
+		toolName, rawArgs := fs.Arg(0), "{}"
+		if fs.NArg() == 2 {
+			rawArgs = fs.Arg(1)
+		}
+		if !json.Valid([]byte(rawArgs)) {
+			fmt.Fprintf(env.Stderr, "airlock call: the arguments are not valid JSON: %s\n", rawArgs)
+			return exitUsage
+		}
+		sess, err := openSession(env, &gf)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
+			return exitFailure
+		}
+		defer sess.Close()
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		res, err := sess.Call(ctx, toolName, json.RawMessage(rawArgs))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
+			return exitFailure
+		}
+		if *asJSON {
+			b, _ := json.MarshalIndent(res.Output, "", "  ")
+			fmt.Fprintf(env.Stdout, "%s\n", b)
+		} else {
+			fmt.Fprintln(env.Stdout, res.Output.Content)
+		}
+		if res.Class != "ok" {
+			return exitFailure
+		}
+		return exitOK
+	}
+	return c
+}

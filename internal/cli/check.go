@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/tool"
+)
+
+func checkCommand() *command {
+	c := &command{
+		name:    "check",
+		summary: "explain what a grant decides for one call, without running it",
+		usage: `airlock check GRANT TOOL 'JSON-ARGS'
+
+Parses the arguments as the broker would, checks them against GRANT (a TOML
+file, or "-" for the default grant of the current directory) and prints the
+decision, the rule behind it, the limits the call would run under and any
+risks the grant accepts. Nothing runs. Exit status 0 when allowed, 1 when refused.`,
+	}
+	c.run = func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(c, env)
+		if code := parseFlags(fs, args); code >= 0 {
+			return code
+		}
+		if fs.NArg() < 2 || fs.NArg() > 3 {
+			fs.Usage()
+			return exitUsage
+		}
+		gf := grantFlags{grantFile: fs.Arg(0)}
+		if gf.grantFile == "-" {
+			gf.grantFile = ""
+		}
+		g, err := gf.load(env)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock check: %v\n", err)
+			return exitFailure
+		}
+		raw := "{}"
+		if fs.NArg() == 3 {
+			raw = fs.Arg(2)
+		}
+		fmt.Fprint(env.Stdout, explain(g, fs.Arg(1), json.RawMessage(raw)))
+		d, _ := decide(g, fs.Arg(1), json.RawMessage(raw))
+		if !d.Allowed {
+			return exitFailure
+		}
+		return exitOK
+	}
+	return c
+}
+
+// decide runs the broker's checks for one call, without running it.
+func decide(g *grant.Grant, name string, raw json.RawMessage) (grant.Decision, tool.Access) {
+	def, ok := tool.Lookup(name)
+	if !ok {
+		return grant.Decision{Rule: "tools", Reason: fmt.Sprintf("unknown tool %q (tools: %s)", name, strings.Join(tool.Names(), ", "))}, tool.Access{}
+	}
+	args, err := def.Parse(raw)
+	if err != nil {
+		return grant.Decision{Rule: "arguments", Reason: err.Error()}, tool.Access{}
+	}
+	acc := args.Access()
+	gc := grant.Call{Tool: name, Hosts: acc.Hosts, Exec: acc.Exec, Cwd: g.BaseDir()}
+	for _, p := range acc.Paths {
+		gc.Paths = append(gc.Paths, grant.PathUse{Path: p.Path, Write: p.Write})
+	}
+	return g.Check(gc), acc
+}
+
+// explain renders the decision for one call.
+func explain(g *grant.Grant, name string, raw json.RawMessage) string {
+	var b strings.Builder
+	d, acc := decide(g, name, raw)
+	fmt.Fprintf(&b, "grant:    %s\n", grantLabel(g))
+	fmt.Fprintf(&b, "call:     %s %s\n", name, compactJSON(raw))
+	for _, p := range acc.Paths {
+		mode := "read"
+		if p.Write {
+			mode = "write"
+		}
+		fmt.Fprintf(&b, "touches:  %s (%s)\n", p.Path, mode)
+	}
+	for _, h := range acc.Hosts {
+		fmt.Fprintf(&b, "reaches:  %s\n", h)
+	}
+	if acc.Exec {
+		fmt.Fprintf(&b, "runs:     arbitrary commands in the sandbox\n")
+	}
+	if d.Allowed {
+		fmt.Fprintf(&b, "decision: ALLOWED by %s\n", d.Rule)
+		fmt.Fprintf(&b, "limits:   %s\n", g.LimitsFor(name))
+	} else {
+		fmt.Fprintf(&b, "decision: REFUSED by %s: %s\n", d.Rule, d.Reason)
+	}
+	for _, r := range append(d.Risks, g.Risks()...) {
+		fmt.Fprintf(&b, "risk:     %s\n", r)
+	}
+	return b.String()
+}
+
+func grantLabel(g *grant.Grant) string {
+	if g.Source() == "flags" {
+		return "default (the current directory read-write, no network)"
+	}
+	return g.Source()
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

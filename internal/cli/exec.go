@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+func execCommand() *command {
+	c := &command{
+		name:    "exec",
+		summary: "run any command in a fresh sandbox (cwd read-write, no network)",
+		usage: `airlock exec [flags] -- CMD [ARGS...]
+
+Runs CMD in a fresh sandbox. By default the current directory is read-write,
+system directories are read-only, nothing else of the host is visible, and
+there is no network. stdin, stdout and stderr pass through, a terminal passes
+through when stdin is one (as a new pseudo-terminal, never the host's own),
+and airlock exits with CMD's exit status (128+N when a signal N killed it).
+
+Examples:
+  airlock exec -- make test
+  airlock exec --ro ~/.cache --time 10m --memory 2GiB -- go test ./...
+  airlock exec --env CI=1 -- sh -c 'env; ls -la /'`,
+	}
+	c.run = func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(c, env)
+		var gf grantFlags
+		gf.register(fs)
+		wall := fs.Duration("time", 0, "wall-time limit (e.g. 30s, 10m); default: the grant's")
+		memory := fs.String("memory", "", "memory limit (e.g. 512MiB, 2GiB); default: the grant's")
+		pids := fs.Int("pids", 0, "process limit; default: the grant's")
+		var envs multiFlag
+		fs.Var(&envs, "env", "set `K=V` in the sandbox (repeatable)")
+		if code := parseFlags(fs, args); code >= 0 {
+			return code
+		}
+		cmdArgs := fs.Args()
+		if len(cmdArgs) == 0 {
+			fmt.Fprintln(env.Stderr, "airlock exec: no command; usage: airlock exec [flags] -- CMD [ARGS...]")
+			return exitUsage
+		}
+		if gf.unsandboxed {
+			fmt.Fprintln(env.Stderr, "airlock exec: --unsandboxed is for tool calls; exec always sandboxes (run the command directly instead)")
+			return exitUsage
+		}
+		g, err := gf.load(env)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
+			return exitFailure
+		}
+		lim := g.LimitsFor("shell")
+		if *wall > 0 {
+			lim.Time = *wall
+		}
+		if *memory != "" {
+			n, err := grant.ParseSize(*memory)
+			if err != nil || n <= 0 {
+				fmt.Fprintf(env.Stderr, "airlock exec: --memory %q is not a size (e.g. 512MiB)\n", *memory)
+				return exitUsage
+			}
+			lim.Memory = n
+		}
+		if *pids < 0 {
+			fmt.Fprintf(env.Stderr, "airlock exec: --pids %d: must be positive\n", *pids)
+			return exitUsage
+		} else if *pids > 0 {
+			lim.Processes = *pids
+		}
+		spec := broker.SpecFor(g, lim)
+		spec.Command = cmdArgs
+		// A wrapped command's output is the user's, not a model's: no cap
+		// beyond a generous one that protects the terminal's host.
+		spec.Limits.OutputBytes = 1 << 40
+		for _, kv := range envs {
+			k, _, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				fmt.Fprintf(env.Stderr, "airlock exec: --env %q: want K=V\n", kv)
+				return exitUsage
+			}
+			spec.Env = setEnv(spec.Env, kv)
+		}
+		spec.Stdin, spec.Stdout, spec.Stderr = env.Stdin, env.Stdout, env.Stderr
+		backend, err := nativeBackend()
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
+			return exitFailure
+		}
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+		restore, ctx, err := attachTerminal(ctx, env, spec)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
+			return exitFailure
+		}
+		res, err := backend.Run(ctx, spec)
+		restore()
+		if err != nil {
+			var mf *sandbox.MissingFeatureError
+			if errors.As(err, &mf) {
+				fmt.Fprintf(env.Stderr, "airlock exec: refusing to run without isolation: %v\n", err)
+			} else {
+				fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
+			}
+			return 125
+		}
+		switch res.Limit {
+		case "time":
+			fmt.Fprintf(env.Stderr, "airlock exec: %s ran past its time limit (%s) and was killed\n", cmdArgs[0], lim.Time.Round(time.Millisecond))
+		case "memory":
+			fmt.Fprintf(env.Stderr, "airlock exec: %s ran out of memory (limit %s) and was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
+		case "processes":
+			fmt.Fprintf(env.Stderr, "airlock exec: %s hit its process limit (%d)\n", cmdArgs[0], lim.Processes)
+		}
+		if res.Signal != 0 {
+			return 128 + res.Signal
+		}
+		return res.ExitCode
+	}
+	return c
+}
+
+// setEnv sets kv ("K=V") in list, replacing an existing K.
+func setEnv(list []string, kv string) []string {
+	k, _, _ := strings.Cut(kv, "=")
+	for i, e := range list {
+		if strings.HasPrefix(e, k+"=") {
+			list[i] = kv
+			return list
+		}
+	}
+	return append(list, kv)
+}

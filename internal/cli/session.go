@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/direct"
+	"github.com/airlockhq/airlock/internal/secret"
+)
+
+// grantFlags are the flags every command that runs calls shares.
+type grantFlags struct {
+	grantFile   string
+	unsandboxed bool
+	root        string
+	readWrite   multiFlag
+	readOnly    multiFlag
+	allowHosts  multiFlag
+	records     string
+}
+
+func (f *grantFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.grantFile, "grant", "", "grant `FILE` (TOML); default: the current directory read-write, no network")
+	fs.BoolVar(&f.unsandboxed, "unsandboxed", false, "run WITHOUT a sandbox (no isolation; every result is labelled UNSANDBOXED)")
+	fs.StringVar(&f.root, "root", "", "`DIR` to grant read-write instead of the current directory")
+	fs.Var(&f.readWrite, "rw", "grant `PATH` read-write (repeatable)")
+	fs.Var(&f.readOnly, "ro", "grant `PATH` read-only (repeatable)")
+	fs.Var(&f.allowHosts, "allow-host", "let the network reach `HOST[:PORT]` (repeatable; *.suffix allowed)")
+	fs.StringVar(&f.records, "records", "", "records `DIR` for audit logs (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
+}
+
+// load builds the grant the flags describe.
+func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("finding the current directory: %w", err)
+	}
+	if f.root != "" {
+		abs, err := filepath.Abs(f.root)
+		if err != nil {
+			return nil, fmt.Errorf("--root %q: %w", f.root, err)
+		}
+		cwd = abs
+	}
+	fl := grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts}
+	if f.grantFile != "" {
+		g, err := grant.Load(f.grantFile)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts) > 0 || f.root != "" {
+			return nil, fmt.Errorf("--grant %s: put paths and hosts in the grant file, or drop --grant and use --rw, --ro, --root and --allow-host", f.grantFile)
+		}
+		return g, nil
+	}
+	return grant.FromFlags(cwd, fl)
+}
+
+// recordsDir is where session records go.
+func recordsDir(env *Env, flagValue string) (string, error) {
+	if flagValue != "" {
+		return filepath.Abs(flagValue)
+	}
+	if d := env.Getenv("AIRLOCK_STATE_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	if d := env.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "airlock", "sessions"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", errors.New("no records directory: set AIRLOCK_STATE_DIR or pass --records")
+	}
+	return filepath.Join(home, ".local", "state", "airlock", "sessions"), nil
+}
+
+// backendFor returns the sandbox backend the flags ask for, and the root
+// file tools resolve beneath.
+func backendFor(f *grantFlags, g *grant.Grant) (sandbox.Backend, string, error) {
+	if f.unsandboxed {
+		b, err := direct.New(nil)
+		return b, g.BaseDir(), err
+	}
+	b, err := nativeBackend()
+	return b, "/", err
+}
+
+// openSession opens a broker session for the flags.
+func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
+	g, err := f.load(env)
+	if err != nil {
+		return nil, err
+	}
+	backend, root, err := backendFor(f, g)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := recordsDir(env, f.records)
+	if err != nil {
+		return nil, err
+	}
+	secrets := map[string]string{}
+	for _, r := range g.Secrets() {
+		v, err := secret.Load(r.Source, env.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("grant secret %q: %w", r.Name, err)
+		}
+		secrets[r.Name] = v
+	}
+	return broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: dir, ToolRoot: root, Secrets: secrets})
+}

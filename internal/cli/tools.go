@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/airlockhq/airlock/tool"
+)
+
+func toolsCommand() *command {
+	c := &command{
+		name:    "tools",
+		summary: "print the enabled tools' schemas for MCP, OpenAI or Anthropic tool calling",
+		usage: `airlock tools [--grant FILE] [--format mcp|openai|anthropic]
+
+Prints the JSON schema and description of every tool the grant enables, in the
+shape the named API takes, so any agent loop can offer airlock's tools.`,
+	}
+	c.run = func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(c, env)
+		var gf grantFlags
+		fs.StringVar(&gf.grantFile, "grant", "", "grant `FILE`; its [tools] enabled list decides which tools are shown")
+		format := fs.String("format", "mcp", "output shape: mcp, openai or anthropic")
+		if code := parseFlags(fs, args); code >= 0 {
+			return code
+		}
+		if fs.NArg() != 0 {
+			fs.Usage()
+			return exitUsage
+		}
+		g, err := gf.load(env)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock tools: %v\n", err)
+			return exitFailure
+		}
+		var defs []*tool.Def
+		for _, d := range tool.All() {
+			if g.ToolEnabled(d.Name) {
+				defs = append(defs, d)
+			}
+		}
+		out, err := renderTools(defs, *format)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock tools: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(env.Stdout, "%s\n", out)
+		return exitOK
+	}
+	return c
+}
+
+// renderTools renders defs in the shape one tool-calling API takes.
+func renderTools(defs []*tool.Def, format string) ([]byte, error) {
+	var v any
+	switch format {
+	case "mcp":
+		type mcpTool struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		list := []mcpTool{}
+		for _, d := range defs {
+			list = append(list, mcpTool{d.Name, d.Description, d.Schema})
+		}
+		v = map[string]any{"tools": list}
+	case "openai":
+		type fn struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      bool            `json:"strict"`
+		}
+		type oaTool struct {
+			Type     string `json:"type"`
+			Function fn     `json:"function"`
+		}
+		list := []oaTool{}
+		for _, d := range defs {
+			list = append(list, oaTool{"function", fn{d.Name, d.Description, d.Schema, false}})
+		}
+		v = list
+	case "anthropic":
+		type anTool struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}
+		list := []anTool{}
+		for _, d := range defs {
+			list = append(list, anTool{d.Name, d.Description, d.Schema})
+		}
+		v = list
+	default:
+		return nil, fmt.Errorf("--format %q: want mcp, openai or anthropic", format)
+	}
+	return json.MarshalIndent(v, "", "  ")
+}
