@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/wire"
@@ -94,6 +95,7 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 
 	cp := outputCap(env)
 	var out bytes.Buffer
+	out.Grow(int(min(size-skipped, int64(cp)) + 64<<10)) // the cap plus one buffered line: no regrowth
 	lines, truncated := 0, false
 	for a.Limit == 0 || lines < a.Limit {
 		chunk, err := br.ReadSlice('\n')
@@ -122,12 +124,19 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 	if !utf8.Valid(content) {
 		return Failure("field %q: %s is a binary file (%d bytes; not valid UTF-8); read_file reads text only", "path", t.shown, size)
 	}
-	res := wire.ToolOutput{Content: string(content), Meta: wire.Meta{Bytes: int64(len(content))}}
-	if truncated {
-		res.Content += fmt.Sprintf("\n[truncated: %d more bytes; read further with offset/limit]", omitted)
-		res.Truncated = true
-		res.Meta.OmittedBytes = omitted
+	res := wire.ToolOutput{Meta: wire.Meta{Bytes: int64(len(content))}}
+	if !truncated {
+		res.Content = string(content)
+		return res
 	}
+	marker := fmt.Sprintf("\n[truncated: %d more bytes; read further with offset/limit]", omitted)
+	var b strings.Builder
+	b.Grow(len(content) + len(marker))
+	b.Write(content)
+	b.WriteString(marker)
+	res.Content = b.String()
+	res.Truncated = true
+	res.Meta.OmittedBytes = omitted
 	return res
 }
 
