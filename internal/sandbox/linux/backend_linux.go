@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/wire"
@@ -242,6 +244,7 @@ type child struct {
 }
 
 func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, cg *cgroup, iso *wire.Isolation, start time.Time) (*sandbox.Result, error) {
+	t0 := mono()
 	c, err := b.start(spec)
 	if err != nil {
 		return nil, err
@@ -272,6 +275,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 		}
 	}
 	tCgroup := time.Now()
+	tCgroupMono := mono()
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		kill("setup")
@@ -319,7 +323,8 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 	iso.Features = append(iso.Features, first.Features...)
 	iso.Missing = append(iso.Missing, first.Missing...)
 	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
-		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", setup.Nanoseconds(), "phases", first.Phases)
+		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", setup.Nanoseconds(),
+		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tCgroupMono), "phases", first.Phases)
 
 	// Relay the streams.
 	var truncated atomic.Bool
@@ -594,4 +599,11 @@ func usernsDiagnosis() (reason, fix string) {
 		return "AppArmor restricts unprivileged user namespaces", "add an AppArmor profile allowing userns for the airlock binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 	}
 	return "user namespaces seem disabled (seccomp or LSM policy of a container?)", "run on a host or container that allows creating user namespaces (e.g. docker --security-opt seccomp=unconfined, or a pod with the needed securityContext)"
+}
+
+// mono is CLOCK_MONOTONIC in ns, comparable with the init's.
+func mono() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

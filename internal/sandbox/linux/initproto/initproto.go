@@ -83,6 +83,10 @@ type Status struct {
 	// host removes them after the run if they are still empty.
 	Created []string `json:"created,omitempty"`
 	Phases  []Phase  `json:"phases,omitempty"`
+	// MainAt and ConfigAt are CLOCK_MONOTONIC times (ns) at which the
+	// init entered Main and had read its config, for profiling.
+	MainAt   int64 `json:"main_at,omitempty"`
+	ConfigAt int64 `json:"config_at,omitempty"`
 
 	// Exit reports how the payload ended (command mode): Code for a normal
 	// exit, Signal for death by signal.

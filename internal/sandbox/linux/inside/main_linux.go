@@ -21,6 +21,7 @@ import (
 // runTool in-process with the sandbox's standard streams. It returns the
 // process exit code. The protocol with the host is drawn in initproto.
 func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
+	mainAt := mono()
 	// Nothing in the sandbox may ptrace or read the init's memory.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// The sealed binary is not needed once running.
@@ -37,10 +38,12 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	if err != nil {
 		return fail(status, fmt.Errorf("reading the sandbox config: %w", err))
 	}
+	configAt := mono()
 	st, err := setup(&cfg)
 	if err != nil {
 		return fail(status, err)
 	}
+	st.MainAt, st.ConfigAt = mainAt, configAt
 	st.Ready = true
 	if err := send(status, st); err != nil {
 		return initproto.ExitSetupFailed
@@ -163,4 +166,11 @@ func closeInherited() {
 			unix.Close(fd)
 		}
 	}
+}
+
+// mono is CLOCK_MONOTONIC in ns, comparable with the host's.
+func mono() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
