@@ -16,7 +16,9 @@ type PathUse struct {
 
 // Call is what one tool call would touch, for Check.
 type Call struct {
-	Tool  string
+	// Tool is the tool's name; it must be enabled.
+	Tool string
+	// Paths are the paths the call reads or writes.
 	Paths []PathUse
 	// Hosts are "host:port" the call connects to; a host without a port means 443.
 	Hosts []string
@@ -29,6 +31,7 @@ type Call struct {
 
 // Decision is the outcome of Check.
 type Decision struct {
+	// Allowed says whether the grant allows the whole call.
 	Allowed bool
 	// Rule names the grant rules that allowed the call, or the one that refused it.
 	Rule string

@@ -15,6 +15,7 @@ type Error struct {
 	Msg  string // what is wrong, e.g. `"12XB" is not a size`
 }
 
+// Error renders the problem as "file:line: key: message".
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)

@@ -269,9 +269,9 @@ func (g *Grant) BaseDir() string { return g.base }
 // ToolEnabled reports whether the grant enables the tool.
 func (g *Grant) ToolEnabled(name string) bool { return g.tools[name] }
 
-// EnabledTools returns the enabled tools in the order of Tools.
+// EnabledTools returns the enabled tools in the order of ToolNames.
 func (g *Grant) EnabledTools() []string {
-	return slices.DeleteFunc(slices.Clone(Tools), func(t string) bool { return !g.tools[t] })
+	return slices.DeleteFunc(slices.Clone(toolNames), func(t string) bool { return !g.tools[t] })
 }
 
 // LimitsFor returns the limits of one tool: its overrides on top of the
@@ -352,7 +352,7 @@ func (g *Grant) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "limits %s\n", g.limits)
-	for _, t := range Tools {
+	for _, t := range toolNames {
 		if g.tools[t] {
 			fmt.Fprintf(&b, "tool %s limits %s\n", t, g.LimitsFor(t))
 		}

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// DefaultPorts are the ports a host pattern without a port allows.
-var DefaultPorts = []int{80, 443}
+// DefaultPorts returns the ports a host pattern without a port allows.
+func DefaultPorts() []int { return []int{80, 443} }
 
 // hostPattern is one normalised entry of network.hosts, network.private,
 // network.plain_http or a secret's hosts.

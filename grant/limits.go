@@ -85,9 +85,6 @@ func (l Limits) check(key []string, ps *problems) {
 	}
 }
 
-// limitKeys are the keys of [limits] and of each [tools.NAME] table.
-var limitKeys = []string{"time", "memory", "processes", "output", "file_size", "tmp"}
-
 // limitsFromTOML reads a [limits]-shaped table; unset fields stay zero.
 func limitsFromTOML(v any, key []string, ps *problems) Limits {
 	var l Limits

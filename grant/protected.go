@@ -132,7 +132,7 @@ func protectedPaths(r string, writable map[string]bool) ([]protectedPath, bool) 
 			}
 			return nil
 		}
-		if rule := protectedRule(rel[len(rel)-1:len(rel)], false); rule != "" || rel[len(rel)-1] == ".git" {
+		if rule := protectedRule(rel[len(rel)-1:], false); rule != "" || rel[len(rel)-1] == ".git" {
 			if rule == "" {
 				rule = ".git"
 			}

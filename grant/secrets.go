@@ -29,8 +29,6 @@ type secretSpec struct {
 	tools, hosts               []string
 }
 
-var secretKeys = []string{"from", "tools", "hosts", "header", "format"}
-
 // secretsFromTOML reads [secrets.NAME] tables.
 func secretsFromTOML(s *spec, v any, key []string, ps *problems) {
 	t, ok := v.(map[string]any)
@@ -89,7 +87,7 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 	}
 	for _, t := range sec.tools {
 		switch {
-		case !slices.Contains(Tools, t):
+		case !slices.Contains(toolNames, t):
 			ps.addValue(key("tools"), t, "%q is not a tool", t)
 		case !enabled[t]:
 			ps.addValue(key("tools"), t, "%q is not enabled in tools.enabled", t)

@@ -4,17 +4,20 @@ import (
 	"slices"
 )
 
-// Tools are the names of the tools a grant can enable, in a fixed order.
-var Tools = []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
+// toolNames are the names of the tools a grant can enable, in a fixed order.
+var toolNames = []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
+
+// ToolNames returns the names of the tools a grant can enable, in a fixed order.
+func ToolNames() []string { return slices.Clone(toolNames) }
 
 // defaultTools are enabled when a grant does not say: every tool, with
 // http_fetch only when the grant names hosts or private addresses (without
 // them it cannot succeed).
 func defaultTools(hasHosts bool) []string {
 	if hasHosts {
-		return slices.Clone(Tools)
+		return slices.Clone(toolNames)
 	}
-	return slices.DeleteFunc(slices.Clone(Tools), func(t string) bool { return t == "http_fetch" })
+	return slices.DeleteFunc(slices.Clone(toolNames), func(t string) bool { return t == "http_fetch" })
 }
 
 // toolsFromTOML reads [tools]: the enabled list and one table of limit
@@ -31,13 +34,13 @@ func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
 		case k == "enabled":
 			s.tools = stringList(t[k], sub, ps)
 			s.toolsSet = true
-		case slices.Contains(Tools, k):
+		case slices.Contains(toolNames, k):
 			if s.toolLimits == nil {
 				s.toolLimits = map[string]Limits{}
 			}
 			s.toolLimits[k] = limitsFromTOML(t[k], sub, ps)
 		default:
-			unknownKey(sub, k, append([]string{"enabled"}, Tools...), ps)
+			unknownKey(sub, k, append([]string{"enabled"}, toolNames...), ps)
 		}
 	}
 }
@@ -51,8 +54,8 @@ func checkTools(s *spec, ps *problems) map[string]bool {
 	set := map[string]bool{}
 	for _, n := range names {
 		switch {
-		case !slices.Contains(Tools, n):
-			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %v)", n, Tools)
+		case !slices.Contains(toolNames, n):
+			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %v)", n, toolNames)
 		case set[n]:
 			ps.addValue([]string{"tools", "enabled"}, n, "%q is listed twice", n)
 		}
