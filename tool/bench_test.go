@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -17,7 +16,11 @@ const benchPattern = `func \(\w+ \*Reader\)`
 // BenchmarkGrepGOROOT compares the grep tool with GNU grep -rnE over the same
 // tree in one run, so the ratio is meaningful on any machine.
 func BenchmarkGrepGOROOT(b *testing.B) {
-	src := filepath.Join(runtime.GOROOT(), "src")
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
 	if _, err := os.Stat(src); err != nil {
 		b.Skipf("GOROOT/src not available: %v", err)
 	}
