@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -156,5 +157,40 @@ func TestHTTPForward(t *testing.T) {
 	}
 	if d := h.next(); !d.Allowed || d.Proto != "http" {
 		t.Fatalf("Decision = %+v", d)
+	}
+}
+
+func TestHTTPDripFeed(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.conn()
+	for _, b := range []byte("CONNECT a.test:80 HTTP/1.1\r\nHost: a.test\r\n\r\n") {
+		if _, err := c.Write([]byte{b}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v, %v", resp, err)
+	}
+	io.WriteString(c, "drip")
+	c.CloseWrite()
+	if got, _ := io.ReadAll(br); string(got) != "drip" {
+		t.Fatalf("echo %q", got)
+	}
+}
+
+func TestHTTPHandshakeTimeout(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.HandshakeTimeout = 100 * time.Millisecond })
+	c := h.conn()
+	io.WriteString(c, "CONNECT a.test:80 HTTP/1.1\r\nHost: a.te") // never finished
+	start := time.Now()
+	got, _ := io.ReadAll(c)
+	if time.Since(start) > 3*time.Second || strings.Contains(string(got), " 200 ") {
+		t.Fatalf("got %q after %v", got, time.Since(start))
+	}
+	if len(h.dial.dialed()) != 0 {
+		t.Fatal("dialled on an unfinished request")
 	}
 }
