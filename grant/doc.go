@@ -5,21 +5,68 @@
 // runs. After that, checking a call (Grant.Check) is pure code with no I/O but
 // the resolution of the call's own paths, so it is table-tested.
 //
-// A grant says:
+// # Keys
 //
-//   - paths: read-write and read-only trees, and denied sub-paths masked
-//     inside them. Protected paths inside read-write trees (.git/hooks,
-//     .git/config, nested repositories, shell rc files, .mcp.json, editor and
-//     agent settings directories) stay read-only unless the grant lists them
-//     under paths.writable_protected. See ProtectedNames.
-//   - network: host names and *.suffix patterns with an optional port (80 and
-//     443 by default), explicit private addresses, and hosts where plain http
-//     is allowed.
-//   - limits: time, memory, processes, output bytes, file size and /tmp size,
-//     with defaults (DefaultLimits) and per-tool overrides.
-//   - tools: which tools are enabled.
-//   - secrets: which secret goes to which tool and host, in which header. The
-//     grant names a secret's source, never its value.
+// Every key is optional; unknown keys are errors. Each error is an *Error
+// naming the file, line and key, e.g.
 //
-// examples/grant.toml in the repository documents every key.
+//	grant.toml:12: limits.memory: "12XB" is not a size
+//
+// [paths]
+//
+//   - read_write, read_only: lists of trees or files, relative to the grant
+//     file's directory (the working directory for flags). Each is resolved
+//     once, symlinks included, and must exist. "/", /proc, /sys and /dev are
+//     never granted; /etc, /usr, /bin, /sbin, /lib*, /boot and /run are
+//     never granted read-write, nor /var and /home themselves. Grants may
+//     nest; the most specific one rules a path.
+//   - deny: sub-paths of granted trees hidden from the sandbox and refused to
+//     every tool, existing or not. A denied path wins over any grant.
+//   - writable_protected: protected names (see below) the sandbox may write.
+//
+// Protected paths stay read-only inside read-write trees, whether or not they
+// exist yet: ".git/hooks" and ".git/config" of the tree's repository (the rest
+// of .git stays writable so commits work); ".git" meaning a .git pointer file
+// at the top of the tree and every nested repository's .git; shell rc files
+// and .envrc anywhere; ".mcp.json" and editor and agent settings directories
+// (.vscode, .idea, .zed, .cursor, .claude, .codex, .gemini, .continue,
+// .windsurf) anywhere. ProtectedNames lists them.
+//
+// [network]
+//
+//   - hosts: exact names and "*.suffix" patterns, each with an optional
+//     ":port" (80 and 443 without one). Names are normalised (lower case, one
+//     trailing dot dropped, IDNA to ASCII) and matched label by label:
+//     "*.example.com" matches a.example.com and a.b.example.com, never
+//     example.com or evilexample.com. "*", a single-label suffix such as
+//     "*.com", "a.*", empty labels, localhost, and names that read as numeric
+//     addresses ("2130706433", "127.1") are refused. An IP literal must be
+//     public and canonical, and matches only itself.
+//   - private: the only way a non-public address is reached: IPs, CIDRs,
+//     or names whose addresses may be private. Each entry is a risk (Risks).
+//   - plain_http: host patterns where http_fetch may use http://.
+//
+// [limits] and [tools.NAME]
+//
+// time (a Go duration), memory, processes, output, file_size and tmp (sizes:
+// bytes or "64MiB", "1GiB", "512KB"; see ParseSize). [limits] applies to every
+// tool over DefaultLimits; [tools.NAME] overrides it for one tool.
+//
+// [tools]
+//
+//   - enabled: the tools calls may use (ToolNames). Without it: every tool,
+//     with http_fetch only when the grant names hosts or private addresses.
+//
+// [secrets.NAME]
+//
+//   - from: "env:VAR" or "file:PATH" (relative to the grant file; a file the
+//     sandbox could read through the grant is refused).
+//   - tools: enabled tools whose calls may carry the secret.
+//   - hosts: host patterns it may be sent to, each allowed by network.hosts or
+//     network.private.
+//   - header, format: where it goes; "Authorization" and "Bearer {value}" by
+//     default.
+//
+// The grant names a secret's source, never its value. examples/grant.toml in
+// the repository is a commented grant with every key.
 package grant

@@ -142,9 +142,15 @@ func build(s *spec, ps *problems) *Grant {
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
 	g.scanComplete = true
+	var writableDirs []string
 	for _, r := range g.roots {
 		if r.writable && r.dir {
-			list, complete := protectedPaths(r.path, g.writableProtected)
+			writableDirs = append(writableDirs, r.path)
+		}
+	}
+	for _, r := range g.roots {
+		if r.writable && r.dir {
+			list, complete := protectedPaths(r.path, g.writableProtected, writableDirs)
 			g.protected = append(g.protected, list...)
 			g.scanComplete = g.scanComplete && complete
 		}

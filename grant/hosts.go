@@ -250,6 +250,9 @@ func parsePrivate(s string) (hostPattern, error) {
 			return hostPattern{}, fmt.Errorf("%q is not a CIDR", s)
 		}
 		if pfx.Addr().Is4In6() {
+			if pfx.Bits() < 96 {
+				return hostPattern{}, fmt.Errorf("%q mixes IPv4-mapped and other IPv6 addresses; write the IPv4 CIDR", s)
+			}
 			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
 		}
 		return hostPattern{prefix: pfx.Masked()}, nil

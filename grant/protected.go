@@ -82,7 +82,8 @@ const maxProtectedScan = 20000
 // protectedPaths lists the protected paths of a read-write directory root:
 // those at its top (existing or not) and nested ones found by a bounded scan
 // that does not follow symlinks. It reports whether the scan was complete.
-func protectedPaths(r string, writable map[string]bool) ([]protectedPath, bool) {
+// Nested read-write roots (others) are left to their own scan.
+func protectedPaths(r string, writable map[string]bool, others []string) ([]protectedPath, bool) {
 	var out []protectedPath
 	add := func(p, rule string) {
 		if writable[rule] {
@@ -113,6 +114,9 @@ func protectedPaths(r string, writable map[string]bool) ([]protectedPath, bool) 
 	_ = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == r {
 			return nil
+		}
+		if d.IsDir() && slices.Contains(others, p) {
+			return filepath.SkipDir
 		}
 		seen++
 		if seen > maxProtectedScan {
