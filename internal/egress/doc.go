@@ -43,7 +43,9 @@
 //   - SNI (port 443 only): a ClientHello whose server_name differs from the
 //     checked name, or any server_name on a tunnel to an IP literal, or a
 //     malformed ClientHello, closes the tunnel before a byte goes upstream. A
-//     client that does not start with a TLS record is passed through. Residual
+//     client that does not start with a TLS record is passed through, but a
+//     protocol whose server speaks first is refused on port 443 after
+//     HandshakeTimeout, since the proxy waits for the client's first bytes. Residual
 //     risks: the Host header inside TLS cannot be seen, so fronting that keeps
 //     SNI honest and lies only in the encrypted Host header is not caught; a
 //     client using Encrypted Client Hello sends an outer SNI naming the
@@ -53,6 +55,9 @@
 //     last byte, because with splice(2) progress is only visible when a read
 //     deadline expires.
 //   - Connections over MaxConns are closed at once, without a reply.
+//   - An HTTP refusal tells the sandbox the category only ("host or port not
+//     granted", "destination address is not allowed", …); the resolved
+//     addresses and the rule are in the Decision, for the audit log.
 //
 // The in-sandbox half, which bridges 127.0.0.1 to the proxy's socket, lives in
 // the small package egress/forward so the sandbox side does not import this one.

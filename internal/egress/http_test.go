@@ -71,6 +71,11 @@ func TestHTTPRefusals(t *testing.T) {
 			if resp.StatusCode != tt.status {
 				t.Errorf("status %d (%s), want %d", resp.StatusCode, body, tt.status)
 			}
+			for _, leak := range []string{"10.0.0.1", "93.184.216.34", "::1", "host a.test"} {
+				if strings.Contains(string(body), leak) {
+					t.Errorf("body %q tells the sandbox %q", body, leak)
+				}
+			}
 			if n := h.res.callCount(); n != tt.lookups {
 				t.Errorf("resolver called %d times, want %d", n, tt.lookups)
 			}

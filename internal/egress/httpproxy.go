@@ -37,6 +37,21 @@ func httpError(w io.Writer, code int, reason string) {
 		code, http.StatusText(code), len(body), body)
 }
 
+// clientReason is the sandbox-facing summary of a refusal. It names the
+// category only: the full reason (with resolved addresses) goes to the audit
+// Decision, not to the sandbox.
+func clientReason(f fail, d Decision) string {
+	switch {
+	case f == failDenied && d.Addr.IsValid():
+		return "destination address is not allowed"
+	case f == failDenied:
+		return "host or port not granted"
+	case f == failResolve:
+		return "name did not resolve"
+	}
+	return "connection failed: " + dialReason(f)
+}
+
 func httpStatus(f fail) int {
 	switch f {
 	case failBad:
@@ -72,7 +87,7 @@ func (p *Proxy) httpProxy(ctx context.Context, c net.Conn, br *bufio.Reader, hr 
 	}
 	up, d, f := p.open(ctx, proto, t)
 	if f != failNone {
-		httpError(c, httpStatus(f), "airlock egress: "+d.Reason)
+		httpError(c, httpStatus(f), "airlock egress: "+clientReason(f, d))
 		p.decide(d)
 		return
 	}
