@@ -196,8 +196,14 @@ func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 			return nil, fmt.Errorf("path %q must be clean and absolute", p)
 		}
 	}
-	if spec.Network.ProxySocket != "" {
-		return nil, errors.New("the Linux backend does not support an egress proxy socket yet")
+	if p := spec.Network.ProxySocket; p != "" {
+		if !cleanAbs(p) {
+			return nil, fmt.Errorf("proxy socket %q must be a clean absolute path", p)
+		}
+		if spec.Network.ProxyPort < 0 || spec.Network.ProxyPort > 65535 {
+			return nil, fmt.Errorf("proxy port %d out of range", spec.Network.ProxyPort)
+		}
+		cfg.ProxySocket, cfg.ProxyPort = p, spec.Network.ProxyPort
 	}
 	return cfg, nil
 }

@@ -3,7 +3,9 @@ package linux_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -172,5 +174,44 @@ func TestCgroupsRequiredFailsClosed(t *testing.T) {
 	var mf *sandbox.MissingFeatureError
 	if !errors.As(err, &mf) || !strings.Contains(mf.Fix, "Delegate") {
 		t.Fatalf("err = %v, want a MissingFeatureError with a fix", err)
+	}
+}
+
+// The egress proxy socket is reachable through the forwarder on
+// 127.0.0.1:ProxyPort, and at its mount point.
+func TestProxyForwarder(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "proxy.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				c.Write([]byte("proxy:" + string(buf[:n])))
+			}()
+		}
+	}()
+	o := run(t, &sandbox.Spec{
+		Network: sandbox.Network{ProxySocket: sock, ProxyPort: 3128},
+		Command: []string{"/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/3128; printf hi >&3; head -c 8 <&3; echo; ls /run/airlock"},
+	})
+	if o.stdout != "proxy:hi\nproxy.sock\n" {
+		t.Fatalf("stdout %q stderr %q", o.stdout, o.stderr)
+	}
+	if !contains(o.res.Isolation.Features, "egress-proxy") {
+		t.Errorf("features %v", o.res.Isolation.Features)
 	}
 }

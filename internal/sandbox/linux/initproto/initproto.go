@@ -28,6 +28,9 @@ const (
 	ExeFD    = 5 // the sealed memfd holding the airlock binary (closed at once)
 )
 
+// ProxyMount is where the proxy socket appears inside the sandbox.
+const ProxyMount = "/run/airlock/proxy.sock"
+
 // Arg is the hidden argument that puts the airlock binary in init mode.
 const Arg = "__sandbox"
 
@@ -48,6 +51,12 @@ type Config struct {
 	Command  []string `json:"command,omitempty"`
 	TTY      bool     `json:"tty,omitempty"`
 	Hostname string   `json:"hostname"`
+
+	// ProxySocket is the host path of this sandbox's egress proxy socket;
+	// the init binds it at ProxyMount and, when ProxyPort is set, forwards
+	// 127.0.0.1:ProxyPort inside the sandbox to it.
+	ProxySocket string `json:"proxy_socket,omitempty"`
+	ProxyPort   int    `json:"proxy_port,omitempty"`
 
 	TmpBytes     int64 `json:"tmp_bytes"`
 	ShmBytes     int64 `json:"shm_bytes"`

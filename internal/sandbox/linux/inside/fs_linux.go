@@ -310,6 +310,15 @@ func build(cfg *initproto.Config) (*builder, error) {
 			unix.Close(fd)
 		}
 	}()
+	proxyFD := -1
+	if cfg.ProxySocket != "" {
+		fd, err := openSource(cfg.ProxySocket)
+		if err != nil {
+			return nil, fmt.Errorf("proxy socket: %w", err)
+		}
+		proxyFD = fd
+		defer unix.Close(fd)
+	}
 	sys := map[string]int{}
 	for _, d := range systemDirs {
 		fd, err := unix.Open("/"+d, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -472,6 +481,9 @@ func build(cfg *initproto.Config) (*builder, error) {
 	for _, p := range cfg.ReadOnly {
 		fd, err := b.walkPath(p)
 		if errors.Is(err, unix.ENOENT) {
+			if !underWritable(p, cfg.Mounts) {
+				continue // nothing can create it: it is read-only already
+			}
 			fd, err = b.target(p, true, true)
 			if err == nil {
 				err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
@@ -489,12 +501,27 @@ func build(cfg *initproto.Config) (*builder, error) {
 		}
 	}
 
-	// 9. /dev: a small tmpfs with the safe host devices, then read-only.
+	// 9. The egress proxy's socket, alone in /run/airlock.
+	if fd := proxyFD; fd >= 0 {
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		if err == nil && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			err = fmt.Errorf("%s is not a socket", cfg.ProxySocket)
+		}
+		if err == nil {
+			err = b.bindAt(fd, initproto.ProxyMount, false, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mounting the proxy socket: %w", err)
+		}
+	}
+
+	// 10. /dev: a small tmpfs with the safe host devices, then read-only.
 	if err := b.buildDev(devs); err != nil {
 		return nil, err
 	}
 
-	// 10. A new /proc with its writable knobs made read-only.
+	// 11. A new /proc with its writable knobs made read-only.
 	procFd, err := b.target("/proc", true, false)
 	if err != nil {
 		return nil, err
@@ -678,4 +705,15 @@ func ttyPath() (int, error) {
 		return -1, fmt.Errorf("the terminal %s is not fd 0", name)
 	}
 	return fd, nil
+}
+
+// underWritable reports whether the innermost grant holding p is writable.
+func underWritable(p string, mounts []initproto.Mount) bool {
+	best, w := -1, false
+	for _, m := range mounts {
+		if within(p, m.Target) && len(m.Target) > best {
+			best, w = len(m.Target), m.Writable
+		}
+	}
+	return w
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,6 +156,9 @@ func applyLandlock(cfg *initproto.Config) (string, error) {
 		landlock.RODirs("/"),
 		landlock.RWDirs(rw...).WithRefer().WithResolveUnix(),
 		landlock.RWFiles(rwFiles...).WithIoctlDev(),
+	}
+	if cfg.ProxySocket != "" {
+		rules = append(rules, landlock.RODirs(filepath.Dir(initproto.ProxyMount)).WithResolveUnix())
 	}
 	if len(rwGrantFiles) > 0 {
 		rules = append(rules, landlock.RWFiles(rwGrantFiles...))

@@ -109,6 +109,12 @@ func setup(cfg *initproto.Config) (*initproto.Status, error) {
 	if err := loopbackUp(); err != nil {
 		return nil, err
 	}
+	if cfg.ProxySocket != "" && cfg.ProxyPort > 0 {
+		if err := forwardProxy(cfg.ProxyPort); err != nil {
+			return nil, err
+		}
+		st.Features = append(st.Features, "egress-proxy")
+	}
 	phase("net")
 	if err := setRlimits(cfg); err != nil {
 		return nil, err
