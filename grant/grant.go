@@ -15,6 +15,7 @@ import (
 // Grant never holds any.
 type Grant struct {
 	source string // file name or "flags"
+	spec   *spec  // what it was built from, for With
 	base   string // resolved directory relative paths start from
 
 	roots             []root   // most specific first
@@ -58,7 +59,7 @@ var (
 // build validates s and resolves its paths, recording every problem in ps.
 // It returns nil when there is any.
 func build(s *spec, ps *problems) *Grant {
-	g := &Grant{source: s.source, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
+	g := &Grant{source: s.source, spec: s, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
 	if !filepath.IsAbs(s.base) {
 		ps.add(nil, "base directory %q is not absolute", s.base)
 		return nil

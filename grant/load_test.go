@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,3 +174,44 @@ func TestIDStable(t *testing.T) {
 		t.Errorf("different grants share ID %s", a.ID())
 	}
 }
+
+func TestWith(t *testing.T) {
+	T := fixture(t, "proj/ws/a", "proj/grant.toml", "other/b")
+	file := "[paths]\nread_write = [\"ws\"]\n[network]\nhosts = [\"a.test\"]\n[limits]\ntime = \"1m\"\n[tools.shell]\nmemory = \"2GiB\"\n"
+	base, err := Parse([]byte(file), "grant.toml", T+"/proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := base.With(T+"/other", Flags{ReadOnly: []string{"."}, AllowHosts: []string{"b.test"}, Limits: Limits{Time: 5e9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMounts := []Mount{{Source: T + "/other", Dir: true}, {Source: T + "/proj/ws", Writable: true, Dir: true}}
+	if diff := cmp.Diff(wantMounts, g.Mounts(), cmpSortMounts); diff != "" {
+		t.Errorf("Mounts mismatch (-want +got):\n%s", diff)
+	}
+	for _, h := range []string{"a.test", "b.test"} {
+		if _, ok := g.AllowHost(h, 443); !ok {
+			t.Errorf("AllowHost(%s) refused", h)
+		}
+	}
+	if got := g.LimitsFor("shell"); got.Time != 5e9 || got.Memory != 2<<30 {
+		t.Errorf("LimitsFor(shell) = %v, want time 5s memory 2GiB", got)
+	}
+	if g.BaseDir() != T+"/other" {
+		t.Errorf("BaseDir = %s, want %s/other", g.BaseDir(), T)
+	}
+	if _, ok := base.AllowHost("b.test", 443); ok {
+		t.Errorf("With changed the original grant")
+	}
+	_, err = base.With(T, Flags{Deny: []string{"/etc"}})
+	if want := `flags: paths.deny: "/etc" (/etc) is not inside any granted path`; err == nil || err.Error() != want {
+		t.Errorf("With error = %v, want %s", err, want)
+	}
+}
+
+var cmpSortMounts = cmp.Transformer("sort", func(in []Mount) []Mount {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b Mount) int { return strings.Compare(a.Source, b.Source) })
+	return out
+})

@@ -1,0 +1,64 @@
+package grant
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// With returns a new grant: g widened or adjusted by command-line values, as
+// when a user passes both a grant file and flags. Lists (paths, hosts,
+// private, plain_http, writable_protected) are added to; Tools, when set,
+// replaces the enabled tools; each limit set in f replaces that limit for
+// every tool. Relative paths in f start from cwd, which also becomes the
+// grant's BaseDir. g is unchanged; errors name the flag's key in "flags".
+func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
+	if !filepath.IsAbs(cwd) {
+		return nil, &Error{File: "flags", Msg: "the working directory " + cwd + " is not absolute"}
+	}
+	old := g.spec
+	abs := func(list []string) []string {
+		out := make([]string, len(list))
+		for i, p := range list {
+			if p != "" && !filepath.IsAbs(p) {
+				p = filepath.Join(old.base, p)
+			}
+			out[i] = p
+		}
+		return out
+	}
+	s := &spec{
+		source:            "flags",
+		base:              cwd,
+		readWrite:         append(abs(old.readWrite), f.ReadWrite...),
+		readOnly:          append(abs(old.readOnly), f.ReadOnly...),
+		deny:              append(abs(old.deny), f.Deny...),
+		writableProtected: append(slices.Clone(old.writableProtected), f.WritableProtected...),
+		hosts:             append(slices.Clone(old.hosts), f.AllowHosts...),
+		private:           append(slices.Clone(old.private), f.Private...),
+		plainHTTP:         append(slices.Clone(old.plainHTTP), f.PlainHTTP...),
+		limits:            old.limits.over(f.Limits),
+		toolLimits:        map[string]Limits{},
+		tools:             slices.Clone(old.tools),
+		toolsSet:          old.toolsSet,
+	}
+	for t, l := range old.toolLimits {
+		s.toolLimits[t] = l.over(f.Limits)
+	}
+	if f.Tools != nil {
+		s.tools, s.toolsSet = slices.Clone(f.Tools), true
+	}
+	for _, sec := range old.secrets {
+		if file, ok := strings.CutPrefix(sec.from, "file:"); ok && file != "" && !filepath.IsAbs(file) {
+			sec.from = "file:" + filepath.Join(old.base, file)
+		}
+		sec.tools, sec.hosts = slices.Clone(sec.tools), slices.Clone(sec.hosts)
+		s.secrets = append(s.secrets, sec)
+	}
+	var ps problems
+	w := build(s, &ps)
+	if len(ps.list) > 0 {
+		return nil, report("flags", "", ps.list)
+	}
+	return w, nil
+}
