@@ -312,8 +312,9 @@ func (s *grepSearch) result(pattern, shown string) wire.ToolOutput {
 
 // A grepWorker reads and scans files, reusing its buffer.
 type grepWorker struct {
-	s   *grepSearch
-	buf []byte
+	s    *grepSearch
+	buf  []byte
+	fold []byte // a case-folded copy of buf, for ignore_case
 }
 
 // file reads and scans one file. An unreadable or vanished file yields an
@@ -341,9 +342,9 @@ func (w *grepWorker) file(dir *os.Root, name, shown string) fileResult {
 	if bytes.IndexByte(b[:min(len(b), sniffBytes)], 0) >= 0 {
 		return fileResult{binary: true}
 	}
-	r := w.s.scan(b, shown)
+	r := w.s.scan(b, shown, &w.fold)
 	if cap(w.buf) > 4<<20 {
-		w.buf = nil // do not hold a large file's buffer for the rest of the walk
+		w.buf, w.fold = nil, nil // do not hold a large file's buffers for the rest of the walk
 	}
 	return r
 }
@@ -377,17 +378,17 @@ func (w *grepWorker) read(f *os.File, size int) ([]byte, error) {
 type hit struct{ start, end, line int }
 
 // scan finds the matching lines of b and renders them for the output mode.
-func (s *grepSearch) scan(b []byte, shown string) fileResult {
+func (s *grepSearch) scan(b []byte, shown string, scratch *[]byte) fileResult {
 	r := fileResult{shown: shown}
 	switch s.mode {
 	case grepFiles:
-		s.m.each(b, func(int, int) bool { r.matches = 1; return false })
+		s.m.each(b, scratch, func(int, int) bool { r.matches = 1; return false })
 		if r.matches > 0 {
 			r.text = []byte(shown + "\n")
 		}
 		return r
 	case grepCount:
-		s.m.each(b, func(int, int) bool { r.matches++; return true })
+		s.m.each(b, scratch, func(int, int) bool { r.matches++; return true })
 		if r.matches > 0 {
 			r.text = []byte(shown + ":" + strconv.Itoa(r.matches) + "\n")
 		}
@@ -401,7 +402,7 @@ func (s *grepSearch) scan(b []byte, shown string) fileResult {
 	}
 	var hits []hit
 	line, last := 1, 0
-	s.m.each(b, func(start, end int) bool {
+	s.m.each(b, scratch, func(start, end int) bool {
 		line += bytes.Count(b[last:start], []byte{'\n'})
 		last = start
 		hits = append(hits, hit{start, end, line})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"regexp"
 	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
 )
 
 // A lineMatcher finds the lines of a buffer that a regexp matches, the way
@@ -13,6 +15,7 @@ import (
 type lineMatcher struct {
 	re      *regexp.Regexp // compiled with (?m), so ^ and $ match at line ends
 	lit     []byte         // a literal every match contains; nil if none is known
+	fold    bool           // lit is ASCII lower case and matches case-insensitively
 	perLine bool           // \A or \z: whole-buffer and per-line meaning differ
 }
 
@@ -29,23 +32,30 @@ func newLineMatcher(pattern string, ignoreCase bool) (*lineMatcher, error) {
 	m := &lineMatcher{re: re}
 	if tree, err := syntax.Parse(flags+pattern, syntax.Perl); err == nil {
 		tree = tree.Simplify()
-		if lit := requiredLiteral(tree); len(lit) > 0 {
-			m.lit = []byte(lit)
+		if lit, fold := requiredLiteral(tree); len(lit) > 0 {
+			m.lit, m.fold = []byte(lit), fold
 		}
 		m.perLine = usesTextAnchors(tree)
 	}
 	return m, nil
 }
 
-// requiredLiteral returns the longest case-sensitive literal that every match
-// of re contains, or "".
-func requiredLiteral(re *syntax.Regexp) string {
+// requiredLiteral returns the longest literal that every match of re
+// contains, or "". fold reports a case-insensitive literal, returned in ASCII
+// lower case; one is used only when ASCII case folding is exact for it (no
+// non-ASCII rune, and no k or s, which fold to the Kelvin sign and long s).
+func requiredLiteral(re *syntax.Regexp) (lit string, fold bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return ""
+		if re.Flags&syntax.FoldCase == 0 {
+			return string(re.Rune), false
 		}
-		return string(re.Rune)
+		for _, r := range re.Rune {
+			if r >= utf8.RuneSelf || strings.ContainsRune("kKsS", r) {
+				return "", false
+			}
+		}
+		return strings.ToLower(string(re.Rune)), true
 	case syntax.OpCapture, syntax.OpPlus:
 		return requiredLiteral(re.Sub[0])
 	case syntax.OpRepeat:
@@ -53,15 +63,29 @@ func requiredLiteral(re *syntax.Regexp) string {
 			return requiredLiteral(re.Sub[0])
 		}
 	case syntax.OpConcat:
-		best := ""
 		for _, s := range re.Sub {
-			if l := requiredLiteral(s); len(l) > len(best) {
-				best = l
+			if l, f := requiredLiteral(s); len(l) > len(lit) {
+				lit, fold = l, f
 			}
 		}
-		return best
 	}
-	return ""
+	return lit, fold
+}
+
+// lowerASCII writes b with ASCII letters in lower case into *scratch (same
+// length and offsets as b) and returns it.
+func lowerASCII(b []byte, scratch *[]byte) []byte {
+	if cap(*scratch) < len(b) {
+		*scratch = make([]byte, len(b))
+	}
+	out := (*scratch)[:len(b)]
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // usesTextAnchors reports whether re uses \A or \z anywhere.
@@ -86,8 +110,9 @@ func lineEnd(b []byte, i int) int {
 }
 
 // each calls fn(start, end) for every matching line b[start:end] (without its
-// newline), in order, until fn returns false.
-func (m *lineMatcher) each(b []byte, fn func(start, end int) bool) {
+// newline), in order, until fn returns false. scratch is reused between calls
+// for a case-folded copy of b, when one is needed.
+func (m *lineMatcher) each(b []byte, scratch *[]byte, fn func(start, end int) bool) {
 	switch {
 	case m.perLine:
 		for pos := 0; pos < len(b); {
@@ -98,8 +123,12 @@ func (m *lineMatcher) each(b []byte, fn func(start, end int) bool) {
 			pos = le + 1
 		}
 	case m.lit != nil:
+		search := b
+		if m.fold {
+			search = lowerASCII(b, scratch)
+		}
 		for pos := 0; pos < len(b); {
-			i := bytes.Index(b[pos:], m.lit)
+			i := bytes.Index(search[pos:], m.lit)
 			if i < 0 {
 				return
 			}

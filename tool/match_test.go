@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,19 +39,22 @@ func TestLineMatcherAgreesWithPerLineMatching(t *testing.T) {
 		"aaa\n\nbbb\naXb\n",
 		"x *Reader) y\n*Reader)\nfunc (r *Reader)\n",
 		"\n\n\nend",
+		"FUNC (R *reader)\nfunc (r *ReAdEr)\n",
+		"\u212a kelvin\nſ long s\nk\n",
 	}
 	patterns := []string{
 		`func \(\w+ \*Reader\)`, `^$`, `$`, `^`, `a`, `b$`, `^a`, `left\sright`, `\Aright`, `\Aright\z`,
-		`a*`, `[^a]+`, `\*Reader\)`, `(?s)a.b`, `X|func`, `(a+)+$`, `e\n?r`, `(?i)READ`, `Reader\)$`,
+		`a*`, `[^a]+`, `\*Reader\)`, `(?s)a.b`, `X|func`, `(a+)+$`, `e\n?r`, `(?i)READ`, `Reader\)$`, `(?i)func \(\w+ \*READER\)`, `(?i)K`, `(?i)ſ`, `(?i)x *READER`,
 	}
 	for _, p := range patterns {
 		for _, in := range inputs {
-			m, err := newLineMatcher(p, false)
+			m, err := newLineMatcher(strings.TrimPrefix(p, "(?i)"), strings.HasPrefix(p, "(?i)"))
 			if err != nil {
 				t.Fatalf("%q: %v", p, err)
 			}
 			var got []string
-			m.each([]byte(in), func(s, e int) bool {
+			var scratch []byte
+			m.each([]byte(in), &scratch, func(s, e int) bool {
 				got = append(got, in[s:e])
 				return true
 			})
@@ -66,7 +70,9 @@ func TestRequiredLiteral(t *testing.T) {
 	tests := map[string]string{
 		`func \(\w+ \*Reader\)`: " *Reader)",
 		`abc`:                   "abc",
-		`(?i)abc`:               "",
+		`(?i)abc`:               "abc (folded)",
+		`(?i)ASK`:               "",
+		`(?i)héllo`:             "",
 		`a|b`:                   "",
 		`x(hello)+y`:            "hello",
 		`(hello)?`:              "",
@@ -77,7 +83,11 @@ func TestRequiredLiteral(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(m.lit); got != want {
+		got := string(m.lit)
+		if m.fold {
+			got += " (folded)"
+		}
+		if got != want {
 			t.Errorf("requiredLiteral(%q) = %q, want %q", p, got, want)
 		}
 	}
