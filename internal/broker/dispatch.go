@@ -66,6 +66,9 @@ func dispatch(ctx context.Context, backend sandbox.Backend, spec *sandbox.Spec, 
 	spec.Stdout = &stdout
 	spec.Stderr = &limitedBuffer{max: 64 << 10, buf: &stderr}
 	res, err := backend.Run(ctx, spec)
+	if err != nil && ctx.Err() != nil {
+		return Outcome{Output: failure(SentenceCancelled), Class: ClassCancelled, Detail: err.Error(), Result: res}
+	}
 	if err != nil {
 		o := Outcome{Output: failure(SentenceCannotRun), Class: ClassSandbox, Detail: err.Error(), Result: res}
 		var mf *sandbox.MissingFeatureError

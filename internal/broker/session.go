@@ -58,8 +58,8 @@ type Options struct {
 	// (whose mounts hold only the grant), the granted directory when the
 	// backend does not isolate. Empty means "/".
 	ToolRoot string
-	// MaxConcurrent calls run at once; more wait in a queue of MaxQueue; past
-	// that a call is refused at once.
+	// MaxConcurrent calls run at once; more wait in a queue of MaxQueue
+	// (negative: no queue); past that a call is refused at once.
 	MaxConcurrent, MaxQueue int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
@@ -94,10 +94,10 @@ func Open(opts *Options) (*Session, error) {
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
 	}
-	if o.MaxQueue < 0 {
-		o.MaxQueue = 0
-	} else if o.MaxQueue == 0 {
+	if o.MaxQueue == 0 {
 		o.MaxQueue = DefaultMaxQueue
+	} else if o.MaxQueue < 0 {
+		o.MaxQueue = 0 // no queue: refuse when every slot is busy
 	}
 	if o.ToolRoot == "" {
 		o.ToolRoot = "/"
@@ -252,17 +252,21 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 
 	// Admission: a bounded number run, a bounded number wait, the rest are
 	// refused at once.
-	if s.waiting.Add(1) > int64(s.opts.MaxQueue)+int64(s.opts.MaxConcurrent) {
-		s.waiting.Add(-1)
-		return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: %d calls running and the queue of %d is full; try again shortly", s.opts.MaxConcurrent, s.opts.MaxQueue))
-	}
 	select {
 	case s.slots <- struct{}{}:
-		s.waiting.Add(-1)
-	case <-ctx.Done():
-		s.waiting.Add(-1)
-		c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
-		return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, nil, true)}
+	default:
+		if s.waiting.Add(1) > int64(s.opts.MaxQueue) {
+			s.waiting.Add(-1)
+			return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: %d calls running and the queue of %d is full; try again shortly", s.opts.MaxConcurrent, s.opts.MaxQueue))
+		}
+		select {
+		case s.slots <- struct{}{}:
+			s.waiting.Add(-1)
+		case <-ctx.Done():
+			s.waiting.Add(-1)
+			c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
+			return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, nil, true)}
+		}
 	}
 	s.running.Add(1)
 	defer func() { s.running.Add(-1); <-s.slots }()

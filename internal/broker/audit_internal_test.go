@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// countingBackend counts runs and never builds a sandbox.
+type countingBackend struct{ runs int }
+
+func (b *countingBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	b.runs++
+	return nil, errors.New("not used")
+}
+
+func (b *countingBackend) Report() sandbox.Report { return sandbox.Report{Backend: "counting"} }
+
+// TestAuditFailureMidSession: once a record cannot be written (a full disk),
+// the call fails with ErrAudit and every later call is refused before it runs.
+func TestAuditFailureMidSession(t *testing.T) {
+	ws := t.TempDir()
+	g, err := grant.FromFlags(ws, grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &countingBackend{}
+	s, err := Open(&Options{Grant: g, Backend: b, RecordsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	full := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(full, audit.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	lg, err := audit.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log.Close()
+	s.log = lg
+
+	_, err = s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"x"}`))
+	if !errors.Is(err, ErrAudit) {
+		t.Fatalf("first call with a full disk: %v, want ErrAudit", err)
+	}
+	runs := b.runs
+	_, err = s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"x"}`))
+	if !errors.Is(err, ErrAudit) {
+		t.Fatalf("second call: %v, want ErrAudit", err)
+	}
+	if b.runs != runs {
+		t.Fatalf("a call ran after the audit log failed")
+	}
+}

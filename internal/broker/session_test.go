@@ -1,0 +1,361 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
+)
+
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
+
+// fixture is a workspace, a grant over it and a records directory.
+type fixture struct {
+	ws, records string
+	grant       *grant.Grant
+}
+
+func newFixture(t *testing.T, limits grant.Limits) *fixture {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello, sandbox\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(ws, grant.Flags{Limits: limits})
+	if err != nil {
+		t.Fatalf("grant.FromFlags: %v", err)
+	}
+	return &fixture{ws: ws, records: t.TempDir(), grant: g}
+}
+
+func (f *fixture) open(t *testing.T, b sandbox.Backend, mut func(*broker.Options)) *broker.Session {
+	t.Helper()
+	opts := &broker.Options{Grant: f.grant, Backend: b, RecordsDir: f.records}
+	if mut != nil {
+		mut(opts)
+	}
+	s, err := broker.Open(opts)
+	if err != nil {
+		t.Fatalf("broker.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func records(t *testing.T, dir string) []audit.Record {
+	t.Helper()
+	recs, err := audit.ReadAll(dir, "")
+	if err != nil {
+		t.Fatalf("reading records: %v", err)
+	}
+	return recs
+}
+
+func calls(recs []audit.Record) []audit.Record {
+	var out []audit.Record
+	for _, r := range recs {
+		if r.Kind == audit.KindCall {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func call(t *testing.T, s *broker.Session, name, args string) *broker.Result {
+	t.Helper()
+	res, err := s.Call(context.Background(), name, json.RawMessage(args))
+	if err != nil {
+		t.Fatalf("Call(%s, %s): %v", name, args, err)
+	}
+	return res
+}
+
+func TestCallRunsInSandboxAndIsAudited(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	res := call(t, s, "read_file", `{"path":"hello.txt"}`)
+	if res.Class != broker.ClassOK || res.Output.IsError {
+		t.Fatalf("read_file: class %s, output %+v", res.Class, res.Output)
+	}
+	if !strings.HasPrefix(res.Output.Content, "[airlock: read_file · linux sandbox · grant from flags]\n") {
+		t.Errorf("content is not labelled: %q", res.Output.Content)
+	}
+	if !strings.HasSuffix(res.Output.Content, "hello, sandbox\n") {
+		t.Errorf("content lost the file: %q", res.Output.Content)
+	}
+	iso := res.Output.Meta.Isolation
+	if iso == nil || iso.Backend != "linux" || !contains(iso.Features, "seccomp") || !contains(iso.Features, "userns") {
+		t.Errorf("isolation report = %+v, want linux with userns and seccomp", iso)
+	}
+	recs := calls(records(t, f.records))
+	if len(recs) != 1 {
+		t.Fatalf("got %d call records, want 1", len(recs))
+	}
+	r := recs[0]
+	if r.CallID != res.CallID || r.Tool != "read_file" || r.Decision != "allowed" || r.Class != "ok" || r.Backend != "linux" || r.Limits == nil {
+		t.Errorf("record = %+v", r)
+	}
+}
+
+func TestRefusalsNeverRun(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	tests := []struct {
+		name, tool, args, want string
+	}{
+		{"outside the grant", "read_file", `{"path":"/etc/passwd"}`, "outside every granted path"},
+		{"traversal", "read_file", `{"path":"../../../../etc/shadow"}`, "outside every granted path"},
+		{"prefix confusion", "read_file", fmt.Sprintf(`{"path":%q}`, f.ws+"-evil/x"), "outside every granted path"},
+		{"protected path", "write_file", `{"path":".git/hooks/pre-commit","content":"x"}`, "protected"},
+		{"unknown tool", "rm_rf", `{}`, `unknown tool "rm_rf"`},
+		{"unknown field", "read_file", `{"path":"a","bogus":1}`, `"bogus"`},
+		{"case-only key", "read_file", `{"Path":"a"}`, `"Path"`},
+		{"cwd outside", "shell", `{"command":"true","cwd":"/etc"}`, "outside every granted path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, s, tt.tool, tt.args)
+			if !res.Refused() || !res.Output.IsError {
+				t.Fatalf("call was not refused: %+v", res)
+			}
+			if !strings.Contains(res.Output.Content, tt.want) || !strings.Contains(res.Output.Content, "refused by grant") {
+				t.Fatalf("refusal %q does not say %q", res.Output.Content, tt.want)
+			}
+		})
+	}
+	for _, r := range calls(records(t, f.records)) {
+		if r.Decision != "refused" || r.Reason == "" || r.Backend != "" {
+			t.Errorf("record of a refused call = %+v (want refused, a reason, no backend)", r)
+		}
+	}
+}
+
+func TestLimitsAreNamed(t *testing.T) {
+	f := newFixture(t, grant.Limits{Time: 1 * time.Second, Memory: 64 << 20, Processes: 32})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	tests := []struct {
+		name, command, class, sentence string
+	}{
+		{"time", "sleep 30", broker.ClassTimeout, broker.SentenceTimeout},
+		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", broker.ClassMemory, broker.SentenceMemory},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			res := call(t, s, "shell", fmt.Sprintf(`{"command":%q}`, tt.command))
+			if res.Class != tt.class || !strings.Contains(res.Output.Content, tt.sentence) || !res.Output.IsError {
+				t.Fatalf("class %s, output %q; want %s with %q", res.Class, res.Output.Content, tt.class, tt.sentence)
+			}
+			if d := time.Since(start); d > 15*time.Second {
+				t.Fatalf("the call took %v", d)
+			}
+		})
+	}
+}
+
+func TestConcurrentCallsAllAudited(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.MaxConcurrent = 16; o.MaxQueue = 200 })
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			name, args := "read_file", `{"path":"hello.txt"}`
+			if i%4 == 0 {
+				name, args = "shell", fmt.Sprintf(`{"command":"echo call %d"}`, i)
+			}
+			res, err := s.Call(context.Background(), name, json.RawMessage(args))
+			if err != nil {
+				errs <- err
+				return
+			}
+			if res.Class != broker.ClassOK {
+				errs <- fmt.Errorf("call %d: class %s: %s", i, res.Class, res.Output.Content)
+				return
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	recs := calls(records(t, f.records))
+	for _, r := range recs {
+		if r.Class != broker.ClassOK {
+			t.Errorf("record %s: class %s: %s", r.CallID, r.Class, r.Detail)
+		}
+	}
+	if len(recs) != n {
+		t.Fatalf("%d calls, %d records", n, len(recs))
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if seen[r.CallID] {
+			t.Errorf("call id %s recorded twice", r.CallID)
+		}
+		seen[r.CallID] = true
+	}
+}
+
+func TestAdmissionRefusesFastBeyondTheQueue(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Unsandboxed(t), func(o *broker.Options) {
+		o.MaxConcurrent, o.MaxQueue, o.ToolRoot = 1, 1, f.ws
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ { // one running, one queued
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Call(ctx, "shell", json.RawMessage(`{"command":"sleep 20"}`))
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		running, waiting := s.Stats()
+		if running == 1 && waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats never reached 1 running + 1 waiting: %d, %d", running, waiting)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	res := call(t, s, "read_file", `{"path":"hello.txt"}`)
+	if !res.Refused() || !strings.Contains(res.Output.Content, "airlock is busy") {
+		t.Fatalf("third call: %+v", res.Output)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("refusal took %v; it must be fast", d)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func TestCancelKillsTheSandbox(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	marker := fmt.Sprintf("sleep %d", 600+time.Now().UnixNano()%300)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := s.Call(ctx, "shell", json.RawMessage(fmt.Sprintf(`{"command":%q}`, marker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Class != broker.ClassCancelled {
+		t.Fatalf("class %s: %s", res.Class, res.Output.Content)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	if pids := processesMatching(t, marker); len(pids) > 0 {
+		t.Fatalf("processes left after cancel: %v", pids)
+	}
+}
+
+func TestAuditFailureFailsClosed(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Unsandboxed(t), func(o *broker.Options) { o.ToolRoot = f.ws })
+	// Point the records file at /dev/full: every write fails with ENOSPC, as
+	// on a full disk.
+	path := filepath.Join(s.Dir(), audit.FileName)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := broker.Open(&broker.Options{Grant: f.grant, Backend: sandboxtest.Unsandboxed(t), RecordsDir: f.records, ID: filepath.Base(s.Dir())})
+	if !errors.Is(err, broker.ErrAudit) {
+		t.Fatalf("Open with a full records disk: %v, want ErrAudit", err)
+	}
+}
+
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	marker := fmt.Sprintf("sleep %d", 900+time.Now().UnixNano()%90)
+	done := make(chan *broker.Result, 1)
+	go func() {
+		res, _ := s.Call(context.Background(), "shell", json.RawMessage(fmt.Sprintf(`{"command":%q}`, marker)))
+		done <- res
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesMatching(t, marker)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	res := <-done
+	if res == nil || res.Class != broker.ClassCancelled {
+		t.Fatalf("call in flight at Close: %+v", res)
+	}
+	if pids := processesMatching(t, marker); len(pids) > 0 {
+		t.Fatalf("processes left after Close: %v", pids)
+	}
+	if _, err := s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"hello.txt"}`)); !errors.Is(err, broker.ErrClosed) {
+		t.Fatalf("Call after Close: %v, want ErrClosed", err)
+	}
+	recs := records(t, f.records)
+	if last := recs[len(recs)-1]; last.Kind != audit.KindSession || last.Decision != "close" {
+		t.Fatalf("last record = %+v, want the session close", last)
+	}
+}
+
+// processesMatching returns the pids of host processes whose command line
+// contains s.
+func processesMatching(t *testing.T, s string) []string {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) && e.Name() != fmt.Sprint(os.Getpid()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

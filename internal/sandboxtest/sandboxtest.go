@@ -1,0 +1,72 @@
+// Package sandboxtest lets a package's test binary serve as the airlock
+// binary, so tests run real calls through the real sandbox: call Main from
+// TestMain, then use Native or Unsandboxed for a backend whose sandboxes
+// re-execute the test binary in airlock's hidden modes.
+package sandboxtest
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/airlockhq/airlock/internal/runner"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/direct"
+)
+
+// Main runs the hidden runner or sandbox mode when the test binary was started
+// in one, and the tests otherwise. Call it from TestMain.
+func Main(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case runner.Mode:
+			os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case sandboxMode:
+			os.Exit(sandboxMain())
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// RequireFeature skips the test because the host lacks a feature, or fails it
+// when AIRLOCK_REQUIRE_FEATURES=1 says the host must have every feature.
+func RequireFeature(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
+		t.Fatalf("required host feature missing: %s", reason)
+	}
+	t.Skipf("host lacks a feature: %s", reason)
+}
+
+var (
+	nativeOnce sync.Once
+	nativeVal  sandbox.Backend
+	nativeErr  error
+)
+
+// Native returns the platform's sandbox backend running the test binary,
+// shared by the package's tests. It skips (or fails, see RequireFeature) when
+// the host cannot sandbox.
+func Native(t testing.TB) sandbox.Backend {
+	t.Helper()
+	nativeOnce.Do(func() { nativeVal, nativeErr = newNative() })
+	if nativeErr != nil {
+		var mf *sandbox.MissingFeatureError
+		if errors.As(nativeErr, &mf) || errors.Is(nativeErr, sandbox.ErrUnsupported) {
+			RequireFeature(t, nativeErr.Error())
+		}
+		t.Fatalf("starting the native backend: %v", nativeErr)
+	}
+	return nativeVal
+}
+
+// Unsandboxed returns the unsandboxed backend running the test binary.
+func Unsandboxed(t testing.TB) sandbox.Backend {
+	t.Helper()
+	b, err := direct.New(&direct.Options{Executable: os.Args[0], Args: []string{runner.Mode}})
+	if err != nil {
+		t.Fatalf("direct.New: %v", err)
+	}
+	return b
+}
