@@ -1,0 +1,228 @@
+// Package airlock is the Go API of airlock: it runs an AI agent's tool calls
+// (read_file, write_file, edit_file, glob, grep, shell, ...) each in a fresh,
+// locked-down sandbox built from a grant, and records every call.
+//
+// Open a Session from a grant, Call tools on it, and Close it:
+//
+//	s, err := airlock.Open(&airlock.Options{Dir: "/path/to/project"})
+//	...
+//	defer s.Close()
+//	res, err := s.Call(ctx, "shell", map[string]any{"command": "go test ./..."})
+//	fmt.Println(res.Text) // what the model reads
+//
+// A refused call (a path outside the grant, an unknown field) and a tool-level
+// failure (no such file) are Results with IsError set; Call returns an error
+// only when the session cannot take calls.
+package airlock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/direct"
+	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Errors callers branch on.
+var (
+	// ErrClosed is returned by Call after Close.
+	ErrClosed = broker.ErrClosed
+	// ErrAudit is returned when a call's audit record could not be written;
+	// the session then refuses every call (it fails closed).
+	ErrAudit = broker.ErrAudit
+)
+
+// Options configure a session. A nil *Options grants the current directory
+// read-write with no network and default limits.
+type Options struct {
+	// Grant is what the session's calls may touch. When nil, GrantFile is
+	// loaded; when that is empty too, Dir is granted read-write.
+	Grant *grant.Grant
+	// GrantFile is a TOML grant file (see examples/grant.toml).
+	GrantFile string
+	// Dir is the directory granted read-write when there is no grant
+	// (default: the current directory).
+	Dir string
+	// RecordsDir is where the session's audit log goes (default: a
+	// directory under os.UserCacheDir()).
+	RecordsDir string
+	// Secrets are values for the grant's secrets by name; a secret not given
+	// here is read from the source the grant names.
+	Secrets map[string]string
+	// Unsandboxed runs calls as plain child processes with no isolation; every
+	// result says so. Use it only where no sandbox is possible.
+	Unsandboxed bool
+	// MaxConcurrent calls run at once (default 8); MaxQueue more wait (default 64).
+	MaxConcurrent, MaxQueue int
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Session runs tool calls under one grant. It is safe for concurrent use.
+type Session struct {
+	s *broker.Session
+}
+
+// Open starts a session.
+func Open(opts *Options) (*Session, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	g := o.Grant
+	if g == nil {
+		var err error
+		switch {
+		case o.GrantFile != "":
+			g, err = grant.Load(o.GrantFile)
+		default:
+			dir := o.Dir
+			if dir == "" {
+				if dir, err = os.Getwd(); err != nil {
+					return nil, fmt.Errorf("airlock: finding the current directory: %w", err)
+				}
+			}
+			if dir, err = filepath.Abs(dir); err != nil {
+				return nil, fmt.Errorf("airlock: %w", err)
+			}
+			g, err = grant.Default(dir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("airlock: %w", err)
+		}
+	}
+	records := o.RecordsDir
+	if records == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("airlock: no records directory (set Options.RecordsDir): %w", err)
+		}
+		records = filepath.Join(cache, "airlock", "sessions")
+	}
+	secrets := map[string]string{}
+	for _, r := range g.Secrets() {
+		if v, ok := o.Secrets[r.Name]; ok {
+			secrets[r.Name] = v
+			continue
+		}
+		v, err := secret.Load(r.Source, os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("airlock: grant secret %q: %w", r.Name, err)
+		}
+		secrets[r.Name] = v
+	}
+	var (
+		backend sandbox.Backend
+		root    = "/"
+		err     error
+	)
+	if o.Unsandboxed {
+		backend, err = direct.New(nil)
+		root = g.BaseDir()
+	} else {
+		backend, err = nativeBackend()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("airlock: %w", err)
+	}
+	s, err := broker.Open(&broker.Options{
+		Grant: g, Backend: backend, RecordsDir: records, Secrets: secrets, ToolRoot: root,
+		MaxConcurrent: o.MaxConcurrent, MaxQueue: o.MaxQueue, Logger: o.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("airlock: %w", err)
+	}
+	return &Session{s: s}, nil
+}
+
+// ID returns the session's id, as the audit log records it.
+func (s *Session) ID() string { return s.s.ID() }
+
+// Result is a completed call.
+type Result struct {
+	// CallID names the call in the audit log.
+	CallID string
+	// Text is what the model reads, labelled by airlock.
+	Text string
+	// IsError marks a tool-level failure, a refusal, or a call that did not
+	// complete (time, memory, cancellation).
+	IsError bool
+	// Refused reports that the grant or admission control refused the call;
+	// nothing ran.
+	Refused bool
+	// Truncated reports that Text was cut at the output cap.
+	Truncated bool
+	// Class is the outcome: "ok", "refused", "timeout", "memory",
+	// "processes", "output", "killed", "cancelled", "runner" or "sandbox".
+	Class string
+	// Meta holds structured data: exit code, isolation that ran, ...
+	Meta wire.Meta
+}
+
+// Call runs one tool call. args is the tool's arguments: a json.RawMessage,
+// []byte or string of JSON, or any value that marshals to a JSON object.
+func (s *Session) Call(ctx context.Context, toolName string, args any) (*Result, error) {
+	raw, err := rawArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("airlock: %s arguments: %w", toolName, err)
+	}
+	res, err := s.s.Call(ctx, toolName, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		CallID: res.CallID, Text: res.Output.Content, IsError: res.Output.IsError, Refused: res.Refused(),
+		Truncated: res.Output.Truncated, Class: res.Class, Meta: res.Output.Meta,
+	}, nil
+}
+
+func rawArgs(args any) (json.RawMessage, error) {
+	switch a := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		return a, nil
+	case []byte:
+		return json.RawMessage(a), nil
+	case string:
+		return json.RawMessage(a), nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, errors.New("must be a JSON object")
+	}
+	return b, nil
+}
+
+// Close ends every call in flight and closes the records. It is idempotent.
+func (s *Session) Close() error { return s.s.Close() }
+
+// Tool describes one tool for a model.
+type Tool struct {
+	Name        string
+	Description string
+	// Schema is the JSON schema of the tool's arguments.
+	Schema json.RawMessage
+}
+
+// Tools returns every tool airlock has, in a fixed order.
+func Tools() []Tool {
+	var out []Tool
+	for _, d := range tool.All() {
+		out = append(out, Tool{Name: d.Name, Description: d.Description, Schema: d.Schema})
+	}
+	return out
+}

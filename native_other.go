@@ -1,0 +1,14 @@
+//go:build !linux
+
+package airlock
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+func nativeBackend() (sandbox.Backend, error) {
+	return nil, fmt.Errorf("the native sandbox needs Linux, not %s (Options.Unsandboxed runs without isolation): %w", runtime.GOOS, sandbox.ErrUnsupported)
+}
