@@ -58,4 +58,3 @@ func ExampleTools() {
 	// write_file
 	// edit_file
 }
-
