@@ -41,6 +41,8 @@ type Decision struct {
 	// (a writable protected path, a private address).
 	Risks []string
 	// Paths are the resolved paths of Call.Paths, in order, when allowed.
+	// Open these, not the paths as given: the check cleans ".." lexically,
+	// and the kernel would not when a symlink precedes the "..".
 	Paths []string
 	// Cwd is the resolved working directory when allowed.
 	Cwd string
