@@ -1,0 +1,197 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// Histogram bucket upper bounds, in seconds.
+var (
+	durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	setupBuckets    = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
+)
+
+// Metrics counts calls and times them and their sandboxes, for the
+// Prometheus text exposition at /metrics. It is safe for concurrent use.
+type Metrics struct {
+	mu        sync.Mutex
+	calls     map[callKey]uint64
+	durations map[string]*histogram // by tool
+	setup     histogram
+	sandboxes map[string]uint64 // backend runs by result: "started", "failed"
+	opened    uint64            // broker sessions opened
+}
+
+type callKey struct{ tool, class string }
+
+// NewMetrics returns empty Metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		calls:     map[callKey]uint64{},
+		durations: map[string]*histogram{},
+		setup:     newHistogram(setupBuckets),
+		sandboxes: map[string]uint64{},
+	}
+}
+
+// Backend wraps b so that every sandbox it runs reports its start latency
+// (sandbox.Result.Setup) to m. Pass the wrapped backend to broker.Open.
+func (m *Metrics) Backend(b sandbox.Backend) sandbox.Backend {
+	return &timedBackend{Backend: b, m: m}
+}
+
+// timedBackend observes each run's setup time.
+type timedBackend struct {
+	sandbox.Backend
+	m *Metrics
+}
+
+// Run runs spec through the wrapped backend and records its setup time.
+func (b *timedBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	res, err := b.Backend.Run(ctx, spec)
+	b.m.mu.Lock()
+	defer b.m.mu.Unlock()
+	if err != nil {
+		b.m.sandboxes["failed"]++
+		return res, err
+	}
+	b.m.sandboxes["started"]++
+	if res != nil {
+		b.m.setup.observe(res.Setup.Seconds())
+	}
+	return res, err
+}
+
+func (m *Metrics) observeCall(tool, class string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[callKey{tool, class}]++
+	h := m.durations[tool]
+	if h == nil {
+		nh := newHistogram(durationBuckets)
+		h = &nh
+		m.durations[tool] = h
+	}
+	h.observe(d.Seconds())
+}
+
+func (m *Metrics) sessionOpened() {
+	m.mu.Lock()
+	m.opened++
+	m.mu.Unlock()
+}
+
+// gauges are the values read from the server at scrape time.
+type gauges struct {
+	inFlight, running, waiting, sessions int
+}
+
+// write renders m and g in the Prometheus text format (version 0.0.4).
+func (m *Metrics) write(w io.Writer, g gauges) error {
+	bw := bufio.NewWriter(w)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	header(bw, "airlock_calls_total", "counter", "Tool calls completed, by tool and outcome class.")
+	keys := make([]callKey, 0, len(m.calls))
+	for k := range m.calls {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b callKey) int {
+		return strings.Compare(a.tool+"\x00"+a.class, b.tool+"\x00"+b.class)
+	})
+	for _, k := range keys {
+		fmt.Fprintf(bw, "airlock_calls_total{tool=%s,class=%s} %d\n", quote(k.tool), quote(k.class), m.calls[k])
+	}
+
+	header(bw, "airlock_call_duration_seconds", "histogram", "Wall time of tool calls as the MCP server saw them, by tool.")
+	tools := make([]string, 0, len(m.durations))
+	for t := range m.durations {
+		tools = append(tools, t)
+	}
+	slices.Sort(tools)
+	for _, t := range tools {
+		m.durations[t].write(bw, "airlock_call_duration_seconds", "tool="+quote(t)+",")
+	}
+
+	header(bw, "airlock_sandbox_setup_seconds", "histogram", "Time from asking the backend for a sandbox until the tool started in it.")
+	m.setup.write(bw, "airlock_sandbox_setup_seconds", "")
+
+	header(bw, "airlock_sandbox_runs_total", "counter", "Sandbox runs, by whether the sandbox started.")
+	for _, r := range []string{"started", "failed"} {
+		fmt.Fprintf(bw, "airlock_sandbox_runs_total{result=%s} %d\n", quote(r), m.sandboxes[r])
+	}
+
+	header(bw, "airlock_calls_in_flight", "gauge", "Tool calls being handled now, queued or running.")
+	fmt.Fprintf(bw, "airlock_calls_in_flight %d\n", g.inFlight)
+	header(bw, "airlock_calls_running", "gauge", "Tool calls running in a sandbox now.")
+	fmt.Fprintf(bw, "airlock_calls_running %d\n", g.running)
+	header(bw, "airlock_queue_depth", "gauge", "Tool calls waiting for a free slot in their session.")
+	fmt.Fprintf(bw, "airlock_queue_depth %d\n", g.waiting)
+	header(bw, "airlock_sessions_open", "gauge", "Broker sessions open now (one per MCP session that has made a call).")
+	fmt.Fprintf(bw, "airlock_sessions_open %d\n", g.sessions)
+	header(bw, "airlock_sessions_opened_total", "counter", "Broker sessions opened.")
+	fmt.Fprintf(bw, "airlock_sessions_opened_total %d\n", m.opened)
+	return bw.Flush()
+}
+
+func header(w io.Writer, name, typ, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// quote renders a label value: backslash, double quote and newline escaped.
+func quote(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(v) + `"`
+}
+
+// histogram is a cumulative Prometheus histogram.
+type histogram struct {
+	bounds []float64
+	counts []uint64 // per bucket, not cumulative; last is +Inf
+	sum    float64
+	n      uint64
+}
+
+func newHistogram(bounds []float64) histogram {
+	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i, _ := slices.BinarySearch(h.bounds, v)
+	h.counts[i]++
+	h.sum += v
+	h.n++
+}
+
+// write renders h; labels is "" or a list of label pairs ending in a comma.
+func (h *histogram) write(w io.Writer, name, labels string) {
+	var cum uint64
+	for i, b := range h.bounds {
+		cum += h.counts[i]
+		fmt.Fprintf(w, "%s_bucket{%sle=%q} %d\n", name, labels, strconv.FormatFloat(b, 'g', -1, 64), cum)
+	}
+	cum += h.counts[len(h.bounds)]
+	fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, cum)
+	braces := ""
+	if labels != "" {
+		braces = "{" + strings.TrimSuffix(labels, ",") + "}"
+	}
+	fmt.Fprintf(w, "%s_sum%s %s\n", name, braces, strconv.FormatFloat(h.sum, 'g', -1, 64))
+	fmt.Fprintf(w, "%s_count%s %d\n", name, braces, h.n)
+}
+
+// WriteMetrics writes the server's metrics in the Prometheus text format.
+func (s *Server) WriteMetrics(w io.Writer) error {
+	inFlight, running, waiting, sessions := s.stats()
+	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions})
+}

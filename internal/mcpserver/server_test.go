@@ -1,0 +1,265 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/mcpserver"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestListTools(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			cs := tr.connect(t, f, nil)
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatalf("ListTools: %v", err)
+			}
+			type listed struct {
+				Name, Description string
+				Schema            any
+				Idempotent        bool
+			}
+			var got, want []listed // the SDK lists tools by name
+			for _, tl := range res.Tools {
+				got = append(got, listed{tl.Name, tl.Description, tl.InputSchema, tl.Annotations != nil && tl.Annotations.IdempotentHint})
+			}
+			for _, d := range tool.All() {
+				var schema any
+				if err := json.Unmarshal(d.Schema, &schema); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, listed{d.Name, d.Description, schema, d.Idempotent})
+			}
+			slices.SortFunc(want, func(a, b listed) int { return strings.Compare(a.Name, b.Name) })
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("tools/list (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestListOnlyGivenTools(t *testing.T) {
+	read, _ := tool.Lookup("read_file")
+	f := newFixture(t, nil, &mcpserver.Options{Tools: []*tool.Def{read}})
+	cs := connectStdio(t, f, nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 1 || res.Tools[0].Name != "read_file" {
+		t.Fatalf("got tools %v, want only read_file", res.Tools)
+	}
+}
+
+func TestEveryTool(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			cs := tr.connect(t, f, nil)
+			steps := []struct {
+				tool     string
+				args     map[string]any
+				contains []string
+				isError  bool
+				exit     *int
+			}{
+				{"write_file", map[string]any{"path": "notes.txt", "content": "hello\nworld\n"}, []string{"wrote 12 bytes"}, false, nil},
+				{"read_file", map[string]any{"path": "notes.txt"}, []string{"hello", "world"}, false, nil},
+				{"edit_file", map[string]any{"path": "notes.txt", "old_string": "world", "new_string": "there"}, nil, false, nil},
+				{"read_file", map[string]any{"path": "notes.txt"}, []string{"there"}, false, nil},
+				{"glob", map[string]any{"pattern": "*.txt"}, []string{"notes.txt"}, false, nil},
+				{"grep", map[string]any{"pattern": "the.e"}, []string{"notes.txt"}, false, nil},
+				{"shell", map[string]any{"command": "cat notes.txt; exit 3"}, []string{"hello", "there", "[exit 3]"}, false, ptr(3)},
+				{"read_file", map[string]any{"path": "missing.txt"}, []string{"missing.txt"}, true, nil},
+			}
+			for i, s := range steps {
+				res := call(t, cs, s.tool, s.args)
+				got := text(t, res)
+				label := fmt.Sprintf("[airlock: %s · UNSANDBOXED · grant ", s.tool)
+				if !strings.HasPrefix(got, label) {
+					t.Errorf("step %d %s: text %q does not start with the label %q", i, s.tool, got, label)
+				}
+				for _, c := range s.contains {
+					if !strings.Contains(got, c) {
+						t.Errorf("step %d %s: text %q lacks %q", i, s.tool, got, c)
+					}
+				}
+				if res.IsError != s.isError {
+					t.Errorf("step %d %s: isError %v, want %v (text %q)", i, s.tool, res.IsError, s.isError, got)
+				}
+				m := callMeta(t, res)
+				if m.Class != broker.ClassOK || !strings.HasPrefix(m.CallID, "call_") || m.Session == "" {
+					t.Errorf("step %d %s: meta %+v, want class ok with call and session ids", i, s.tool, m)
+				}
+				if m.Isolation == nil || m.Isolation.Backend != "unsandboxed" {
+					t.Errorf("step %d %s: meta isolation %+v, want backend unsandboxed", i, s.tool, m.Isolation)
+				}
+				if diff := cmp.Diff(s.exit, m.ExitCode); diff != "" {
+					t.Errorf("step %d %s: exit code (-want +got):\n%s", i, s.tool, diff)
+				}
+			}
+			data, err := os.ReadFile(filepath.Join(f.root, "notes.txt"))
+			if err != nil || string(data) != "hello\nthere\n" {
+				t.Errorf("notes.txt holds %q (%v), want the edited text", data, err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestRefusedCall(t *testing.T) {
+	outside := t.TempDir() // not granted
+	secret := filepath.Join(outside, "secret.txt")
+	if err := os.WriteFile(secret, []byte("do not read"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			cs := tr.connect(t, f, nil)
+			for _, tc := range []struct {
+				tool string
+				args map[string]any
+				want string
+			}{
+				{"read_file", map[string]any{"path": secret}, "[airlock: read_file · refused by grant "},
+				{"write_file", map[string]any{"path": "../escape.txt", "content": "x"}, "[airlock: write_file · refused by grant "},
+				{"shell", map[string]any{"command": "true", "cwd": outside}, "[airlock: shell · refused by grant "},
+				{"read_file", map[string]any{"path": "a", "bogus": 1}, "bogus"},
+				{"no_such_tool", map[string]any{}, ""},
+			} {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+				if tc.tool == "no_such_tool" {
+					// An unknown tool is the protocol's error, not a tool result.
+					if err == nil {
+						t.Errorf("%s: no error for an unknown tool", tc.tool)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: protocol error %v, want an isError result", tc.tool, err)
+				}
+				got := text(t, res)
+				if !res.IsError || !strings.Contains(got, tc.want) {
+					t.Errorf("%s %v: got isError=%v %q, want an isError result containing %q", tc.tool, tc.args, res.IsError, got, tc.want)
+				}
+				if strings.Contains(got, "do not read") {
+					t.Errorf("%s: the refused file's content leaked: %q", tc.tool, got)
+				}
+				if m := callMeta(t, res); m.Class != broker.ClassRefused || m.Rule == "" {
+					t.Errorf("%s: meta %+v, want class refused with the rule", tc.tool, m)
+				}
+			}
+		})
+	}
+}
+
+func TestProgress(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t, nil, &mcpserver.Options{ProgressInterval: 300 * time.Millisecond})
+			var mu sync.Mutex
+			var got []*mcp.ProgressNotificationParams
+			cs := tr.connect(t, f, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					got = append(got, r.Params)
+					mu.Unlock()
+				},
+			})
+			p := &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 1.1"}}
+			p.SetProgressToken("tok-1")
+			start := time.Now()
+			res, err := cs.CallTool(context.Background(), p)
+			if err != nil || res.IsError {
+				t.Fatalf("CallTool: %v %v", err, res)
+			}
+			took := time.Since(start)
+			// A call without a token gets no notifications.
+			call(t, cs, "shell", map[string]any{"command": "sleep 0.7"})
+			mu.Lock()
+			defer mu.Unlock()
+			if most := int(took / (300 * time.Millisecond)); len(got) < 3 || len(got) > most {
+				t.Fatalf("got %d progress notifications for a call of %v at 300ms, want 3 to %d", len(got), took, most)
+			}
+			for i, n := range got {
+				if n.ProgressToken != "tok-1" || n.Progress != float64(i+1) || !strings.Contains(n.Message, "shell still running") {
+					t.Errorf("notification %d: %+v", i, n)
+				}
+			}
+		})
+	}
+}
+
+func TestProgressDefaultInterval(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	var mu sync.Mutex
+	var n int
+	cs := connectStdio(t, f, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		},
+	})
+	p := &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 2.4"}}
+	p.SetProgressToken(7)
+	start := time.Now()
+	if _, err := cs.CallTool(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := int(took / time.Second); n != want {
+		t.Errorf("got %d progress notifications for a call of %v, want one a second (%d)", n, took, want)
+	}
+}
+
+// TestSessionPerConnection checks that each MCP session gets its own broker
+// session, closed when the MCP session ends.
+func TestSessionPerConnection(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			a, b := tr.connect(t, f, nil), tr.connect(t, f, nil)
+			ma := callMeta(t, call(t, a, "glob", map[string]any{"pattern": "*"}))
+			mb := callMeta(t, call(t, b, "glob", map[string]any{"pattern": "*"}))
+			ma2 := callMeta(t, call(t, a, "glob", map[string]any{"pattern": "*"}))
+			if ma.Session == mb.Session || ma.Session != ma2.Session {
+				t.Errorf("sessions a=%s b=%s a again=%s: want one per connection", ma.Session, mb.Session, ma2.Session)
+			}
+			if !hasLine(metrics(t, f.srv), "airlock_sessions_open 2") {
+				t.Errorf("want 2 open sessions:\n%s", metrics(t, f.srv))
+			}
+			a.Close()
+			eventually(t, 5*time.Second, "the first broker session to close", func() bool {
+				return hasLine(metrics(t, f.srv), "airlock_sessions_open 1")
+			})
+			closed := map[string]bool{}
+			for _, r := range auditRecords(t, f.records) {
+				if r["kind"] == "session" && r["decision"] == "close" {
+					closed[r["session"].(string)] = true
+				}
+			}
+			if diff := cmp.Diff(map[string]bool{ma.Session: true}, closed); diff != "" {
+				t.Errorf("closed sessions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
