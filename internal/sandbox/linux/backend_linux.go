@@ -249,6 +249,8 @@ type child struct {
 	closeOne []*os.File // the child's ends, closed after start
 }
 
+// run starts the init and drives the exchange drawn in package initproto:
+// clone, cgroup placement, config, status, relay, wait.
 func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, cg *cgroup, iso *wire.Isolation, start time.Time) (*sandbox.Result, error) {
 	t0 := mono()
 	c, err := b.start(spec)

@@ -269,3 +269,14 @@ func TestFileGrant(t *testing.T) {
 		t.Fatalf("rw file = %q", b)
 	}
 }
+
+// The rlimits reach the payload.
+func TestRlimits(t *testing.T) {
+	o := run(t, &sandbox.Spec{
+		Limits:  sandbox.Limits{OpenFiles: 77, FileBytes: 1 << 20, MemoryBytes: 1 << 30},
+		Command: []string{"/bin/bash", "-c", "ulimit -n; ulimit -f; ulimit -c; ulimit -v"},
+	})
+	if diff := cmp.Diff("77\n1024\n0\n8388608\n", o.stdout); diff != "" {
+		t.Fatalf("ulimits (-want +got)\n%s", diff)
+	}
+}
