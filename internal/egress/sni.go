@@ -60,7 +60,10 @@ func readClientHello(r *bufio.Reader) (raw []byte, sni string, err error) {
 			}
 			if len(msg) >= 4+l {
 				sni, err := helloServerName(msg[4 : 4+l])
-				return raw, sni, err
+				if err != nil {
+					return nil, "", err
+				}
+				return raw, sni, nil
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // clientHello returns the ClientHello crypto/tls sends for serverName.
-func clientHello(t *testing.T, serverName string) []byte {
+func clientHello(t testing.TB, serverName string) []byte {
 	t.Helper()
 	a, b := net.Pipe()
 	defer a.Close()
@@ -135,4 +135,21 @@ func TestSNICheckOff(t *testing.T) {
 	if d := h.next(); !d.Allowed {
 		t.Fatalf("Decision = %+v", d)
 	}
+}
+
+// FuzzClientHello: any bytes after a CONNECT to port 443 are parsed without
+// panicking, and a name is only ever reported from a complete ClientHello.
+func FuzzClientHello(f *testing.F) {
+	f.Add(clientHello(f, "a.test"))
+	f.Add(clientHello(f, ""))
+	f.Add([]byte{0x16, 3, 1, 0, 4, 1, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		raw, sni, err := readClientHello(bufio.NewReader(bytes.NewReader(in)))
+		if err != nil && (raw != nil || sni != "") {
+			t.Fatalf("error %v with raw %d bytes, sni %q", err, len(raw), sni)
+		}
+		if err == nil && raw != nil && !bytes.HasPrefix(in, raw) {
+			t.Fatal("raw is not the consumed prefix of the input")
+		}
+	})
 }
