@@ -25,7 +25,8 @@ type Call struct {
 	// Exec says the call runs arbitrary commands (its cwd must be granted).
 	Exec bool
 	// Cwd is the call's working directory, absolute or relative to the
-	// grant's BaseDir; empty means BaseDir. It must lie in a granted path.
+	// grant's BaseDir; empty means BaseDir. Relative paths start from it. For
+	// an Exec call it must be an existing directory in a granted path.
 	Cwd string
 }
 
@@ -74,16 +75,25 @@ func (g *Grant) Check(c Call) Decision {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(g.base, p)
 		}
-		r := g.checkPath(p, false)
-		if !r.ok {
-			d := refuse(r.rule, "working directory %q: %s", c.Cwd, r.reason)
-			return d
+		if c.Exec {
+			// Commands run in their cwd, so it must be a granted directory.
+			r := g.checkPath(p, false)
+			if !r.ok {
+				return refuse(r.rule, "working directory %q: %s", c.Cwd, r.reason)
+			}
+			if r.missing {
+				return refuse(r.rule, "working directory %q does not exist", c.Cwd)
+			}
+			cwd = r.path
+			rules = append(rules, r.rule)
+		} else {
+			// Otherwise cwd only anchors relative paths, each checked below.
+			res, err := resolve(filepath.Clean(p))
+			if err != nil || res.passesThroughProc() {
+				return refuse("paths", "working directory %q cannot be resolved safely", c.Cwd)
+			}
+			cwd = res.path
 		}
-		if r.missing {
-			return refuse(r.rule, "working directory %q does not exist", c.Cwd)
-		}
-		cwd = r.path
-		rules = append(rules, r.rule)
 	}
 	var paths []string
 	for _, u := range c.Paths {

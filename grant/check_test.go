@@ -168,6 +168,9 @@ func TestCheckCallShape(t *testing.T) {
 		{"host port 65536", Call{Tool: "http_fetch", Hosts: []string{"api.github.com:65536"}}, verdict{false, "network.hosts"}},
 		{"host two ports", Call{Tool: "http_fetch", Hosts: []string{"api.github.com:443:1"}}, verdict{false, "network.hosts"}},
 		{"empty path", Call{Tool: "read_file", Paths: []PathUse{{}}}, verdict{false, "paths"}},
+		{"ungranted cwd anchors a granted path", Call{Tool: "read_file", Cwd: T, Paths: []PathUse{{Path: "ws/file.txt"}}}, verdict{true, `tools.enabled read_file; paths.read_write "ws" (` + T + `/ws)`}},
+		{"ungranted cwd, ungranted path", Call{Tool: "read_file", Cwd: T, Paths: []PathUse{{Path: "outside/canary"}}}, verdict{false, "paths"}},
+		{"non-exec cwd through /proc", Call{Tool: "read_file", Cwd: "/proc/self/cwd", Paths: []PathUse{{Path: "x"}}}, verdict{false, "paths"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,35 +1,30 @@
 package grant
 
-import (
-	"net"
-	"strconv"
-	"strings"
-)
-
 // Source names where the grant came from: the file name given to Load or
 // Parse, or "flags".
 func (g *Grant) Source() string { return g.source }
 
-// AllowsHost reports whether the secret may be sent to hostport ("host" or
-// "host:port"; no port means 443), matched like the grant's network.hosts.
+// AllowsHost reports whether the secret may be sent to hostport ("host",
+// "host:port" or "[v6]:port"; no port means 443). The host is normalised and
+// matched label by label, exactly like the grant's network.hosts.
 func (r SecretRule) AllowsHost(hostport string) bool {
-	host, port := hostport, 443
-	if h, p, err := net.SplitHostPort(hostport); err == nil {
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return false
-		}
-		host, port = h, n
+	host, port, err := splitHostPort(hostport)
+	if err != nil {
+		return false
 	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if port == 0 {
+		port = 443
+	}
+	name, ip, ok := normaliseQuery(host, port)
+	if !ok {
+		return false
+	}
+	var patterns []hostPattern
 	for _, s := range r.Hosts {
-		p, err := parseHostPattern(s)
-		if err != nil {
-			continue
-		}
-		if p.matchName(host) && p.portOK(port) {
-			return true
+		if p, err := parseHostPattern(s); err == nil {
+			patterns = append(patterns, p)
 		}
 	}
-	return false
+	_, ok = match(patterns, "", name, ip, port)
+	return ok
 }

@@ -1,0 +1,33 @@
+package grant
+
+import "testing"
+
+func TestSecretAllowsHost(t *testing.T) {
+	r := SecretRule{Name: "T", Hosts: []string{"api.github.com", "*.xn--bcher-kva.example", "upload.example.com:8443", "93.184.216.34"}}
+	tests := []struct {
+		hostport string
+		want     bool
+	}{
+		{"api.github.com", true},
+		{"api.github.com:443", true},
+		{"API.GitHub.com.:443", true},
+		{"api.github.com:8443", false},
+		{"api.github.com.evil.test", false},
+		{"evilapi.github.com", false},
+		{"shop.bücher.example", true},
+		{"bücher.example", false},
+		{"upload.example.com:8443", true},
+		{"upload.example.com", false},
+		{"93.184.216.34:443", true},
+		{"[::ffff:93.184.216.34]:443", true},
+		{"2130706433", false},
+		{"api.github.com:0", false},
+		{"api.github.com:443:1", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := r.AllowsHost(tt.hostport); got != tt.want {
+			t.Errorf("AllowsHost(%q) = %v, want %v", tt.hostport, got, tt.want)
+		}
+	}
+}
