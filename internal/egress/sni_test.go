@@ -153,3 +153,28 @@ func FuzzClientHello(f *testing.F) {
 		}
 	})
 }
+
+// TestResidualRiskHostInsideTLS pins the documented gap of hostile case 25:
+// once the ClientHello's SNI matches, the proxy does not look further, so a
+// Host header inside the (normally encrypted) stream naming another host goes
+// through untouched. Only the upstream address, which was checked, is reached.
+func TestResidualRiskHostInsideTLS(t *testing.T) {
+	h := newHarness(t, nil)
+	got := make(chan []byte, 1)
+	h.dial.serve = func(c net.Conn) { b, _ := io.ReadAll(c); got <- b; c.Close() }
+	c := h.conn()
+	socksOpen(t, c, socksName("a.test", 443))
+	hello := clientHello(t, "a.test")
+	inner := []byte("GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+	c.Write(append(append([]byte{}, hello...), inner...))
+	c.CloseWrite()
+	if b := <-got; !bytes.Equal(b, append(hello, inner...)) {
+		t.Fatalf("upstream got %d bytes, want the hello and the inner request", len(b))
+	}
+	if d := h.next(); !d.Allowed || d.Addr.String() != "93.184.216.34" {
+		t.Fatalf("Decision = %+v", d)
+	}
+	if diff := h.dial.dialed(); len(diff) != 1 || diff[0] != "93.184.216.34:443" {
+		t.Fatalf("dialled %v", diff)
+	}
+}
