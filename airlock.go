@@ -128,7 +128,7 @@ func Open(opts *Options) (*Session, error) {
 	)
 	if o.Unsandboxed {
 		backend, err = direct.New(nil)
-		root = g.BaseDir()
+		root = g.WorkDir()
 	} else {
 		backend, err = nativeBackend()
 	}

@@ -28,3 +28,20 @@ func (r SecretRule) AllowsHost(hostport string) bool {
 	_, ok = match(patterns, "", name, ip, port)
 	return ok
 }
+
+// WorkDir is the working directory of calls that do not name one: BaseDir
+// when a granted directory holds it, else the first read-write directory,
+// else the first granted directory.
+func (g *Grant) WorkDir() string {
+	if r, ok := g.rootOf(g.base); ok && r.dir {
+		return g.base
+	}
+	for _, writable := range []bool{true, false} {
+		for i := len(g.roots) - 1; i >= 0; i-- {
+			if r := g.roots[i]; r.dir && r.writable == writable {
+				return r.path
+			}
+		}
+	}
+	return g.base
+}

@@ -244,7 +244,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		return refuse(grant.Decision{Rule: "arguments"}, err.Error())
 	}
 	acc := args.Access()
-	d := s.opts.Grant.Check(grantCall(c.tool, acc, s.opts.Grant.BaseDir()))
+	d := s.opts.Grant.Check(grantCall(c.tool, acc, s.opts.Grant.WorkDir()))
 	if !d.Allowed {
 		return refuse(d, "")
 	}
@@ -280,7 +280,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 			Session: s.id,
 			Secrets: s.secretsFor(c.tool, acc),
 			Root:    s.opts.ToolRoot,
-			Cwd:     s.opts.Grant.BaseDir(),
+			Cwd:     s.opts.Grant.WorkDir(),
 			Limits: wire.ToolLimits{
 				OutputBytes: c.limits.Output,
 				FileBytes:   c.limits.FileSize,

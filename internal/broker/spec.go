@@ -29,7 +29,7 @@ var BaseEnv = []string{
 func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 	spec := &sandbox.Spec{
 		Env: append([]string(nil), BaseEnv...),
-		Cwd: g.BaseDir(),
+		Cwd: g.WorkDir(),
 		Limits: sandbox.Limits{
 			Wall:        l.Time,
 			MemoryBytes: l.Memory,

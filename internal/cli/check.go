@@ -64,7 +64,7 @@ func decide(g *grant.Grant, name string, raw json.RawMessage) (grant.Decision, t
 		return grant.Decision{Rule: "arguments", Reason: err.Error()}, tool.Access{}
 	}
 	acc := args.Access()
-	gc := grant.Call{Tool: name, Hosts: acc.Hosts, Exec: acc.Exec, Cwd: g.BaseDir()}
+	gc := grant.Call{Tool: name, Hosts: acc.Hosts, Exec: acc.Exec, Cwd: g.WorkDir()}
 	for _, p := range acc.Paths {
 		gc.Paths = append(gc.Paths, grant.PathUse{Path: p.Path, Write: p.Write})
 	}

@@ -48,7 +48,12 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 		}
 		cwd = abs
 	}
-	fl := grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts}
+	// The working directory is granted read-write unless a flag names it.
+	rw := []string(f.readWrite)
+	if !names(cwd, f.readWrite) && !names(cwd, f.readOnly) {
+		rw = append([]string{cwd}, rw...)
+	}
+	fl := grant.Flags{ReadWrite: rw, ReadOnly: f.readOnly, AllowHosts: f.allowHosts}
 	if f.grantFile != "" {
 		g, err := grant.Load(f.grantFile)
 		if err != nil {
@@ -85,7 +90,7 @@ func recordsDir(env *Env, flagValue string) (string, error) {
 func backendFor(f *grantFlags, g *grant.Grant) (sandbox.Backend, string, error) {
 	if f.unsandboxed {
 		b, err := direct.New(nil)
-		return b, g.BaseDir(), err
+		return b, g.WorkDir(), err
 	}
 	b, err := nativeBackend()
 	return b, "/", err
@@ -114,4 +119,17 @@ func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
 		secrets[r.Name] = v
 	}
 	return broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: dir, ToolRoot: root, Secrets: secrets})
+}
+
+// names reports whether one of paths (relative to cwd) is cwd itself.
+func names(cwd string, paths []string) bool {
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if filepath.Clean(p) == cwd {
+			return true
+		}
+	}
+	return false
 }

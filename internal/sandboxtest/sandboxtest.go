@@ -18,14 +18,7 @@ import (
 // Main runs the hidden runner or sandbox mode when the test binary was started
 // in one, and the tests otherwise. Call it from TestMain.
 func Main(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case runner.Mode:
-			os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-		case sandboxMode:
-			os.Exit(sandboxMain())
-		}
-	}
+	RunHiddenMode()
 	os.Exit(m.Run())
 }
 
@@ -69,4 +62,18 @@ func Unsandboxed(t testing.TB) sandbox.Backend {
 		t.Fatalf("direct.New: %v", err)
 	}
 	return b
+}
+
+// RunHiddenMode runs the hidden runner or sandbox mode and exits when the
+// test binary was started in one, and returns otherwise. Use it from a
+// TestMain that hands the rest to another harness (testscript).
+func RunHiddenMode() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case runner.Mode:
+			os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case sandboxMode:
+			os.Exit(sandboxMain())
+		}
+	}
 }

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/airlockhq/airlock/internal/sandboxtest"
+)
+
+// TestMain lets the test binary serve as the airlock binary: in the scripts
+// `airlock` runs Main, and the sandboxes it builds re-execute the test binary
+// in the hidden modes.
+func TestMain(m *testing.M) {
+	sandboxtest.RunHiddenMode()
+	testscript.Main(m, map[string]func(){
+		"airlock": func() {
+			os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
+	})
+}
+
+// TestScripts drives the CLI as a user would, one txtar script per scenario
+// in testdata/script. Run with -update to rewrite the golden parts.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") == "1",
+		RequireExplicitExec: false,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("AIRLOCK_STATE_DIR", e.WorkDir+"/.state")
+			e.Setenv("HOME", e.WorkDir+"/home")
+			return nil
+		},
+	})
+}
