@@ -117,8 +117,13 @@ func bearer(header string) (string, bool) {
 
 // stopOnDelete stops the calls of a session its client ends with DELETE
 // before the SDK closes it, which would otherwise wait for them to finish.
+// It also counts the POSTs being served, for Shutdown.
 func (s *Server) stopOnDelete(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			s.posts.Add(1)
+			defer s.posts.Add(-1)
+		}
 		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
 			for ss := range s.mcp.Sessions() {
 				if ss.ID() == id {

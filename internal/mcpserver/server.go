@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/broker"
@@ -60,6 +61,7 @@ type Server struct {
 	closed   bool           // Shutdown is closing sessions: none may open
 	calls    sync.WaitGroup // tool calls inside a handler
 	inFlight int
+	posts    atomic.Int64 // HTTP POSTs to the MCP endpoint being served
 }
 
 // binding ties one MCP session to its broker session.
@@ -276,6 +278,7 @@ func (s *Server) stats() (inFlight, running, waiting, sessions int) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
+	busy := s.inFlight > 0
 	s.mu.Unlock()
 	drained := make(chan struct{})
 	go func() { s.calls.Wait(); close(drained) }()
@@ -296,8 +299,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.release(ss)
 	}
 	<-drained
+	s.settle(busy)
 	for ss := range s.mcp.Sessions() {
 		ss.Close()
 	}
 	return err
+}
+
+// answerGrace bounds how long Shutdown waits, after the last handler has
+// returned, for the answers to be written.
+const answerGrace = 2 * time.Second
+
+// settle waits until the answers of the calls that were in flight when
+// Shutdown began are written: closing an SDK session drops an answer its
+// handler has returned but the session has not yet sent. Over HTTP each
+// answer ends its POST, which is counted; over stdio nothing marks the write,
+// so a short pause stands in for it.
+func (s *Server) settle(busy bool) {
+	if !busy {
+		return
+	}
+	deadline := time.Now().Add(answerGrace)
+	for s.posts.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 }
