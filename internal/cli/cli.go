@@ -40,6 +40,7 @@ func commands() []*command {
 	return []*command{
 		execCommand(),
 		callCommand(),
+		mcpCommand(), serveCommand(),
 		checkCommand(),
 		toolsCommand(),
 		logCommand(),

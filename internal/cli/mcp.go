@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/mcpserver"
+	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// defaultShutdownTimeout is how long a stopping server waits for calls.
+const defaultShutdownTimeout = 10 * time.Second
+
+func mcpCommand() *command {
+	c := &command{
+		name:    "mcp",
+		summary: "serve the grant's tools to an MCP client over stdio",
+		usage: `airlock mcp [--grant FILE] [flags]
+
+Speaks the Model Context Protocol on stdin and stdout, for a client that
+starts airlock as a subprocess (Claude Code, Codex, any MCP client). The
+connection is one session: each tool call runs in a fresh sandbox built from
+the grant and is written to the audit log. Logs go to stderr.
+
+Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
+	}
+	c.run = func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(c, env)
+		var gf grantFlags
+		gf.register(fs)
+		verbose := fs.Bool("v", false, "log sessions and calls to stderr")
+		shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long calls in flight may finish before they are stopped")
+		if code := parseFlags(fs, args); code >= 0 {
+			return code
+		}
+		if fs.NArg() != 0 {
+			fs.Usage()
+			return exitUsage
+		}
+		level := slog.LevelWarn
+		if *verbose {
+			level = slog.LevelInfo
+		}
+		logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+		srv, err := newMCPServer(env, &gf, logger)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock mcp: %v\n", err)
+			return exitFailure
+		}
+		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(context.Background(), t) }()
+		select {
+		case err = <-done:
+		case <-sig.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+			if serr := srv.Shutdown(sctx); serr != nil {
+				logger.Warn("shutdown", "err", serr)
+			}
+			cancel()
+			err = <-done
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock mcp: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	return c
+}
+
+// nopWriteCloser is a Writer whose Close does nothing: the MCP session must
+// not close the process's stdout.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// newMCPServer loads the grant, the backend and the secrets once, and returns
+// an MCP server that opens one broker session per MCP session with them.
+func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, error) {
+	g, err := f.load(env)
+	if err != nil {
+		return nil, err
+	}
+	backend, root, err := backendFor(f, g)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := recordsDir(env, f.records)
+	if err != nil {
+		return nil, err
+	}
+	secrets := map[string]string{}
+	for _, r := range g.Secrets() {
+		v, err := secret.Load(r.Source, env.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("grant secret %q: %w", r.Name, err)
+		}
+		secrets[r.Name] = v
+	}
+	tools := []*tool.Def{} // not nil: a grant may enable none
+	for _, d := range tool.All() {
+		if g.ToolEnabled(d.Name) {
+			tools = append(tools, d)
+		}
+	}
+	metrics := mcpserver.NewMetrics()
+	timed := metrics.Backend(backend)
+	open := func(ctx context.Context) (*broker.Session, error) {
+		return broker.Open(&broker.Options{Grant: g, Backend: timed, RecordsDir: dir, ToolRoot: root, Secrets: secrets, Logger: logger})
+	}
+	return mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger})
+}
