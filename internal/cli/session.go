@@ -48,22 +48,22 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 		}
 		cwd = abs
 	}
+	if f.grantFile != "" {
+		g, err := grant.Load(f.grantFile)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts) > 0 {
+			return g.With(cwd, grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts})
+		}
+		return g, nil
+	}
 	// The working directory is granted read-write unless a flag names it.
 	rw := []string(f.readWrite)
 	if !names(cwd, f.readWrite) && !names(cwd, f.readOnly) {
 		rw = append([]string{cwd}, rw...)
 	}
 	fl := grant.Flags{ReadWrite: rw, ReadOnly: f.readOnly, AllowHosts: f.allowHosts}
-	if f.grantFile != "" {
-		g, err := grant.Load(f.grantFile)
-		if err != nil {
-			return nil, err
-		}
-		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts) > 0 || f.root != "" {
-			return nil, fmt.Errorf("--grant %s: put paths and hosts in the grant file, or drop --grant and use --rw, --ro, --root and --allow-host", f.grantFile)
-		}
-		return g, nil
-	}
 	return grant.FromFlags(cwd, fl)
 }
 
