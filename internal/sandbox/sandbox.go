@@ -98,6 +98,12 @@ type Spec struct {
 	TTY bool
 	// TTYSize is the initial terminal size when TTY is set (rows, cols).
 	TTYRows, TTYCols uint16
+	// Stop, when closed, asks the backend to send SIGTERM to every process
+	// of the sandbox (the payload and anything it started, double-forked
+	// daemons included where the backend can reach them). The sandbox then
+	// ends on its own, or when ctx is cancelled. Nil never stops. A stop
+	// asked for before the payload starts is delivered when it starts.
+	Stop <-chan struct{}
 }
 
 // Result is how a sandbox ended.

@@ -136,6 +136,17 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() { killGroup(cmd) })
 	defer stopCtx()
+	if spec.Stop != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-spec.Stop:
+				termGroup(cmd)
+			case <-done:
+			}
+		}()
+	}
 
 	werr := cmd.Wait()
 	// A grandchild holding the pipes must not hold the call: give the copies
