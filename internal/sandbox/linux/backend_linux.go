@@ -378,6 +378,19 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 		}
 	}
 
+	if spec.Stop != nil {
+		// The init forwards SIGTERM to every process of the sandbox.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-spec.Stop:
+				_ = c.proc.Signal(syscall.SIGTERM)
+			case <-done:
+			}
+		}()
+	}
+
 	ps, err := c.proc.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the sandbox: %w", err)

@@ -14,8 +14,8 @@ import (
 )
 
 // runPayload starts the command and acts as init until it exits: it reaps
-// every child (orphans are re-parented to PID 1) and forwards SIGTERM,
-// SIGINT and SIGHUP to the command. When it returns, PID 1 exits and the
+// every child (orphans are re-parented to PID 1), forwards SIGINT and SIGHUP
+// to the command and SIGTERM to every process of the sandbox. When it returns, PID 1 exits and the
 // kernel kills everything left in the PID namespace.
 func runPayload(cfg *initproto.Config, status *os.File) int {
 	path, err := exec.LookPath(cfg.Command[0])
@@ -43,6 +43,13 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 	}
 	go func() {
 		for s := range sigs {
+			if s == syscall.SIGTERM {
+				// SIGTERM is a stop: every process of the sandbox hears it,
+				// not only the command, so a double-forked daemon can shut
+				// down cleanly too. kill(-1) from PID 1 spares PID 1.
+				_ = unix.Kill(-1, unix.SIGTERM)
+				continue
+			}
 			_ = p.Signal(s)
 		}
 	}()
