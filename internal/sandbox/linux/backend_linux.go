@@ -230,10 +230,12 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		iso.Missing = append(iso.Missing, "cgroups")
 	}
 	r, err := b.run(ctx, spec, cfg, l, cg, &iso, start)
+	tDown := time.Now()
 	if cerr := cg.destroy(); cerr != nil && err == nil {
 		err = cerr
 		r = nil
 	}
+	b.log.Debug("sandbox done", "cgroup_teardown_ns", time.Since(tDown).Nanoseconds(), "total_ns", time.Since(start).Nanoseconds())
 	return r, err
 }
 
