@@ -1,0 +1,52 @@
+package inside
+
+import (
+	"testing"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+func TestWithin(t *testing.T) {
+	for _, tc := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/w", "/w", true},
+		{"/w/x", "/w", true},
+		{"/wx", "/w", false},
+		{"/w-evil/s", "/w", false},
+		{"/tmp/a", "/tmp", true},
+		{"/", "/w", false},
+	} {
+		if got := within(tc.p, tc.dir); got != tc.want {
+			t.Errorf("within(%q, %q) = %v, want %v", tc.p, tc.dir, got, tc.want)
+		}
+	}
+}
+
+func TestUnderWritable(t *testing.T) {
+	mounts := []initproto.Mount{{Target: "/w", Writable: true}, {Target: "/w/.git"}, {Target: "/r"}}
+	for _, tc := range []struct {
+		p    string
+		want bool
+	}{
+		{"/w/.claude", true},
+		{"/w/.git/hooks", false},
+		{"/r/x", false},
+		{"/elsewhere", false},
+		{"/w/.gitx", true},
+	} {
+		if got := underWritable(tc.p, mounts); got != tc.want {
+			t.Errorf("underWritable(%q) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestEnterCwdRefusesUnclean(t *testing.T) {
+	mounts := []initproto.Mount{{Target: "/w", Writable: true}}
+	for _, cwd := range []string{"relative", "/w/../etc", "/w/./x", "/etc", "/proc/self/fd/3"} {
+		if err := enterCwd(cwd, mounts); err == nil {
+			t.Errorf("enterCwd(%q) succeeded", cwd)
+		}
+	}
+}
