@@ -100,10 +100,7 @@ func (p *Proxy) open(ctx context.Context, proto string, t target) (net.Conn, Dec
 		if public {
 			continue
 		}
-		prule, ok := "", false
-		if a.IsValid() && a.Zone() == "" {
-			prule, ok = p.o.Policy.AllowPrivate(a)
-		}
+		prule, ok := p.allowPrivate(t, a)
 		if !ok {
 			d.Addr = a
 			if len(addrs) > 1 {
@@ -136,6 +133,24 @@ func (p *Proxy) open(ctx context.Context, proto string, t target) (net.Conn, Dec
 	}
 	f := dialFail(lastErr)
 	return deny(f, "dial failed: "+dialReason(f))
+}
+
+// allowPrivate reports whether the policy explicitly allows the non-public
+// address a for target t: by the address itself, or, for a name, because the
+// policy lists that name as private (see PrivateNamer). A zoned, invalid or
+// unspecified address is never allowed.
+func (p *Proxy) allowPrivate(t target, a netip.Addr) (string, bool) {
+	if !a.IsValid() || a.Zone() != "" {
+		return "", false
+	}
+	if rule, ok := p.o.Policy.AllowPrivate(a); ok {
+		return rule, true
+	}
+	pn, ok := p.o.Policy.(PrivateNamer)
+	if !ok || t.ip.IsValid() || a.IsUnspecified() {
+		return "", false
+	}
+	return pn.AllowPrivateName(t.host, t.port)
 }
 
 func dedupe(in []netip.Addr) []netip.Addr {

@@ -22,9 +22,11 @@
 //     names a different host than the one that was checked (domain fronting);
 //  6. reports a [Decision] for the audit log, allowed or not.
 //
-// Explicitly allowing a private address (an internal mirror, a test fixture)
-// is the only way a non-public address is ever dialled, and it is a risk: it
-// opens that address to whatever runs in the sandbox.
+// Explicitly allowing a private address or CIDR ([Policy.AllowPrivate]) or a
+// private name ([PrivateNamer]) — an internal mirror, a test fixture — is the
+// only way a non-public address is ever dialled, and it is a risk: it opens
+// that address to whatever runs in the sandbox, and a private name trusts
+// its DNS answers, loopback included. The Decision's Rule and Reason say so.
 //
 // Decisions worth knowing (the why, for reviewers):
 //

@@ -16,11 +16,30 @@ import (
 
 // fakePolicy grants "host:port" keys and private prefixes.
 type fakePolicy struct {
+	mu      sync.Mutex
 	hosts   map[string]bool
 	private []netip.Prefix
 }
 
+// grant adds "host:port" keys while the proxy may be running.
+func (f *fakePolicy) grant(keys ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		f.hosts[k] = true
+	}
+}
+
+// allowPrivate adds a private prefix while the proxy may be running.
+func (f *fakePolicy) allowPrivate(p string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.private = append(f.private, netip.MustParsePrefix(p))
+}
+
 func (f *fakePolicy) AllowHost(host string, port int) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	k := net.JoinHostPort(host, strconv.Itoa(port))
 	if f.hosts[k] {
 		return "host " + k, true
@@ -29,6 +48,8 @@ func (f *fakePolicy) AllowHost(host string, port int) (string, bool) {
 }
 
 func (f *fakePolicy) AllowPrivate(a netip.Addr) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, p := range f.private {
 		if p.Contains(a) {
 			return "cidr " + p.String(), true
@@ -58,6 +79,13 @@ func (r *fakeResolver) LookupNetIP(_ context.Context, network, host string) ([]n
 		r.answers[host] = sets[1:]
 	}
 	return ans, nil
+}
+
+// answer sets the answers for host while the proxy may be running.
+func (r *fakeResolver) answer(host string, sets ...[]netip.Addr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answers[host] = sets
 }
 
 func (r *fakeResolver) callCount() int {

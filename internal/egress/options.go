@@ -24,6 +24,16 @@ type Policy interface {
 	AllowPrivate(addr netip.Addr) (rule string, ok bool)
 }
 
+// PrivateNamer is an optional ability of a Policy: a name the grant lists as
+// private (an internal mirror, a test fixture) may resolve to non-public
+// addresses, whatever they are, except the unspecified address. This trusts
+// that name's DNS answers completely — including an answer of 127.0.0.1 —
+// so it is a risk the grant takes knowingly. An address allowed by
+// AllowPrivate needs no PrivateNamer.
+type PrivateNamer interface {
+	AllowPrivateName(host string, port int) (rule string, ok bool)
+}
+
 // Resolver looks up a granted name. *net.Resolver satisfies it. The proxy
 // calls it at most once per connection, with network "ip".
 type Resolver interface {

@@ -82,7 +82,7 @@ func TestSNI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			h.policy.hosts["93.184.216.34:443"] = true
+			h.policy.grant("93.184.216.34:443")
 			got := make(chan []byte, 1)
 			h.dial.serve = func(c net.Conn) {
 				c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))

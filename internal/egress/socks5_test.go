@@ -199,7 +199,7 @@ func assertEcho(t *testing.T, c *net.UnixConn, msg string) {
 
 func TestSOCKS5PrivateAllowed(t *testing.T) {
 	h := newHarness(t, nil)
-	h.policy.private = []netip.Prefix{netip.MustParsePrefix("10.1.2.0/24")}
+	h.policy.allowPrivate("10.1.2.0/24")
 	c := h.conn()
 	socksOpen(t, c, socksName("priv.test", 80))
 	assertEcho(t, c, "x")
@@ -208,7 +208,7 @@ func TestSOCKS5PrivateAllowed(t *testing.T) {
 		t.Fatalf("Decision = %+v", d)
 	}
 	// The same allowance does not cover a private address outside it.
-	h.policy.hosts["lo.test:80"] = true
+	h.policy.grant("lo.test:80")
 	c2 := h.conn()
 	c2.Write(cat(greeting, socksName("lo.test", 80)))
 	got, _ := io.ReadAll(c2)
@@ -335,7 +335,7 @@ func TestZonedAnswerNeverAllowed(t *testing.T) {
 		{netip.MustParseAddr("93.184.216.34"), {}},
 	} {
 		h := newHarness(t, func(o *Options) { o.Policy = permissivePolicy{} })
-		h.res.answers["z.test"] = [][]netip.Addr{ans}
+		h.res.answer("z.test", ans)
 		c := h.conn()
 		c.Write(cat(greeting, socksName("z.test", 80)))
 		got, _ := io.ReadAll(c)
@@ -345,5 +345,53 @@ func TestZonedAnswerNeverAllowed(t *testing.T) {
 		if d := h.dial.dialed(); len(d) != 0 {
 			t.Errorf("%v: dialled %v", ans, d)
 		}
+	}
+}
+
+// namedPrivatePolicy lists priv.test and lo.test as private names (PrivateNamer).
+type namedPrivatePolicy struct{ *fakePolicy }
+
+func (namedPrivatePolicy) AllowPrivateName(host string, port int) (string, bool) {
+	if (host == "priv.test" || host == "lo.test" || host == "zero.test") && port == 80 {
+		return "private name " + host, true
+	}
+	return "", false
+}
+
+func TestPrivateName(t *testing.T) {
+	tests := []struct {
+		name   string
+		req    []byte
+		rep    byte
+		dialed []string
+		rule   string
+	}{
+		{"listed name to private", socksName("priv.test", 80), 0, []string{"10.1.2.3:80"}, "host priv.test:80; private private name priv.test"},
+		{"listed name to loopback", socksName("lo.test", 80), 0, []string{"[::1]:80"}, "host lo.test:80; private private name lo.test"},
+		{"listed name to unspecified", socksName("zero.test", 80), 2, nil, ""},
+		{"unlisted name to private", socksName("mixed.test", 80), 2, nil, ""},
+		{"IP literal is not a name", socksIP("10.1.2.3", 80), 2, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(o *Options) { o.Policy = namedPrivatePolicy{o.Policy.(*fakePolicy)} })
+			h.policy.grant("zero.test:80")
+			h.res.answer("zero.test", []netip.Addr{netip.IPv4Unspecified()})
+			c := h.conn()
+			c.Write(cat(greeting, tt.req))
+			got := make([]byte, 12)
+			if _, err := io.ReadFull(c, got); err != nil {
+				t.Fatal(err)
+			}
+			if got[3] != tt.rep {
+				t.Fatalf("REP %#x, want %#x", got[3], tt.rep)
+			}
+			if diff := cmp.Diff(tt.dialed, h.dial.dialed()); diff != "" {
+				t.Errorf("dialled (-want +got):\n%s", diff)
+			}
+			if d := h.next(); tt.rep == 0 && d.Rule != tt.rule {
+				t.Errorf("Rule %q, want %q", d.Rule, tt.rule)
+			}
+		})
 	}
 }
