@@ -68,6 +68,9 @@ type Def struct {
 	Idempotent bool
 	// Schema is the JSON schema of the arguments, derived from the args struct.
 	Schema json.RawMessage
+	// Broker tools (background_command) are answered by the broker from its
+	// own state and never dispatched to a sandbox; their Run only fails.
+	Broker bool
 
 	parse func(raw json.RawMessage) (Args, error)
 	run   func(ctx context.Context, env Env, a Args) wire.ToolOutput
