@@ -1,0 +1,411 @@
+package interop_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sdkVersion pins the TypeScript SDK the interop test installs.
+const sdkVersion = "1.32.2"
+
+// requireFeature skips with reason, or fails when AIRLOCK_REQUIRE_FEATURES=1.
+func requireFeature(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
+		t.Fatalf("required feature missing: %s", reason)
+	}
+	t.Skipf("host lacks a feature: %s", reason)
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	buildOut  []byte
+)
+
+// airlock builds the airlock binary once per test run.
+func airlock(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-interop-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "airlock")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/airlockhq/airlock/cmd/airlock")
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("building airlock: %v\n%s", buildErr, buildOut)
+	}
+	return binPath
+}
+
+// sandboxArgs are the flags that pick the backend: the native sandbox where
+// this host has it, else the unsandboxed backend (the protocol is the same).
+func sandboxArgs(t testing.TB) []string {
+	t.Helper()
+	if err := exec.Command(airlock(t), "doctor").Run(); err != nil {
+		if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
+			t.Fatalf("airlock doctor: %v: the native sandbox is required", err)
+		}
+		t.Logf("airlock doctor: %v: using --unsandboxed", err)
+		return []string{"--unsandboxed"}
+	}
+	return nil
+}
+
+// workspace is a granted directory with a file to read, a file outside it,
+// and a records directory.
+type workspace struct {
+	root, outside, records string
+}
+
+func newWorkspace(t testing.TB) workspace {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workspace{root: filepath.Join(dir, "root"), outside: filepath.Join(dir, "outside.txt"), records: filepath.Join(dir, "records")}
+	if err := os.Mkdir(w.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.root, "hello.txt"), []byte("hello from interop\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.outside, []byte("interop secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// auditClasses returns the class of every call record, and the number of
+// sessions opened and closed.
+func auditClasses(t testing.TB, records string) (classes []string, opened, closed int) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(records, "*", "*"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var r struct{ Kind, Class, Decision string }
+			if json.Unmarshal([]byte(line), &r) != nil {
+				continue
+			}
+			switch {
+			case r.Kind == "call":
+				classes = append(classes, r.Class)
+			case r.Kind == "session" && r.Decision == "open":
+				opened++
+			case r.Kind == "session" && r.Decision == "close":
+				closed++
+			}
+		}
+	}
+	return classes, opened, closed
+}
+
+// nodeClient installs the TypeScript SDK (cached under
+// $TMPDIR/airlock-npm/VERSION) and returns the path of client.mjs beside it.
+func nodeClient(t testing.TB) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			requireFeature(t, tool+" is not installed")
+		}
+	}
+	dir := filepath.Join(os.TempDir(), "airlock-npm", sdkVersion)
+	marker := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	if _, err := os.Stat(marker); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error",
+			"@modelcontextprotocol/sdk@"+sdkVersion)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm install @modelcontextprotocol/sdk@%s: %v\n%s", sdkVersion, err, out)
+		}
+		// Another run may have won the race; either copy is good.
+		if err := os.Rename(tmp, dir); err != nil {
+			if _, serr := os.Stat(marker); serr != nil {
+				t.Fatalf("caching the SDK: %v", err)
+			}
+		}
+	}
+	src, err := os.ReadFile("client.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script must sit beside node_modules for Node to resolve the SDK.
+	script := filepath.Join(dir, "client.mjs")
+	tmp := script + "." + randomHex(4)
+	if err := os.WriteFile(tmp, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, script); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// runNode runs the TypeScript client with env and fails the test unless
+// every check passed.
+func runNode(t *testing.T, script string, env ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("TypeScript client:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "\nPASS") {
+		t.Fatalf("the TypeScript client failed: %v", err)
+	}
+}
+
+// checkAudit checks the calls the TypeScript client made were all audited,
+// the cancelled one included, and its session was closed.
+func checkAudit(t *testing.T, records string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the session to close", func() bool {
+		_, opened, closed := auditClasses(t, records)
+		return opened == 1 && closed == 1
+	})
+	classes, _, _ := auditClasses(t, records)
+	count := map[string]int{}
+	for _, c := range classes {
+		count[c]++
+	}
+	// read_file, shell, the progress shell and glob are ok; one refused;
+	// one cancelled.
+	if count["ok"] != 4 || count["refused"] != 1 || count["cancelled"] != 1 || len(classes) != 6 {
+		t.Errorf("audited call classes %v, want 4 ok, 1 refused, 1 cancelled", classes)
+	}
+}
+
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestTypeScriptClientStdio(t *testing.T) {
+	script := nodeClient(t)
+	bin := airlock(t)
+	w := newWorkspace(t)
+	args, _ := json.Marshal(append([]string{"--root", w.root}, sandboxArgs(t)...))
+	runNode(t, script, "MODE=stdio", "AIRLOCK_BIN="+bin, "AIRLOCK_ARGS="+string(args),
+		"AIRLOCK_STATE_DIR="+w.records, "OUTSIDE="+w.outside)
+	checkAudit(t, w.records)
+}
+
+// server is a running `airlock serve`.
+type server struct {
+	cmd    *exec.Cmd
+	url    string // the /mcp endpoint
+	base   string
+	token  string
+	exited chan error
+}
+
+// startServe starts `airlock serve` on a free loopback port.
+func startServe(t *testing.T, w workspace, extra ...string) *server {
+	t.Helper()
+	s := &server{token: randomHex(24), exited: make(chan error, 1)}
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--root", w.root}, sandboxArgs(t)...)
+	s.cmd = exec.Command(airlock(t), append(args, extra...)...)
+	s.cmd.Env = append(os.Environ(), "AIRLOCK_TOKEN="+s.token, "AIRLOCK_STATE_DIR="+w.records)
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.exited
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			t.Logf("serve: %s", line)
+			if _, after, ok := strings.Cut(line, "serving MCP at "); ok {
+				url, _, _ := strings.Cut(after, " ")
+				found <- url
+			}
+		}
+		io.Copy(io.Discard, stderr)
+		s.exited <- s.cmd.Wait()
+	}()
+	select {
+	case s.url = <-found:
+		s.base = strings.TrimSuffix(s.url, "/mcp")
+	case <-time.After(20 * time.Second):
+		t.Fatal("airlock serve did not say where it listens")
+	}
+	return s
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop(t *testing.T, within time.Duration) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		s.exited <- err // for the cleanup
+		if err != nil {
+			t.Errorf("airlock serve after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("airlock serve still running %v after SIGTERM", within)
+	}
+}
+
+func TestTypeScriptClientHTTP(t *testing.T) {
+	script := nodeClient(t)
+	w := newWorkspace(t)
+	s := startServe(t, w)
+
+	resp, err := http.Get(s.base + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(s.url, "application/json", strings.NewReader(`{}`))
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("POST without a token: %v %v, want 401", resp, err)
+	}
+	resp.Body.Close()
+
+	runNode(t, script, "MODE=http", "MCP_URL="+s.url, "MCP_TOKEN="+s.token, "OUTSIDE="+w.outside)
+
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`airlock_calls_total{tool="read_file",class="refused"} 1`, `airlock_calls_total{tool="shell",class="cancelled"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	// The TypeScript client leaves without ending its session (no DELETE):
+	// the session lasts until it idles out or the server stops.
+	s.stop(t, 15*time.Second)
+	checkAudit(t, w.records)
+}
+
+// TestServeSIGTERMStopsCalls checks the graceful shutdown of the real
+// binary: a call that outlives --shutdown-timeout is stopped and audited,
+// and the server exits 0.
+func TestServeSIGTERMStopsCalls(t *testing.T) {
+	w := newWorkspace(t)
+	s := startServe(t, w, "--shutdown-timeout", "1s")
+	hc := &http.Client{Transport: &bearer{s.token}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "hello.txt"}}); err != nil || res.IsError {
+		t.Fatalf("read_file: %v %v", res, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 30"}})
+		close(done)
+	}()
+	time.Sleep(500 * time.Millisecond) // the call is running
+	start := time.Now()
+	s.stop(t, 10*time.Second)
+	t.Logf("serve exited %v after SIGTERM", time.Since(start))
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("the client's call did not end with the server")
+	}
+	classes, opened, closed := auditClasses(t, w.records)
+	if len(classes) != 2 || classes[0] != "ok" || classes[1] != "cancelled" || opened != 1 || closed != 1 {
+		t.Errorf("audit: calls %v, sessions opened %d closed %d; want [ok cancelled], 1 and 1", classes, opened, closed)
+	}
+}
+
+// TestGoClientStdio drives `airlock mcp` through the Go SDK's command
+// transport, and checks the process ends when the client does.
+func TestGoClientStdio(t *testing.T) {
+	w := newWorkspace(t)
+	cmd := exec.Command(airlock(t), append([]string{"mcp", "--root", w.root}, sandboxArgs(t)...)...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "grep", Arguments: map[string]any{"pattern": "interop"}})
+	if err != nil || res.IsError {
+		t.Fatalf("grep: %v %v", res, err)
+	}
+	if txt := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "hello.txt") {
+		t.Errorf("grep: %q", txt)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
+		t.Errorf("airlock mcp after the client closed: %v, want exit 0", cmd.ProcessState)
+	}
+	if _, opened, closed := auditClasses(t, w.records); opened != 1 || closed != 1 {
+		t.Errorf("sessions opened %d closed %d, want 1 and 1", opened, closed)
+	}
+}
+
+type bearer struct{ token string }
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
