@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,8 +16,10 @@ import (
 
 // runPayload starts the command and acts as init until it exits: it reaps
 // every child (orphans are re-parented to PID 1), forwards SIGINT and SIGHUP
-// to the command and SIGTERM to every process of the sandbox. When it returns, PID 1 exits and the
-// kernel kills everything left in the PID namespace.
+// to the command and SIGTERM to every process of the sandbox; after a
+// SIGTERM it waits for all of them, not only the command, before exiting.
+// When it returns, PID 1 exits and the kernel kills everything left in the
+// PID namespace.
 func runPayload(cfg *initproto.Config, status *os.File) int {
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
@@ -41,18 +44,21 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 		report(status, code, 0)
 		return code
 	}
+	var stopping atomic.Bool
 	go func() {
 		for s := range sigs {
 			if s == syscall.SIGTERM {
 				// SIGTERM is a stop: every process of the sandbox hears it,
 				// not only the command, so a double-forked daemon can shut
 				// down cleanly too. kill(-1) from PID 1 spares PID 1.
+				stopping.Store(true)
 				_ = unix.Kill(-1, unix.SIGTERM)
 				continue
 			}
 			_ = p.Signal(s)
 		}
 	}()
+	code, sig, exited := 0, 0, false
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, 0, nil)
@@ -60,6 +66,9 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 			continue
 		}
 		if err != nil {
+			if exited {
+				break // stopping, and every process is gone
+			}
 			report(status, 125, 0)
 			return 125
 		}
@@ -68,13 +77,19 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 		}
 		switch {
 		case ws.Exited():
-			report(status, ws.ExitStatus(), 0)
-			return ws.ExitStatus()
+			code, exited = ws.ExitStatus(), true
 		case ws.Signaled():
-			report(status, 128+int(ws.Signal()), int(ws.Signal()))
-			return 128 + int(ws.Signal())
+			code, sig, exited = 128+int(ws.Signal()), int(ws.Signal()), true
+		}
+		// After a stop, the others get their grace too (the host kills
+		// the sandbox when it ends); otherwise the command's end is the
+		// sandbox's.
+		if exited && !stopping.Load() {
+			break
 		}
 	}
+	report(status, code, sig)
+	return code
 }
 
 func report(status *os.File, code, sig int) {
