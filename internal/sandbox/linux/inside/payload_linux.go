@@ -52,7 +52,8 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 				// not only the command, so a double-forked daemon can shut
 				// down cleanly too. kill(-1) from PID 1 spares PID 1.
 				stopping.Store(true)
-				_ = unix.Kill(-1, unix.SIGTERM)
+				kerr := unix.Kill(-1, unix.SIGTERM)
+				fmt.Fprintf(os.Stderr, "DEBUG init got TERM: %v\n", kerr)
 				continue
 			}
 			_ = p.Signal(s)
@@ -66,12 +67,14 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 			continue
 		}
 		if err != nil {
+			fmt.Fprintf(os.Stderr, "DEBUG wait err %v exited %v\n", err, exited)
 			if exited {
 				break // stopping, and every process is gone
 			}
 			report(status, 125, 0)
 			return 125
 		}
+		fmt.Fprintf(os.Stderr, "DEBUG reaped %d (cmd %d) %v err %v\n", pid, p.Pid, ws, err)
 		if pid != p.Pid {
 			continue
 		}
