@@ -9,7 +9,7 @@ import (
 )
 
 func TestRegistryOrder(t *testing.T) {
-	want := []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command"}
+	want := []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
 	if d := cmp.Diff(want, Names()); d != "" {
 		t.Errorf("Names() (-want +got):\n%s", d)
 	}
@@ -77,6 +77,9 @@ func TestAccess(t *testing.T) {
 		{"shell", `{"command":"ls"}`, Access{Paths: []PathAccess{{Path: "."}}, Exec: true}},
 		{"shell", `{"command":"ls","cwd":"/w/sub"}`, Access{Paths: []PathAccess{{Path: "/w/sub"}}, Exec: true}},
 		{"background_command", `{"operation":"status","work_id":"wrk_0123456789abcdef"}`, Access{}},
+		{"http_fetch", `{"url":"https://API.example.com./x#frag"}`, Access{Hosts: []string{"api.example.com:443"}}},
+		{"http_fetch", `{"url":"http://a.test:8080/","method":"HEAD"}`, Access{Hosts: []string{"a.test:8080"}}},
+		{"http_fetch", `{"url":"https://[2001:db8::1]/"}`, Access{Hosts: []string{"[2001:db8::1]:443"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+tt.args, func(t *testing.T) {

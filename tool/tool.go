@@ -28,6 +28,8 @@ type Env struct {
 	Limits wire.ToolLimits
 	// Secrets are the values the grant gives this call, by name.
 	Secrets map[string]string
+	// Egress is how http_fetch reaches the network; nil means no network.
+	Egress *wire.Egress
 	// Background starts and tracks background work. Nil means the runner
 	// cannot start background work and shell refuses run_in_background.
 	Background Background

@@ -25,6 +25,35 @@ type CallContext struct {
 	Cwd string `json:"cwd,omitempty"`
 	// Limits are the per-call limits the tool enforces itself.
 	Limits ToolLimits `json:"limits,omitempty"`
+	// Egress is what http_fetch needs to know of the network grant; nil
+	// when the sandbox has no egress proxy.
+	Egress *Egress `json:"egress,omitempty"`
+}
+
+// Egress tells http_fetch how to reach the network and what the grant lets
+// it do there. The egress proxy still decides every connection; these let
+// the tool refuse plain HTTP and place secrets before a request is sent.
+type Egress struct {
+	// Proxy is the egress proxy's URL inside the sandbox
+	// ("http://127.0.0.1:3128"). Every request goes through it.
+	Proxy string `json:"proxy"`
+	// PlainHTTP are the host patterns ("name", "*.suffix", an IP literal,
+	// each with an optional ":port"; no port means 80 and 443) where
+	// http:// may be used.
+	PlainHTTP []string `json:"plain_http,omitempty"`
+	// Secrets say where each secret in CallContext.Secrets goes: only into
+	// its header, only on requests to its hosts.
+	Secrets []SecretUse `json:"secret_uses,omitempty"`
+}
+
+// SecretUse places one secret: the header Header with the value Format
+// (whose "{value}" stands for the secret), sent only to Hosts (patterns as
+// in Egress.PlainHTTP). It never holds the secret's value.
+type SecretUse struct {
+	Name   string   `json:"name"`
+	Header string   `json:"header"`
+	Format string   `json:"format"`
+	Hosts  []string `json:"hosts"`
 }
 
 // ToolLimits are the limits a tool enforces on its own output and work; the

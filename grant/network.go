@@ -1,0 +1,18 @@
+package grant
+
+import "slices"
+
+// HasNetwork reports whether the grant names any host or private address,
+// so a sandbox of its calls needs the egress proxy.
+func (g *Grant) HasNetwork() bool { return len(g.hosts)+len(g.private) > 0 }
+
+// PlainHTTPHosts returns the network.plain_http patterns in normal form
+// ("name", "*.suffix", an IP literal, each with an optional ":port"), for
+// http_fetch, which checks them again on every redirect inside the sandbox.
+func (g *Grant) PlainHTTPHosts() []string {
+	out := make([]string, 0, len(g.plainHTTP))
+	for _, p := range g.plainHTTP {
+		out = append(out, p.String())
+	}
+	return slices.Clip(out)
+}

@@ -1,0 +1,139 @@
+package tool
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/wire"
+)
+
+// capReader reads at most n bytes of r and records whether r had more.
+type capReader struct {
+	r    io.Reader
+	n    int64
+	over bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		var one [1]byte
+		if k, _ := c.r.Read(one[:]); k > 0 {
+			c.over = true
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.n {
+		p = p[:c.n]
+	}
+	k, err := c.r.Read(p)
+	c.n -= int64(k)
+	return k, err
+}
+
+// result renders the final response: a note of the redirects followed, the
+// body (or a summary of a binary one, or headers for HEAD), "[http STATUS]".
+func (f *fetcher) result(resp *http.Response, method string, redirects int, t fetchTarget) wire.ToolOutput {
+	defer resp.Body.Close()
+	var b strings.Builder
+	if redirects > 0 {
+		fmt.Fprintf(&b, "[followed %d redirect(s) to %s]\n", redirects, clip(t.u.String()))
+	}
+	out := wire.ToolOutput{Meta: wire.Meta{HTTPStatus: resp.StatusCode}}
+	ct := resp.Header.Get("Content-Type")
+	if method == http.MethodHead {
+		for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified", "ETag"} {
+			if v := resp.Header.Get(k); v != "" {
+				fmt.Fprintf(&b, "%s: %s\n", k, clip(strings.ToValidUTF8(v, "?")))
+			}
+		}
+	} else {
+		body, note := readBody(resp)
+		out.Meta.Bytes = int64(len(body))
+		switch {
+		case note != "" && body == nil:
+			b.WriteString(note + "\n")
+		case !isText(ct, body):
+			if ct == "" {
+				ct = http.DetectContentType(body)
+			}
+			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", clip(strings.ToValidUTF8(ct, "?")), len(body))
+		default:
+			text := strings.ToValidUTF8(string(body), "\uFFFD")
+			limit := outputCap(f.env)
+			if len(text) > limit {
+				cut := limit
+				for cut > 0 && !utf8.RuneStart(text[cut]) {
+					cut--
+				}
+				out.Truncated = true
+				out.Meta.OmittedBytes = int64(len(text) - cut)
+				text = text[:cut] + fmt.Sprintf("\n[... %d bytes cut ...]", len(text)-cut)
+			}
+			b.WriteString(text)
+			if text != "" && !strings.HasSuffix(text, "\n") {
+				b.WriteByte('\n')
+			}
+		}
+		if note != "" && body != nil {
+			b.WriteString(note + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "[http %d]", resp.StatusCode)
+	out.Content = b.String()
+	return out
+}
+
+// readBody reads the body, decoding gzip, within fetchMaxBody raw and
+// decoded. note explains a cut or an encoding it did not decode; a nil body
+// with a note means nothing usable was read.
+func readBody(resp *http.Response) (body []byte, note string) {
+	raw := &capReader{r: resp.Body, n: fetchMaxBody}
+	var r io.Reader = raw
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		gz, err := gzip.NewReader(raw)
+		if err != nil {
+			return nil, "[the body is not valid gzip]"
+		}
+		defer gz.Close()
+		r = gz
+	default:
+		return nil, fmt.Sprintf("[the body is %s-encoded; not decoded]", clip(enc))
+	}
+	dec := &capReader{r: r, n: fetchMaxBody}
+	body, err := io.ReadAll(dec)
+	switch {
+	case raw.over || dec.over:
+		return body, fmt.Sprintf("[body larger than %d MiB: stopped reading]", fetchMaxBody>>20)
+	case err != nil:
+		return body, "[the body ended early: the connection failed or the time limit passed]"
+	}
+	return body, ""
+}
+
+// isText reports whether a body is text to show the model.
+func isText(contentType string, body []byte) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case strings.HasPrefix(mt, "image/"), strings.HasPrefix(mt, "audio/"), strings.HasPrefix(mt, "video/"),
+		strings.HasPrefix(mt, "font/"), mt == "application/octet-stream", mt == "application/pdf",
+		mt == "application/zip", mt == "application/gzip":
+		return false
+	}
+	if bytes.IndexByte(body, 0) >= 0 {
+		return false
+	}
+	sample := body[:min(len(body), 8192)]
+	// A sample may end inside a rune; trim up to 3 bytes before judging.
+	for i := 0; i < 3 && len(sample) > 0 && !utf8.Valid(sample); i++ {
+		sample = sample[:len(sample)-1]
+	}
+	return utf8.Valid(sample) || strings.HasPrefix(mt, "text/")
+}
