@@ -184,7 +184,9 @@ type proxyRefusal struct {
 	reason string // the proxy's one-line category, without its prefix
 }
 
-func (e *proxyRefusal) Error() string { return fmt.Sprintf("proxy answered %d: %s", e.status, e.reason) }
+func (e *proxyRefusal) Error() string {
+	return fmt.Sprintf("proxy answered %d: %s", e.status, e.reason)
+}
 
 // dialViaProxy opens a CONNECT tunnel to addr through the egress proxy.
 func (f *fetcher) dialViaProxy(ctx context.Context, _, addr string) (net.Conn, error) {
