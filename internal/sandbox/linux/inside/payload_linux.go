@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 
@@ -20,7 +21,14 @@ import (
 // SIGTERM it waits for all of them, not only the command, before exiting.
 // When it returns, PID 1 exits and the kernel kills everything left in the
 // PID namespace.
+//
+// Landlock gave each of the init's threads its own domain (restrict_self
+// runs per thread), and a scoped domain may not signal a sibling domain: so
+// the command is started, and every signal sent, from one locked thread,
+// whose domain the command's processes inherit.
 func runPayload(cfg *initproto.Config, status *os.File) int {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
@@ -45,20 +53,31 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 		return code
 	}
 	var stopping atomic.Bool
-	go func() {
-		for s := range sigs {
+	ended := make(chan [2]int, 1) // exit code, signal
+	go reap(p.Pid, &stopping, ended)
+	for {
+		select {
+		case s := <-sigs:
 			if s == syscall.SIGTERM {
-				// SIGTERM is a stop: every process of the sandbox hears it,
-				// not only the command, so a double-forked daemon can shut
-				// down cleanly too. kill(-1) from PID 1 spares PID 1.
+				// SIGTERM is a stop: every process of the sandbox hears
+				// it, not only the command, so a double-forked daemon can
+				// shut down cleanly too. kill(-1) from PID 1 spares PID 1.
 				stopping.Store(true)
-				kerr := unix.Kill(-1, unix.SIGTERM)
-				fmt.Fprintf(os.Stderr, "DEBUG init got TERM: %v\n", kerr)
+				_ = unix.Kill(-1, unix.SIGTERM)
 				continue
 			}
 			_ = p.Signal(s)
+		case e := <-ended:
+			report(status, e[0], e[1])
+			return e[0]
 		}
-	}()
+	}
+}
+
+// reap reaps every child until the command has ended (and, once stopping,
+// until no process is left), then sends the command's exit code and signal.
+// An error from wait4 before the command ended is exit code 125.
+func reap(cmd int, stopping *atomic.Bool, ended chan<- [2]int) {
 	code, sig, exited := 0, 0, false
 	for {
 		var ws unix.WaitStatus
@@ -67,32 +86,27 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 			continue
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "DEBUG wait err %v exited %v\n", err, exited)
-			if exited {
-				break // stopping, and every process is gone
+			if !exited {
+				code = 125
 			}
-			report(status, 125, 0)
-			return 125
+			break // with exited: stopping, and every process is gone
 		}
-		fmt.Fprintf(os.Stderr, "DEBUG reaped %d (cmd %d) %v err %v\n", pid, p.Pid, ws, err)
-		if pid != p.Pid {
-			continue
+		if pid == cmd {
+			switch {
+			case ws.Exited():
+				code, exited = ws.ExitStatus(), true
+			case ws.Signaled():
+				code, sig, exited = 128+int(ws.Signal()), int(ws.Signal()), true
+			}
 		}
-		switch {
-		case ws.Exited():
-			code, exited = ws.ExitStatus(), true
-		case ws.Signaled():
-			code, sig, exited = 128+int(ws.Signal()), int(ws.Signal()), true
-		}
-		// After a stop, the others get their grace too (the host kills
-		// the sandbox when it ends); otherwise the command's end is the
+		// After a stop, the others get their grace too (the host kills the
+		// sandbox when it ends); otherwise the command's end is the
 		// sandbox's.
 		if exited && !stopping.Load() {
 			break
 		}
 	}
-	report(status, code, sig)
-	return code
+	ended <- [2]int{code, sig}
 }
 
 func report(status *os.File, code, sig int) {
