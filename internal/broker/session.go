@@ -61,6 +61,9 @@ type Options struct {
 	// MaxConcurrent calls run at once; more wait in a queue of MaxQueue
 	// (negative: no queue); past that a call is refused at once.
 	MaxConcurrent, MaxQueue int
+	// Egress configures the egress proxy of calls that reach the network
+	// (resolver, dialer, extra environment); nil means the defaults.
+	Egress *EgressOptions
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 }
@@ -288,7 +291,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 			},
 		},
 	}
-	c.out = dispatch(ctx, s.opts.Backend, spec, in)
+	c.out = s.dispatchEgress(ctx, c, acc, spec, in)
 	var iso *wire.Isolation
 	if c.out.Result != nil {
 		iso = &c.out.Result.Isolation

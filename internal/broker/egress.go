@@ -1,0 +1,221 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// ProxyPort is the port on the sandbox's 127.0.0.1 where the forwarder to
+// the egress proxy listens. The proxy sniffs the first byte, so the one port
+// speaks both HTTP CONNECT (HTTP_PROXY, HTTPS_PROXY) and SOCKS5 (ALL_PROXY).
+const ProxyPort = 3128
+
+// EgressOptions configure the egress proxy of one sandbox. A nil
+// *EgressOptions means the defaults.
+type EgressOptions struct {
+	// Sandbox names the sandbox (the call id) in decisions and logs.
+	Sandbox string
+	// OnDecision receives every allow and deny; see egress.Options.
+	OnDecision func(egress.Decision)
+	// Resolver and Dialer replace the system resolver and the checking
+	// dialer (tests map names to fixture addresses with them).
+	Resolver egress.Resolver
+	Dialer   egress.Dialer
+	// Env is added to the environment of a sandbox that reaches the network,
+	// e.g. SSL_CERT_FILE naming a CA bundle in a read-only grant path.
+	Env []string
+	// Logger receives the proxy's logs; nil discards.
+	Logger *slog.Logger
+}
+
+// ProxyEnv returns the proxy variables a sandbox with an egress proxy gets:
+// HTTP_PROXY and HTTPS_PROXY (CONNECT), ALL_PROXY (socks5h, so names are
+// resolved by the proxy, never inside), their lower-case forms, and an empty
+// NO_PROXY so no destination bypasses the proxy.
+func ProxyEnv() []string {
+	hp := "http://127.0.0.1:" + strconv.Itoa(ProxyPort)
+	socks := "socks5h://127.0.0.1:" + strconv.Itoa(ProxyPort)
+	return []string{
+		"HTTP_PROXY=" + hp, "HTTPS_PROXY=" + hp, "ALL_PROXY=" + socks,
+		"http_proxy=" + hp, "https_proxy=" + hp, "all_proxy=" + socks,
+		"NO_PROXY=", "no_proxy=",
+	}
+}
+
+// AttachEgress starts an egress proxy for the one sandbox spec describes,
+// enforcing g: a Unix socket in a fresh 0700 directory on the host, outside
+// every path the grant makes visible. It sets spec.Network and adds
+// ProxyEnv and o.Env to spec.Env. stop shuts the proxy down, closing every
+// tunnel, and removes the directory; call it once the sandbox has ended.
+func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *EgressOptions) (stop func(), err error) {
+	var opts EgressOptions
+	if o != nil {
+		opts = *o
+	}
+	dir, err := socketDir(g)
+	if err != nil {
+		return nil, err
+	}
+	p := egress.New(&egress.Options{
+		Sandbox:    opts.Sandbox,
+		Policy:     g,
+		Resolver:   opts.Resolver,
+		Dialer:     opts.Dialer,
+		OnDecision: opts.OnDecision,
+		Logger:     opts.Logger,
+	})
+	sock := filepath.Join(dir, "proxy.sock")
+	l, err := p.ListenUnix(sock)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting the egress proxy: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := p.Serve(ctx, l); err != nil && opts.Logger != nil {
+			opts.Logger.Warn("egress proxy stopped", "sandbox", opts.Sandbox, "err", err)
+		}
+	}()
+	spec.Network = sandbox.Network{ProxySocket: sock, ProxyPort: ProxyPort}
+	for _, kv := range append(ProxyEnv(), opts.Env...) {
+		spec.Env = setEnv(spec.Env, kv)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			l.Close()
+			os.RemoveAll(dir)
+		})
+	}, nil
+}
+
+// socketDir makes a fresh 0700 directory for a proxy socket in the first
+// of the usual temporary directories that the grant does not expose, so no
+// sandbox can see another's socket through a granted path.
+func socketDir(g *grant.Grant) (string, error) {
+	var errs []error
+	for _, base := range []string{os.TempDir(), "/run", "/dev/shm"} {
+		if g.CheckPath(base, false).Allowed || g.CheckPath(filepath.Join(base, "airlock-egress-x"), false).Allowed {
+			errs = append(errs, fmt.Errorf("%s is visible through the grant", base))
+			continue
+		}
+		dir, err := os.MkdirTemp(base, "airlock-egress-")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("no private directory for the egress proxy's socket: %w", errors.Join(errs...))
+}
+
+// setEnv sets kv ("K=V") in list, replacing an existing K.
+func setEnv(list []string, kv string) []string {
+	k, _, _ := strings.Cut(kv, "=")
+	for i, e := range list {
+		if strings.HasPrefix(e, k+"=") {
+			list[i] = kv
+			return list
+		}
+	}
+	return append(list, kv)
+}
+
+// dispatchEgress dispatches a call, first attaching an egress proxy when the
+// call can use the network (a command, or a tool that names hosts) and the
+// grant names any host. http_fetch also learns the proxy, the plain-HTTP
+// hosts and where its secrets go.
+func (s *Session) dispatchEgress(ctx context.Context, c *call, acc tool.Access, spec *sandbox.Spec, in *wire.ToolInput) Outcome {
+	g := s.opts.Grant
+	if !g.HasNetwork() || !acc.Exec && len(acc.Hosts) == 0 {
+		return dispatch(ctx, s.opts.Backend, spec, in)
+	}
+	var o EgressOptions
+	if s.opts.Egress != nil {
+		o = *s.opts.Egress
+	}
+	o.Sandbox = c.id
+	o.OnDecision = s.auditEgress(c)
+	if o.Logger == nil {
+		o.Logger = s.logger
+	}
+	stop, err := AttachEgress(ctx, g, spec, &o)
+	if err != nil {
+		return Outcome{Output: failure(SentenceCannotRun), Class: ClassSandbox, Detail: err.Error()}
+	}
+	defer stop()
+	if len(acc.Hosts) > 0 {
+		in.Context.Egress = &wire.Egress{
+			Proxy:     "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ProxyPort)),
+			PlainHTTP: g.PlainHTTPHosts(),
+			Secrets:   secretUses(g, in.Context.Secrets),
+		}
+	}
+	return dispatch(ctx, s.opts.Backend, spec, in)
+}
+
+// secretUses says where each secret a call carries may go.
+func secretUses(g *grant.Grant, secrets map[string]string) []wire.SecretUse {
+	var out []wire.SecretUse
+	for _, r := range g.Secrets() {
+		if _, ok := secrets[r.Name]; ok {
+			out = append(out, wire.SecretUse{Name: r.Name, Header: r.Header, Format: r.Format, Hosts: r.Hosts})
+		}
+	}
+	return out
+}
+
+// auditEgress writes one egress record per proxy decision of call c.
+func (s *Session) auditEgress(c *call) func(egress.Decision) {
+	return func(d egress.Decision) {
+		rec := audit.Record{
+			Time:     d.Time,
+			Kind:     audit.KindEgress,
+			Session:  s.id,
+			CallID:   c.id,
+			Tool:     c.tool,
+			Host:     d.Host,
+			Port:     d.Port,
+			Decision: "allowed",
+			Rule:     d.Rule,
+			Reason:   d.Reason,
+		}
+		if d.Addr.IsValid() {
+			rec.Addr = d.Addr.String()
+		}
+		if !d.Allowed {
+			rec.Decision = "refused"
+			if rec.Rule == "" {
+				rec.Rule = "network.hosts"
+			}
+		}
+		if strings.Contains(d.Rule, "network.private") {
+			rec.Risks = []string{d.Rule + ": a non-public address may be dialled"}
+		}
+		if d.Proto != "" {
+			rec.Detail = "proto " + d.Proto
+		}
+		if err := s.log.Write(rec); err != nil {
+			s.logger.Error("egress audit record lost", "call", c.id, "err", err)
+		}
+	}
+}
