@@ -1,0 +1,499 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Background work: a shell call with run_in_background starts its command in
+// a sandbox of its own (the call's grant, isolation and limits, except the
+// wall time, which is the session's) and returns at once with a work id. The
+// session owns the work: background_command reads its state, and closing the
+// session kills it. The output goes, stdout and stderr interleaved, to a log
+// file in the session's records (host side, never inside a grant) and to an
+// in-memory ring holding the last TailBytes.
+
+// Defaults for background work.
+const (
+	// DefaultBackgroundLogCap caps each background log file.
+	DefaultBackgroundLogCap = 64 << 20
+	// DefaultBackgroundWall is the wall-time limit of background work when
+	// Options.BackgroundWall is zero.
+	DefaultBackgroundWall = 24 * time.Hour
+	// DefaultMaxBackground is how many background commands may run at once
+	// in one session when Options.MaxBackground is zero.
+	DefaultMaxBackground = 16
+	// TailBytes is how much of the end of the output status shows.
+	TailBytes = 16 << 10
+	// StopGrace is how long stop waits after SIGTERM before SIGKILL.
+	StopGrace = 2 * time.Second
+	// backgroundOutputFactor: a background command may write this many times
+	// the grant's output limit to stdout (and, separately, stderr), as a
+	// foreground shell command may, before the output limit ends it.
+	backgroundOutputFactor = 8
+)
+
+// States of background work.
+const (
+	WorkRunning = "running" // the sandbox is being built or the command runs
+	WorkExited  = "exited"  // the command ended on its own (or a limit ended it)
+	WorkStopped = "stopped" // stop, or the session closing, ended it
+	WorkFailed  = "failed"  // the sandbox could not be built; nothing ran
+)
+
+// WorkInfo describes one background command.
+type WorkInfo struct {
+	ID string
+	// CallID is the shell call that started it.
+	CallID string
+	// Command is the command line, secrets redacted; Cwd where it runs.
+	Command, Cwd string
+	State        string
+	// ExitCode is the command's exit status once it exited normally.
+	ExitCode *int
+	// Signal is the signal that ended it, or 0.
+	Signal int
+	// Limit names the limit that ended it ("time", "memory", "processes",
+	// "output"), or "".
+	Limit string
+	// Started and Ended (zero while running).
+	Started, Ended time.Time
+	// Bytes is the size of the whole output so far.
+	Bytes int64
+	// LogPath is the log file; LogCap its cap; LogCapped reports that the
+	// output passed it, so the log holds only the first LogCap bytes.
+	LogPath   string
+	LogCap    int64
+	LogCapped bool
+	// Detail explains a failure or a stop (for logs, not the model).
+	Detail string
+}
+
+// work is one background command.
+type work struct {
+	id, callID, command, cwd, logPath string
+	started                           time.Time
+	out                               *workOutput
+	stopCh                            chan struct{}
+	stopOnce                          sync.Once
+	cancel                            context.CancelFunc
+	done                              chan struct{} // closed once the end is recorded
+
+	mu       sync.Mutex
+	stopping string // why a stop was asked ("" if none)
+	info     WorkInfo
+	res      *sandbox.Result
+	fail     string // the model's sentence for a failed start
+}
+
+// background is a session's background work.
+type background struct {
+	mu    sync.Mutex
+	works map[string]*work
+	wg    sync.WaitGroup
+}
+
+// requestStop asks the sandbox to SIGTERM all of its processes.
+func (w *work) requestStop(why string) {
+	w.mu.Lock()
+	if w.stopping == "" {
+		w.stopping = why
+	}
+	w.mu.Unlock()
+	w.stopOnce.Do(func() { close(w.stopCh) })
+}
+
+func (w *work) running() bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// snapshot is the work's state now.
+func (w *work) snapshot() WorkInfo {
+	w.mu.Lock()
+	info := w.info
+	w.mu.Unlock()
+	info.Bytes, info.LogCapped = w.out.size()
+	return info
+}
+
+// Background lists the session's background commands, oldest first.
+func (s *Session) Background() []WorkInfo {
+	s.bg.mu.Lock()
+	works := make([]*work, 0, len(s.bg.works))
+	for _, w := range s.bg.works {
+		works = append(works, w)
+	}
+	s.bg.mu.Unlock()
+	out := make([]WorkInfo, 0, len(works))
+	for _, w := range works {
+		out = append(out, w.snapshot())
+	}
+	slices.SortFunc(out, func(a, b WorkInfo) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+// runBroker answers a call the broker handles itself: a shell call with
+// run_in_background, or background_command. The grant has already allowed it.
+func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d grant.Decision, refuse func(grant.Decision, string) *Result) *Result {
+	var out wire.ToolOutput
+	var iso *wire.Isolation
+	own, class := false, ClassOK
+	switch a := args.(type) {
+	case tool.ShellArgs:
+		var why string
+		out, class, why = s.startBackground(c, a)
+		if why != "" {
+			return refuse(grant.Decision{Rule: "background"}, why)
+		}
+		own = true
+	case tool.BackgroundCommandArgs:
+		s.bg.mu.Lock()
+		w := s.bg.works[a.WorkID]
+		s.bg.mu.Unlock()
+		if w == nil {
+			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q was started in this session", c.tool, "work_id", a.WorkID))
+		}
+		out, iso = s.backgroundCommand(ctx, w, a)
+	default:
+		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("tool %q is not answered by the broker", c.tool))
+	}
+	c.out = Outcome{Output: out, Class: class, Detail: out.Meta.WorkID}
+	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.label(c.tool, out, iso, own)}
+}
+
+// startBackground starts a shell command as background work and returns the
+// call's output and class. A non-empty refusal means nothing was started.
+func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutput, class, refusal string) {
+	cwd := a.Cwd
+	if cwd == "" {
+		cwd = "."
+	}
+	if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(s.opts.Grant.WorkDir(), cwd)
+	}
+	cwd = filepath.Clean(cwd)
+	// The grant allowed cwd; say plainly when it is no directory rather than
+	// letting the sandbox fail to enter it.
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return tool.Failure("field %q: %s is not a directory", "cwd", cwd), ClassOK, ""
+	}
+	logDir := filepath.Join(s.dir, "background")
+	if m := grantedContaining(s.opts.Grant, logDir); m != "" {
+		return wire.ToolOutput{}, "", fmt.Sprintf("background logs would be written to %s, inside the granted path %s; move the records directory outside every grant", logDir, m)
+	}
+
+	s.bg.mu.Lock()
+	defer s.bg.mu.Unlock()
+	running := 0
+	for _, w := range s.bg.works {
+		if w.running() {
+			running++
+		}
+	}
+	if running >= s.opts.MaxBackground {
+		return wire.ToolOutput{}, "", fmt.Sprintf("field %q: %d background commands are already running in this session (the most allowed); stop one with background_command first", "run_in_background", running)
+	}
+
+	id := "wrk_" + randomHex(8)
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		s.logger.Error("creating the background log directory", "err", err)
+		return failure(SentenceCannotRun), ClassSandbox, ""
+	}
+	logPath := filepath.Join(logDir, id+".log")
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		s.logger.Error("creating a background log", "work", id, "err", err)
+		return failure(SentenceCannotRun), ClassSandbox, ""
+	}
+	w := &work{
+		id: id, callID: c.id, command: s.redactor.String(a.Command), cwd: cwd, logPath: logPath,
+		started: time.Now(),
+		out:     newWorkOutput(f, s.opts.BackgroundLogCap),
+		stopCh:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	w.info = WorkInfo{ID: id, CallID: c.id, Command: w.command, Cwd: cwd, State: WorkRunning,
+		Started: w.started, LogPath: logPath, LogCap: s.opts.BackgroundLogCap}
+
+	spec := SpecFor(s.opts.Grant, c.limits)
+	spec.Command = []string{"/bin/sh", "-c", a.Command}
+	spec.Cwd = cwd
+	spec.Limits.Wall = s.opts.BackgroundWall
+	if c.limits.Output > 0 {
+		spec.Limits.OutputBytes = backgroundOutputFactor * c.limits.Output
+	}
+	spec.Stdout, spec.Stderr = w.out, w.out
+	spec.Stop = w.stopCh
+
+	rec := audit.Record{
+		Kind: audit.KindBackgroundStart, Session: s.id, CallID: c.id, Tool: c.tool, WorkID: id,
+		Args:     redactJSON(s.redactor, c.args),
+		Decision: "allowed",
+		Backend:  s.opts.Backend.Report().Backend,
+		Detail:   "in " + cwd + ": " + w.command,
+		Limits: &audit.Limits{TimeMS: spec.Limits.Wall.Milliseconds(), MemoryBytes: c.limits.Memory,
+			Processes: c.limits.Processes, OutputBytes: spec.Limits.OutputBytes, FileBytes: c.limits.FileSize},
+	}
+	if err := s.log.Write(rec); err != nil {
+		// The call's own record fails the same way and the caller sees ErrAudit.
+		f.Close()
+		s.logger.Error("audit record lost; background work not started", "work", id, "err", err)
+		return failure(SentenceCannotRun), ClassSandbox, ""
+	}
+
+	ctx, cancel := context.WithCancel(s.ctx) // Close kills it
+	w.cancel = cancel
+	s.bg.works[id] = w
+	s.bg.wg.Add(1)
+	go func() {
+		defer s.bg.wg.Done()
+		defer cancel()
+		res, err := s.opts.Backend.Run(ctx, spec)
+		s.finish(w, res, err)
+		close(w.done)
+	}()
+	s.logger.Info("background work started", "work", id, "call", c.id)
+	return wire.ToolOutput{
+		Content: fmt.Sprintf("started background work %s; check, wait for or stop it with background_command (full log: %s)", id, logPath),
+		Meta:    wire.Meta{WorkID: id},
+	}, ClassOK, ""
+}
+
+// grantedContaining returns the granted path that contains p, or "".
+func grantedContaining(g *grant.Grant, p string) string {
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(r, filepath.Base(p))
+	}
+	for _, m := range g.Mounts() {
+		if p == m.Source || strings.HasPrefix(p, strings.TrimSuffix(m.Source, "/")+"/") {
+			return m.Source
+		}
+	}
+	return ""
+}
+
+// finish records how the work ended.
+func (s *Session) finish(w *work, res *sandbox.Result, err error) {
+	w.out.close()
+	w.mu.Lock()
+	info := &w.info
+	info.Ended = time.Now()
+	w.res = res
+	switch {
+	case w.stopping != "" || s.ctx.Err() != nil:
+		info.State = WorkStopped
+		info.Detail = w.stopping
+		if info.Detail == "" {
+			info.Detail = "the session closed"
+		}
+		if res == nil {
+			// Killed at the end of the grace (or by the session closing).
+			info.Signal = 9
+		}
+	case res == nil:
+		info.State = WorkFailed
+		info.Detail = s.redactor.String(errString(err))
+		w.fail = SentenceCannotRun
+		var mf *sandbox.MissingFeatureError
+		if errors.As(err, &mf) {
+			w.fail = SentenceCannotRun + ": " + mf.Error()
+		}
+	default:
+		info.State = WorkExited
+	}
+	if res != nil {
+		info.Limit = res.Limit
+		info.Signal = res.Signal
+		if res.Signal == 0 {
+			code := res.ExitCode
+			info.ExitCode = &code
+		}
+	}
+	final := *info
+	w.mu.Unlock()
+	final.Bytes, final.LogCapped = w.out.size()
+
+	rec := audit.Record{
+		Kind: audit.KindBackgroundEnd, Session: s.id, CallID: w.callID, Tool: "shell", WorkID: w.id,
+		Class:    final.State,
+		Exit:     final.ExitCode,
+		Signal:   final.Signal,
+		Detail:   endDetail(final),
+		Duration: ms(final.Ended.Sub(final.Started)),
+		BytesOut: int(min(final.Bytes, int64(^uint(0)>>1))),
+	}
+	rec.Truncated = final.LogCapped
+	if res != nil {
+		rec.Backend, rec.Isolation = res.Isolation.Backend, res.Isolation.Features
+		rec.SetupMS = ms(res.Setup)
+	}
+	if err := s.log.Write(rec); err != nil {
+		s.logger.Error("audit record of a background end lost", "work", w.id, "err", err)
+	}
+	s.logger.Info("background work ended", "work", w.id, "state", final.State, "limit", final.Limit)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// endDetail summarises an end for the audit log.
+func endDetail(i WorkInfo) string {
+	var b strings.Builder
+	b.WriteString(describeEnd(i))
+	fmt.Fprintf(&b, " after %.1fs; %d bytes of output", i.Ended.Sub(i.Started).Seconds(), i.Bytes)
+	if i.LogCapped {
+		fmt.Fprintf(&b, "; log capped at %d bytes", i.LogCap)
+	}
+	if i.Detail != "" {
+		b.WriteString("; " + i.Detail)
+	}
+	return b.String()
+}
+
+// describeEnd is "exit 0", "killed by signal 9", with the limit that ended it.
+func describeEnd(i WorkInfo) string {
+	var s string
+	switch {
+	case i.ExitCode != nil:
+		s = fmt.Sprintf("exit %d", *i.ExitCode)
+	case i.Signal != 0:
+		s = fmt.Sprintf("killed by signal %d", i.Signal)
+	default:
+		s = "no exit status"
+	}
+	if i.Limit != "" {
+		s += ": " + limitSentence(i.Limit)
+	}
+	return s
+}
+
+func limitSentence(limit string) string {
+	switch limit {
+	case "time":
+		return "the background wall-time limit ended it"
+	case "memory":
+		return "it ran out of memory"
+	case "processes":
+		return "it hit its process limit"
+	case "output":
+		return "its output passed the size limit"
+	}
+	return "the " + limit + " limit ended it"
+}
+
+// backgroundCommand answers status, wait and stop.
+func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.BackgroundCommandArgs) (wire.ToolOutput, *wire.Isolation) {
+	var waited time.Duration
+	note := ""
+	switch a.Operation {
+	case tool.OpWait:
+		secs := a.WaitSecs
+		if secs == 0 {
+			secs = tool.MaxWaitSeconds
+		}
+		t0 := time.Now()
+		t := time.NewTimer(time.Duration(secs) * time.Second)
+		select {
+		case <-w.done:
+		case <-t.C:
+		case <-ctx.Done():
+			note = "the wait was cancelled"
+		}
+		t.Stop()
+		waited = time.Since(t0)
+	case tool.OpStop:
+		if !w.running() {
+			note = "it had already ended; nothing was stopped"
+			break
+		}
+		s.stopWork(ctx, w, "stopped by background_command")
+	}
+	info := w.snapshot()
+	w.mu.Lock()
+	res, fail := w.res, w.fail
+	w.mu.Unlock()
+	var iso *wire.Isolation
+	if res != nil {
+		iso = &res.Isolation
+	}
+	return renderStatus(info, fail, a.Operation == tool.OpWait, waited, note, w.out.tail()), iso
+}
+
+// stopWork sends SIGTERM to every process of the work's sandbox, SIGKILL
+// after StopGrace (at once if ctx ends), and returns once they are gone.
+func (s *Session) stopWork(ctx context.Context, w *work, why string) {
+	w.requestStop(why)
+	t := time.NewTimer(StopGrace)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	w.cancel()
+	<-w.done
+}
+
+// renderStatus is what the model reads about one work.
+func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, note string, tail tailOutput) wire.ToolOutput {
+	var b strings.Builder
+	out := wire.ToolOutput{Meta: wire.Meta{WorkID: i.ID, Limit: i.Limit, Signal: i.Signal, ExitCode: i.ExitCode, Bytes: i.Bytes}}
+	switch i.State {
+	case WorkRunning:
+		fmt.Fprintf(&b, "work %s: running for %.1fs\n", i.ID, time.Since(i.Started).Seconds())
+	case WorkFailed:
+		fmt.Fprintf(&b, "work %s: failed: %s\n", i.ID, fail)
+		out.IsError = true
+	default:
+		fmt.Fprintf(&b, "work %s: %s (%s) after %.1fs\n", i.ID, i.State, describeEnd(i), i.Ended.Sub(i.Started).Seconds())
+	}
+	if isWait {
+		fmt.Fprintf(&b, "waited %.1fs\n", waited.Seconds())
+	}
+	if note != "" {
+		b.WriteString(note + "\n")
+	}
+	if tail.all {
+		fmt.Fprintf(&b, "output: %d bytes, all shown (full log: %s)\n", i.Bytes, i.LogPath)
+	} else {
+		fmt.Fprintf(&b, "output: %d bytes, last %d shown (full log: %s)\n", i.Bytes, len(tail.data), i.LogPath)
+		out.Truncated = true
+		out.Meta.OmittedBytes = i.Bytes - int64(len(tail.data))
+	}
+	if i.LogCapped {
+		fmt.Fprintf(&b, "log capped at %d bytes: the log file holds only the first %d bytes of the output\n", i.LogCap, i.LogCap)
+	}
+	if len(tail.data) > 0 {
+		b.WriteString("--- last output ---\n")
+		b.Write(tail.data)
+	}
+	out.Content = b.String()
+	return out
+}
+
+// stopAll waits until every background command of the session has ended
+// and recorded its end; Close has cancelled their contexts, which kills them.
+func (s *Session) stopAll() { s.bg.wg.Wait() }

@@ -1,0 +1,98 @@
+package broker
+
+import (
+	"os"
+	"sync"
+	"unicode/utf8"
+)
+
+// workOutput is where a background command's stdout and stderr both go: a
+// log file holding the first logCap bytes, a count of every byte, and a ring
+// of the last TailBytes. The sandbox relays the two streams concurrently, so
+// Write is serialised. It never fails: a log write error only stops the log.
+type workOutput struct {
+	mu      sync.Mutex
+	f       *os.File // nil once closed or failed
+	logCap  int64
+	logged  int64
+	total   int64
+	ring    []byte // the last len(ring) bytes, oldest at next once full
+	next    int
+	ringCap int
+}
+
+func newWorkOutput(f *os.File, logCap int64) *workOutput {
+	return &workOutput{f: f, logCap: logCap, ringCap: TailBytes}
+}
+
+func (o *workOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	o.total += int64(n)
+	if o.f != nil && o.logged < o.logCap {
+		k := int(min(int64(n), o.logCap-o.logged))
+		w, err := o.f.Write(p[:k])
+		o.logged += int64(w)
+		if err != nil {
+			o.f.Close()
+			o.f = nil
+		}
+	}
+	if n >= o.ringCap {
+		o.ring = append(o.ring[:0], p[n-o.ringCap:]...)
+		o.next = 0
+		return n, nil
+	}
+	for len(p) > 0 {
+		if len(o.ring) < o.ringCap {
+			k := min(o.ringCap-len(o.ring), len(p))
+			o.ring = append(o.ring, p[:k]...)
+			p = p[k:]
+			continue
+		}
+		k := copy(o.ring[o.next:], p)
+		o.next = (o.next + k) % o.ringCap
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// close closes the log file; later writes are only counted.
+func (o *workOutput) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.f != nil {
+		o.f.Close()
+		o.f = nil
+	}
+}
+
+// size is the bytes written so far and whether they passed the log cap.
+func (o *workOutput) size() (total int64, capped bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.total, o.total > o.logCap
+}
+
+// tailOutput is the end of the output; all reports that it is all of it.
+type tailOutput struct {
+	data []byte
+	all  bool
+}
+
+// tail returns the last TailBytes of the output, starting on a UTF-8
+// character boundary when the ring cut into one.
+func (o *workOutput) tail() tailOutput {
+	o.mu.Lock()
+	data := append(append([]byte(nil), o.ring[o.next:]...), o.ring[:o.next]...)
+	total := o.total
+	o.mu.Unlock()
+	if int64(len(data)) == total {
+		return tailOutput{data: data, all: true}
+	}
+	for i := 0; i < utf8.UTFMax-1 && len(data) > 0 && !utf8.RuneStart(data[0]); i++ {
+		data = data[1:]
+	}
+	return tailOutput{data: data}
+}
