@@ -280,3 +280,12 @@ func TestRlimits(t *testing.T) {
 		t.Fatalf("ulimits (-want +got)\n%s", diff)
 	}
 }
+
+// A multi-threaded runner can signal the processes it started from any of
+// its threads: the whole init must be one Landlock domain (or unscoped).
+func TestToolModeSignalsAcrossThreads(t *testing.T) {
+	o := run(t, &sandbox.Spec{Stdin: strings.NewReader("spawn-and-kill")})
+	if o.stdout != "kill: <nil> state: signal: killed" {
+		t.Fatalf("stdout %q stderr %q", o.stdout, o.stderr)
+	}
+}

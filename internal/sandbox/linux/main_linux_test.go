@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +31,9 @@ func TestMain(m *testing.M) {
 // fakeRunner answers "pong: <stdin>" and exits 7, so tool mode is visible.
 func fakeRunner(stdin io.Reader, stdout, stderr io.Writer) int {
 	b, _ := io.ReadAll(stdin)
+	if string(b) == "spawn-and-kill" {
+		return spawnAndKill(stdout)
+	}
 	io.WriteString(stdout, "pong: "+string(b))
 	io.WriteString(stderr, "env="+strings.Join(os.Environ(), ","))
 	return 7
@@ -108,4 +113,34 @@ func TestEcho(t *testing.T) {
 		t.Fatalf("got stdout %q stderr %q exit %d", o.stdout, o.stderr, o.res.ExitCode)
 	}
 	t.Logf("isolation %+v setup %v", o.res.Isolation, o.res.Setup)
+}
+
+// spawnAndKill starts a process from one OS thread and kills it from
+// another, as a multi-threaded runner does; it prints the kill's error.
+func spawnAndKill(stdout io.Writer) int {
+	started := make(chan *os.Process)
+	go func() {
+		runtime.LockOSThread()
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "987901"}, &os.ProcAttr{})
+		if err != nil {
+			io.WriteString(stdout, "start: "+err.Error())
+			started <- nil
+			return
+		}
+		started <- p
+		select {} // keep this thread busy
+	}()
+	p := <-started
+	if p == nil {
+		return 1
+	}
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		done <- p.Kill()
+	}()
+	err := <-done
+	st, _ := p.Wait()
+	io.WriteString(stdout, "kill: "+fmt.Sprint(err)+" state: "+st.String())
+	return 0
 }

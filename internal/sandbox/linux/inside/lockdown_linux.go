@@ -127,8 +127,8 @@ func noNewPrivs() error {
 
 // applyLandlock restricts the filesystem to what the mounts already allow
 // (defence in depth) and scopes abstract sockets and signals, at the best
-// ABI the kernel has. It returns the feature name, or "" when the kernel
-// has no Landlock.
+// ABI the kernel has. It returns the feature names (space-separated), or
+// "" when the kernel has no Landlock.
 func applyLandlock(cfg *initproto.Config) (string, error) {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
@@ -152,6 +152,14 @@ func applyLandlock(cfg *initproto.Config) (string, error) {
 	}
 	c := landlock.V11
 	c.HandledAccessNet = 0 // loopback servers are legitimate; the netns has no route out
+	if abi < 8 {
+		// Without TSYNC (ABI 8) the ruleset is enforced thread by thread,
+		// and each thread gets its own, sibling, domain. Scoped signals
+		// would then fail between the runner's threads and the processes
+		// they start; the PID and network namespaces already confine
+		// signals and abstract sockets, so scopes are left out.
+		c.Scoped = 0
+	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
 		landlock.RWDirs(rw...).WithRefer().WithResolveUnix(),
@@ -166,5 +174,9 @@ func applyLandlock(cfg *initproto.Config) (string, error) {
 	if err := c.BestEffort().Restrict(rules...); err != nil {
 		return "", fmt.Errorf("applying Landlock: %w", err)
 	}
-	return "landlock-abi" + strconv.Itoa(abi), nil
+	name := "landlock-abi" + strconv.Itoa(abi)
+	if c.Scoped != 0 && abi >= 6 {
+		name += " landlock-scoped"
+	}
+	return name, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -134,7 +135,7 @@ func setup(cfg *initproto.Config) (*initproto.Status, error) {
 		return nil, err
 	}
 	if ll != "" {
-		st.Features = append(st.Features, ll)
+		st.Features = append(st.Features, strings.Fields(ll)...)
 	} else {
 		st.Missing = append(st.Missing, "landlock")
 	}
