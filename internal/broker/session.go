@@ -61,6 +61,15 @@ type Options struct {
 	// MaxConcurrent calls run at once; more wait in a queue of MaxQueue
 	// (negative: no queue); past that a call is refused at once.
 	MaxConcurrent, MaxQueue int
+	// BackgroundLogCap caps each background command's log file (default
+	// DefaultBackgroundLogCap); past it the output is only counted.
+	BackgroundLogCap int64
+	// BackgroundWall is the wall-time limit of background commands (default
+	// DefaultBackgroundWall); their other limits are the shell tool's.
+	BackgroundWall time.Duration
+	// MaxBackground background commands may run at once (default
+	// DefaultMaxBackground); past that run_in_background is refused.
+	MaxBackground int
 	// Egress configures the egress proxy of calls that reach the network
 	// (resolver, dialer, extra environment); nil means the defaults.
 	Egress *EgressOptions
@@ -80,6 +89,8 @@ type Session struct {
 	slots   chan struct{}
 	waiting atomic.Int64
 	running atomic.Int64
+
+	bg background
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -105,6 +116,15 @@ func Open(opts *Options) (*Session, error) {
 	if o.ToolRoot == "" {
 		o.ToolRoot = "/"
 	}
+	if o.BackgroundLogCap <= 0 {
+		o.BackgroundLogCap = DefaultBackgroundLogCap
+	}
+	if o.BackgroundWall <= 0 {
+		o.BackgroundWall = DefaultBackgroundWall
+	}
+	if o.MaxBackground <= 0 {
+		o.MaxBackground = DefaultMaxBackground
+	}
 	if o.ID == "" {
 		o.ID = "ses_" + randomHex(8)
 	} else if !validID(o.ID) {
@@ -128,6 +148,7 @@ func Open(opts *Options) (*Session, error) {
 		redactor: secret.NewRedactor(o.Secrets),
 		logger:   logger.With("session", o.ID),
 		slots:    make(chan struct{}, o.MaxConcurrent),
+		bg:       background{works: map[string]*work{}},
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -153,8 +174,8 @@ func (s *Session) Stats() (running, waiting int) {
 	return int(s.running.Load()), int(s.waiting.Load())
 }
 
-// Close cancels every call in flight, waits for them, and closes the records.
-// Close is idempotent.
+// Close cancels every call in flight, kills every background command, waits
+// for them all, and closes the records. Close is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -165,6 +186,7 @@ func (s *Session) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.stopAll()
 	err := s.log.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "close"})
 	if cerr := s.log.Close(); err == nil {
 		err = cerr
@@ -252,6 +274,11 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		return refuse(d, "")
 	}
 	c.limits = s.opts.Grant.LimitsFor(c.tool)
+	// Background work (background.go) is the broker's own: it starts or
+	// answers at once and takes no call slot.
+	if sh, ok := args.(tool.ShellArgs); def.Broker || ok && sh.RunInBackground {
+		return s.runBroker(ctx, c, args, d, refuse)
+	}
 
 	// Admission: a bounded number run, a bounded number wait, the rest are
 	// refused at once.
