@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,10 @@ const (
 	fetchTimeout       = 30 * time.Second
 	fetchTimeoutMargin = time.Second // left for the answer within the call's own limit
 )
+
+// fetchRootCAs replaces the system's roots in tests; nil means the system's
+// (which honour SSL_CERT_FILE and SSL_CERT_DIR).
+var fetchRootCAs *x509.CertPool
 
 // fetcher runs one http_fetch: every hop is a fresh CONNECT tunnel through
 // the egress proxy (so every hop is the proxy's decision and is audited),
@@ -61,7 +66,7 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 	f.client = &http.Client{
 		Transport: &http.Transport{
 			DialContext:            f.dialViaProxy,
-			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: fetchRootCAs},
 			TLSHandshakeTimeout:    10 * time.Second,
 			DisableKeepAlives:      true,
 			DisableCompression:     true,

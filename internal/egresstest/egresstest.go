@@ -1,0 +1,297 @@
+// Package egresstest provides loopback fixtures for egress tests: a test CA
+// with a certificate for every fixture name, HTTPS (or plain HTTP) servers
+// named like a.test that record what they receive, a sentinel that counts
+// connections, and a Resolver that maps the names to the fixtures, so tests
+// need neither DNS nor any address but 127.0.0.1.
+package egresstest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// CA is a test certificate authority and one leaf certificate for every
+// name it was made with (and 127.0.0.1).
+type CA struct {
+	// PEM is the CA certificate, for SSL_CERT_FILE or curl --cacert.
+	PEM  []byte
+	pool *x509.CertPool
+	leaf tls.Certificate
+}
+
+// NewCA makes a CA and a leaf certificate for names.
+func NewCA(t testing.TB, names ...string) *CA {
+	t.Helper()
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey, leafKey := key(), key()
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "airlock egress test CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "airlock egress fixture"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		DNSNames:     names,
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	return &CA{
+		PEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pool: pool,
+		leaf: tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: leafKey},
+	}
+}
+
+// Pool returns a pool holding the CA.
+func (ca *CA) Pool() *x509.CertPool { return ca.pool }
+
+// WriteFile writes the CA's PEM to dir/ca.pem and returns the path.
+func (ca *CA) WriteFile(t testing.TB, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(p, ca.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Request is what a fixture received.
+type Request struct {
+	Method string
+	Path   string // with the query
+	Header http.Header
+}
+
+// Server is one fixture listening on 127.0.0.1.
+type Server struct {
+	Name    string
+	Port    int
+	Scheme  string // "https" or "http"
+	mu      sync.Mutex
+	reqs    []Request
+	accepts atomic.Int64
+}
+
+// URL returns scheme://name:port + path.
+func (s *Server) URL(path string) string {
+	return s.Scheme + "://" + s.Name + ":" + strconv.Itoa(s.Port) + path
+}
+
+// HostPort returns "name:port".
+func (s *Server) HostPort() string { return s.Name + ":" + strconv.Itoa(s.Port) }
+
+// Requests returns what the server received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Accepts counts the TCP connections the server accepted.
+func (s *Server) Accepts() int { return int(s.accepts.Load()) }
+
+// Serve starts a fixture for name on 127.0.0.1 with TLS (ca's certificate)
+// or, when ca is nil, plain HTTP. h nil means Handler. It stops with the test.
+func Serve(t testing.TB, ca *CA, name string, h http.Handler) *Server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Name: name, Port: l.Addr().(*net.TCPAddr).Port, Scheme: "http"}
+	if h == nil {
+		h = Handler(name)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone()})
+			s.mu.Unlock()
+			h.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	cl := &countingListener{Listener: l, n: &s.accepts}
+	var ln net.Listener = cl
+	if ca != nil {
+		s.Scheme = "https"
+		ln = tls.NewListener(cl, &tls.Config{Certificates: []tls.Certificate{ca.leaf}, MinVersion: tls.VersionTLS12})
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// Sentinel listens on 127.0.0.1, counts connections and closes each at once:
+// a destination nothing may reach. It stops with the test.
+func Sentinel(t testing.TB) (port int, accepts func() int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port, func() int { return int(n.Load()) }
+}
+
+// Handler serves the fixture routes:
+//
+//	/ok                 "hello from NAME"
+//	/redirect?to=URL    302 to URL
+//	/loop/N             302 to /loop/N+1
+//	/auth               whether an Authorization header arrived (never its value)
+//	/bin                a small binary (PNG-like) body
+//	/big?n=BYTES        BYTES of "x"
+func Handler(name string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "hello from %s\n", name)
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", r.URL.Query().Get("to"))
+		w.WriteHeader(http.StatusFound)
+		fmt.Fprintf(w, "SECRET-BODY-OF-REDIRECT from %s\n", name)
+	})
+	mux.HandleFunc("/loop/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.PathValue("n"))
+		http.Redirect(w, r, "/loop/"+strconv.Itoa(n+1), http.StatusFound)
+	})
+	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "authorization present: %v\n", r.Header.Get("Authorization") != "")
+	})
+	mux.HandleFunc("/bin", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01\x02\x03"))
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Type", "text/plain")
+		buf := make([]byte, 32<<10)
+		for i := range buf {
+			buf[i] = 'x'
+		}
+		for n > 0 {
+			k := min(n, len(buf))
+			if _, err := w.Write(buf[:k]); err != nil {
+				return
+			}
+			n -= k
+		}
+	})
+	return mux
+}
+
+// Resolver maps fixture names to addresses and counts lookups. It is safe
+// for concurrent use.
+type Resolver struct {
+	mu      sync.Mutex
+	names   map[string][]netip.Addr
+	lookups map[string]int
+}
+
+// NewResolver maps every name to 127.0.0.1; Set changes one.
+func NewResolver(names ...string) *Resolver {
+	r := &Resolver{names: map[string][]netip.Addr{}, lookups: map[string]int{}}
+	for _, n := range names {
+		r.names[n] = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	}
+	return r
+}
+
+// Set maps name to addrs.
+func (r *Resolver) Set(name string, addrs ...netip.Addr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names[name] = addrs
+}
+
+// Lookups returns how often name was looked up.
+func (r *Resolver) Lookups(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lookups[name]
+}
+
+// LookupNetIP answers from the map; an unknown name does not resolve.
+func (r *Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lookups[host]++
+	if a, ok := r.names[host]; ok {
+		return append([]netip.Addr(nil), a...), nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}

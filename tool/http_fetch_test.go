@@ -1,0 +1,310 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/egresstest"
+	"github.com/airlockhq/airlock/wire"
+)
+
+const testSecret = "s3cr3t-token-value-42"
+
+// fetchWorld is a real egress proxy enforcing a real grant, with loopback
+// fixtures behind names only the test resolver knows.
+type fetchWorld struct {
+	a, b, c, d, p *egresstest.Server
+	sentinel      int
+	sentinelHits  func() int
+	env           Env
+	mu            sync.Mutex
+	decisions     []egress.Decision
+}
+
+func newFetchWorld(t *testing.T) *fetchWorld {
+	t.Helper()
+	ca := egresstest.NewCA(t, "a.test", "b.test", "c.test", "d.test", "a.test.evil.test")
+	w := &fetchWorld{
+		a: egresstest.Serve(t, ca, "a.test", nil),
+		b: egresstest.Serve(t, ca, "b.test", nil),
+		c: egresstest.Serve(t, ca, "c.test", nil),
+		d: egresstest.Serve(t, ca, "d.test", nil),
+		p: egresstest.Serve(t, nil, "p.test", nil),
+	}
+	w.sentinel, w.sentinelHits = egresstest.Sentinel(t)
+	toml := fmt.Sprintf(`
+[paths]
+read_only = ["."]
+[network]
+hosts = [%[1]q, %[2]q, %[3]q, %[4]q]
+private = [%[1]q, %[3]q, %[4]q]
+plain_http = [%[4]q]
+[secrets.TOKEN]
+from = "env:TOKEN"
+tools = ["http_fetch"]
+hosts = [%[1]q, %[3]q]
+header = "Authorization"
+format = "Bearer {value}"
+`, w.a.HostPort(), w.c.HostPort(), w.d.HostPort(), w.p.HostPort())
+	g, err := grant.Parse([]byte(toml), "fetch.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egress.New(&egress.Options{
+		Policy:   g,
+		Resolver: egresstest.NewResolver("a.test", "b.test", "c.test", "d.test", "p.test", "a.test.evil.test"),
+		OnDecision: func(d egress.Decision) {
+			w.mu.Lock()
+			w.decisions = append(w.decisions, d)
+			w.mu.Unlock()
+		},
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done })
+	old := fetchRootCAs
+	fetchRootCAs = ca.Pool()
+	t.Cleanup(func() { fetchRootCAs = old })
+	var uses []wire.SecretUse
+	for _, r := range g.Secrets() {
+		uses = append(uses, wire.SecretUse{Name: r.Name, Header: r.Header, Format: r.Format, Hosts: r.Hosts})
+	}
+	w.env = Env{
+		Root:    "/",
+		Cwd:     "/",
+		Secrets: map[string]string{"TOKEN": testSecret},
+		Egress:  &wire.Egress{Proxy: "http://" + l.Addr().String(), PlainHTTP: g.PlainHTTPHosts(), Secrets: uses},
+	}
+	return w
+}
+
+func (w *fetchWorld) fetch(t *testing.T, args map[string]string) wire.ToolOutput {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	def, _ := Lookup("http_fetch")
+	a, err := def.Parse(raw)
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", raw, err)
+	}
+	return def.Run(context.Background(), w.env, a)
+}
+
+func TestHTTPFetch(t *testing.T) {
+	w := newFetchWorld(t)
+	redirect := func(from *egresstest.Server, to string) string { return from.URL("/redirect?to=" + to) }
+	tests := []struct {
+		name    string
+		url     string
+		method  string
+		isError bool
+		want    []string // substrings of Content
+		not     []string // must not appear
+	}{
+		{name: "allowed host", url: w.a.URL("/ok"), want: []string{"hello from a.test\n[http 200]"}},
+		{name: "not granted", url: w.b.URL("/ok"), isError: true,
+			want: []string{"refused by the egress proxy: " + w.b.HostPort() + " is not in the grant's network.hosts"}},
+		{name: "redirect to a host not granted", url: redirect(w.a, w.b.URL("/ok")), isError: true,
+			want: []string{"refused by the egress proxy: redirect 1", w.b.HostPort() + " is not in the grant's network.hosts"},
+			not:  []string{"SECRET-BODY"}},
+		{name: "redirect to a look-alike host", url: redirect(w.a, fmt.Sprintf("https://a.test.evil.test:%d/ok", w.a.Port)), isError: true,
+			want: []string{"is not in the grant's network.hosts"}},
+		{name: "redirect to the metadata address over http", url: redirect(w.a, "http://169.254.169.254/latest/meta-data/"), isError: true,
+			want: []string{"a redirect from https down to http is never followed"}},
+		{name: "redirect to the metadata address over https", url: redirect(w.a, "https://169.254.169.254/latest/meta-data/"), isError: true,
+			want: []string{"169.254.169.254:443 is not in the grant's network.hosts"}},
+		{name: "redirect to the sentinel", url: redirect(w.a, fmt.Sprintf("https://127.0.0.1:%d/", w.sentinel)), isError: true,
+			want: []string{"is not in the grant's network.hosts"}},
+		{name: "redirect to the sentinel as a decimal address", url: redirect(w.a, fmt.Sprintf("https://2130706433:%d/", w.sentinel)), isError: true,
+			want: []string{"refused"}},
+		{name: "granted name with a loopback address", url: w.c.URL("/ok"), isError: true,
+			want: []string{"resolves to an address that is not public"}},
+		{name: "redirect to file", url: redirect(w.a, "file:///etc/passwd"), isError: true,
+			want: []string{`the scheme "file" is not fetched`}},
+		{name: "redirect to gopher", url: redirect(w.a, fmt.Sprintf("gopher://127.0.0.1:%d/", w.sentinel)), isError: true,
+			want: []string{`the scheme "gopher" is not fetched`}},
+		{name: "downgrade to granted plain http", url: redirect(w.a, w.p.URL("/ok")), isError: true,
+			want: []string{"a redirect from https down to http is never followed"}},
+		{name: "plain http where granted", url: w.p.URL("/ok"), want: []string{"hello from p.test\n[http 200]"}},
+		{name: "plain http not granted", url: fmt.Sprintf("http://a.test:%d/ok", w.a.Port), isError: true,
+			want: []string{"network.plain_http does not list it"}},
+		{name: "redirect loop", url: w.a.URL("/loop/0"), isError: true,
+			want: []string{"stopped after 5 redirects"}},
+		{name: "secret to its own host", url: w.a.URL("/auth"), want: []string{"authorization present: true"}},
+		{name: "secret kept on a same-origin redirect", url: redirect(w.a, "/auth"), want: []string{"authorization present: true", "[followed 1 redirect(s)"}},
+		{name: "secret dropped when the host changes", url: redirect(w.a, w.d.URL("/auth")), want: []string{"authorization present: false"}},
+		{name: "secret dropped for good after an origin change", url: redirect(w.a, w.d.URL("/redirect?to="+w.a.URL("/auth"))), want: []string{"authorization present: false"}},
+		{name: "secret in the URL", url: w.a.URL("/ok?key=" + testSecret), isError: true,
+			want: []string{"contains the value of the secret TOKEN"}, not: []string{testSecret}},
+		{name: "secret in a redirect", url: redirect(w.a, w.d.URL("/ok?k="+testSecret)), isError: true,
+			want: []string{"contains the value of the secret TOKEN"}, not: []string{testSecret}},
+		{name: "binary", url: w.a.URL("/bin"), want: []string{"[binary body: image/png, 20 bytes, not shown]\n[http 200]"}},
+		{name: "too big", url: w.a.URL("/big?n=6000000"), want: []string{"[body larger than 5 MiB: stopped reading]\n[http 200]", "bytes cut"}},
+		{name: "not found", url: w.a.URL("/nothing"), want: []string{"[http 404]"}},
+		{name: "head", url: w.a.URL("/ok"), method: "HEAD", want: []string{"Content-Type: text/plain; charset=utf-8\n", "[http 200]"}, not: []string{"hello"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := map[string]string{"url": tt.url}
+			if tt.method != "" {
+				args["method"] = tt.method
+			}
+			out := w.fetch(t, args)
+			if out.IsError != tt.isError {
+				t.Errorf("IsError = %v, want %v; content %q", out.IsError, tt.isError, out.Content)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(out.Content, s) {
+					t.Errorf("content %q lacks %q", out.Content[:min(len(out.Content), 600)], s)
+				}
+			}
+			for _, s := range tt.not {
+				if strings.Contains(out.Content, s) {
+					t.Errorf("content contains %q: %q", s, out.Content)
+				}
+			}
+		})
+	}
+	if n := w.sentinelHits(); n != 0 {
+		t.Errorf("the sentinel saw %d connections", n)
+	}
+	if n := w.b.Accepts(); n != 0 {
+		t.Errorf("b.test saw %d connections", n)
+	}
+	if n := w.c.Accepts(); n != 0 {
+		t.Errorf("c.test (loopback, not private) saw %d connections", n)
+	}
+	loops, withAuth, withoutAuth := 0, 0, 0
+	for _, r := range w.a.Requests() {
+		if strings.HasPrefix(r.Path, "/loop/") {
+			loops++
+		}
+		if strings.HasPrefix(r.Path, "/auth") {
+			switch r.Header.Get("Authorization") {
+			case "Bearer " + testSecret:
+				withAuth++
+			case "":
+				withoutAuth++
+			default:
+				t.Errorf("a.test /auth got Authorization %q", r.Header.Get("Authorization"))
+			}
+		}
+	}
+	// Two fetches of a.test/auth straight or by a same-origin redirect carry
+	// the secret; the one that came back to a.test by way of d.test does not.
+	if withAuth != 2 || withoutAuth != 1 {
+		t.Errorf("a.test /auth: %d with the secret, %d without; want 2 and 1", withAuth, withoutAuth)
+	}
+	if loops != 6 {
+		t.Errorf("a.test saw %d loop requests, want 6 (the first and 5 redirects)", loops)
+	}
+	for _, srv := range []*egresstest.Server{w.d, w.p} {
+		for _, r := range srv.Requests() {
+			for _, h := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+				if v := r.Header.Get(h); v != "" {
+					t.Errorf("%s %s got %s %q", srv.Name, r.Path, h, v)
+				}
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var allowed, denied int
+	for _, d := range w.decisions {
+		if d.Allowed {
+			allowed++
+		} else {
+			denied++
+		}
+	}
+	if allowed == 0 || denied == 0 {
+		t.Errorf("decisions: %d allowed, %d denied; want some of each", allowed, denied)
+	}
+}
+
+func TestHTTPFetchWithoutProxy(t *testing.T) {
+	def, _ := Lookup("http_fetch")
+	a, err := def.Parse(json.RawMessage(`{"url":"https://example.com/"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := def.Run(context.Background(), Env{Root: "/", Cwd: "/"}, a)
+	if !out.IsError || !strings.Contains(out.Content, "no egress proxy") {
+		t.Errorf("got %+v", out)
+	}
+}
+
+func TestHTTPFetchArgs(t *testing.T) {
+	tests := []struct {
+		args string
+		err  string // "" means valid
+	}{
+		{`{"url":"https://a.test/x"}`, ""},
+		{`{"url":"http://a.test/x","method":"HEAD"}`, ""},
+		{`{"url":"https://a.test/x","method":"POST"}`, `must be GET or HEAD, got "POST"`},
+		{`{"url":"ftp://a.test/x"}`, `the scheme "ftp" is not fetched`},
+		{`{"url":"file:///etc/passwd"}`, `the scheme "file" is not fetched`},
+		{`{"url":"a.test/x"}`, "not an absolute URL"},
+		{`{"url":"https://user:pw@a.test/"}`, "credentials never go in a URL"},
+		{`{"url":"https://a.test:0/"}`, `the port "0" is not in 1..65535`},
+		{`{"url":"https://a.test:65536/"}`, `not in 1..65535`},
+		{`{"url":"https://[fe80::1%25lo]/"}`, "not a plain ASCII host"},
+		{`{"url":"https://bücher.test/"}`, "xn-- form"},
+		{`{"url":"https://a.test/\nx"}`, "control characters"},
+		{`{"url":"https://a.test/","headers":{}}`, "headers"},
+		{`{}`, "url"},
+	}
+	def, _ := Lookup("http_fetch")
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			_, err := def.Parse(json.RawMessage(tt.args))
+			switch {
+			case tt.err == "" && err != nil:
+				t.Errorf("unexpected error %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Errorf("error %v, want one containing %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestHostMatches(t *testing.T) {
+	tests := []struct {
+		pattern, host string
+		port          int
+		want          bool
+	}{
+		{"a.test", "a.test", 443, true},
+		{"a.test", "a.test", 80, true},
+		{"a.test", "a.test", 8443, false},
+		{"a.test:8443", "a.test", 8443, true},
+		{"a.test:8443", "a.test", 443, false},
+		{"a.test", "b.a.test", 443, false},
+		{"*.a.test", "b.a.test", 443, true},
+		{"*.a.test", "c.b.a.test", 443, true},
+		{"*.a.test", "a.test", 443, false},
+		{"*.a.test", "evila.test", 443, false},
+		{"a.test", "a.test.evil.test", 443, false},
+		{"192.0.2.1", "192.0.2.1", 443, true},
+		{"192.0.2.1:8080", "192.0.2.1", 8080, true},
+		{"[2001:db8::1]", "2001:db8::1", 443, true},
+		{"[2001:db8::1]:8443", "2001:db8::1", 8443, true},
+		{"[2001:db8::1]:8443", "2001:db8::1", 443, false},
+	}
+	for _, tt := range tests {
+		if got := hostMatches(tt.pattern, tt.host, tt.port); got != tt.want {
+			t.Errorf("hostMatches(%q, %q, %d) = %v, want %v", tt.pattern, tt.host, tt.port, got, tt.want)
+		}
+	}
+}
