@@ -134,7 +134,12 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}()
 	timer := time.AfterFunc(lim.Wall, func() { kill("time") })
 	defer timer.Stop()
-	stopCtx := context.AfterFunc(ctx, func() { killGroup(cmd) })
+	// A cancelled call first gets SIGTERM, so the runner can end the process
+	// groups its tool started; SIGKILL follows after a short grace.
+	stopCtx := context.AfterFunc(ctx, func() {
+		termGroup(cmd)
+		time.AfterFunc(500*time.Millisecond, func() { killGroup(cmd) })
+	})
 	defer stopCtx()
 	if spec.Stop != nil {
 		done := make(chan struct{})
