@@ -258,6 +258,28 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		s.logger.Error("audit record lost; background work not started", "work", id, "err", err)
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
+	// The network is the grant's, as for a foreground command: an egress
+	// proxy of its own for the work's lifetime.
+	stopEgress := func() {}
+	if s.opts.Grant.HasNetwork() {
+		var o EgressOptions
+		if s.opts.Egress != nil {
+			o = *s.opts.Egress
+		}
+		o.Sandbox = id
+		o.OnDecision = s.auditEgress(c)
+		if o.Logger == nil {
+			o.Logger = s.logger
+		}
+		stop, err := AttachEgress(s.ctx, s.opts.Grant, spec, &o)
+		if err != nil {
+			s.logger.Error("starting the egress proxy of background work", "work", id, "err", err)
+			s.finish(w, nil, err) // its end record, after the start's
+			close(w.done)
+			return failure(SentenceCannotRun), ClassSandbox, ""
+		}
+		stopEgress = stop
+	}
 
 	ctx, cancel := context.WithCancel(s.ctx) // Close kills it
 	w.cancel = cancel
@@ -267,6 +289,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		defer s.bg.wg.Done()
 		defer cancel()
 		res, err := s.opts.Backend.Run(ctx, spec)
+		stopEgress()
 		s.finish(w, res, err)
 		close(w.done)
 	}()

@@ -413,3 +413,32 @@ func TestBackgroundCwd(t *testing.T) {
 		t.Errorf("cwd a file: %+v", res)
 	}
 }
+
+// TestBackgroundWorkUsesTheGrantsNetwork: background work gets the egress
+// proxy a foreground command gets, and its decisions are audited.
+func TestBackgroundWorkUsesTheGrantsNetwork(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/curl"); err != nil {
+		t.Skip("needs curl on the host (mounted read-only into the sandbox)")
+	}
+	ws := t.TempDir()
+	g, err := grant.FromFlags(ws, grant.Flags{AllowHosts: []string{"allowed.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{ws: ws, records: t.TempDir(), grant: g}
+	s := f.open(t, sandboxtest.Native(t), nil)
+	id := startWork(t, s, `echo "proxy=$HTTPS_PROXY"; curl -sS -o /dev/null https://denied.example/ 2>&1; echo curl=$?`)
+	out := workCall(t, s, "wait", id, `,"wait_secs":60`).Output.Content
+	if !strings.Contains(out, "proxy=http://127.0.0.1:") || strings.Contains(out, "curl=0") {
+		t.Fatalf("background work without the grant's proxy, or reaching a denied host:\n%s", out)
+	}
+	var refused bool
+	for _, r := range records(t, f.records) {
+		if r.Kind == audit.KindEgress && r.Host == "denied.example" && r.Decision == "refused" {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Errorf("no refused egress record for denied.example")
+	}
+}
