@@ -366,8 +366,11 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 	if c.ptmx != nil {
 		if ch := resizeFrom(ctx); ch != nil {
 			done := make(chan struct{})
-			defer close(done)
+			var resizer sync.WaitGroup
+			resizer.Add(1)
+			defer func() { close(done); resizer.Wait() }()
 			go func() {
+				defer resizer.Done()
 				for {
 					select {
 					case s := <-ch:

@@ -59,9 +59,21 @@ func openPTY(rows, cols uint16) (master, slave *os.File, err error) {
 	return master, slave, nil
 }
 
+// setSize sets the terminal size through the master without taking it out
+// of non-blocking mode (as File.Fd would).
 func setSize(master *os.File, rows, cols uint16) error {
-	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+	rc, err := master.SyscallConn()
+	if err != nil {
 		return fmt.Errorf("setting the terminal size: %w", err)
+	}
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	}); err != nil {
+		return fmt.Errorf("setting the terminal size: %w", err)
+	}
+	if ioErr != nil {
+		return fmt.Errorf("setting the terminal size: %w", ioErr)
 	}
 	return nil
 }
