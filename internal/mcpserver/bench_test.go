@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,4 +89,17 @@ func benchReadFile(b *testing.B, backend sandbox.Backend, conc int) {
 	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
 	b.ReportMetric(ms(lat[min(len(lat)-1, len(lat)*99/100)]), "p99-ms")
 	b.ReportMetric(0, "ns/op") // wall time per call is meaningless at conc>1
+	// The sandbox's share: mean start latency from the server's metrics.
+	var sum, count float64
+	for _, line := range strings.Split(metrics(b, f.srv), "\n") {
+		if v, ok := strings.CutPrefix(line, "airlock_sandbox_setup_seconds_sum "); ok {
+			sum, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "airlock_sandbox_setup_seconds_count "); ok {
+			count, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if count > 0 {
+		b.ReportMetric(sum/count*1000, "setup-ms")
+	}
 }
