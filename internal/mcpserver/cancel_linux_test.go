@@ -76,9 +76,8 @@ func testCancel(t *testing.T, f *fixture, tr transport) {
 		t.Errorf("the cancelled call took %v to end", d)
 	}
 	t.Cleanup(func() { killAll(procsWith("sleep " + secs)) })
-	// (With the unsandboxed backend this fails today: it SIGKILLs the
-	// runner's process group, but shell starts the command in a group of its
-	// own, which nothing kills.)
+	// Shell starts the command in a process group of its own: the backend
+	// must end that group too, not only the runner's.
 	eventually(t, 2*time.Second, "no process of the cancelled call left", func() bool { return len(procsWith("sleep "+secs)) == 0 })
 	var audited bool
 	for _, r := range auditRecords(t, f.records) {
