@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/mcpserver"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -259,6 +260,56 @@ func TestSessionPerConnection(t *testing.T) {
 			}
 			if diff := cmp.Diff(map[string]bool{ma.Session: true}, closed); diff != "" {
 				t.Errorf("closed sessions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConcurrentSessions runs calls from many sessions at once, through the
+// native sandbox where the host has it.
+func TestConcurrentSessions(t *testing.T) {
+	for _, bk := range []string{"unsandboxed", "native"} {
+		t.Run(bk, func(t *testing.T) {
+			var backend sandbox.Backend
+			if bk == "native" {
+				backend = native(t)
+			}
+			f := newFixture(t, backend, nil)
+			base := serveHTTP(t, f, testToken)
+			const sessions, calls = 8, 4
+			clients := make([]*mcp.ClientSession, sessions)
+			for i := range clients {
+				clients[i] = connectHTTP(t, base, testToken, nil)
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			failures := map[string]int{}
+			for i, cs := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := range calls {
+						name := fmt.Sprintf("s%d-%d.txt", i, j)
+						res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": name, "content": name}})
+						if err != nil || res.IsError {
+							mu.Lock()
+							failures[fmt.Sprint(err, res.Content[0].(*mcp.TextContent).Text)]++
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if len(failures) > 0 {
+				t.Errorf("failed calls: %v", failures)
+			}
+			for _, r := range auditRecords(t, f.records) {
+				if r["class"] == broker.ClassSandbox {
+					t.Errorf("sandbox failure: %v", r["detail"])
+				}
+			}
+			if got := metrics(t, f.srv); !hasLine(got, fmt.Sprintf(`airlock_calls_total{tool="write_file",class="ok"} %d`, sessions*calls)) {
+				t.Errorf("want %d ok write_file calls in the metrics", sessions*calls)
 			}
 		})
 	}
