@@ -103,7 +103,9 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 			cancel()
 			<-done
 			l.Close()
-			os.RemoveAll(dir)
+			if err := os.RemoveAll(dir); err != nil && opts.Logger != nil {
+				opts.Logger.Warn("removing the egress proxy's directory", "dir", dir, "err", err)
+			}
 		})
 	}, nil
 }

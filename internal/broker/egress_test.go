@@ -1,0 +1,218 @@
+package broker_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/egresstest"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
+)
+
+const egressSecret = "s3cr3t-egress-token-77"
+
+// egressWorld is a session whose grant allows a.test and d.test (loopback
+// fixtures, so also listed as private) with a secret for a.test; b.test is a
+// fixture the grant does not name.
+type egressWorld struct {
+	a, b, d  *egresstest.Server
+	sentinel int
+	hits     func() int
+	records  string
+	s        *broker.Session
+}
+
+func newEgressWorld(t *testing.T) *egressWorld {
+	t.Helper()
+	backend := sandboxtest.Native(t)
+	ca := egresstest.NewCA(t, "a.test", "b.test", "d.test")
+	w := &egressWorld{
+		a: egresstest.Serve(t, ca, "a.test", nil),
+		b: egresstest.Serve(t, ca, "b.test", nil),
+		d: egresstest.Serve(t, ca, "d.test", nil),
+	}
+	w.sentinel, w.hits = egresstest.Sentinel(t)
+	ws, caDir := t.TempDir(), t.TempDir()
+	caFile := ca.WriteFile(t, caDir)
+	toml := fmt.Sprintf(`
+[paths]
+read_write = ["."]
+read_only = [%[3]q]
+[network]
+hosts = [%[1]q, %[2]q]
+private = [%[1]q, %[2]q]
+[secrets.TOKEN]
+from = "env:TOKEN"
+tools = ["http_fetch"]
+hosts = [%[1]q]
+`, w.a.HostPort(), w.d.HostPort(), caDir)
+	g, err := grant.Parse([]byte(toml), "egress.toml", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.records = t.TempDir()
+	w.s, err = broker.Open(&broker.Options{
+		Grant:      g,
+		Backend:    backend,
+		RecordsDir: w.records,
+		Secrets:    map[string]string{"TOKEN": egressSecret},
+		Egress: &broker.EgressOptions{
+			Resolver: egresstest.NewResolver("a.test", "b.test", "d.test"),
+			Env:      []string{"SSL_CERT_FILE=" + caFile},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.s.Close() })
+	return w
+}
+
+func (w *egressWorld) egressRecords(t *testing.T, callID string) []audit.Record {
+	t.Helper()
+	var out []audit.Record
+	for _, r := range records(t, w.records) {
+		if r.Kind == audit.KindEgress && r.CallID == callID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestHTTPFetchThroughTheSandbox(t *testing.T) {
+	// The proxies' socket directories go to a TMPDIR of this test's own.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	w := newEgressWorld(t)
+	redirect := func(to string) string { return w.a.URL("/redirect?to=" + to) }
+	tests := []struct {
+		name    string
+		url     string
+		refused bool // by the grant, before any sandbox
+		isError bool
+		want    string
+		egress  []string // "host decision" of the call's egress records, in order
+	}{
+		{name: "allowed", url: w.a.URL("/ok"), want: "hello from a.test\n[http 200]", egress: []string{"a.test allowed"}},
+		{name: "not granted", url: w.b.URL("/ok"), refused: true, want: "the grant does not allow this host and port"},
+		{name: "redirect to a host not granted", url: redirect(w.b.URL("/ok")), isError: true,
+			want: "refused by the egress proxy: redirect 1", egress: []string{"a.test allowed", "b.test refused"}},
+		{name: "redirect to a private address", url: redirect(fmt.Sprintf("https://127.0.0.1:%d/", w.sentinel)), isError: true,
+			want: "127.0.0.1:" + fmt.Sprint(w.sentinel) + " is not in the grant's network.hosts", egress: []string{"a.test allowed", "127.0.0.1 refused"}},
+		{name: "redirect to the metadata address", url: redirect("https://169.254.169.254/latest/meta-data/"), isError: true,
+			want: "169.254.169.254:443 is not in the grant's network.hosts", egress: []string{"a.test allowed", "169.254.169.254 refused"}},
+		{name: "downgrade", url: redirect(fmt.Sprintf("http://a.test:%d/ok", w.a.Port)), isError: true,
+			want: "a redirect from https down to http is never followed", egress: []string{"a.test allowed"}},
+		{name: "loop", url: w.a.URL("/loop/0"), isError: true, want: "stopped after 5 redirects",
+			egress: []string{"a.test allowed", "a.test allowed", "a.test allowed", "a.test allowed", "a.test allowed", "a.test allowed"}},
+		{name: "secret to its host", url: w.a.URL("/auth"), want: "authorization present: true", egress: []string{"a.test allowed"}},
+		{name: "secret not past a change of host", url: redirect(w.d.URL("/auth")), want: "authorization present: false",
+			egress: []string{"a.test allowed", "d.test allowed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, w.s, "http_fetch", fmt.Sprintf(`{"url":%q}`, tt.url))
+			if res.Refused() != tt.refused {
+				t.Fatalf("refused = %v, want %v: %+v", res.Refused(), tt.refused, res.Output)
+			}
+			if !tt.refused && (res.Class != broker.ClassOK || res.Output.IsError != tt.isError) {
+				t.Errorf("class %s, IsError %v; want ok, %v: %q", res.Class, res.Output.IsError, tt.isError, res.Output.Content)
+			}
+			if !strings.Contains(res.Output.Content, tt.want) {
+				t.Errorf("content %q lacks %q", res.Output.Content, tt.want)
+			}
+			for _, bad := range []string{egressSecret, "SECRET-BODY"} {
+				if strings.Contains(res.Output.Content, bad) {
+					t.Errorf("content holds %q: %q", bad, res.Output.Content)
+				}
+			}
+			var got []string
+			for _, r := range w.egressRecords(t, res.CallID) {
+				got = append(got, r.Host+" "+r.Decision)
+				if r.Rule == "" || r.Port == 0 {
+					t.Errorf("egress record without rule or port: %+v", r)
+				}
+				if r.Decision == "allowed" && r.Addr != "127.0.0.1" {
+					t.Errorf("allowed egress record with addr %q", r.Addr)
+				}
+			}
+			if strings.Join(got, ", ") != strings.Join(tt.egress, ", ") {
+				t.Errorf("egress records %q, want %q", got, tt.egress)
+			}
+		})
+	}
+	if n := w.b.Accepts(); n != 0 {
+		t.Errorf("b.test saw %d connections", n)
+	}
+	if n := w.hits(); n != 0 {
+		t.Errorf("the sentinel saw %d connections", n)
+	}
+	for _, r := range w.d.Requests() {
+		if v := r.Header.Get("Authorization"); v != "" {
+			t.Errorf("d.test got Authorization %q", v)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "airlock-egress-*")); len(left) > 0 {
+		t.Errorf("proxy socket directories left behind: %v", left)
+	}
+}
+
+// Ordinary clients use the proxy variables; nothing else has a route out.
+func TestShellEgress(t *testing.T) {
+	w := newEgressWorld(t)
+	shell := func(cmd string) string {
+		t.Helper()
+		b, _ := json.Marshal(map[string]string{"command": cmd})
+		res := call(t, w.s, "shell", string(b))
+		if res.Class != broker.ClassOK {
+			t.Fatalf("shell %q: class %s: %q", cmd, res.Class, res.Output.Content)
+		}
+		return res.Output.Content
+	}
+	tests := []struct {
+		name, cmd string
+		want      []string
+	}{
+		{"curl through HTTPS_PROXY", `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" ` + w.a.URL("/ok"), []string{"hello from a.test", "[exit 0]"}},
+		{"curl through ALL_PROXY (socks5h)", `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" --proxy "$ALL_PROXY" ` + w.a.URL("/ok"), []string{"hello from a.test", "[exit 0]"}},
+		{"curl to a host not granted", `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" ` + w.b.URL("/ok"), []string{"403", "[exit 56]"}},
+		{"curl with the proxy variables unset", `env -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy -u HTTP_PROXY -u http_proxy curl -sS --max-time 5 -k https://127.0.0.1:` + fmt.Sprint(w.a.Port) + `/ok`, []string{"[exit 7]"}},
+		{"curl --noproxy", `curl -sS --max-time 5 --noproxy '*' -k ` + w.a.URL("/ok"), []string{"[exit 6]"}},
+		{"raw socket to an address", `bash -c 'exec 3<>/dev/tcp/192.0.2.1/80 && echo connected'`, []string{"Network is unreachable", "[exit 1]"}},
+		{"raw socket to the fixture's port", `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + fmt.Sprint(w.a.Port) + ` && echo connected'`, []string{"Connection refused", "[exit 1]"}},
+		{"DNS lookup", `getent hosts example.com; echo "getent $?"`, []string{"getent 2"}},
+		{"proxy variables", `env | grep -i _proxy | sort`, []string{"ALL_PROXY=socks5h://127.0.0.1:3128\n", "HTTPS_PROXY=http://127.0.0.1:3128\n", "NO_PROXY=\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := shell(tt.cmd)
+			for _, s := range tt.want {
+				if !strings.Contains(out, s) {
+					t.Errorf("output %q lacks %q", out, s)
+				}
+			}
+			if strings.Contains(out, "connected") {
+				t.Errorf("a raw connection succeeded: %q", out)
+			}
+		})
+	}
+	if n := w.b.Accepts(); n != 0 {
+		t.Errorf("b.test saw %d connections", n)
+	}
+	var allowed, refused bool
+	for _, r := range records(t, w.records) {
+		if r.Kind != audit.KindEgress {
+			continue
+		}
+		allowed = allowed || r.Host == "a.test" && r.Decision == "allowed" && r.Addr == "127.0.0.1"
+		refused = refused || r.Host == "b.test" && r.Decision == "refused" && r.Rule == "network.hosts"
+	}
+	if !allowed || !refused {
+		t.Errorf("egress records: a.test allowed %v, b.test refused %v", allowed, refused)
+	}
+}
