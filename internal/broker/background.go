@@ -247,6 +247,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		Kind: audit.KindBackgroundStart, Session: s.id, CallID: c.id, Tool: c.tool, WorkID: id,
 		Args:     redactJSON(s.redactor, c.args),
 		Decision: "allowed",
+		Class:    WorkRunning,
 		Backend:  s.opts.Backend.Report().Backend,
 		Detail:   "in " + cwd + ": " + w.command,
 		Limits: &audit.Limits{TimeMS: spec.Limits.Wall.Milliseconds(), MemoryBytes: c.limits.Memory,

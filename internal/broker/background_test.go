@@ -442,3 +442,49 @@ func TestBackgroundWorkUsesTheGrantsNetwork(t *testing.T) {
 		t.Errorf("no refused egress record for denied.example")
 	}
 }
+
+// TestBackgroundLimitsAreNamed: a limit that ended background work is named
+// in its status. The wall time is the session's, not the call's.
+func TestBackgroundLimitsAreNamed(t *testing.T) {
+	f := newFixture(t, grant.Limits{Time: 1 * time.Second, Memory: 64 << 20, Processes: 32})
+	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.BackgroundWall = 3 * time.Second })
+	tests := []struct {
+		name, command, limit, sentence string
+	}{
+		{"time", "sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it)"},
+		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", "memory", ": exited (killed by signal 9: it ran out of memory)"},
+		{"processes", "for i in $(seq 100); do sleep 10 & done; wait", "processes", ": it hit its process limit)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := startWork(t, s, tt.command)
+			out := workCall(t, s, "wait", id, `,"wait_secs":30`).Output
+			if out.Meta.Limit != tt.limit || !strings.Contains(out.Content, tt.sentence) {
+				t.Fatalf("meta %+v, content %q; want the %s limit named", out.Meta, out.Content, tt.limit)
+			}
+			if info := workInfo(t, s, id); tt.name == "time" && info.Ended.Sub(info.Started) < 2*time.Second {
+				t.Errorf("background work ended after %v: the call's 1 s limit applied, not the session's 3 s", info.Ended.Sub(info.Started))
+			}
+		})
+	}
+}
+
+// failingBackend cannot build any sandbox: the host lacks a feature.
+type failingBackend struct{ sandbox.Backend }
+
+func (failingBackend) Run(context.Context, *sandbox.Spec) (*sandbox.Result, error) {
+	return nil, &sandbox.MissingFeatureError{Feature: "user namespaces", Fix: "sysctl -w user.max_user_namespaces=15000"}
+}
+
+func TestBackgroundFailedStart(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, failingBackend{sandboxtest.Unsandboxed(t)}, nil)
+	id := startWork(t, s, "echo never")
+	res := workCall(t, s, "wait", id, "")
+	if !res.Output.IsError || !strings.Contains(res.Output.Content, "work "+id+": failed: the tool could not run: this host lacks user namespaces") {
+		t.Errorf("status of a failed start = %+v", res.Output)
+	}
+	if info := workInfo(t, s, id); info.State != broker.WorkFailed || info.ExitCode != nil {
+		t.Errorf("Background() = %+v", info)
+	}
+}
