@@ -195,6 +195,9 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return tool.Failure("field %q: %s is not a directory", "cwd", cwd), ClassOK, ""
 	}
+	if !s.opts.Grant.ToolEnabled("background_command") {
+		return wire.ToolOutput{}, "", fmt.Sprintf("field %q: background work needs the background_command tool to check or stop it, and the grant does not enable it", "run_in_background")
+	}
 	logDir := filepath.Join(s.dir, "background")
 	if m := grantedContaining(s.opts.Grant, logDir); m != "" {
 		return wire.ToolOutput{}, "", fmt.Sprintf("background logs would be written to %s, inside the granted path %s; move the records directory outside every grant", logDir, m)

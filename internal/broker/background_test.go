@@ -488,3 +488,38 @@ func TestBackgroundFailedStart(t *testing.T) {
 		t.Errorf("Background() = %+v", info)
 	}
 }
+
+func TestBackgroundRefusedStarts(t *testing.T) {
+	t.Run("records inside the grant", func(t *testing.T) {
+		f := newFixture(t, grant.Limits{})
+		f.records = f.ws + "/records"
+		s := f.open(t, sandboxtest.Native(t), nil)
+		res := call(t, s, "shell", `{"command":"sleep 1","run_in_background":true}`)
+		if res.Class != broker.ClassRefused || !strings.Contains(res.Output.Content, "inside the granted path "+f.ws) || len(s.Background()) != 0 {
+			t.Errorf("background log inside the grant: %+v", res)
+		}
+	})
+	t.Run("background_command not enabled", func(t *testing.T) {
+		ws := t.TempDir()
+		g, err := grant.FromFlags(ws, grant.Flags{Tools: []string{"shell"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fixture{ws: ws, records: t.TempDir(), grant: g}
+		s := f.open(t, sandboxtest.Native(t), nil)
+		res := call(t, s, "shell", `{"command":"sleep 1","run_in_background":true}`)
+		if res.Class != broker.ClassRefused || !strings.Contains(res.Output.Content, `field "run_in_background": background work needs the background_command tool`) {
+			t.Errorf("without background_command: %+v", res)
+		}
+	})
+	t.Run("too many at once", func(t *testing.T) {
+		f := newFixture(t, grant.Limits{})
+		s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.MaxBackground = 2 })
+		startWork(t, s, "sleep 1000")
+		startWork(t, s, "sleep 1000")
+		res := call(t, s, "shell", `{"command":"sleep 1000","run_in_background":true}`)
+		if res.Class != broker.ClassRefused || !strings.Contains(res.Output.Content, "2 background commands are already running") {
+			t.Errorf("third background command: %+v", res)
+		}
+	})
+}
