@@ -241,16 +241,29 @@ type server struct {
 	url    string // the /mcp endpoint
 	base   string
 	token  string
+	lines  []string // stderr up to the "serving MCP at" line
 	exited chan error
 }
 
-// startServe starts `airlock serve` on a free loopback port.
+// startServe starts `airlock serve` on a free loopback port, with a token
+// in AIRLOCK_TOKEN.
 func startServe(t *testing.T, w workspace, extra ...string) *server {
 	t.Helper()
-	s := &server{token: randomHex(24), exited: make(chan error, 1)}
+	token := randomHex(24)
+	s := startServeEnv(t, w, []string{"AIRLOCK_TOKEN=" + token}, extra...)
+	s.token = token
+	return s
+}
+
+// startServeEnv starts `airlock serve` on a free loopback port with env
+// added to the environment, and collects its stderr lines until it says
+// where it listens.
+func startServeEnv(t *testing.T, w workspace, env []string, extra ...string) *server {
+	t.Helper()
+	s := &server{exited: make(chan error, 1)}
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--root", w.root}, sandboxArgs(t)...)
 	s.cmd = exec.Command(airlock(t), append(args, extra...)...)
-	s.cmd.Env = append(os.Environ(), "AIRLOCK_TOKEN="+s.token, "AIRLOCK_STATE_DIR="+w.records)
+	s.cmd.Env = append(append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records), env...)
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -265,10 +278,15 @@ func startServe(t *testing.T, w workspace, extra ...string) *server {
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		listening := false
 		for sc.Scan() {
 			line := sc.Text()
 			t.Logf("serve: %s", line)
-			if _, after, ok := strings.Cut(line, "serving MCP at "); ok {
+			if !listening {
+				s.lines = append(s.lines, line)
+			}
+			if _, after, ok := strings.Cut(line, "serving MCP at "); ok && !listening {
+				listening = true
 				url, _, _ := strings.Cut(after, " ")
 				found <- url
 			}
