@@ -45,9 +45,6 @@ type builder struct {
 	devNull int // O_PATH fd of the host's /dev/null, used to mask files
 }
 
-// errNoNewAPI marks an ENOSYS from the new mount API.
-var errNoNewAPI = errors.New("new mount API unavailable")
-
 // openSource opens a grant source without following any symlink: sources
 // are fully resolved by the broker, so a symlink anywhere means the tree
 // changed since (hostile cases 3 and 7).

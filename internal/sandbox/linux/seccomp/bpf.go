@@ -14,13 +14,13 @@ type Instruction struct {
 // Classic BPF opcodes, only the subset this package emits (see
 // linux/filter.h and linux/bpf_common.h).
 const (
-	opLdAbsW  = 0x00 | 0x00 | 0x20 // BPF_LD | BPF_W | BPF_ABS: A = u32 at offset K
-	opJa      = 0x05 | 0x00        // BPF_JMP | BPF_JA: skip K
-	opJeqK    = 0x05 | 0x10        // BPF_JMP | BPF_JEQ | BPF_K: A == K
-	opJsetK   = 0x05 | 0x40        // BPF_JMP | BPF_JSET | BPF_K: A & K != 0
-	opRetK    = 0x06               // BPF_RET | BPF_K: return K
-	maxInsns  = 4096               // BPF_MAXINSNS
-	maxOffset = 255                // a conditional jump skips at most 255 instructions
+	opLdAbsW  = 0x20 // BPF_LD(0x00) | BPF_W(0x00) | BPF_ABS(0x20): A = u32 at offset K
+	opJa      = 0x05 // BPF_JMP(0x05) | BPF_JA(0x00): skip K
+	opJeqK    = 0x15 // BPF_JMP(0x05) | BPF_JEQ(0x10) | BPF_K(0x00): A == K
+	opJsetK   = 0x45 // BPF_JMP(0x05) | BPF_JSET(0x40) | BPF_K(0x00): A & K != 0
+	opRetK    = 0x06 // BPF_RET(0x06) | BPF_K(0x00): return K
+	maxInsns  = 4096 // BPF_MAXINSNS
+	maxOffset = 255  // a conditional jump skips at most 255 instructions
 )
 
 // assembler builds a program with symbolic forward jump targets, the only
