@@ -46,6 +46,7 @@ type fixture struct {
 	srv     *mcpserver.Server
 	root    string // the granted directory (read-write)
 	records string // audit records
+	open    mcpserver.OpenFunc
 }
 
 // newFixture serves the default grant of a fresh directory through backend
@@ -77,9 +78,10 @@ func newFixture(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options) 
 		o.Metrics = mcpserver.NewMetrics()
 	}
 	wrapped := o.Metrics.Backend(backend)
-	o.Open = func(ctx context.Context) (*broker.Session, error) {
+	f.open = func(ctx context.Context) (*broker.Session, error) {
 		return broker.Open(&broker.Options{Grant: g, Backend: wrapped, RecordsDir: f.records, ToolRoot: toolRoot, MaxConcurrent: 32})
 	}
+	o.Open = f.open
 	f.srv, err = mcpserver.New(&o)
 	if err != nil {
 		t.Fatalf("New: %v", err)

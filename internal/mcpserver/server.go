@@ -195,11 +195,18 @@ func (s *Server) session(ctx context.Context, ss *mcp.ServerSession) (*broker.Se
 		}
 	}
 	b.sess, b.err = s.opts.Open(context.WithoutCancel(ctx))
-	close(b.ready)
 	if b.err != nil {
+		// Forget the failure: the session's next call tries again.
+		s.mu.Lock()
+		if s.sessions[ss] == b {
+			delete(s.sessions, ss)
+		}
+		s.mu.Unlock()
+		close(b.ready)
 		s.logger.Error("opening a broker session failed", "mcp_session", ss.ID(), "err", b.err)
 		return nil, b.err
 	}
+	close(b.ready)
 	s.metrics.sessionOpened()
 	s.logger.Info("broker session opened", "mcp_session", ss.ID(), "session", b.sess.ID())
 	go func() {

@@ -3,12 +3,14 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,5 +314,36 @@ func TestConcurrentSessions(t *testing.T) {
 				t.Errorf("want %d ok write_file calls in the metrics", sessions*calls)
 			}
 		})
+	}
+}
+
+// TestOpenFailure checks a session that cannot be opened is an isError
+// result (with no detail of the failure), and that the next call tries again.
+func TestOpenFailure(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	var fail atomic.Bool
+	fail.Store(true)
+	open := f.open
+	srv, err := mcpserver.New(&mcpserver.Options{Open: func(ctx context.Context) (*broker.Session, error) {
+		if fail.Load() {
+			return nil, errors.New("records directory /secret/path is not writable")
+		}
+		return open(ctx)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	cs := connectStdio(t, f, nil)
+	res := call(t, cs, "glob", map[string]any{"pattern": "*"})
+	if got := text(t, res); !res.IsError || !strings.Contains(got, "could not open a session") || strings.Contains(got, "/secret/path") {
+		t.Errorf("call when the session cannot open: isError=%v %q", res.IsError, got)
+	}
+	if m := callMeta(t, res); m.Class != mcpserver.ClassUnavailable {
+		t.Errorf("meta class %q, want %q", m.Class, mcpserver.ClassUnavailable)
+	}
+	fail.Store(false)
+	if res := call(t, cs, "glob", map[string]any{"pattern": "*"}); res.IsError {
+		t.Errorf("call once the session can open: %q", text(t, res))
 	}
 }
