@@ -4,20 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 func execCommand() *command {
 	c := &command{
 		name:    "exec",
-		summary: "run any command in a fresh sandbox (cwd read-write, no network)",
+		summary: "run any command in a fresh sandbox (cwd read-write, no network unless granted)",
 		usage: `airlock exec [flags] -- CMD [ARGS...]
 
 Runs CMD in a fresh sandbox. By default the current directory is read-write,
@@ -26,10 +30,17 @@ there is no network. stdin, stdout and stderr pass through, a terminal passes
 through when stdin is one (as a new pseudo-terminal, never the host's own),
 and airlock exits with CMD's exit status (128+N when a signal N killed it).
 
+With --allow-host (or a grant that names hosts) the sandbox reaches those
+hosts, and only those, through airlock's egress proxy: HTTP_PROXY,
+HTTPS_PROXY and ALL_PROXY point at it, so curl, git, pip, npm and Go
+programs work; anything that ignores them has no route out, and names
+resolve only through the proxy. Refused connections are reported on stderr.
+
 Examples:
   airlock exec -- make test
   airlock exec --ro ~/.cache --time 10m --memory 2GiB -- go test ./...
-  airlock exec --env CI=1 -- sh -c 'env; ls -la /'`,
+  airlock exec --env CI=1 -- sh -c 'env; ls -la /'
+  airlock exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
@@ -89,6 +100,17 @@ Examples:
 			spec.Env = setEnv(spec.Env, kv)
 		}
 		spec.Stdin, spec.Stdout, spec.Stderr = env.Stdin, env.Stdout, env.Stderr
+		if g.HasNetwork() {
+			stopEgress, err := broker.AttachEgress(ctx, g, spec, &broker.EgressOptions{
+				Sandbox:    "exec",
+				OnDecision: reportEgress(env),
+			})
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
+				return exitFailure
+			}
+			defer stopEgress()
+		}
 		backend, err := nativeBackend()
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
@@ -126,6 +148,24 @@ Examples:
 		return res.ExitCode
 	}
 	return c
+}
+
+// reportEgress tells the user on stderr about each connection the egress
+// proxy refused, so a failing command says why.
+func reportEgress(env *Env) func(egress.Decision) {
+	var mu sync.Mutex
+	return func(d egress.Decision) {
+		if d.Allowed {
+			return
+		}
+		what := "a connection"
+		if d.Host != "" {
+			what = net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(env.Stderr, "airlock exec: egress refused %s: %s\n", what, d.Reason)
+	}
 }
 
 // setEnv sets kv ("K=V") in list, replacing an existing K.
