@@ -1,5 +1,5 @@
 // Package mcpserver is airlock's MCP front door: it offers the grant's tools
-// to any Model Context Protocol client, over stdio (Server.Connect with a
+// to any Model Context Protocol client, over stdio (Server.Serve with a
 // stdio transport) or streamable HTTP (Server.Handler), using the official Go
 // SDK (github.com/modelcontextprotocol/go-sdk).
 //

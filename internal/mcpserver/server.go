@@ -133,30 +133,16 @@ func (s *Server) addTool(d *tool.Def) (err error) {
 	return nil
 }
 
-// MCP returns the underlying SDK server, for transports this package does
-// not wrap.
-func (s *Server) MCP() *mcp.Server { return s.mcp }
-
 // Metrics returns the server's metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Connect serves one MCP session over t (a stdio, command or in-memory
-// transport) and returns it; the session's broker session is closed when it
-// ends. Wait on the returned session to serve until the client leaves.
-func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
+// Serve serves one MCP session over t (stdio, a command's pipes, an
+// in-memory transport) until the client leaves or ctx is done, then closes
+// the session and its broker session.
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("connecting the MCP session: %w", err)
-	}
-	return ss, nil
-}
-
-// Serve serves one MCP session over t until the client leaves or ctx is
-// done, then closes the session and its broker session.
-func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	ss, err := s.Connect(ctx, t)
-	if err != nil {
-		return err
+		return fmt.Errorf("connecting the MCP session: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
