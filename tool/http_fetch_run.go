@@ -35,7 +35,8 @@ var fetchRootCAs *x509.CertPool
 // with plain HTTP or TLS inside it.
 type fetcher struct {
 	env       Env
-	proxyAddr string // host:port of the proxy inside the sandbox
+	proxyNet  string // "tcp" (the in-sandbox forwarder) or "unix" (the socket)
+	proxyAddr string
 	client    *http.Client
 }
 
@@ -44,8 +45,8 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 	if eg == nil || eg.Proxy == "" {
 		return Failure("http_fetch cannot reach the network: the grant names no hosts, so this sandbox has no egress proxy")
 	}
-	pu, err := url.Parse(eg.Proxy)
-	if err != nil || pu.Scheme != "http" || pu.Host == "" {
+	network, addr, ok := proxyAddr(eg.Proxy)
+	if !ok {
 		return Failure("http_fetch cannot reach the network: the egress proxy address is not usable")
 	}
 	t, err := checkFetchURL(a.URL)
@@ -62,7 +63,7 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	f := &fetcher{env: env, proxyAddr: pu.Host}
+	f := &fetcher{env: env, proxyNet: network, proxyAddr: addr}
 	f.client = &http.Client{
 		Transport: &http.Transport{
 			DialContext:            f.dialViaProxy,
@@ -133,6 +134,18 @@ func (f *fetcher) fetch(ctx context.Context, method string, first fetchTarget, t
 	}
 }
 
+// proxyAddr parses wire.Egress.Proxy: "http://host:port" or "unix:/path".
+func proxyAddr(s string) (network, addr string, ok bool) {
+	if p, ok := strings.CutPrefix(s, "unix:"); ok {
+		return "unix", p, strings.HasPrefix(p, "/")
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" && u.Path != "/" {
+		return "", "", false
+	}
+	return "tcp", u.Host, true
+}
+
 func isRedirect(code int) bool {
 	switch code {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
@@ -196,7 +209,7 @@ func (e *proxyRefusal) Error() string {
 // dialViaProxy opens a CONNECT tunnel to addr through the egress proxy.
 func (f *fetcher) dialViaProxy(ctx context.Context, _, addr string) (net.Conn, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", f.proxyAddr)
+	c, err := d.DialContext(ctx, f.proxyNet, f.proxyAddr)
 	if err != nil {
 		return nil, fmt.Errorf("reaching the egress proxy: %w", err)
 	}

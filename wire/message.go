@@ -34,8 +34,10 @@ type CallContext struct {
 // it do there. The egress proxy still decides every connection; these let
 // the tool refuse plain HTTP and place secrets before a request is sent.
 type Egress struct {
-	// Proxy is the egress proxy's URL inside the sandbox
-	// ("http://127.0.0.1:3128"). Every request goes through it.
+	// Proxy is the egress proxy's address as the tool reaches it: the
+	// in-sandbox forwarder ("http://127.0.0.1:3128"), or the proxy's Unix
+	// socket ("unix:/path") when there is no sandbox. Every request goes
+	// through it as a CONNECT tunnel.
 	Proxy string `json:"proxy"`
 	// PlainHTTP are the host patterns ("name", "*.suffix", an IP literal,
 	// each with an optional ":port"; no port means 80 and 443) where

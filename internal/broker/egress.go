@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/direct"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -148,7 +149,11 @@ func setEnv(list []string, kv string) []string {
 // hosts and where its secrets go.
 func (s *Session) dispatchEgress(ctx context.Context, c *call, acc tool.Access, spec *sandbox.Spec, in *wire.ToolInput) Outcome {
 	g := s.opts.Grant
-	if !g.HasNetwork() || !acc.Exec && len(acc.Hosts) == 0 {
+	// Without a sandbox there is no network namespace to confine: a command
+	// has the host's network (the result says UNSANDBOXED), and only
+	// http_fetch, which dials the proxy's socket itself, uses the proxy.
+	unsandboxed := s.opts.Backend.Report().Backend == direct.Name
+	if !g.HasNetwork() || len(acc.Hosts) == 0 && (!acc.Exec || unsandboxed) {
 		return dispatch(ctx, s.opts.Backend, spec, in)
 	}
 	var o EgressOptions
@@ -166,8 +171,12 @@ func (s *Session) dispatchEgress(ctx context.Context, c *call, acc tool.Access, 
 	}
 	defer stop()
 	if len(acc.Hosts) > 0 {
+		proxy := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ProxyPort))
+		if unsandboxed {
+			proxy = "unix:" + spec.Network.ProxySocket
+		}
 		in.Context.Egress = &wire.Egress{
-			Proxy:     "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ProxyPort)),
+			Proxy:     proxy,
 			PlainHTTP: g.PlainHTTPHosts(),
 			Secrets:   secretUses(g, in.Context.Secrets),
 		}

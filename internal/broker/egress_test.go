@@ -11,6 +11,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/egresstest"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
 )
 
@@ -27,9 +28,8 @@ type egressWorld struct {
 	s        *broker.Session
 }
 
-func newEgressWorld(t *testing.T) *egressWorld {
+func newEgressWorld(t *testing.T, backend sandbox.Backend) *egressWorld {
 	t.Helper()
-	backend := sandboxtest.Native(t)
 	ca := egresstest.NewCA(t, "a.test", "b.test", "d.test")
 	w := &egressWorld{
 		a: egresstest.Serve(t, ca, "a.test", nil),
@@ -88,7 +88,7 @@ func TestHTTPFetchThroughTheSandbox(t *testing.T) {
 	// The proxies' socket directories go to a TMPDIR of this test's own.
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	w := newEgressWorld(t)
+	w := newEgressWorld(t, sandboxtest.Native(t))
 	redirect := func(to string) string { return w.a.URL("/redirect?to=" + to) }
 	tests := []struct {
 		name    string
@@ -164,7 +164,7 @@ func TestHTTPFetchThroughTheSandbox(t *testing.T) {
 
 // Ordinary clients use the proxy variables; nothing else has a route out.
 func TestShellEgress(t *testing.T) {
-	w := newEgressWorld(t)
+	w := newEgressWorld(t, sandboxtest.Native(t))
 	shell := func(cmd string) string {
 		t.Helper()
 		b, _ := json.Marshal(map[string]string{"command": cmd})
@@ -185,7 +185,10 @@ func TestShellEgress(t *testing.T) {
 		{"curl --noproxy", `curl -sS --max-time 5 --noproxy '*' -k ` + w.a.URL("/ok"), []string{"[exit 6]"}},
 		{"raw socket to an address", `bash -c 'exec 3<>/dev/tcp/192.0.2.1/80 && echo connected'`, []string{"Network is unreachable", "[exit 1]"}},
 		{"raw socket to the fixture's port", `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + fmt.Sprint(w.a.Port) + ` && echo connected'`, []string{"Connection refused", "[exit 1]"}},
+		{"raw socket to an IPv6 address", `bash -c 'exec 3<>/dev/tcp/2001:db8::1/80 && echo connected'`, []string{"unreachable", "[exit 1]"}},
+		{"UDP to a resolver address", `bash -c 'exec 3<>/dev/udp/192.0.2.53/53 && echo connected'`, []string{"Network is unreachable", "[exit 1]"}},
 		{"DNS lookup", `getent hosts example.com; echo "getent $?"`, []string{"getent 2"}},
+		{"only loopback", `cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '`, []string{"lo\n[exit 0]"}},
 		{"proxy variables", `env | grep -i _proxy | sort`, []string{"ALL_PROXY=socks5h://127.0.0.1:3128\n", "HTTPS_PROXY=http://127.0.0.1:3128\n", "NO_PROXY=\n"}},
 	}
 	for _, tt := range tests {
@@ -214,5 +217,25 @@ func TestShellEgress(t *testing.T) {
 	}
 	if !allowed || !refused {
 		t.Errorf("egress records: a.test allowed %v, b.test refused %v", allowed, refused)
+	}
+}
+
+// Without a sandbox, http_fetch still goes through the proxy, by its socket.
+func TestHTTPFetchUnsandboxed(t *testing.T) {
+	w := newEgressWorld(t, sandboxtest.Unsandboxed(t))
+	for _, tt := range []struct{ url, want string }{
+		{w.a.URL("/ok"), "hello from a.test\n[http 200]"},
+		{w.a.URL("/redirect?to=" + w.b.URL("/ok")), w.b.HostPort() + " is not in the grant's network.hosts"},
+	} {
+		res := call(t, w.s, "http_fetch", fmt.Sprintf(`{"url":%q}`, tt.url))
+		if !strings.Contains(res.Output.Content, tt.want) {
+			t.Errorf("%s: content %q lacks %q", tt.url, res.Output.Content, tt.want)
+		}
+		if len(w.egressRecords(t, res.CallID)) == 0 {
+			t.Errorf("%s: no egress record", tt.url)
+		}
+	}
+	if n := w.b.Accepts(); n != 0 {
+		t.Errorf("b.test saw %d connections", n)
 	}
 }
