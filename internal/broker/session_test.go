@@ -210,6 +210,14 @@ func TestConcurrentCallsAllAudited(t *testing.T) {
 	if len(recs) != n {
 		t.Fatalf("%d calls, %d records", n, len(recs))
 	}
+	// The placeholders that kept missing protected paths uncreatable are gone.
+	if entries, err := os.ReadDir(f.ws); err != nil || len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("workspace after the calls holds %v (err %v), want only hello.txt", names, err)
+	}
 	seen := map[string]bool{}
 	for _, r := range recs {
 		if seen[r.CallID] {

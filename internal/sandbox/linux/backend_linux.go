@@ -82,6 +82,8 @@ type Backend struct {
 	requireC bool
 	seq      atomic.Uint64
 
+	placeholders placeholders
+
 	reportOnce sync.Once
 	report     sandbox.Report
 }
@@ -228,6 +230,14 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		iso.Features = append(iso.Features, b.cg.features()...)
 	} else {
 		iso.Missing = append(iso.Missing, "cgroups")
+	}
+	held, err := b.placeholders.hold(cfg)
+	defer b.placeholders.release(held)
+	if err != nil {
+		if cerr := cg.destroy(); cerr != nil {
+			b.log.Debug("cgroup teardown", "err", cerr)
+		}
+		return nil, err
 	}
 	r, err := b.run(ctx, spec, cfg, l, cg, &iso, start)
 	tDown := time.Now()
