@@ -42,6 +42,10 @@ Example: airlock call read_file '{"path": "README.md"}'`,
 			fmt.Fprintf(env.Stderr, "airlock call: the arguments are not valid JSON: %s\n", rawArgs)
 			return exitUsage
 		}
+		if toolName == "shell" && runsInBackground(rawArgs) {
+			fmt.Fprintln(env.Stderr, "airlock call: run_in_background needs a session that outlives the call (airlock mcp, airlock serve or the Go API); airlock call would stop the work as it exits")
+			return exitUsage
+		}
 		sess, err := openSession(env, &gf)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
@@ -67,4 +71,12 @@ Example: airlock call read_file '{"path": "README.md"}'`,
 		return exitOK
 	}
 	return c
+}
+
+// runsInBackground reports whether shell arguments ask for background work.
+func runsInBackground(raw string) bool {
+	var a struct {
+		RunInBackground bool `json:"run_in_background"`
+	}
+	return json.Unmarshal([]byte(raw), &a) == nil && a.RunInBackground
 }
