@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,11 +24,14 @@ import (
 // call), with conc clients each in its own MCP session. It reports calls per
 // second and the p50 and p99 latency of one call.
 func BenchmarkMCPHTTPReadFile(b *testing.B) {
-	for _, bk := range []string{"unsandboxed", "native"} {
+	for _, bk := range []string{"none", "unsandboxed", "native"} {
 		for _, conc := range []int{1, 16} {
 			b.Run(fmt.Sprintf("backend=%s/conc=%d", bk, conc), func(b *testing.B) {
 				var backend sandbox.Backend
-				if bk == "native" {
+				switch bk {
+				case "none":
+					backend = instant{}
+				case "native":
 					backend = native(b)
 				}
 				benchReadFile(b, backend, conc)
@@ -34,6 +39,21 @@ func BenchmarkMCPHTTPReadFile(b *testing.B) {
 		}
 	}
 }
+
+// instant is a backend that answers every call at once without running
+// anything, so backend=none measures the front door alone: the client, HTTP,
+// the SDK, the broker's checks, framing and the audit record.
+type instant struct{}
+
+func (instant) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	out, _ := json.Marshal(wire.ToolOutput{Content: "airlock\n"})
+	if err := wire.WriteFrame(spec.Stdout, out); err != nil {
+		return nil, err
+	}
+	return &sandbox.Result{Isolation: wire.Isolation{Backend: "none", Features: []string{}}}, nil
+}
+
+func (instant) Report() sandbox.Report { return sandbox.Report{Backend: "none"} }
 
 func benchReadFile(b *testing.B, backend sandbox.Backend, conc int) {
 	f := newFixture(b, backend, nil)
