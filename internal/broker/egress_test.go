@@ -111,6 +111,7 @@ func TestHTTPFetchThroughTheSandbox(t *testing.T) {
 		{name: "loop", url: w.a.URL("/loop/0"), isError: true, want: "stopped after 5 redirects",
 			egress: []string{"a.test allowed", "a.test allowed", "a.test allowed", "a.test allowed", "a.test allowed", "a.test allowed"}},
 		{name: "secret to its host", url: w.a.URL("/auth"), want: "authorization present: true", egress: []string{"a.test allowed"}},
+		{name: "secret not sent to another granted host", url: w.d.URL("/auth"), want: "authorization present: false", egress: []string{"d.test allowed"}},
 		{name: "secret not past a change of host", url: redirect(w.d.URL("/auth")), want: "authorization present: false",
 			egress: []string{"a.test allowed", "d.test allowed"}},
 	}
@@ -188,6 +189,9 @@ func TestShellEgress(t *testing.T) {
 		{"raw socket to an IPv6 address", `bash -c 'exec 3<>/dev/tcp/2001:db8::1/80 && echo connected'`, []string{"unreachable", "[exit 1]"}},
 		{"UDP to a resolver address", `bash -c 'exec 3<>/dev/udp/192.0.2.53/53 && echo connected'`, []string{"Network is unreachable", "[exit 1]"}},
 		{"DNS lookup", `getent hosts example.com; echo "getent $?"`, []string{"getent 2"}},
+		// (find does not list the proxy's socket: it is bind-mounted over a
+		// placeholder file, whose directory entry says "regular file".)
+		{"the only socket is this sandbox's proxy", `find / -path /proc -prune -o -type s -print 2>/dev/null; ls /run/airlock`, []string{"]\nproxy.sock\n[exit 0]"}},
 		{"only loopback", `cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '`, []string{"lo\n[exit 0]"}},
 		{"proxy variables", `env | grep -i _proxy | sort`, []string{"ALL_PROXY=socks5h://127.0.0.1:3128\n", "HTTPS_PROXY=http://127.0.0.1:3128\n", "NO_PROXY=\n"}},
 	}
