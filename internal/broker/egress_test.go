@@ -181,6 +181,8 @@ func TestShellEgress(t *testing.T) {
 	}{
 		{"curl through HTTPS_PROXY", `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" ` + w.a.URL("/ok"), []string{"hello from a.test", "[exit 0]"}},
 		{"curl through ALL_PROXY (socks5h)", `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" --proxy "$ALL_PROXY" ` + w.a.URL("/ok"), []string{"hello from a.test", "[exit 0]"}},
+		{"python through https_proxy", `python3 -c 'import os, ssl, sys, urllib.request as u; ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"]); print(u.urlopen(sys.argv[1], context=ctx, timeout=10).read().decode())' ` + w.a.URL("/ok"), []string{"hello from a.test", "[exit 0]"}},
+		{"git through https_proxy", `git -c http.sslCAInfo="$SSL_CERT_FILE" ls-remote ` + w.a.URL("/repo.git") + ` 2>&1; git -c http.sslCAInfo="$SSL_CERT_FILE" ls-remote ` + w.b.URL("/repo.git") + ` 2>&1`, []string{"fatal: repository '" + w.a.URL("/repo.git") + "/' not found", "CONNECT tunnel failed, response 403"}},
 		{"curl to a host not granted", `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" ` + w.b.URL("/ok"), []string{"403", "[exit 56]"}},
 		{"curl with the proxy variables unset", `env -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy -u HTTP_PROXY -u http_proxy curl -sS --max-time 5 -k https://127.0.0.1:` + fmt.Sprint(w.a.Port) + `/ok`, []string{"[exit 7]"}},
 		{"curl --noproxy", `curl -sS --max-time 5 --noproxy '*' -k ` + w.a.URL("/ok"), []string{"[exit 6]"}},
