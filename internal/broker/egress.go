@@ -215,7 +215,11 @@ func (s *Session) auditEgress(c *call) func(egress.Decision) {
 		}
 		if !d.Allowed {
 			rec.Decision = "refused"
-			if rec.Rule == "" {
+			switch {
+			case rec.Rule != "":
+			case d.Host == "":
+				rec.Rule = "egress" // refused before a host was named: a limit or a malformed request
+			default:
 				rec.Rule = "network.hosts"
 			}
 		}
