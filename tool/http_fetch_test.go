@@ -151,6 +151,8 @@ func TestHTTPFetch(t *testing.T) {
 			want: []string{"contains the value of the secret TOKEN"}, not: []string{testSecret}},
 		{name: "binary", url: w.a.URL("/bin"), want: []string{"[binary body: image/png, 20 bytes, not shown]\n[http 200]"}},
 		{name: "too big", url: w.a.URL("/big?n=6000000"), want: []string{"[body larger than 5 MiB: stopped reading]\n[http 200]", "bytes cut"}},
+		{name: "gzip", url: w.a.URL("/gzip?n=70"), want: []string{"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\nxxxxxx\n[http 200]"}},
+		{name: "gzip bomb", url: w.a.URL("/gzip?n=100000000"), want: []string{"[body larger than 5 MiB: stopped reading]\n[http 200]"}},
 		{name: "not found", url: w.a.URL("/nothing"), want: []string{"[http 404]"}},
 		{name: "head", url: w.a.URL("/ok"), method: "HEAD", want: []string{"Content-Type: text/plain; charset=utf-8\n", "[http 200]"}, not: []string{"hello"}},
 	}

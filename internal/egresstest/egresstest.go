@@ -6,6 +6,7 @@
 package egresstest
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -214,6 +215,7 @@ func Sentinel(t testing.TB) (port int, accepts func() int) {
 //	/auth               whether an Authorization header arrived (never its value)
 //	/bin                a small binary (PNG-like) body
 //	/big?n=BYTES        BYTES of "x"
+//	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
 func Handler(name string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
@@ -249,6 +251,19 @@ func Handler(name string) http.Handler {
 				return
 			}
 			n -= k
+		}
+	})
+	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Content-Encoding", "gzip")
+		gz := gzip.NewWriter(w)
+		defer gz.Close()
+		line := []byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n")
+		for ; n > 0; n -= len(line) {
+			if _, err := gz.Write(line[:min(n, len(line))]); err != nil {
+				return
+			}
 		}
 	})
 	return mux
