@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/egress"
@@ -232,6 +233,23 @@ func TestHTTPFetch(t *testing.T) {
 	}
 	if allowed == 0 || denied == 0 {
 		t.Errorf("decisions: %d allowed, %d denied; want some of each", allowed, denied)
+	}
+}
+
+func TestHTTPFetchCaps(t *testing.T) {
+	w := newFetchWorld(t)
+	out := w.fetch(t, map[string]string{"url": w.a.URL("/huge-header")})
+	if !out.IsError || !strings.Contains(out.Content, "headers passed 64 KiB") || strings.Contains(out.Content, "body after") {
+		t.Errorf("huge header: %+v", out)
+	}
+	w.env.Limits.TimeoutMS = 2500
+	start := time.Now()
+	out = w.fetch(t, map[string]string{"url": w.a.URL("/slow")})
+	if !out.IsError || !strings.Contains(out.Content, "ran past its time limit of 1.5s") {
+		t.Errorf("slow: %+v", out)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("slow fetch took %s", d)
 	}
 }
 

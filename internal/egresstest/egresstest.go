@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -216,6 +217,8 @@ func Sentinel(t testing.TB) (port int, accepts func() int) {
 //	/bin                a small binary (PNG-like) body
 //	/big?n=BYTES        BYTES of "x"
 //	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
+//	/huge-header        a 100 KiB header
+//	/slow               no answer for a minute
 func Handler(name string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
@@ -251,6 +254,16 @@ func Handler(name string) http.Handler {
 				return
 			}
 			n -= k
+		}
+	})
+	mux.HandleFunc("/huge-header", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("h", 100<<10))
+		fmt.Fprintln(w, "body after a huge header")
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
 		}
 	})
 	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
