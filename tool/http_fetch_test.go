@@ -25,6 +25,7 @@ type fetchWorld struct {
 	sentinel      int
 	sentinelHits  func() int
 	env           Env
+	res           *egresstest.Resolver
 	mu            sync.Mutex
 	decisions     []egress.Decision
 }
@@ -58,9 +59,10 @@ format = "Bearer {value}"
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.res = egresstest.NewResolver("a.test", "b.test", "c.test", "d.test", "p.test", "a.test.evil.test")
 	p := egress.New(&egress.Options{
 		Policy:   g,
-		Resolver: egresstest.NewResolver("a.test", "b.test", "c.test", "d.test", "p.test", "a.test.evil.test"),
+		Resolver: w.res,
 		OnDecision: func(d egress.Decision) {
 			w.mu.Lock()
 			w.decisions = append(w.decisions, d)
@@ -184,6 +186,11 @@ func TestHTTPFetch(t *testing.T) {
 	}
 	if n := w.b.Accepts(); n != 0 {
 		t.Errorf("b.test saw %d connections", n)
+	}
+	for _, name := range []string{"b.test", "a.test.evil.test"} {
+		if n := w.res.Lookups(name); n != 0 {
+			t.Errorf("the proxy looked up %s, which the grant does not name, %d times", name, n)
+		}
 	}
 	if n := w.c.Accepts(); n != 0 {
 		t.Errorf("c.test (loopback, not private) saw %d connections", n)
