@@ -427,3 +427,55 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestMCPSIGTERMStopsCalls checks `airlock mcp` on SIGTERM: a call that
+// outlives --shutdown-timeout is stopped, its client gets an isError result,
+// and the process exits 0.
+func TestMCPSIGTERMStopsCalls(t *testing.T) {
+	w := newWorkspace(t)
+	cmd := exec.Command(airlock(t), append([]string{"mcp", "--root", w.root, "--shutdown-timeout", "500ms"}, sandboxArgs(t)...)...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	got := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 30"}})
+		if err != nil {
+			t.Errorf("CallTool: %v, want an isError result", err)
+		}
+		got <- res
+	}()
+	eventually(t, 10*time.Second, "the session to open", func() bool {
+		_, opened, _ := auditClasses(t, w.records)
+		return opened == 1
+	})
+	time.Sleep(500 * time.Millisecond) // the sandbox starts
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case res := <-got:
+		if res != nil && (!res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "cancelled")) {
+			t.Errorf("the stopped call: %+v, want isError saying it was cancelled", res.Content[0])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not end after SIGTERM")
+	}
+	t.Logf("the call ended %v after SIGTERM", time.Since(start))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil && !strings.Contains(err.Error(), "Wait was already called") {
+			t.Errorf("airlock mcp after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("airlock mcp still running after SIGTERM")
+	}
+	if classes, opened, closed := auditClasses(t, w.records); len(classes) != 1 || classes[0] != "cancelled" || opened != 1 || closed != 1 {
+		t.Errorf("audit: calls %v, sessions opened %d closed %d; want [cancelled], 1 and 1", classes, opened, closed)
+	}
+}
