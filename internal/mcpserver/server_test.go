@@ -229,8 +229,9 @@ func TestProgressDefaultInterval(t *testing.T) {
 	took := time.Since(start)
 	mu.Lock()
 	defer mu.Unlock()
-	if want := int(took / time.Second); n != want {
-		t.Errorf("got %d progress notifications for a call of %v, want one a second (%d)", n, took, want)
+	// The command runs 2.4s: two ticks at least, and no more than one a second.
+	if most := int(took / time.Second); n < 2 || n > most {
+		t.Errorf("got %d progress notifications for a call of %v, want one a second (2 to %d)", n, took, most)
 	}
 }
 

@@ -42,6 +42,10 @@ type Options struct {
 	// Args are the arguments that select the init mode; nil means
 	// ["__sandbox"].
 	Args []string
+	// PoolSize, when positive, keeps that many warm sandboxes of each
+	// tool-mode shape from New until Close (see Backend.Pool); zero
+	// leaves the pool to holders of Backend.Pool.
+	PoolSize int
 }
 
 // CgroupPolicy says whether memory and process limits must come from
@@ -83,6 +87,7 @@ type Backend struct {
 	seq      atomic.Uint64
 
 	placeholders placeholders
+	pool         pool
 
 	reportOnce sync.Once
 	report     sandbox.Report
@@ -111,6 +116,7 @@ func New(opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...)}
+	b.pool.b, b.pool.base = b, max(o.PoolSize, 0)
 	b.cg = detectCgroups(o.CgroupParent)
 	switch o.Cgroups {
 	case CgroupsRequired:
@@ -210,7 +216,9 @@ func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 	return cfg, nil
 }
 
-// Run runs spec in a fresh sandbox; see sandbox.Backend.
+// Run runs spec in a fresh sandbox; see sandbox.Backend. With a pool
+// (see Pool), a tool-mode spec takes a warm sandbox of its shape when one
+// is ready, and starts refilling the pool.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	start := time.Now()
 	l := withDefaults(spec.Limits)
@@ -218,35 +226,23 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err != nil {
 		return nil, err
 	}
-	iso := wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}
-
-	var cg *cgroup
-	if b.cg.version != 0 {
-		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
-		cg, err = b.cg.create(name, l.mem, l.pids+initThreads)
-		if err != nil {
-			return nil, err
+	if k, ok := shapeOf(spec, cfg, l); ok && b.pool.on() {
+		defer b.pool.refill(k, cfg, l)
+		if x := b.pool.take(k); x != nil {
+			taken := time.Now()
+			x.iso.Features = append(x.iso.Features, "warm")
+			res, err := b.finish(ctx, spec, x, l, taken.Add(l.wall), start, taken.Sub(start))
+			b.teardown(x, &res, &err)
+			return res, err
 		}
-		iso.Features = append(iso.Features, b.cg.features()...)
-	} else {
-		iso.Missing = append(iso.Missing, "cgroups")
 	}
-	held, err := b.placeholders.hold(cfg)
-	defer b.placeholders.release(held)
-	if err != nil {
-		if cerr := cg.destroy(); cerr != nil {
-			b.log.Debug("cgroup teardown", "err", cerr)
-		}
-		return nil, err
+	x, res, err := b.build(ctx, spec, cfg, l, start.Add(l.wall), start)
+	if x == nil {
+		return res, err
 	}
-	r, err := b.run(ctx, spec, cfg, l, cg, &iso, start)
-	tDown := time.Now()
-	if cerr := cg.destroy(); cerr != nil && err == nil {
-		err = cerr
-		r = nil
-	}
-	b.log.Debug("sandbox done", "cgroup_teardown_ns", time.Since(tDown).Nanoseconds(), "total_ns", time.Since(start).Nanoseconds())
-	return r, err
+	res, err = b.finish(ctx, spec, x, l, start.Add(l.wall), start, time.Since(start))
+	b.teardown(x, &res, &err)
+	return res, err
 }
 
 // child is one started sandbox init and the host ends of its pipes.
@@ -261,44 +257,117 @@ type child struct {
 	closeOne []*os.File // the child's ends, closed after start
 }
 
-// run starts the init and drives the exchange drawn in package initproto:
-// clone, cgroup placement, config, status, relay, wait.
-func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, cg *cgroup, iso *wire.Isolation, start time.Time) (*sandbox.Result, error) {
+// box is one sandbox whose setup finished: its init is blocked on its
+// stdin (tool mode) or has started the payload (command mode).
+type box struct {
+	c        *child
+	cg       *cgroup
+	cfg      *initproto.Config
+	held     []string // placeholders this sandbox holds
+	first    initproto.Status
+	statuses chan initproto.Status
+	iso      wire.Isolation
+	killOnce sync.Once
+	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain"
+	paths    []pathState  // host grant paths as built (pooled sandboxes)
+
+	rows, cols uint16 // initial terminal size with cfg.TTY
+}
+
+func (x *box) kill(reason string) {
+	x.killOnce.Do(func() {
+		x.why.Store(reason)
+		_ = x.c.proc.Kill()
+	})
+}
+
+func (x *box) reason() string {
+	r, _ := x.why.Load().(string)
+	return r
+}
+
+// teardown removes what build made for x: the host ends of its pipes, its
+// cgroup (killing anything left) and its placeholders. A cgroup that
+// cannot be removed turns the run into an error.
+func (b *Backend) teardown(x *box, res **sandbox.Result, err *error) {
+	tDown := time.Now()
+	x.c.closeHost()
+	if cerr := x.cg.destroy(); cerr != nil && *err == nil {
+		*err, *res = cerr, nil
+	}
+	b.placeholders.release(x.held)
+	b.log.Debug("sandbox done", "cgroup_teardown_ns", time.Since(tDown).Nanoseconds())
+}
+
+// build makes a sandbox for cfg up to the point where its init reports
+// Ready: cgroup, placeholders, clone, cgroup placement, config. It kills
+// the sandbox at deadline or when ctx ends. On failure it has torn
+// everything down and returns either a Result (the deadline passed during
+// setup: a time limit) or an error.
+func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, deadline, start time.Time) (*box, *sandbox.Result, error) {
+	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
+	var err error
+	if b.cg.version != 0 {
+		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
+		x.cg, err = b.cg.create(name, l.mem, l.pids+initThreads)
+		if err != nil {
+			return nil, nil, err
+		}
+		x.iso.Features = append(x.iso.Features, b.cg.features()...)
+	} else {
+		x.iso.Missing = append(x.iso.Missing, "cgroups")
+	}
+	x.held, err = b.placeholders.hold(cfg)
+	if err != nil {
+		b.placeholders.release(x.held)
+		if cerr := x.cg.destroy(); cerr != nil {
+			b.log.Debug("cgroup teardown", "err", cerr)
+		}
+		return nil, nil, err
+	}
+	res, err := b.setup(ctx, x, deadline, start)
+	if err != nil || res != nil {
+		var r *sandbox.Result
+		if x.c != nil {
+			b.teardown(x, &r, &err)
+		} else {
+			b.placeholders.release(x.held)
+			if cerr := x.cg.destroy(); cerr != nil {
+				b.log.Debug("cgroup teardown", "err", cerr)
+			}
+		}
+		return nil, res, err
+	}
+	return x, nil, nil
+}
+
+// setup starts the init and drives the exchange drawn in package
+// initproto up to the Ready status: clone, cgroup placement, config.
+func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) (*sandbox.Result, error) {
 	t0 := mono()
-	c, err := b.start(spec)
+	c, err := b.start(x.cfg.TTY, x.rows, x.cols)
 	if err != nil {
 		return nil, err
 	}
-	defer c.closeHost()
+	x.c = c
 	tStarted := time.Now()
-
-	var (
-		killOnce sync.Once
-		why      atomic.Value // string: "time", "output", "ctx"
-	)
-	kill := func(reason string) {
-		killOnce.Do(func() {
-			why.Store(reason)
-			_ = c.proc.Kill()
-		})
-	}
-	timer := time.AfterFunc(l.wall-time.Since(start), func() { kill("time") })
+	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
 	defer timer.Stop()
-	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
+	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	defer stopCtx()
 
-	if cg != nil {
-		if err := cg.add(c.proc.Pid); err != nil {
-			kill("setup")
+	if x.cg != nil {
+		if err := x.cg.add(c.proc.Pid); err != nil {
+			x.kill("setup")
 			_, _ = c.proc.Wait()
 			return nil, err
 		}
 	}
 	tCgroup := time.Now()
 	tCgroupMono := mono()
-	cfgJSON, err := json.Marshal(cfg)
+	cfgJSON, err := json.Marshal(x.cfg)
 	if err != nil {
-		kill("setup")
+		x.kill("setup")
 		_, _ = c.proc.Wait()
 		return nil, err
 	}
@@ -318,14 +387,15 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 			}
 		}
 	}()
+	x.statuses = statuses
 	first, ok := <-statuses
 	if !ok || first.Error != "" || !first.Ready || werr != nil {
-		kill("setup")
+		x.kill("setup")
 		_, _ = c.proc.Wait()
-		if reason, _ := why.Load().(string); reason == "time" {
+		if x.reason() == "time" {
 			// The wall time ran out before the payload started.
 			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: "time", Duration: time.Since(start), Setup: time.Since(start)}
-			res.Isolation = *iso
+			res.Isolation = x.iso
 			return res, nil
 		}
 		if ctx.Err() != nil {
@@ -339,12 +409,24 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 		}
 		return nil, errors.New("sandbox setup: the init exited without a status")
 	}
-	setup := time.Since(start)
-	iso.Features = append(iso.Features, first.Features...)
-	iso.Missing = append(iso.Missing, first.Missing...)
+	x.first = first
+	x.iso.Features = append(x.iso.Features, first.Features...)
+	x.iso.Missing = append(x.iso.Missing, first.Missing...)
 	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
-		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", setup.Nanoseconds(),
+		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
 		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tCgroupMono), "phases", first.Phases)
+	return nil, nil
+}
+
+// finish runs a built sandbox to its end: it relays the streams, enforces
+// the wall time (until deadline) and the output cap, waits, and classifies
+// how it ended. setup is reported as Result.Setup.
+func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limits, deadline, start time.Time, setup time.Duration) (*sandbox.Result, error) {
+	c := x.c
+	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
+	defer stopCtx()
 
 	// Relay the streams.
 	var truncated atomic.Bool
@@ -353,7 +435,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 		defer wg.Done()
 		if copyCapped(dst, src, l.out) {
 			truncated.Store(true)
-			kill("output")
+			x.kill("output")
 			_, _ = io.Copy(io.Discard, src)
 		}
 	}
@@ -415,7 +497,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 	}
 	wg.Wait()
 	var exit *initproto.Status
-	for st := range statuses {
+	for st := range x.statuses {
 		if st.Exit {
 			s := st
 			exit = &s
@@ -433,13 +515,13 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 	default:
 		res.ExitCode = ws.ExitStatus()
 	}
-	reason, _ := why.Load().(string)
+	reason := x.reason()
 	switch {
 	case res.OutputTruncated:
 		res.Limit = "output"
-	case cg != nil && cg.oomKills() > 0:
+	case x.cg != nil && x.cg.oomKills() > 0:
 		res.Limit = "memory"
-	case cg != nil && cg.pidsMaxHits() > 0 && (reason == "time" || res.ExitCode != 0):
+	case x.cg != nil && x.cg.pidsMaxHits() > 0 && (reason == "time" || res.ExitCode != 0):
 		res.Limit = "processes"
 	case reason == "time":
 		res.Limit = "time"
@@ -447,9 +529,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Co
 	if reason == "ctx" {
 		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
 	}
-	sort.Strings(iso.Features)
-	res.Isolation = *iso
-	b.removeCreated(cfg.Mounts, first.Created)
+	sort.Strings(x.iso.Features)
+	res.Isolation = x.iso
+	b.removeCreated(x.cfg.Mounts, x.first.Created)
 	return res, nil
 }
 
@@ -516,8 +598,9 @@ func (c *child) closeHost() {
 	}
 }
 
-// start clones the init into its namespaces.
-func (b *Backend) start(spec *sandbox.Spec) (*child, error) {
+// start clones the init into its namespaces, with a pseudo-terminal as
+// its standard streams when tty is set.
+func (b *Backend) start(tty bool, rows, cols uint16) (*child, error) {
 	c := &child{}
 	ok := false
 	defer func() {
@@ -558,8 +641,8 @@ func (b *Backend) start(spec *sandbox.Spec) (*child, error) {
 		Pdeathsig:                  syscall.SIGKILL,
 		Setsid:                     true,
 	}
-	if spec.TTY {
-		master, slave, err := openPTY(spec.TTYRows, spec.TTYCols)
+	if tty {
+		master, slave, err := openPTY(rows, cols)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ type Options struct {
 	Cgroups      CgroupPolicy
 	Executable   string
 	Args         []string
+	PoolSize     int
 }
 
 // CgroupPolicy says whether cgroups are required.
@@ -43,3 +44,15 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 func (b *Backend) Report() sandbox.Report {
 	return sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "linux", Detail: "not Linux"}}}
 }
+
+// Pool does nothing on this platform.
+func (b *Backend) Pool(size int) (release func()) { return func() {} }
+
+// Prewarm does nothing on this platform.
+func (b *Backend) Prewarm(spec *sandbox.Spec) error { return nil }
+
+// Warm reports no warm sandboxes on this platform.
+func (b *Backend) Warm(spec *sandbox.Spec) int { return 0 }
+
+// Close does nothing on this platform.
+func (b *Backend) Close() error { return nil }

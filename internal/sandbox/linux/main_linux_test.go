@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -33,6 +34,16 @@ func fakeRunner(stdin io.Reader, stdout, stderr io.Writer) int {
 	b, _ := io.ReadAll(stdin)
 	if string(b) == "spawn-and-kill" {
 		return spawnAndKill(stdout)
+	}
+	if script, ok := strings.CutPrefix(string(b), "sh:"); ok {
+		// A shell script run from the in-process tool, as the shell tool does.
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Run(); err != nil {
+			io.WriteString(stderr, err.Error())
+			return 1
+		}
+		return 0
 	}
 	io.WriteString(stdout, "pong: "+string(b))
 	io.WriteString(stderr, "env="+strings.Join(os.Environ(), ","))
