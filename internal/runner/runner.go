@@ -39,6 +39,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func Run(stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// With SIGPIPE notified (not ignored, which children would inherit), a
+	// broker that stopped reading makes the write fail with EPIPE, reported
+	// as ExitWriteOutput, instead of killing the runner silently.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	return run(ctx, stdin, stdout, stderr)
 }
 
