@@ -435,12 +435,26 @@ func TestMCPSIGTERMStopsCalls(t *testing.T) {
 	w := newWorkspace(t)
 	cmd := exec.Command(airlock(t), append([]string{"mcp", "--root", w.root, "--shutdown-timeout", "500ms"}, sandboxArgs(t)...)...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.CommandTransport{Command: cmd}, nil)
+	// Pipes of our own, so this test (not the SDK) waits for the process.
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 30"}})
@@ -465,11 +479,9 @@ func TestMCPSIGTERMStopsCalls(t *testing.T) {
 		t.Fatal("the call did not end after SIGTERM")
 	}
 	t.Logf("the call ended %v after SIGTERM", time.Since(start))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil && !strings.Contains(err.Error(), "Wait was already called") {
+		if err != nil {
 			t.Errorf("airlock mcp after SIGTERM: %v, want exit 0", err)
 		}
 	case <-time.After(10 * time.Second):
