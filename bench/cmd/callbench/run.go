@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/bench/internal/proctree"
+	"github.com/airlockhq/airlock/bench/internal/results"
+	"github.com/airlockhq/airlock/bench/internal/stats"
+)
+
+type config struct {
+	mode, out, dir, records, system, workload, tool, args, note string
+	n, warmup, conc, rounds, inflight                           int
+	dur                                                         time.Duration
+}
+
+func run(argv []string) error {
+	var c config
+	fs := flag.NewFlagSet("callbench", flag.ContinueOnError)
+	fs.StringVar(&c.mode, "mode", "latency", "latency, burst, rate or mem")
+	fs.StringVar(&c.out, "out", "", "JSON-lines file to append the row to")
+	fs.StringVar(&c.dir, "dir", "", "directory granted read-write")
+	fs.StringVar(&c.records, "records", "", "audit records directory (default: a temporary one)")
+	fs.StringVar(&c.system, "system", "airlock session", "system name for the row")
+	fs.StringVar(&c.workload, "workload", "read_file", "workload id")
+	fs.StringVar(&c.tool, "tool", "read_file", "tool to call")
+	fs.StringVar(&c.args, "args", `{"path":"data.txt"}`, "the tool's JSON arguments")
+	fs.StringVar(&c.note, "note", "", "note for the row")
+	fs.IntVar(&c.n, "n", 50, "timed calls (latency)")
+	fs.IntVar(&c.warmup, "warmup", 3, "untimed calls or bursts first")
+	fs.IntVar(&c.conc, "c", 1, "concurrent calls (burst: calls started at once; rate: workers)")
+	fs.IntVar(&c.rounds, "rounds", 5, "bursts timed")
+	fs.IntVar(&c.inflight, "inflight", 16, "calls in flight (mem)")
+	fs.DurationVar(&c.dur, "d", 5*time.Second, "how long to run (rate)")
+	if err := fs.Parse(argv); err != nil {
+		return err
+	}
+	if c.out == "" || c.dir == "" {
+		return errors.New("-out and -dir are required")
+	}
+	if !json.Valid([]byte(c.args)) {
+		return fmt.Errorf("-args %q is not JSON", c.args)
+	}
+	if c.records == "" {
+		tmp, err := os.MkdirTemp("", "callbench-records")
+		if err != nil {
+			return fmt.Errorf("making a records directory: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		c.records = tmp
+	}
+	// Admission control must not be what is measured: every call of a burst
+	// or of the memory probe runs at once.
+	maxConc := max(c.conc, c.inflight, airlockDefaultConcurrent)
+	s, err := airlock.Open(&airlock.Options{Dir: c.dir, RecordsDir: c.records, MaxConcurrent: maxConc, MaxQueue: 64})
+	if err != nil {
+		return fmt.Errorf("opening a session: %w", err)
+	}
+	defer s.Close()
+	row := results.Row{Workload: c.workload, System: c.system, Note: c.note}
+	switch c.mode {
+	case "latency":
+		row.Section, row.Timer = results.Latency, "callbench"
+		l, err := latency(s, &c)
+		if err != nil {
+			return err
+		}
+		row.Latency = &l
+	case "burst":
+		row.Section, row.Timer = results.Latency, "callbench burst"
+		l, err := bursts(s, &c)
+		if err != nil {
+			return err
+		}
+		row.Latency = &l
+	case "rate":
+		row.Section = results.Throughput
+		if err := call(s, &c); err != nil {
+			return err
+		}
+		r, err := stats.ClosedLoop(c.conc, c.dur, func() error { return call(s, &c) })
+		if err != nil {
+			return err
+		}
+		row.Rate = &r
+	case "mem":
+		row.Section = results.MemorySec
+		m, err := memory(s, &c)
+		if err != nil {
+			return err
+		}
+		row.Memory = m
+	default:
+		return fmt.Errorf("unknown -mode %q", c.mode)
+	}
+	return results.Append(c.out, row)
+}
+
+// airlockDefaultConcurrent is the session's default MaxConcurrent.
+const airlockDefaultConcurrent = 8
+
+// call makes one call and fails unless it completed without an error.
+func call(s *airlock.Session, c *config) error {
+	res, err := s.Call(context.Background(), c.tool, c.args)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.tool, err)
+	}
+	if res.IsError {
+		return fmt.Errorf("%s %s: %s: %s", c.tool, c.args, res.Class, res.Text)
+	}
+	return nil
+}
+
+func latency(s *airlock.Session, c *config) (stats.Latency, error) {
+	for range c.warmup {
+		if err := call(s, c); err != nil {
+			return stats.Latency{}, err
+		}
+	}
+	samples := make([]time.Duration, 0, c.n)
+	for range c.n {
+		start := time.Now()
+		if err := call(s, c); err != nil {
+			return stats.Latency{}, err
+		}
+		samples = append(samples, time.Since(start))
+	}
+	return stats.Summarise(samples), nil
+}
+
+func bursts(s *airlock.Session, c *config) (stats.Latency, error) {
+	var samples []time.Duration
+	for i := range c.warmup + c.rounds {
+		d, err := stats.Burst(c.conc, func() error { return call(s, c) })
+		if err != nil {
+			return stats.Latency{}, err
+		}
+		if i >= c.warmup {
+			samples = append(samples, d)
+		}
+	}
+	return stats.Summarise(samples), nil
+}
+
+// memory reads the broker's RSS idle (after a warm-up call), then with
+// c.inflight shell calls sleeping at once, and the memory of the sandboxes'
+// processes (everything this process started but the sleeps themselves).
+func memory(s *airlock.Session, c *config) (*results.Memory, error) {
+	warm := *c
+	warm.tool, warm.args = "read_file", `{"path":"data.txt"}`
+	if err := call(s, &warm); err != nil {
+		return nil, err
+	}
+	time.Sleep(200 * time.Millisecond)
+	idle, _, err := proctree.SelfKiB()
+	if err != nil {
+		return nil, err
+	}
+	sleeper := *c
+	sleeper.tool, sleeper.args = "shell", `{"command":"sleep 3"}`
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range c.inflight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := call(s, &sleeper); err != nil {
+				mu.Lock()
+				first = errors.Join(first, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	m := &results.Memory{BrokerIdleRSSKiB: idle, InFlight: c.inflight}
+	var sampled bool
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		procs, err := proctree.Tree(os.Getpid())
+		if err != nil {
+			return nil, err
+		}
+		sleeps := 0
+		for _, p := range procs {
+			if p.Comm == "sleep" {
+				sleeps++
+			}
+		}
+		if sleeps < c.inflight {
+			continue
+		}
+		time.Sleep(100 * time.Millisecond)
+		if procs, err = proctree.Tree(os.Getpid()); err != nil {
+			return nil, err
+		}
+		m.BrokerBusyRSSKiB = procs[0].RSSKiB
+		for _, p := range procs[1:] {
+			if p.Comm != "sleep" {
+				m.HelpersRSSKiB += p.RSSKiB
+				m.HelpersPSSKiB += p.PSSKiB
+				m.Procs = append(m.Procs, p)
+			}
+		}
+		sampled = true
+		break
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if !sampled {
+		return nil, fmt.Errorf("never saw %d sleeps in flight at once", c.inflight)
+	}
+	_, m.BrokerPeakRSSKiB, err = proctree.SelfKiB()
+	if err != nil {
+		return nil, err
+	}
+	m.PerSandboxPSSKiB = m.HelpersPSSKiB / c.inflight
+	return m, nil
+}
