@@ -84,7 +84,6 @@ type Backend struct {
 	args     []string
 	cg       cgroupHost
 	requireC bool
-	seq      atomic.Uint64
 
 	placeholders placeholders
 	pool         pool
@@ -94,6 +93,10 @@ type Backend struct {
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
+
+// cgroupSeq numbers sandbox cgroups across every Backend of the process,
+// whose names share the process id.
+var cgroupSeq atomic.Uint64
 
 // New checks the host and prepares the sealed binary. It sweeps cgroups
 // left behind by dead brokers.
@@ -236,7 +239,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			return res, err
 		}
 	}
-	x, res, err := b.build(ctx, spec, cfg, l, start.Add(l.wall), start)
+	x, res, err := b.build(ctx, spec, cfg, l, start.Add(l.wall), start, false)
 	if x == nil {
 		return res, err
 	}
@@ -304,11 +307,14 @@ func (b *Backend) teardown(x *box, res **sandbox.Result, err *error) {
 // the sandbox at deadline or when ctx ends. On failure it has torn
 // everything down and returns either a Result (the deadline passed during
 // setup: a time limit) or an error.
-func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, deadline, start time.Time) (*box, *sandbox.Result, error) {
+//
+// For the pool (warm set), it records the state of the grant's host paths
+// once the placeholders exist and before the init builds its mounts.
+func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, deadline, start time.Time, warm bool) (*box, *sandbox.Result, error) {
 	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
 	var err error
 	if b.cg.version != 0 {
-		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
+		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), cgroupSeq.Add(1))
 		x.cg, err = b.cg.create(name, l.mem, l.pids+initThreads)
 		if err != nil {
 			return nil, nil, err
@@ -324,6 +330,9 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 			b.log.Debug("cgroup teardown", "err", cerr)
 		}
 		return nil, nil, err
+	}
+	if warm {
+		x.paths = grantPaths(cfg)
 	}
 	res, err := b.setup(ctx, x, deadline, start)
 	if err != nil || res != nil {

@@ -1,0 +1,452 @@
+package linux
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// Pool limits.
+const (
+	// maxShapes is how many shapes (one grant under different limits, as
+	// the tools' limits differ) keep warm sandboxes at once; the least
+	// recently used is drained past it.
+	maxShapes = 4
+	// warmSetupTimeout bounds the setup of a sandbox built for the pool.
+	warmSetupTimeout = 30 * time.Second
+)
+
+// shapeKey names what a warm sandbox was built for. full covers
+// everything fixed at build time (mounts, masks, protected paths, env,
+// cwd, rlimits, cgroup limits); grant covers the grant's part alone, so a
+// different grant drains the pool while the tools' limits do not.
+type shapeKey struct{ full, grant string }
+
+// shapeOf returns the shape of a spec the pool can serve: tool mode (no
+// Command), no terminal, no egress proxy (its socket is per call). The
+// wall time and output cap are applied when a sandbox is taken, so they
+// are not part of the shape.
+func shapeOf(spec *sandbox.Spec, cfg *initproto.Config, l limits) (shapeKey, bool) {
+	if len(spec.Command) != 0 || spec.TTY || spec.Network.ProxySocket != "" {
+		return shapeKey{}, false
+	}
+	hash := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		h := sha256.Sum256(b)
+		return hex.EncodeToString(h[:])
+	}
+	g := hash([]any{cfg.Mounts, cfg.Masks, cfg.ReadOnly, cfg.Env, cfg.Cwd})
+	f := hash([]any{g, cfg, l.mem, l.pids})
+	if g == "" || f == "" {
+		return shapeKey{}, false
+	}
+	return shapeKey{full: f, grant: g}, true
+}
+
+// pathState is what a host path of the grant was when a warm sandbox was
+// built: the sandbox's mounts hold those objects, so a path that changed
+// since (a masked file created or replaced, a granted directory swapped)
+// means the warm sandbox no longer matches what a cold one would build.
+type pathState struct {
+	path     string
+	exists   bool
+	dev, ino uint64
+	mode     uint32
+}
+
+// grantPaths lists the host paths behind cfg's mounts, masks and
+// protected paths, and their state now.
+func grantPaths(cfg *initproto.Config) []pathState {
+	var out []pathState
+	add := func(p string) {
+		st := pathState{path: p}
+		var s unix.Stat_t
+		if err := unix.Lstat(p, &s); err == nil {
+			st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
+		}
+		out = append(out, st)
+	}
+	for _, m := range cfg.Mounts {
+		add(m.Source)
+	}
+	for _, p := range append(append([]string(nil), cfg.Masks...), cfg.ReadOnly...) {
+		if h, ok := hostPath(cfg.Mounts, p); ok {
+			add(h)
+		}
+	}
+	return out
+}
+
+// hostPath maps a sandbox path to the host path behind it, through the
+// most specific mount holding it.
+func hostPath(mounts []initproto.Mount, p string) (string, bool) {
+	best := -1
+	for i, m := range mounts {
+		if (p == m.Target || strings.HasPrefix(p, m.Target+"/")) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	m := mounts[best]
+	return filepath.Join(m.Source, strings.TrimPrefix(p, m.Target)), true
+}
+
+// samePaths reports whether the grant's host paths are as they were.
+func samePaths(was []pathState, cfg *initproto.Config) bool {
+	now := grantPaths(cfg)
+	if len(now) != len(was) {
+		return false
+	}
+	for i := range now {
+		if now[i] != was[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// alive reports whether the init of x still waits for its input: its
+// stdout has neither hung up (the init exited; nothing else holds the
+// pipe's write end before a call starts) nor output nobody asked for.
+func alive(x *box) bool {
+	rc, err := x.c.stdoutR.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	_ = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		ok = err == nil && n == 0
+	})
+	return ok
+}
+
+// shape is the warm sandboxes of one shape.
+type shape struct {
+	key      shapeKey
+	cfg      *initproto.Config
+	l        limits
+	ready    []*box
+	building int
+	used     uint64 // pool.clock at the last take or refill
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// pool holds warm sandboxes: built ahead of time for a shape, each blocked
+// on its stdin until one call takes it, then destroyed after that call.
+type pool struct {
+	b      *Backend
+	mu     sync.Mutex
+	base   int         // Options.PoolSize
+	holds  map[int]int // Pool holders and their sizes
+	nextH  int
+	closed bool
+	grant  string // the grant part of the shapes kept
+	shapes map[string]*shape
+	clock  uint64
+	wg     sync.WaitGroup // builders and drains
+}
+
+// size is the number of warm sandboxes kept per shape; p.mu is held.
+func (p *pool) size() int {
+	if p.closed {
+		return 0
+	}
+	n := p.base
+	for _, s := range p.holds {
+		n = max(n, s)
+	}
+	return n
+}
+
+// on reports whether the pool may serve or build sandboxes.
+func (p *pool) on() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.size() > 0
+}
+
+// take returns a ready warm sandbox of shape k whose grant paths are
+// unchanged, or nil. Sandboxes found dead or stale are destroyed.
+func (p *pool) take(k shapeKey) *box {
+	for {
+		p.mu.Lock()
+		sh := p.shapes[k.full]
+		if sh == nil || len(sh.ready) == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		x := sh.ready[0]
+		sh.ready = sh.ready[1:]
+		p.clock++
+		sh.used = p.clock
+		p.mu.Unlock()
+		if alive(x) && samePaths(x.paths, x.cfg) {
+			return x
+		}
+		p.b.log.Debug("warm sandbox discarded", "pid", x.c.proc.Pid, "alive", alive(x))
+		p.destroy(x)
+	}
+}
+
+// destroy kills a warm sandbox that will not run and removes what it held.
+func (p *pool) destroy(x *box) {
+	x.kill("drain")
+	_, _ = x.c.proc.Wait()
+	for range x.statuses {
+	}
+	var res *sandbox.Result
+	var err error
+	p.b.teardown(x, &res, &err)
+	if err != nil {
+		p.b.log.Debug("warm sandbox teardown", "err", err)
+	}
+}
+
+// refill makes shape k the pool's current one (draining shapes of another
+// grant, and the least recently used past maxShapes) and starts building
+// sandboxes until it has its size, ready or under way.
+func (p *pool) refill(k shapeKey, cfg *initproto.Config, l limits) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.size()
+	if n == 0 {
+		return
+	}
+	var old []*shape
+	if p.grant != k.grant {
+		for key, sh := range p.shapes {
+			old = append(old, sh)
+			delete(p.shapes, key)
+		}
+		p.grant = k.grant
+	}
+	if p.shapes == nil {
+		p.shapes = map[string]*shape{}
+	}
+	sh := p.shapes[k.full]
+	if sh == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		sh = &shape{key: k, cfg: copyConfig(cfg), l: l, ctx: ctx, cancel: cancel}
+		p.shapes[k.full] = sh
+		if len(p.shapes) > maxShapes {
+			var lru *shape
+			for _, s := range p.shapes {
+				if s != sh && (lru == nil || s.used < lru.used) {
+					lru = s
+				}
+			}
+			delete(p.shapes, lru.key.full)
+			old = append(old, lru)
+		}
+	}
+	p.clock++
+	sh.used = p.clock
+	for ; len(sh.ready)+sh.building < n; sh.building++ {
+		p.wg.Add(1)
+		go p.build(sh)
+	}
+	if len(old) > 0 {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.drain(old)
+		}()
+	}
+}
+
+// build makes one warm sandbox for sh and adds it to the pool, unless sh
+// was drained meanwhile.
+func (p *pool) build(sh *shape) {
+	defer p.wg.Done()
+	start := time.Now()
+	// The host paths are read before the init builds its mounts (by
+	// build) and again once it is ready: a change in between could have
+	// been missed.
+	x, _, err := p.b.build(sh.ctx, &sandbox.Spec{}, sh.cfg, sh.l, start.Add(warmSetupTimeout), start, true)
+	if x == nil && err == nil {
+		err = errors.New("setup timed out")
+	}
+	if x != nil {
+		if !samePaths(x.paths, sh.cfg) {
+			p.destroy(x)
+			x, err = nil, errors.New("the grant's host paths changed during setup")
+		}
+	}
+	p.mu.Lock()
+	sh.building--
+	keep := x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil && len(sh.ready) < p.size()
+	if keep {
+		sh.ready = append(sh.ready, x)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		p.b.log.Debug("warm sandbox not built", "err", err)
+	}
+	if x != nil && !keep {
+		p.destroy(x)
+	}
+}
+
+// drain destroys the warm sandboxes of shapes no longer kept and stops
+// their builders (which destroy what they finish).
+func (p *pool) drain(shapes []*shape) {
+	var boxes []*box
+	p.mu.Lock()
+	for _, sh := range shapes {
+		sh.cancel()
+		boxes = append(boxes, sh.ready...)
+		sh.ready = nil
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, x := range boxes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.destroy(x)
+		}()
+	}
+	wg.Wait()
+}
+
+// drainAll removes every shape and waits for builders and drains.
+func (p *pool) drainAll() {
+	p.mu.Lock()
+	var old []*shape
+	for key, sh := range p.shapes {
+		old = append(old, sh)
+		delete(p.shapes, key)
+	}
+	p.grant = ""
+	p.mu.Unlock()
+	p.drain(old)
+	p.wg.Wait()
+}
+
+// Pool asks the backend to keep size warm sandboxes (at most) of each
+// shape it runs in tool mode, until release is called: each Run of a
+// spec without Command, TTY or egress proxy then takes a warm sandbox of
+// its shape when one is ready, and the pool refills in the background.
+// Several holders may hold the pool (sessions sharing a backend); the size
+// is the largest asked for, and the pool is drained when the last holder
+// releases it (unless Options.PoolSize keeps it on). A size <= 0 holds
+// nothing.
+//
+// The pool keeps the shapes of one grant (at most four sets of limits):
+// a Run or Prewarm for another grant drains the others.
+func (b *Backend) Pool(size int) (release func()) {
+	if size <= 0 {
+		return func() {}
+	}
+	p := &b.pool
+	p.mu.Lock()
+	if p.holds == nil {
+		p.holds = map[int]int{}
+	}
+	p.nextH++
+	h := p.nextH
+	p.holds[h] = size
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			delete(p.holds, h)
+			off := p.size() == 0
+			p.mu.Unlock()
+			if off {
+				p.drainAll()
+			}
+		})
+	}
+}
+
+// Prewarm starts filling the pool for spec's shape, draining shapes of
+// other grants first (synchronously). It does nothing when no pool is held
+// or the spec is not one the pool serves.
+func (b *Backend) Prewarm(spec *sandbox.Spec) error {
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		return fmt.Errorf("prewarming: %w", err)
+	}
+	k, ok := shapeOf(spec, cfg, l)
+	if !ok || !b.pool.on() {
+		return nil
+	}
+	p := &b.pool
+	p.mu.Lock()
+	var old []*shape
+	if p.grant != k.grant {
+		for key, sh := range p.shapes {
+			old = append(old, sh)
+			delete(p.shapes, key)
+		}
+	}
+	p.mu.Unlock()
+	p.drain(old)
+	p.refill(k, cfg, l)
+	return nil
+}
+
+// Warm reports how many warm sandboxes of spec's shape are ready now.
+func (b *Backend) Warm(spec *sandbox.Spec) int {
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		return 0
+	}
+	k, ok := shapeOf(spec, cfg, l)
+	if !ok {
+		return 0
+	}
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	if sh := b.pool.shapes[k.full]; sh != nil {
+		return len(sh.ready)
+	}
+	return 0
+}
+
+// Close turns the pool off for good and destroys every warm sandbox,
+// waiting until their processes, cgroups and placeholders are gone. Runs
+// after Close still work, each in a fresh sandbox.
+func (b *Backend) Close() error {
+	b.pool.mu.Lock()
+	b.pool.closed = true
+	b.pool.mu.Unlock()
+	b.pool.drainAll()
+	return nil
+}
+
+// copyConfig returns a deep copy of cfg, which may share slices with the
+// caller's Spec.
+func copyConfig(cfg *initproto.Config) *initproto.Config {
+	c := *cfg
+	c.Mounts = append([]initproto.Mount(nil), cfg.Mounts...)
+	c.Masks = append([]string(nil), cfg.Masks...)
+	c.ReadOnly = append([]string(nil), cfg.ReadOnly...)
+	c.Env = append([]string{}, cfg.Env...)
+	c.Command = nil
+	return &c
+}

@@ -1,0 +1,339 @@
+package linux_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux"
+)
+
+// pooled returns a fresh backend with a pool of size n, closed at the end.
+func pooled(t testing.TB, n int) *linux.Backend {
+	t.Helper()
+	backend(t) // skips where the host cannot sandbox
+	b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional, PoolSize: n})
+	if err != nil {
+		var mf *sandbox.MissingFeatureError
+		if errors.As(err, &mf) {
+			requireFeature(t, mf.Error())
+		}
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// toolSpec is a tool-mode spec over d's grants (the pool serves those).
+func toolSpec(d dirs) *sandbox.Spec {
+	return &sandbox.Spec{
+		Mounts: d.mounts(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Cwd: d.W,
+		Limits: sandbox.Limits{Wall: 30 * time.Second},
+	}
+}
+
+// waitWarm waits until b has n warm sandboxes of spec's shape.
+func waitWarm(t testing.TB, b *linux.Backend, spec *sandbox.Spec, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for b.Warm(spec) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool has %d warm sandboxes after 20s, want %d", b.Warm(spec), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// callWith runs spec on b with input on stdin.
+func callWith(t testing.TB, b *linux.Backend, spec *sandbox.Spec, input string) out {
+	t.Helper()
+	s := *spec
+	var so, se bytes.Buffer
+	s.Stdin, s.Stdout, s.Stderr = strings.NewReader(input), &so, &se
+	res, err := b.Run(context.Background(), &s)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", input, err)
+	}
+	return out{res: res, stdout: so.String(), stderr: se.String()}
+}
+
+func warm(o out) bool { return slices.Contains(o.res.Isolation.Features, "warm") }
+
+// TestPoolSameAsCold checks that a warm sandbox answers as a cold one
+// does, isolation included, and says it was warm.
+func TestPoolSameAsCold(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 2)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 2)
+	for _, input := range []string{"hello", "sh:cat " + d.R + "/f; id -u; cat /proc/self/status | grep -E '^Cap(Eff|Bnd)'", "sh:cat " + d.O + "/canary"} {
+		t.Run(input, func(t *testing.T) {
+			waitWarm(t, b, spec, 1)
+			w := callWith(t, b, spec, input)
+			c := callWith(t, backend(t), spec, input)
+			if !warm(w) || warm(c) {
+				t.Fatalf("warm features %v, cold features %v", w.res.Isolation.Features, c.res.Isolation.Features)
+			}
+			if strings.Contains(input, d.O) {
+				d.noCanary(t, w)
+			}
+			strip := func(o out) out {
+				r := *o.res
+				r.Isolation.Features = slices.DeleteFunc(slices.Clone(r.Isolation.Features), func(f string) bool { return f == "warm" })
+				r.Setup, r.Duration = 0, 0
+				o.res = &r
+				return o
+			}
+			if diff := cmp.Diff(strip(c), strip(w), cmp.AllowUnexported(out{})); diff != "" {
+				t.Errorf("warm differs from cold (-cold +warm)\n%s", diff)
+			}
+			if w.res.Setup > 5*time.Millisecond {
+				t.Errorf("warm setup %v, want near zero", w.res.Setup)
+			}
+		})
+	}
+}
+
+// TestPoolUsedOnce checks that no two calls share a warm sandbox: a
+// marker one call leaves in its /tmp is not there for the next.
+func TestPoolUsedOnce(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 2)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		waitWarm(t, b, spec, 2)
+		o := callWith(t, b, spec, "sh:ls /tmp; echo $$ > /tmp/marker-"+strings.Repeat("x", i+1))
+		if !warm(o) {
+			t.Fatalf("call %d was not warm: %v", i, o.res.Isolation.Features)
+		}
+		if strings.Contains(o.stdout, "marker") {
+			t.Fatalf("call %d saw an earlier call's /tmp: %q", i, o.stdout)
+		}
+	}
+}
+
+// TestPoolLimits checks that a warm sandbox still meets its limits and
+// names them, and that time spent waiting in the pool is not counted.
+func TestPoolLimits(t *testing.T) {
+	d := newDirs(t)
+	b := pooled(t, 1)
+	cg := hasCgroups(b)
+	tests := []struct {
+		name, input string
+		limits      sandbox.Limits
+		wantLimit   string
+		wantOut     string
+	}{
+		{name: "time", input: "sh:sleep 987702", limits: sandbox.Limits{Wall: 300 * time.Millisecond}, wantLimit: "time"},
+		{name: "idle time not counted", input: "sh:sleep 0.2; echo done", limits: sandbox.Limits{Wall: 700 * time.Millisecond}, wantOut: "done\n"},
+		{name: "memory", input: "sh:head -c 64M /dev/zero >/dev/shm/x", limits: sandbox.Limits{Wall: 30 * time.Second, MemoryBytes: 16 << 20, TmpBytes: 128 << 20}, wantLimit: "memory"},
+		{name: "output", input: "sh:head -c 1M /dev/zero", limits: sandbox.Limits{Wall: 30 * time.Second, OutputBytes: 1000}, wantLimit: "output"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.wantLimit == "memory" && !cg {
+				requireFeature(t, "cgroups (memory limit)")
+			}
+			spec := toolSpec(d)
+			spec.Limits = tc.limits
+			if err := b.Prewarm(spec); err != nil {
+				t.Fatal(err)
+			}
+			waitWarm(t, b, spec, 1)
+			time.Sleep(time.Second) // longer than the wall time: must not count
+			o := callWith(t, b, spec, tc.input)
+			if !warm(o) {
+				t.Fatalf("not warm: %v", o.res.Isolation.Features)
+			}
+			if o.res.Limit != tc.wantLimit || tc.wantOut != "" && o.stdout != tc.wantOut {
+				t.Fatalf("limit %q stdout %q stderr %q, want limit %q stdout %q", o.res.Limit, o.stdout, o.stderr, tc.wantLimit, tc.wantOut)
+			}
+		})
+	}
+	waitNoProcs(t, "987702")
+}
+
+// TestPoolStaleGrantPaths checks that a warm sandbox built before a
+// denied path existed is not used once it does: the call gets a sandbox
+// that masks it, as a cold one would.
+func TestPoolStaleGrantPaths(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	secret := filepath.Join(d.W, "secret.env")
+	spec.Masks = []string{secret}
+	b := pooled(t, 2)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 2)
+	if err := os.WriteFile(secret, []byte(d.canary), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := callWith(t, b, spec, "sh:cat "+secret)
+	d.noCanary(t, o)
+	if warm(o) {
+		t.Errorf("a warm sandbox built before %s existed was used", secret)
+	}
+	// Replacing the masked file (an editor's save) also makes them stale.
+	waitWarm(t, b, spec, 2)
+	if err := os.WriteFile(secret+".new", []byte(d.canary+"2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(secret+".new", secret); err != nil {
+		t.Fatal(err)
+	}
+	o = callWith(t, b, spec, "sh:cat "+secret)
+	d.noCanary(t, o)
+	if warm(o) {
+		t.Errorf("a warm sandbox built before %s was replaced was used", secret)
+	}
+}
+
+// poolState is what a pool holds on the host.
+type poolState struct {
+	Procs        int
+	Cgroups      []string
+	Placeholders bool
+}
+
+func takePoolState(t testing.TB, placeholder string) poolState {
+	_, err := os.Lstat(placeholder)
+	var names []string // one per sandbox, v1 or v2
+	for _, p := range sandboxCgroups(t) {
+		if n := filepath.Base(p); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return poolState{Procs: descendants(os.Getpid()), Cgroups: names, Placeholders: err == nil}
+}
+
+// TestPoolDrain checks that a grant change drains the old grant's warm
+// sandboxes and Close drains everything: no process, cgroup or
+// placeholder is left.
+func TestPoolDrain(t *testing.T) {
+	d1, d2 := newDirs(t), newDirs(t)
+	s1, s2 := toolSpec(d1), toolSpec(d2)
+	ph := filepath.Join(d1.W, ".git", "hooks")
+	s1.ReadOnly = []string{ph}
+	b := pooled(t, 2)
+	cg := hasCgroups(b)
+	before := takePoolState(t, ph)
+	if o := callWith(t, backend(t), s1, "hello"); o.stdout != "pong: hello" {
+		t.Fatalf("cold run: %+v %q %q", o.res, o.stdout, o.stderr)
+	}
+	if err := b.Prewarm(s1); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, s1, 2)
+	st := takePoolState(t, ph)
+	if st.Procs < 2 || !st.Placeholders || cg && len(st.Cgroups) != 2 {
+		t.Fatalf("with two warm sandboxes: %+v", st)
+	}
+	if err := b.Prewarm(s2); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, s2, 2)
+	if n := b.Warm(s1); n != 0 {
+		t.Errorf("%d warm sandboxes of the old grant left", n)
+	}
+	st = takePoolState(t, ph)
+	if st.Placeholders || cg && len(st.Cgroups) != 2 {
+		t.Errorf("after a grant change: %+v, want the new grant's two cgroups and no placeholder", st)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := takePoolState(t, ph); !cmp.Equal(before, after) {
+		t.Errorf("after Close (-before +after)\n%s", cmp.Diff(before, after))
+	}
+	// Runs after Close are cold.
+	if o := callWith(t, b, s2, "hello"); warm(o) || o.stdout != "pong: hello" {
+		t.Errorf("after Close: warm %v stdout %q", warm(o), o.stdout)
+	}
+}
+
+// TestPoolHolders checks that the pool lives while any holder holds it.
+func TestPoolHolders(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 0)
+	if err := b.Prewarm(spec); err != nil || b.Warm(spec) != 0 {
+		t.Fatalf("a pool nobody holds prewarmed: %v %d", err, b.Warm(spec))
+	}
+	r1, r2 := b.Pool(1), b.Pool(2)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 2)
+	r2()
+	r2() // idempotent
+	if n := b.Warm(spec); n == 0 {
+		t.Fatalf("releasing one holder drained the pool")
+	}
+	r1()
+	if n := b.Warm(spec); n != 0 {
+		t.Fatalf("%d warm sandboxes after the last holder released", n)
+	}
+	if n := descendants(os.Getpid()); n != 0 {
+		t.Errorf("%d processes left after the last holder released", n)
+	}
+}
+
+// TestPoolSoak runs 200 pooled calls and checks that host counts return
+// to where they were.
+func TestPoolSoak(t *testing.T) {
+	n := 200
+	if testing.Short() {
+		n = 50
+	}
+	d := newDirs(t)
+	spec := toolSpec(d)
+	spec.ReadOnly = []string{filepath.Join(d.W, ".vscode")}
+	t.Setenv("TMPDIR", t.TempDir())
+	callWith(t, backend(t), spec, "hello") // the sealed copy and the runtime's own fds
+	before := takeState(t)
+	b := pooled(t, 2)
+	warmCalls := 0
+	for i := range n {
+		input := "hello"
+		if i%4 == 0 {
+			input = "sh:echo x >/tmp/y; true"
+		}
+		o := callWith(t, b, spec, input)
+		if o.res.ExitCode != 7 && o.res.ExitCode != 0 {
+			t.Fatalf("call %d: %+v %q", i, o.res, o.stderr)
+		}
+		if warm(o) {
+			warmCalls++
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := takeState(t)
+	if after.Goroutines <= before.Goroutines {
+		after.Goroutines = before.Goroutines
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("host state after %d pooled calls (-before +after)\n%s", n, diff)
+	}
+	if warmCalls == 0 {
+		t.Errorf("none of %d calls was warm", n)
+	}
+	t.Logf("%d calls, %d warm", n, warmCalls)
+}
