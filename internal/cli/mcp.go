@@ -12,7 +12,6 @@ import (
 
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/mcpserver"
-	"github.com/airlockhq/airlock/internal/secret"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -89,26 +88,11 @@ func (nopWriteCloser) Close() error { return nil }
 // newMCPServer loads the grant, the backend and the secrets once, and returns
 // an MCP server that opens one broker session per MCP session with them.
 func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, error) {
-	g, err := f.load(env)
+	p, err := f.prepare(env)
 	if err != nil {
 		return nil, err
 	}
-	backend, root, err := backendFor(f, g)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := recordsDir(env, f.records)
-	if err != nil {
-		return nil, err
-	}
-	secrets := map[string]string{}
-	for _, r := range g.Secrets() {
-		v, err := secret.Load(r.Source, env.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("grant secret %q: %w", r.Name, err)
-		}
-		secrets[r.Name] = v
-	}
+	g := p.grant
 	tools := []*tool.Def{} // not nil: a grant may enable none
 	for _, d := range tool.All() {
 		if g.ToolEnabled(d.Name) {
@@ -116,9 +100,11 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 		}
 	}
 	metrics := mcpserver.NewMetrics()
-	timed := metrics.Backend(backend)
+	timed := metrics.Backend(p.backend)
 	open := func(ctx context.Context) (*broker.Session, error) {
-		return broker.Open(&broker.Options{Grant: g, Backend: timed, RecordsDir: dir, ToolRoot: root, Secrets: secrets, Logger: logger})
+		o := p.options()
+		o.Backend, o.Logger = timed, logger
+		return broker.Open(o)
 	}
 	return mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger})
 }

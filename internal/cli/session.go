@@ -96,8 +96,19 @@ func backendFor(f *grantFlags, g *grant.Grant) (sandbox.Backend, string, error) 
 	return b, "/", err
 }
 
-// openSession opens a broker session for the flags.
-func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
+// sessionParts is what every session a command opens shares: the grant,
+// the backend, the root file tools resolve beneath, the records directory and
+// the grant's secret values.
+type sessionParts struct {
+	grant   *grant.Grant
+	backend sandbox.Backend
+	root    string
+	records string
+	secrets map[string]string
+}
+
+// prepare loads what the flags describe, once.
+func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	g, err := f.load(env)
 	if err != nil {
 		return nil, err
@@ -118,7 +129,21 @@ func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
 		}
 		secrets[r.Name] = v
 	}
-	return broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: dir, ToolRoot: root, Secrets: secrets})
+	return &sessionParts{grant: g, backend: backend, root: root, records: dir, secrets: secrets}, nil
+}
+
+// options returns broker options for one session over p.
+func (p *sessionParts) options() *broker.Options {
+	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets}
+}
+
+// openSession opens a broker session for the flags.
+func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
+	p, err := f.prepare(env)
+	if err != nil {
+		return nil, err
+	}
+	return broker.Open(p.options())
 }
 
 // names reports whether one of paths (relative to cwd) is cwd itself.
