@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ func BenchmarkMCPHTTPReadFile(b *testing.B) {
 				case "none":
 					backend = instant{}
 				case "native":
-					backend = native(b)
+					backend = sandboxtest.Native(b)
 				}
 				benchReadFile(b, backend, conc)
 			})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"io"
 	"net/http"
 	"os"
@@ -91,7 +92,7 @@ func testCancel(t *testing.T, f *fixture, tr transport) {
 }
 
 func TestCancelNative(t *testing.T) {
-	b := native(t)
+	b := sandboxtest.Native(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) { testCancel(t, newFixture(t, b, nil), tr) })
 	}
@@ -151,7 +152,7 @@ func TestClientLeavesMidCall(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, native(t), nil)
+			f := newFixture(t, sandboxtest.Native(t), nil)
 			leave := tc.leave(t, f)
 			eventually(t, 15*time.Second, "the call to start", func() bool {
 				return hasLine(metrics(t, f.srv), "airlock_calls_running 1")

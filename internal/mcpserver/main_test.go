@@ -3,19 +3,17 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/mcpserver"
-	"github.com/airlockhq/airlock/internal/runner"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/direct"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,23 +21,7 @@ import (
 
 // TestMain lets the test binary serve as the runner (for the unsandboxed
 // backend) and as the sandbox init (for the native backend).
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		if code, ok := hiddenMode(os.Args[1]); ok {
-			os.Exit(code)
-		}
-	}
-	os.Exit(m.Run())
-}
-
-// hiddenMode runs the runner for runner.Mode; the native backend's init is
-// added by a Linux-only file.
-func hiddenMode(arg string) (int, bool) {
-	if arg == runner.Mode {
-		return runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr), true
-	}
-	return sandboxMode(arg)
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 // fixture is a server over a temporary granted directory.
 type fixture struct {
@@ -250,35 +232,4 @@ func auditRecords(t testing.TB, dir string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// requireFeature skips with reason, or fails when AIRLOCK_REQUIRE_FEATURES=1.
-func requireFeature(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-		t.Fatalf("required feature missing: %s", reason)
-	}
-	t.Skipf("host lacks a feature: %s", reason)
-}
-
-var (
-	nativeOnce sync.Once
-	nativeVal  sandbox.Backend
-	nativeErr  error
-)
-
-// native returns the native Linux backend with this test binary as its
-// init, skipping (or failing under AIRLOCK_REQUIRE_FEATURES=1) where the
-// host cannot run it.
-func native(t testing.TB) sandbox.Backend {
-	t.Helper()
-	nativeOnce.Do(func() { nativeVal, nativeErr = newNative() })
-	if nativeErr != nil {
-		var mf *sandbox.MissingFeatureError
-		if errors.As(nativeErr, &mf) || errors.Is(nativeErr, sandbox.ErrUnsupported) {
-			requireFeature(t, nativeErr.Error())
-		}
-		t.Fatalf("native backend: %v", nativeErr)
-	}
-	return nativeVal
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -275,7 +276,7 @@ func TestConcurrentSessions(t *testing.T) {
 		t.Run(bk, func(t *testing.T) {
 			var backend sandbox.Backend
 			if bk == "native" {
-				backend = native(t)
+				backend = sandboxtest.Native(t)
 			}
 			f := newFixture(t, backend, nil)
 			base := serveHTTP(t, f, testToken)

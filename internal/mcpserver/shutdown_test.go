@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestShutdownWaitsForCalls(t *testing.T) {
 func TestShutdownStopsCallsAtDeadline(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			f := newFixture(t, native(t), nil)
+			f := newFixture(t, sandboxtest.Native(t), nil)
 			cs := tr.connect(t, f, nil)
 			running := callAsync(cs, "shell", map[string]any{"command": "sleep 30"})
 			eventually(t, 10*time.Second, "the call to run", func() bool { return hasLine(metrics(t, f.srv), "airlock_calls_running 1") })
