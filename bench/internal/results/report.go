@@ -8,12 +8,12 @@ import (
 )
 
 // Workloads in report order, with their titles.
-var Workloads = []struct{ ID, Title string }{
-	{"true", "`/bin/true`"},
-	{"cat", "`cat` of a 4 KiB file in the granted directory"},
-	{"read_file", "a `read_file` tool call on that file (peers have no tool calls: their `cat` row is the equivalent)"},
-	{"sh", "`sh -c 'echo hi; ls / >/dev/null'`"},
-	{"burst50", "50 concurrent `true`: time until all 50 have finished"},
+var Workloads = []struct{ ID, Short, Title string }{
+	{"true", "true", "`/bin/true`"},
+	{"cat", "cat 4 KiB", "`cat` of a 4 KiB file in the granted directory"},
+	{"read_file", "read_file", "a `read_file` tool call on that file (peers have no tool calls: their `cat` row is the equivalent)"},
+	{"sh", "sh -c", "`sh -c 'echo hi; ls / >/dev/null'`"},
+	{"burst50", "50× true", "concurrent `true` (50 at once; 10 in a smoke run): time until all have finished"},
 }
 
 // Floor is the system every ratio is taken against.
@@ -82,7 +82,7 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	b.WriteString("\n### p50 latency at a glance (ms; × direct exec in brackets)\n\n| system |")
 	for _, w := range Workloads {
-		fmt.Fprintf(&b, " %s |", w.ID)
+		fmt.Fprintf(&b, " %s |", w.Short)
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(Workloads)) + "\n")
 	for _, s := range r.Systems {

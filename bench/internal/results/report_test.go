@@ -1,0 +1,74 @@
+package results
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock/bench/internal/stats"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBuildRatiosAndOrder(t *testing.T) {
+	rows := []Row{
+		{Section: MemorySec, System: "bwrap", Memory: &Memory{LauncherRSSKiB: 2000}},
+		{Section: Latency, Workload: "true", System: "bwrap", Latency: &stats.Latency{N: 3, P50Ms: 30}},
+		{Section: Latency, Workload: "cat", System: "direct", Latency: &stats.Latency{N: 3, P50Ms: 4}},
+		{Section: Latency, Workload: "true", System: "direct", Latency: &stats.Latency{N: 3, P50Ms: 2}},
+		{Section: Latency, Workload: "cat", System: "bwrap", Skipped: "not installed"},
+	}
+	res := Build(rows, []string{"direct", "bwrap"}, map[string]string{"date": "today"}, []string{"date"})
+	type key struct {
+		Section, Workload, System string
+		Ratio                     float64
+	}
+	var got []key
+	for _, r := range res.Rows {
+		got = append(got, key{r.Section, r.Workload, r.System, r.RatioP50})
+	}
+	want := []key{
+		{Latency, "true", "direct", 1},
+		{Latency, "true", "bwrap", 15},
+		{Latency, "cat", "direct", 1},
+		{Latency, "cat", "bwrap", 0},
+		{MemorySec, "", "bwrap", 0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Build rows (-want +got):\n%s", diff)
+	}
+	var md bytes.Buffer
+	if err := res.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"| date | today |",
+		"| bwrap | 30.0 (15.0×) | — |",
+		"| bwrap | — | — | — | — | — | skipped: not installed |",
+		"| bwrap | 2000 | 0 | 0 | 0 |  |",
+	} {
+		if !strings.Contains(md.String(), line+"\n") && !strings.Contains(md.String(), line) {
+			t.Errorf("Markdown has no line %q:\n%s", line, md.String())
+		}
+	}
+}
+
+func TestAppendReadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cells.jsonl")
+	want := []Row{
+		{Section: Latency, Workload: "true", System: "direct", Latency: &stats.Latency{N: 1, P50Ms: 1, P99Ms: 1, MinMs: 1, MeanMs: 1}},
+		{Section: Latency, Workload: "true", System: "srt", Skipped: "does not run | here"},
+	}
+	for _, r := range want {
+		if err := Append(path, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadLines(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadLines (-want +got):\n%s", diff)
+	}
+}
