@@ -87,10 +87,11 @@ build() {
 make_workdir() {
 	WORK=$PEERS/work
 	STATE=$PEERS/state
-	rm -rf "$WORK" "$STATE"
-	mkdir -p "$WORK" "$STATE" "$OUT" "$PEERS/codex-home"
+	rm -rf "$WORK" "$STATE" "$PEERS/tmp"
+	mkdir -p "$WORK" "$STATE" "$OUT" "$PEERS/codex-home" "$PEERS/tmp"
 	local line="the quick brown fox jumps over the lazy dog, 0123456789abcdef"
-	for _ in $(seq 70); do echo "$line"; done | head -c 4096 >"$WORK/data.txt"
+	for _ in $(seq 70); do echo "$line"; done >"$WORK/data.txt"
+	truncate -s 4096 "$WORK/data.txt"
 	# srt: no network at all (no allowed domains), writes only to the granted directory,
 	# home directories unreadable.
 	cat >"$PEERS/srt-settings.json" <<-EOF
@@ -180,7 +181,9 @@ npm_peer() {
 sys_srt() {
 	npm_peer srt || return 1
 	workload_argv "$1" || { no_tools; return 1; }
-	CMD=("$PEERS/node_modules/.bin/srt" --settings "$PEERS/srt-settings.json" -- "${WL[@]}")
+	# TMPDIR: srt leaves a socket behind per run; keep them in the bench's folder.
+	CMD=(env "TMPDIR=$PEERS/tmp" "$PEERS/node_modules/.bin/srt" --settings "$PEERS/srt-settings.json"
+		-- "${WL[@]}")
 	NOTE="node; bwrap with network proxies; no allowed domains"
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/airlockhq/airlock/bench/internal/results"
@@ -21,19 +22,24 @@ func cmdBurst(args []string) error {
 	if err != nil {
 		return err
 	}
-	var samples []time.Duration
+	var (
+		samples []time.Duration
+		fails   stats.Failures
+	)
 	for i := range *warmup + *rounds {
-		d, err := stats.Burst(*n, func() error { _, err := runOnce(c.dir, argv); return err })
-		if err != nil {
-			return err
-		}
+		d := stats.Burst(*n, &fails, func() error { _, err := runOnce(c.dir, argv); return err })
 		if i >= *warmup {
 			samples = append(samples, d)
 		}
 	}
+	attempts := *n * (*warmup + *rounds)
+	if fails.N() == attempts {
+		return fmt.Errorf("every run failed, first: %w", fails.First())
+	}
 	l := stats.Summarise(samples)
 	row := c.row(results.Latency)
 	row.Latency, row.Timer = &l, "benchtool burst"
+	row.SetFailures(fails.N(), attempts, fails.First())
 	return results.Append(c.out, row)
 }
 
@@ -48,11 +54,13 @@ func cmdRate(args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := stats.ClosedLoop(*workers, *dur, func() error { _, err := runOnce(c.dir, argv); return err })
-	if err != nil {
-		return err
+	var fails stats.Failures
+	r := stats.ClosedLoop(*workers, *dur, &fails, func() error { _, err := runOnce(c.dir, argv); return err })
+	if r.Calls == 0 {
+		return fmt.Errorf("no call succeeded, first failure: %w", fails.First())
 	}
 	row := c.row(results.Throughput)
 	row.Rate = &r
+	row.SetFailures(fails.N(), r.Calls+fails.N(), fails.First())
 	return results.Append(c.out, row)
 }

@@ -76,21 +76,26 @@ func run(argv []string) error {
 		row.Latency = &l
 	case "burst":
 		row.Section, row.Timer = results.Latency, "callbench burst"
-		l, err := bursts(s, &c)
-		if err != nil {
-			return err
+		var fails stats.Failures
+		l := bursts(s, &c, &fails)
+		attempts := c.conc * (c.warmup + c.rounds)
+		if fails.N() == attempts {
+			return fmt.Errorf("every call failed, first: %w", fails.First())
 		}
 		row.Latency = &l
+		row.SetFailures(fails.N(), attempts, fails.First())
 	case "rate":
 		row.Section = results.Throughput
 		if err := call(s, &c); err != nil {
 			return err
 		}
-		r, err := stats.ClosedLoop(c.conc, c.dur, func() error { return call(s, &c) })
-		if err != nil {
-			return err
+		var fails stats.Failures
+		r := stats.ClosedLoop(c.conc, c.dur, &fails, func() error { return call(s, &c) })
+		if r.Calls == 0 {
+			return fmt.Errorf("no call succeeded, first failure: %w", fails.First())
 		}
 		row.Rate = &r
+		row.SetFailures(fails.N(), r.Calls+fails.N(), fails.First())
 	case "mem":
 		row.Section = results.MemorySec
 		m, err := memory(s, &c)
@@ -136,18 +141,15 @@ func latency(s *airlock.Session, c *config) (stats.Latency, error) {
 	return stats.Summarise(samples), nil
 }
 
-func bursts(s *airlock.Session, c *config) (stats.Latency, error) {
+func bursts(s *airlock.Session, c *config, fails *stats.Failures) stats.Latency {
 	var samples []time.Duration
 	for i := range c.warmup + c.rounds {
-		d, err := stats.Burst(c.conc, func() error { return call(s, c) })
-		if err != nil {
-			return stats.Latency{}, err
-		}
+		d := stats.Burst(c.conc, fails, func() error { return call(s, c) })
 		if i >= c.warmup {
 			samples = append(samples, d)
 		}
 	}
-	return stats.Summarise(samples), nil
+	return stats.Summarise(samples)
 }
 
 // memory reads the broker's RSS idle (after a warm-up call), then with

@@ -97,7 +97,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			case row.System == Floor:
 				fmt.Fprintf(&b, " %s |", num(row.Latency.P50Ms))
 			default:
-				fmt.Fprintf(&b, " %s (%s×) |", num(row.Latency.P50Ms), num(row.RatioP50))
+				fmt.Fprintf(&b, " %s (%s×)%s |", num(row.Latency.P50Ms), num(row.RatioP50), failMark(row))
 			}
 		}
 		b.WriteString("\n")
@@ -154,6 +154,14 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// failMark flags a cell where some calls failed.
+func failMark(row Row) string {
+	if row.Failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ⚠ %d/%d failed", row.Failed, row.Attempts)
 }
 
 func (r *Results) find(section, workload, system string) (Row, bool) {

@@ -32,6 +32,10 @@ type Row struct {
 	RatioP50 float64     `json:"ratio_p50,omitempty"`
 	Rate     *stats.Rate `json:"rate,omitempty"`
 	Memory   *Memory     `json:"memory,omitempty"`
+	// Failed of Attempts calls failed (bursts and throughput, where a failed
+	// call is counted rather than fatal); Note then holds the first error.
+	Failed   int `json:"failed,omitempty"`
+	Attempts int `json:"attempts,omitempty"`
 	// Skipped says why the cell has no numbers.
 	Skipped string `json:"skipped,omitempty"`
 	// Timer is what took the samples (hyperfine or the Go driver).
@@ -57,6 +61,19 @@ type Memory struct {
 	// PerSandboxPSSKiB is HelpersPSSKiB over InFlight sandboxes.
 	PerSandboxPSSKiB int             `json:"per_sandbox_pss_kib,omitempty"`
 	Procs            []proctree.Proc `json:"procs,omitempty"`
+}
+
+// SetFailures records that failed of attempts calls failed, first first.
+func (r *Row) SetFailures(failed, attempts int, first error) {
+	if failed == 0 {
+		return
+	}
+	r.Failed, r.Attempts = failed, attempts
+	msg := fmt.Sprintf("%d of %d calls FAILED, first: %v", failed, attempts, first)
+	if r.Note != "" {
+		msg = r.Note + "; " + msg
+	}
+	r.Note = msg
 }
 
 // Append adds row to the JSON-lines file at path.

@@ -2,40 +2,66 @@ package stats
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// Burst runs n copies of call at once and returns the time until all ended
-// and the first error.
-func Burst(n int, call func() error) (time.Duration, error) {
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
+// Failures counts the calls of a burst or closed loop that failed, and keeps
+// the first error. A failed call is counted, not fatal: that a sandbox fails
+// under concurrency is itself a result.
+type Failures struct {
+	mu    sync.Mutex
+	n     int
+	first error
+}
+
+func (f *Failures) add(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.first = err
+	}
+	f.n++
+}
+
+// N is the number of failed calls.
+func (f *Failures) N() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// First is the first failure, or nil.
+func (f *Failures) First() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
+}
+
+// Burst runs n copies of call at once and returns the time until all ended;
+// failed calls are added to fails.
+func Burst(n int, fails *Failures, call func() error) time.Duration {
+	var wg sync.WaitGroup
 	start := time.Now()
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := call(); err != nil {
-				once.Do(func() { first = err })
+				fails.add(err)
 			}
 		}()
 	}
 	wg.Wait()
-	return time.Since(start), first
+	return time.Since(start)
 }
 
-// ClosedLoop runs workers closed loops of call until d has passed, and counts the
-// calls that completed.
-func ClosedLoop(workers int, d time.Duration, call func() error) (Rate, error) {
+// ClosedLoop runs workers closed loops of call until d has passed and counts
+// the calls that succeeded; failed calls are added to fails.
+func ClosedLoop(workers int, d time.Duration, fails *Failures, call func() error) Rate {
 	var (
-		calls atomic.Int64
+		mu    sync.Mutex
+		calls int
 		wg    sync.WaitGroup
-		once  sync.Once
-		first error
 	)
 	start := time.Now()
 	deadline := start.Add(d)
@@ -45,13 +71,15 @@ func ClosedLoop(workers int, d time.Duration, call func() error) (Rate, error) {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				if err := call(); err != nil {
-					once.Do(func() { first = err })
-					return
+					fails.add(err)
+					continue
 				}
-				calls.Add(1)
+				mu.Lock()
+				calls++
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return NewRate(workers, int(calls.Load()), time.Since(start)), first
+	return NewRate(workers, calls, time.Since(start))
 }
