@@ -5,7 +5,9 @@
 #                           hyperfine, socat, ripgrep; npm into bench/.peers: srt, codex)
 #   bench/run.sh --smoke    a couple of iterations per cell, installs nothing, skips the npm
 #                           peers; finishes in well under a minute (CI runs this)
-#   options: --runs N (timed runs per cell, default 40), --out DIR (default bench/results)
+#   options: --runs N (timed runs per cell, default 40), --out DIR (default bench/results),
+#            --rev REV (build airlock from committed revision REV, e.g. HEAD, instead of the
+#            working tree, so a run describes a commit; REV must contain bench/)
 #
 # Writes DIR/results.md and DIR/results.json. Every system gets a row for every workload it
 # can run, or a "skipped: reason" row; nothing is dropped silently. See bench/README.md.
@@ -17,6 +19,7 @@ PEERS=$BENCH/.peers
 OUT=$BENCH/results
 SMOKE=0
 RUNS=40
+REV=""
 
 # The systems, in report order. "airlock call (unsandboxed)" separates the CLI's own cost
 # (process start, session open, audit) from the sandbox's, for read_file.
@@ -32,7 +35,8 @@ parse_args() {
 		--smoke) SMOKE=1 ;;
 		--runs) RUNS=$2; shift ;;
 		--out) OUT=$2; shift ;;
-		-h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 0 ;;
+		--rev) REV=$2; shift ;;
+		-h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
 		*) log "unknown argument $1"; exit 2 ;;
 		esac
 		shift
@@ -71,9 +75,18 @@ install_peers() {
 }
 
 build() {
+	local src=$REPO
 	mkdir -p "$PEERS"
-	log "building airlock (stripped: -ldflags='-s -w'), benchtool, callbench"
-	(cd "$REPO" &&
+	if [[ -n $REV ]]; then
+		src=$PEERS/src
+		rm -rf "$src" && mkdir -p "$src"
+		git -C "$REPO" archive "$REV" | tar -x -C "$src"
+		BUILT="$(git -C "$REPO" rev-parse --short "$REV") (git archive of $REV)"
+	else
+		BUILT="$(git -C "$REPO" describe --always --dirty) (working tree)"
+	fi
+	log "building airlock $BUILT (stripped: -ldflags='-s -w'), benchtool, callbench"
+	(cd "$src" &&
 		go build -ldflags='-s -w' -o "$PEERS/airlock" ./cmd/airlock &&
 		go build -o "$PEERS/benchtool" ./bench/cmd/benchtool &&
 		go build -ldflags='-s -w' -o "$PEERS/callbench" ./bench/cmd/callbench)
@@ -397,11 +410,11 @@ report() {
 	sys=$(IFS=,; echo "${SYSTEMS[*]}")
 	"$BT" report -cells "$CELLS" -json "$OUT/results.json" -md "$OUT/results.md" -systems "$sys" \
 		-meta "date=$(date -u '+%Y-%m-%d %H:%M UTC')" \
-		-meta "command=bench/run.sh $(((SMOKE)) && echo --smoke) --runs $RUNS" \
+		-meta "command=bench/run.sh$(((SMOKE)) && echo " --smoke") --runs $RUNS${REV:+ --rev $REV}" \
 		-meta "smoke=$SMOKE" \
 		-meta "host=$(uname -srm), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))" \
 		-meta "load average before → after=$LOAD_BEFORE → $(cut -d' ' -f1-3 /proc/loadavg)" \
-		-meta "airlock=$(cd "$REPO" && git describe --always --dirty), built with -ldflags='-s -w'" \
+		-meta "airlock=$BUILT, built with -ldflags='-s -w'" \
 		-meta "timed runs per cell=$RUNS after $WARMUP warm-up; bursts: $BURST_ROUNDS of $BURST_N after $BURST_WARMUP; throughput: $RATE_DUR per cell" \
 		-meta "versions=$VERSIONS"
 	rm -f "$OUT/hyperfine.json"
