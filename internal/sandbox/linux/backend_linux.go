@@ -87,6 +87,7 @@ type Backend struct {
 
 	placeholders placeholders
 	pool         pool
+	tearing      sync.WaitGroup // teardowns after early answers
 
 	reportOnce sync.Once
 	report     sandbox.Report
@@ -235,7 +236,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			taken := time.Now()
 			x.iso.Features = append(x.iso.Features, "warm")
 			res, err := b.finish(ctx, spec, x, l, taken.Add(l.wall), start, taken.Sub(start))
-			b.teardown(x, &res, &err)
+			b.end(x, &res, &err)
 			return res, err
 		}
 	}
@@ -244,8 +245,28 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		return res, err
 	}
 	res, err = b.finish(ctx, spec, x, l, start.Add(l.wall), start, time.Since(start))
-	b.teardown(x, &res, &err)
+	b.end(x, &res, &err)
 	return res, err
+}
+
+// end tears x down after finish: at once, or in the background when the
+// call was answered early (Close and the release of a pool hold wait for
+// those). A background teardown that fails is logged.
+func (b *Backend) end(x *box, res **sandbox.Result, err *error) {
+	if !x.early {
+		b.teardown(x, res, err)
+		return
+	}
+	b.tearing.Add(1)
+	go func() {
+		defer b.tearing.Done()
+		var r *sandbox.Result
+		var e error
+		b.teardown(x, &r, &e)
+		if e != nil {
+			b.log.Warn("sandbox teardown", "err", e)
+		}
+	}()
 }
 
 // child is one started sandbox init and the host ends of its pipes.
@@ -275,6 +296,9 @@ type box struct {
 	paths    []pathState  // host grant paths as built (pooled sandboxes)
 
 	rows, cols uint16 // initial terminal size with cfg.TTY
+
+	waited chan struct{} // closed once the init is reaped
+	early  bool          // the call was answered before the init was reaped
 }
 
 func (x *box) kill(reason string) {
@@ -293,6 +317,9 @@ func (x *box) reason() string {
 // cgroup (killing anything left) and its placeholders. A cgroup that
 // cannot be removed turns the run into an error.
 func (b *Backend) teardown(x *box, res **sandbox.Result, err *error) {
+	if x.waited != nil {
+		<-x.waited
+	}
 	tDown := time.Now()
 	x.c.closeHost()
 	if cerr := x.cg.destroy(); cerr != nil && *err == nil {
@@ -497,23 +524,50 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 		}()
 	}
 
-	ps, err := c.proc.Wait()
-	if err != nil {
-		return nil, fmt.Errorf("waiting for the sandbox: %w", err)
-	}
-	if c.ptmx == nil {
-		c.stdinW.Close() // unblocks the stdin copier at its next write
-	}
-	wg.Wait()
+	// The init is reaped in the background: in tool mode it reports the
+	// tool's exit before its namespaces are torn down, and the call is
+	// answered then.
+	x.waited = make(chan struct{})
+	var (
+		ps   *os.ProcessState
+		werr error
+	)
+	go func() {
+		ps, werr = c.proc.Wait()
+		close(x.waited)
+	}()
+	tool := len(x.cfg.Command) == 0
 	var exit *initproto.Status
 	for st := range x.statuses {
 		if st.Exit {
 			s := st
 			exit = &s
+			if tool {
+				break
+			}
 		}
 	}
+	if tool && exit != nil {
+		// Every other process has SIGKILL pending; the init only exits.
+		x.kill("done")
+		x.early = true
+	} else {
+		<-x.waited
+		if werr != nil {
+			return nil, fmt.Errorf("waiting for the sandbox: %w", werr)
+		}
+	}
+	tWaited := time.Now()
+	if c.ptmx == nil {
+		c.stdinW.Close() // unblocks the stdin copier at its next write
+	}
+	wg.Wait()
+	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(start).Nanoseconds()-setup.Nanoseconds(), "early", x.early)
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load()}
-	ws, _ := ps.Sys().(syscall.WaitStatus)
+	var ws syscall.WaitStatus
+	if ps != nil && !x.early {
+		ws, _ = ps.Sys().(syscall.WaitStatus)
+	}
 	switch {
 	case exit != nil && exit.Signal != 0:
 		res.ExitCode, res.Signal = -1, exit.Signal

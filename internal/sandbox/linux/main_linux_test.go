@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/runner"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
@@ -34,6 +35,10 @@ func fakeRunner(stdin io.Reader, stdout, stderr io.Writer) int {
 	b, _ := io.ReadAll(stdin)
 	if string(b) == "spawn-and-kill" {
 		return spawnAndKill(stdout)
+	}
+	if frame, ok := strings.CutPrefix(string(b), "runner:"); ok {
+		// The real runner, for benchmarks of real tools.
+		return runner.Run(strings.NewReader(frame), stdout, stderr)
 	}
 	if script, ok := strings.CutPrefix(string(b), "sh:"); ok {
 		// A shell script run from the in-process tool, as the shell tool does.

@@ -282,11 +282,16 @@ func (p *pool) build(sh *shape) {
 	// The host paths are read before the init builds its mounts (by
 	// build) and again once it is ready: a change in between could have
 	// been missed.
-	x, _, err := p.b.build(sh.ctx, &sandbox.Spec{}, sh.cfg, sh.l, start.Add(warmSetupTimeout), start, true)
-	if x == nil && err == nil {
-		err = errors.New("setup timed out")
-	}
-	if x != nil {
+	var x *box
+	var err error
+	for try := 0; try < 2 && x == nil && sh.ctx.Err() == nil; try++ {
+		x, _, err = p.b.build(sh.ctx, &sandbox.Spec{}, sh.cfg, sh.l, start.Add(warmSetupTimeout), start, true)
+		if x == nil {
+			if err == nil {
+				err = errors.New("setup timed out")
+			}
+			break
+		}
 		if !samePaths(x.paths, sh.cfg) {
 			p.destroy(x)
 			x, err = nil, errors.New("the grant's host paths changed during setup")
@@ -350,13 +355,15 @@ func (p *pool) drainAll() {
 // Several holders may hold the pool (sessions sharing a backend); the size
 // is the largest asked for, and the pool is drained when the last holder
 // releases it (unless Options.PoolSize keeps it on). A size <= 0 holds
-// nothing.
+// nothing. Release also waits for the teardown of every sandbox whose call
+// was answered before its init was reaped (tool mode), so that when it
+// returns no process, cgroup or placeholder of a finished call is left.
 //
 // The pool keeps the shapes of one grant (at most four sets of limits):
 // a Run or Prewarm for another grant drains the others.
 func (b *Backend) Pool(size int) (release func()) {
 	if size <= 0 {
-		return func() {}
+		return b.tearing.Wait
 	}
 	p := &b.pool
 	p.mu.Lock()
@@ -377,6 +384,7 @@ func (b *Backend) Pool(size int) (release func()) {
 			if off {
 				p.drainAll()
 			}
+			b.tearing.Wait()
 		})
 	}
 }
@@ -429,13 +437,15 @@ func (b *Backend) Warm(spec *sandbox.Spec) int {
 }
 
 // Close turns the pool off for good and destroys every warm sandbox,
-// waiting until their processes, cgroups and placeholders are gone. Runs
+// waiting until their processes, cgroups and placeholders are gone, and
+// those of finished calls too. Runs
 // after Close still work, each in a fresh sandbox.
 func (b *Backend) Close() error {
 	b.pool.mu.Lock()
 	b.pool.closed = true
 	b.pool.mu.Unlock()
 	b.pool.drainAll()
+	b.tearing.Wait()
 	return nil
 }
 

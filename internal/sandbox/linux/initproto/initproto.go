@@ -15,7 +15,8 @@
 //	 |                                             |  caps, no_new_privs, Landlock, seccomp
 //	 |<------------- Status{Ready} on fd 4 --------|  (or Status{Error}, then exit 125)
 //	 |  copy stdout/stderr, enforce limits         |  run the payload, reap, forward signals
-//	 |<------------- Status{Exit} on fd 4 ---------|  (command mode only) then exit
+//	 |<------------- Status{Exit} on fd 4 ---------|  then exit (tool mode: after killing
+//	 |                                             |  the rest and closing fds 0-2)
 //	 |  wait, read cgroup events, remove cgroups   |
 //
 // Every status is one JSON object on its own line.
@@ -97,8 +98,11 @@ type Status struct {
 	MainAt   int64 `json:"main_at,omitempty"`
 	ConfigAt int64 `json:"config_at,omitempty"`
 
-	// Exit reports how the payload ended (command mode): Code for a normal
-	// exit, Signal for death by signal.
+	// Exit reports how the payload ended: Code for a normal exit, Signal
+	// for death by signal (command mode). In tool mode the init sends it
+	// with the tool's exit code once every other process of the sandbox
+	// has SIGKILL pending and its standard streams are closed; the host may
+	// then answer the call before the init's exit is reaped.
 	Exit   bool `json:"exit,omitempty"`
 	Code   int  `json:"code,omitempty"`
 	Signal int  `json:"signal,omitempty"`

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -60,11 +62,36 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 		}
 	}
 	if len(cfg.Command) == 0 {
-		status.Close()
 		runtime.GOMAXPROCS(runtime.NumCPU())
-		return runTool(os.Stdin, os.Stdout, os.Stderr)
+		warmSignals()
+		code := runTool(os.Stdin, os.Stdout, os.Stderr)
+		endTool(status, code)
+		return code
 	}
 	return runPayload(&cfg, status)
+}
+
+// warmSignals starts the runtime's signal-handling thread before the tool
+// reads its input (the runner asks for SIGTERM), so a sandbox waiting in a
+// pool does not create it on the call's clock. SIGWINCH, ignored by
+// default, is asked for and released.
+func warmSignals() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGWINCH)
+	signal.Stop(c)
+}
+
+// endTool ends a tool-mode sandbox early: it kills every other process of
+// the sandbox (they cannot run on once SIGKILL is pending), closes the
+// standard streams and reports the tool's exit code, so the host can
+// answer the call without waiting for the namespaces to be torn down.
+func endTool(status *os.File, code int) {
+	_ = unix.Kill(-1, unix.SIGKILL)
+	os.Stdin.Close()
+	os.Stdout.Close()
+	os.Stderr.Close()
+	_ = send(status, &initproto.Status{Exit: true, Code: code})
+	status.Close()
 }
 
 func send(w io.Writer, st *initproto.Status) error {

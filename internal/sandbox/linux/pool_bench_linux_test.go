@@ -1,0 +1,152 @@
+package linux_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// benchFile writes the 4 KiB file the read benchmarks read.
+func benchFile(b *testing.B) (dirs, string) {
+	b.Helper()
+	d := newDirs(b)
+	p := filepath.Join(d.R, "four-k.txt")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("airlock\n"), 512), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return d, p
+}
+
+// toolFrame is the runner input for one call of a real tool.
+func toolFrame(b *testing.B, name string, args any, cwd string) string {
+	return toolFrameT(b, name, args, cwd)
+}
+
+func toolFrameT(b testing.TB, name string, args any, cwd string) string {
+	b.Helper()
+	a, err := json.Marshal(args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := json.Marshal(wire.ToolInput{Tool: name, Args: a, Context: wire.CallContext{
+		CallID: "call_bench", Session: "ses_bench", Root: "/", Cwd: cwd,
+		Limits: wire.ToolLimits{OutputBytes: 64 << 10, FileBytes: 1 << 20, TimeoutMS: 30000},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var f bytes.Buffer
+	if err := wire.WriteFrame(&f, in); err != nil {
+		b.Fatal(err)
+	}
+	return "runner:" + f.String()
+}
+
+// reportP50 reports the median of ds as p50-ns.
+func reportP50(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
+}
+
+// benchCall times Run of spec with input on be; with warmOnly set, each
+// timed call starts with the pool full (it refills untimed, as it does
+// between an agent's calls).
+func benchCall(b *testing.B, be *linux.Backend, spec *sandbox.Spec, input, want string, warmOnly bool) {
+	ds := make([]time.Duration, 0, b.N)
+	if err := be.Prewarm(spec); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if warmOnly {
+			b.StopTimer()
+			waitWarm(b, be, spec, 2)
+			b.StartTimer()
+		}
+		s := *spec
+		var so, se bytes.Buffer
+		s.Stdin, s.Stdout, s.Stderr = strings.NewReader(input), &so, &se
+		t := time.Now()
+		res, err := be.Run(context.Background(), &s)
+		ds = append(ds, time.Since(t))
+		if err != nil || res.ExitCode != 0 || !strings.Contains(so.String(), want) {
+			b.Fatalf("Run: %v %+v stdout %q stderr %q", err, res, so.String(), se.String())
+		}
+		if warmOnly && !slices.Contains(res.Isolation.Features, "warm") {
+			b.Fatalf("call %d was not warm", i)
+		}
+	}
+	b.StopTimer()
+	reportP50(b, ds)
+}
+
+// BenchmarkCatDirect is the baseline: fork+exec of cat on the 4 KiB file,
+// unsandboxed, output collected.
+func BenchmarkCatDirect(b *testing.B) {
+	_, p := benchFile(b)
+	ds := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		t := time.Now()
+		out, err := exec.Command("cat", p).Output()
+		ds = append(ds, time.Since(t))
+		if err != nil || len(out) != 4096 {
+			b.Fatal(err, len(out))
+		}
+	}
+	b.StopTimer()
+	reportP50(b, ds)
+}
+
+// BenchmarkReadFileWarm runs read_file on the 4 KiB file through the real
+// runner in a warm sandbox.
+func BenchmarkReadFileWarm(b *testing.B) {
+	d, p := benchFile(b)
+	be := pooled(b, 2)
+	spec := toolSpec(d)
+	benchCall(b, be, spec, toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", true)
+}
+
+// BenchmarkReadFileWarmBackToBack is read_file with calls back to back:
+// the pool refills while calls run, so some calls find it empty.
+func BenchmarkReadFileWarmBackToBack(b *testing.B) {
+	d, p := benchFile(b)
+	be := pooled(b, 2)
+	spec := toolSpec(d)
+	benchCall(b, be, spec, toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", false)
+}
+
+// BenchmarkReadFileCold runs read_file in a sandbox built for the call.
+func BenchmarkReadFileCold(b *testing.B) {
+	d, p := benchFile(b)
+	spec := toolSpec(d)
+	benchCall(b, backend(b), spec, toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", false)
+}
+
+// BenchmarkShellWarm runs the shell tool (`cat` of the file) in a warm
+// sandbox.
+func BenchmarkShellWarm(b *testing.B) {
+	d, p := benchFile(b)
+	be := pooled(b, 2)
+	spec := toolSpec(d)
+	benchCall(b, be, spec, toolFrame(b, "shell", map[string]string{"command": "cat " + p}, d.W), "airlock", true)
+}
+
+// BenchmarkShellCold runs the same shell call in a sandbox built for it.
+func BenchmarkShellCold(b *testing.B) {
+	d, p := benchFile(b)
+	spec := toolSpec(d)
+	benchCall(b, backend(b), spec, toolFrame(b, "shell", map[string]string{"command": "cat " + p}, d.W), "airlock", false)
+}
