@@ -73,6 +73,9 @@ type Options struct {
 	// Egress configures the egress proxy of calls that reach the network
 	// (resolver, dialer, extra environment); nil means the defaults.
 	Egress *EgressOptions
+	// Pool is the number of warm sandboxes kept per shape when the backend
+	// can keep them (see pool.go): zero means DefaultPool, negative none.
+	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 }
@@ -90,7 +93,8 @@ type Session struct {
 	waiting atomic.Int64
 	running atomic.Int64
 
-	bg background
+	bg          background
+	releasePool func() // the session's hold on the backend's pool
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -157,6 +161,7 @@ func Open(opts *Options) (*Session, error) {
 		cancel()
 		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
 	}
+	s.openPool()
 	return s, nil
 }
 
@@ -187,6 +192,7 @@ func (s *Session) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	s.stopAll()
+	s.closePool()
 	err := s.log.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "close"})
 	if cerr := s.log.Close(); err == nil {
 		err = cerr

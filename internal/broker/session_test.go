@@ -210,7 +210,11 @@ func TestConcurrentCallsAllAudited(t *testing.T) {
 	if len(recs) != n {
 		t.Fatalf("%d calls, %d records", n, len(recs))
 	}
-	// The placeholders that kept missing protected paths uncreatable are gone.
+	// The placeholders that kept missing protected paths uncreatable are
+	// gone once the session (whose warm sandboxes hold them) is closed.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if entries, err := os.ReadDir(f.ws); err != nil || len(entries) != 1 {
 		var names []string
 		for _, e := range entries {
