@@ -137,13 +137,16 @@ func (p *sessionParts) options() *broker.Options {
 	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets}
 }
 
-// openSession opens a broker session for the flags.
+// openSession opens a broker session for the flags, for one call (no warm
+// pool).
 func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
 	p, err := f.prepare(env)
 	if err != nil {
 		return nil, err
 	}
-	return broker.Open(p.options())
+	o := p.options()
+	o.Pool = -1 // one call: warm sandboxes built ahead would go unused
+	return broker.Open(o)
 }
 
 // names reports whether one of paths (relative to cwd) is cwd itself.
