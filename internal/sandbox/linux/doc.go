@@ -49,4 +49,28 @@
 //   - Pdeathsig ties the init to the thread that started it; Go only ends
 //     threads whose goroutine exits while locked, so a caller must not call
 //     Run from a goroutine that locks its OS thread and exits.
+//   - Warm pool (pool_linux.go, off unless Options.PoolSize or a
+//     Backend.Pool holder asks): tool-mode sandboxes (no Command, no TTY,
+//     no egress proxy, whose socket is per call) are built ahead for a
+//     spec's shape (mounts, masks, protected paths, env, cwd, rlimits,
+//     cgroup limits; the wall time and output cap are applied when taken)
+//     up to Ready, where the runner blocks reading its frame. Each is taken
+//     by exactly one Run, which writes the frame, starts the wall-time
+//     clock then, relays, classifies and destroys it as a cold run does;
+//     the pool refills in the background. Only one grant's shapes are kept
+//     (another grant drains them; at most four shapes, least recently used
+//     out). A warm sandbox holds its cgroup and placeholders while it
+//     waits, dies with the broker (Pdeathsig, PID 1 of its namespace) and
+//     its cgroup is swept like any other. Because its mounts were made
+//     when it was built, the host paths behind its mounts, masks and
+//     protected paths are compared (lstat: existence, device, inode, type)
+//     when it is taken; a masked file created or replaced since, or a
+//     granted directory swapped, discards it and the call runs cold.
+//     Protected-path placeholders therefore stay in the workspace while a
+//     pool holds sandboxes of that grant.
+//   - In tool mode the init reports the tool's exit code on the status
+//     pipe after killing every other process of the sandbox and closing
+//     its standard streams; the call is answered then, and the reaping of
+//     the init, the kernel's namespace teardown and the cgroup removal
+//     continue in the background (Close and Pool's release wait for them).
 package linux
