@@ -1,13 +1,17 @@
 package linux_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -361,4 +365,102 @@ func TestPoolSoak(t *testing.T) {
 		t.Errorf("none of %d calls was warm", n)
 	}
 	t.Logf("%d calls, %d warm", n, warmCalls)
+}
+
+// childrenOf lists the pids whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			p, _ := strconv.Atoi(e.Name())
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestBrokerDeathWarm checks that warm sandboxes waiting in a pool die
+// with their broker, and that the next New sweeps their cgroups.
+func TestBrokerDeathWarm(t *testing.T) {
+	backend(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerChildWarm$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "AIRLOCK_BROKER_CHILD=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "warm-ready") {
+				ready <- true
+			}
+		}
+		close(ready)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the child broker ended before its pool was warm")
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the child broker's pool never became warm")
+	}
+	inits := childrenOf(cmd.Process.Pid)
+	if len(inits) < 2 {
+		t.Fatalf("child broker has %d sandboxes, want its 2 warm ones", len(inits))
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var alive []int
+		for _, p := range inits {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(p)); err == nil {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warm sandboxes %v outlived their broker", alive)
+		}
+	}
+	if _, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional}); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob("/sys/fs/cgroup/*/*/*/airlock-" + strconv.Itoa(cmd.Process.Pid) + "-*")
+	more, _ := filepath.Glob("/sys/fs/cgroup/*/airlock-" + strconv.Itoa(cmd.Process.Pid) + "-*")
+	if len(left)+len(more) != 0 {
+		t.Fatalf("dead broker's cgroups not swept: %v %v", left, more)
+	}
+}
+
+// TestBrokerChildWarm is the broker killed by TestBrokerDeathWarm: it
+// fills a pool and waits.
+func TestBrokerChildWarm(t *testing.T) {
+	if os.Getenv("AIRLOCK_BROKER_CHILD") != "1" {
+		t.Skip("runs only as the child of TestBrokerDeathWarm")
+	}
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 2)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 2)
+	fmt.Println("warm-ready")
+	time.Sleep(time.Minute)
 }
