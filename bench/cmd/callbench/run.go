@@ -161,11 +161,17 @@ func memory(s *airlock.Session, c *config) (*results.Memory, error) {
 	if err := call(s, &warm); err != nil {
 		return nil, err
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Give a warm pool time to refill before the idle session is read.
+	time.Sleep(time.Second)
 	idle, _, err := proctree.SelfKiB()
 	if err != nil {
 		return nil, err
 	}
+	idleTree, err := proctree.Tree(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	_, idlePSS := proctree.Sum(idleTree[1:])
 	sleeper := *c
 	sleeper.tool, sleeper.args = "shell", `{"command":"sleep 3"}`
 	var (
@@ -184,7 +190,7 @@ func memory(s *airlock.Session, c *config) (*results.Memory, error) {
 			}
 		}()
 	}
-	m := &results.Memory{BrokerIdleRSSKiB: idle, InFlight: c.inflight}
+	m := &results.Memory{BrokerIdleRSSKiB: idle, InFlight: c.inflight, IdleProcs: len(idleTree) - 1, IdlePSSKiB: idlePSS}
 	var sampled bool
 	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		procs, err := proctree.Tree(os.Getpid())

@@ -146,10 +146,10 @@ func (r *Results) Markdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", row.System, m.LauncherRSSKiB, m.LauncherPSSKiB, m.HelpersRSSKiB, m.HelpersPSSKiB, cell(row.Note))
 	}
 	if len(session) > 0 {
-		b.WriteString("\n| session (Go API) | broker RSS idle | broker RSS, calls in flight | broker peak RSS | in flight | sandbox helpers PSS, all | per sandbox PSS | note |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+		b.WriteString("\n| session (Go API) | broker RSS idle | idle processes (warm pool) | their PSS | broker RSS, calls in flight | broker peak RSS | in flight | sandbox helpers PSS, all | per sandbox PSS | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, row := range session {
 			m := row.Memory
-			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s |\n", row.System, m.BrokerIdleRSSKiB, m.BrokerBusyRSSKiB, m.BrokerPeakRSSKiB, m.InFlight, m.HelpersPSSKiB, m.PerSandboxPSSKiB, cell(row.Note))
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", row.System, m.BrokerIdleRSSKiB, m.IdleProcs, m.IdlePSSKiB, m.BrokerBusyRSSKiB, m.BrokerPeakRSSKiB, m.InFlight, m.HelpersPSSKiB, m.PerSandboxPSSKiB, cell(row.Note))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -58,6 +58,10 @@ type Memory struct {
 	BrokerBusyRSSKiB int `json:"broker_busy_rss_kib,omitempty"`
 	BrokerPeakRSSKiB int `json:"broker_peak_rss_kib,omitempty"`
 	InFlight         int `json:"in_flight,omitempty"`
+	// IdleProcs and IdlePSSKiB: the processes a session keeps while idle
+	// (its warm pool's sandboxes) and their PSS.
+	IdleProcs  int `json:"idle_procs,omitempty"`
+	IdlePSSKiB int `json:"idle_pss_kib,omitempty"`
 	// PerSandboxPSSKiB is HelpersPSSKiB over InFlight sandboxes.
 	PerSandboxPSSKiB int             `json:"per_sandbox_pss_kib,omitempty"`
 	Procs            []proctree.Proc `json:"procs,omitempty"`
