@@ -16,6 +16,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary built for the benchmarks.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if airlock != "" {
+		os.RemoveAll(filepath.Dir(airlock))
+	}
+	os.Exit(code)
+}
+
 // binary builds the airlock binary once per test process.
 func binary(b *testing.B) string {
 	b.Helper()
