@@ -2,8 +2,10 @@
 // (read_file, write_file, edit_file, glob, grep, shell, ...) each in a fresh,
 // locked-down sandbox built from a grant, and records every call.
 //
-// Open a Session from a grant, Call tools on it, and Close it:
+// Call Init first in main, then open a Session from a grant, Call tools on
+// it, and Close it:
 //
+//	airlock.Init()
 //	s, err := airlock.Open(&airlock.Options{Dir: "/path/to/project"})
 //	...
 //	defer s.Close()

@@ -8,10 +8,14 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/internal/sandboxtest"
 )
 
-func TestMain(m *testing.M) { sandboxtest.Main(m) }
+// TestMain plays airlock's hidden roles, as a program's main does by calling
+// airlock.Init first.
+func TestMain(m *testing.M) {
+	airlock.Init()
+	os.Exit(m.Run())
+}
 
 // Open a session on a project directory, then run tool calls in it: each
 // call gets a fresh sandbox that sees only the directory (read-write) and the

@@ -6,20 +6,13 @@ import (
 	"context"
 	"os"
 
+	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/cli"
-	"github.com/airlockhq/airlock/internal/runner"
 )
 
 func main() {
-	// The hidden modes come first: they run inside a sandbox and must not
-	// start anything of the CLI.
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case runner.Mode:
-			os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-		case sandboxMode:
-			os.Exit(sandboxMain())
-		}
-	}
+	// The hidden modes come first: started as a sandbox's init or as the
+	// runner, the process plays that role and exits here.
+	airlock.Init()
 	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

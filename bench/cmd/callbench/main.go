@@ -15,12 +15,12 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/airlockhq/airlock"
 )
 
 func main() {
-	if code, ok := hiddenMode(); ok {
-		os.Exit(code)
-	}
+	airlock.Init() // plays the sandbox's init and the runner when started as them
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "callbench: %v\n", err)
 		os.Exit(1)

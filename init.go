@@ -1,0 +1,30 @@
+package airlock
+
+import (
+	"os"
+
+	"github.com/airlockhq/airlock/internal/runner"
+)
+
+// Init must be the first call in the main function of a program that opens
+// sessions. airlock builds each sandbox by re-executing the running program
+// in a hidden mode (as the sandbox's init, or as the unsandboxed runner);
+// when the process was started that way, Init plays that role and exits.
+// Otherwise it returns at once and costs nothing.
+//
+//	func main() {
+//		airlock.Init()
+//		s, err := airlock.Open(nil)
+//		...
+//	}
+func Init() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case runner.Mode:
+		os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	case sandboxMode:
+		os.Exit(sandboxMain())
+	}
+}
