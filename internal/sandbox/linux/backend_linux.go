@@ -565,7 +565,7 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(start).Nanoseconds()-setup.Nanoseconds(), "early", x.early)
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load()}
 	var ws syscall.WaitStatus
-	if ps != nil && !x.early {
+	if !x.early && ps != nil { // ps is written by the reaper until x.waited
 		ws, _ = ps.Sys().(syscall.WaitStatus)
 	}
 	switch {
