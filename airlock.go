@@ -66,6 +66,13 @@ type Options struct {
 	Unsandboxed bool
 	// MaxConcurrent calls run at once (default 8); MaxQueue more wait (default 64).
 	MaxConcurrent, MaxQueue int
+	// Pool is the number of sandboxes per tool shape built ahead of time
+	// (each still used for one call only). Zero keeps 2 when the grant's
+	// protected paths all exist and none otherwise, since a warm sandbox
+	// holds empty placeholders for missing ones (.git, .bashrc, .vscode, ...)
+	// in the tree while it waits; positive keeps that many and accepts the
+	// placeholders for the session's lifetime; negative keeps none.
+	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 }
@@ -139,7 +146,7 @@ func Open(opts *Options) (*Session, error) {
 	}
 	s, err := broker.Open(&broker.Options{
 		Grant: g, Backend: backend, RecordsDir: records, Secrets: secrets, ToolRoot: root,
-		MaxConcurrent: o.MaxConcurrent, MaxQueue: o.MaxQueue, Logger: o.Logger,
+		MaxConcurrent: o.MaxConcurrent, MaxQueue: o.MaxQueue, Pool: o.Pool, Logger: o.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("airlock: %w", err)

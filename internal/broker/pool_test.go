@@ -53,7 +53,7 @@ func waitWarm(t testing.TB, w warmer, g *grant.Grant, n int) {
 func TestPooledSession(t *testing.T) {
 	b, w := pooledBackend(t)
 	f := newFixture(t, grant.Limits{})
-	s := f.open(t, b, nil)
+	s := f.open(t, b, func(o *broker.Options) { o.Pool = broker.DefaultPool })
 	for i := range 4 {
 		waitWarm(t, w, f.grant, broker.DefaultPool)
 		res := call(t, s, "shell", `{"command":"ls -a /tmp; echo x > /tmp/marker-`+strconv.Itoa(i)+`"}`)
@@ -85,6 +85,27 @@ func TestPooledSession(t *testing.T) {
 	}
 }
 
+// TestNoDefaultPoolWithPlaceholders: by default a session keeps no warm
+// sandbox when that would leave placeholders for missing protected paths in
+// the user's tree between calls; its calls run cold and the tree is clean.
+func TestNoDefaultPoolWithPlaceholders(t *testing.T) {
+	b, w := pooledBackend(t)
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, b, nil)
+	res := call(t, s, "read_file", `{"path":"hello.txt"}`)
+	if res.Class != broker.ClassOK {
+		t.Fatalf("read_file: %s %q", res.Class, res.Output.Content)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := w.Warm(broker.SpecFor(f.grant, f.grant.LimitsFor("read_file"))); n != 0 {
+		t.Fatalf("%d warm sandboxes by default with missing protected paths, want 0", n)
+	}
+	entries, _ := os.ReadDir(f.ws)
+	if len(entries) != 1 {
+		t.Fatalf("the tree holds %d entries between calls, want only hello.txt", len(entries))
+	}
+}
+
 // TestPoolOff checks that Pool < 0 keeps no warm sandbox.
 func TestPoolOff(t *testing.T) {
 	b, w := pooledBackend(t)
@@ -104,7 +125,7 @@ func TestPoolOff(t *testing.T) {
 func TestPooledLimits(t *testing.T) {
 	b, w := pooledBackend(t)
 	f := newFixture(t, grant.Limits{Time: 500 * time.Millisecond})
-	s := f.open(t, b, nil)
+	s := f.open(t, b, func(o *broker.Options) { o.Pool = broker.DefaultPool })
 	waitWarm(t, w, f.grant, 1)
 	time.Sleep(time.Second) // idle in the pool longer than the limit
 	res := call(t, s, "shell", `{"command":"echo ok"}`)

@@ -60,7 +60,7 @@ func run(argv []string) error {
 	// Admission control must not be what is measured: every call of a burst
 	// or of the memory probe runs at once.
 	maxConc := max(c.conc, c.inflight, airlockDefaultConcurrent)
-	s, err := airlock.Open(&airlock.Options{Dir: c.dir, RecordsDir: c.records, MaxConcurrent: maxConc, MaxQueue: 64})
+	s, err := airlock.Open(&airlock.Options{Dir: c.dir, RecordsDir: c.records, MaxConcurrent: maxConc, MaxQueue: 64, Pool: 2})
 	if err != nil {
 		return fmt.Errorf("opening a session: %w", err)
 	}
