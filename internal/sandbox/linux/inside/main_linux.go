@@ -48,6 +48,14 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	}
 	st.MainAt, st.ConfigAt = mainAt, configAt
 	st.Ready = true
+	// In command mode the host may stop the sandbox (SIGTERM) as soon as it
+	// hears "ready": ask for the signals first, so none is lost to Go's
+	// default action.
+	var sigs chan os.Signal
+	if len(cfg.Command) > 0 {
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	}
 	if err := send(status, st); err != nil {
 		return initproto.ExitSetupFailed
 	}
@@ -68,7 +76,7 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 		endTool(status, code)
 		return code
 	}
-	return runPayload(&cfg, status)
+	return runPayload(&cfg, status, sigs)
 }
 
 // warmSignals starts the runtime's signal-handling thread before the tool

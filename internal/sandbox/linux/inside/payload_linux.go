@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -26,7 +25,8 @@ import (
 // runs per thread), and a scoped domain may not signal a sibling domain: so
 // the command is started, and every signal sent, from one locked thread,
 // whose domain the command's processes inherit.
-func runPayload(cfg *initproto.Config, status *os.File) int {
+// sigs already receives SIGTERM, SIGINT and SIGHUP.
+func runPayload(cfg *initproto.Config, status *os.File, sigs chan os.Signal) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	path, err := exec.LookPath(cfg.Command[0])
@@ -36,8 +36,6 @@ func runPayload(cfg *initproto.Config, status *os.File) int {
 		return 127
 	}
 	wd, _ := os.Getwd()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	p, err := os.StartProcess(path, cfg.Command, &os.ProcAttr{
 		Dir:   wd,
 		Env:   os.Environ(),
