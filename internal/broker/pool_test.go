@@ -70,8 +70,8 @@ func TestPooledSession(t *testing.T) {
 		t.Fatalf("read_file: class %s, output %+v", res.Class, res.Output)
 	}
 	for _, r := range calls(records(t, f.records)) {
-		if !slices.Contains(r.Isolation, "warm") || r.SetupMS > 5 {
-			t.Errorf("record %s: isolation %v setup %vms, want warm and near-zero setup", r.CallID, r.Isolation, r.SetupMS)
+		if !slices.Contains(r.Isolation, "warm") {
+			t.Errorf("record %s: isolation %v, want warm", r.CallID, r.Isolation)
 		}
 	}
 	if err := s.Close(); err != nil {
