@@ -18,18 +18,8 @@ func schemaFor(v any) json.RawMessage {
 	t := reflect.TypeOf(v)
 	props := map[string]any{}
 	var required []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
+	for _, af := range argFields(t) {
+		f, name := af.field, af.name
 		p := map[string]any{}
 		switch f.Type.Kind() {
 		case reflect.String:
@@ -62,7 +52,7 @@ func schemaFor(v any) json.RawMessage {
 			}
 		}
 		props[name] = p
-		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+		if !af.optional {
 			required = append(required, name)
 		}
 	}
@@ -81,11 +71,16 @@ func schemaFor(v any) json.RawMessage {
 	return b
 }
 
-// requiredFields lists the JSON names of v's fields without omitempty or
-// omitzero: the ones the schema marks required.
-func requiredFields(v any) []string {
-	t := reflect.TypeOf(v)
-	var out []string
+// argField is one JSON-visible field of an args struct.
+type argField struct {
+	field    reflect.StructField
+	name     string // its JSON name
+	optional bool   // tagged omitempty or omitzero
+}
+
+// argFields lists the exported, JSON-visible fields of struct type t.
+func argFields(t reflect.Type) []argField {
+	var out []argField
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -98,8 +93,19 @@ func requiredFields(v any) []string {
 		if name == "" {
 			name = f.Name
 		}
-		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
-			out = append(out, name)
+		optional := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+		out = append(out, argField{field: f, name: name, optional: optional})
+	}
+	return out
+}
+
+// requiredFields lists the JSON names of v's fields without omitempty or
+// omitzero: the ones the schema marks required.
+func requiredFields(v any) []string {
+	var out []string
+	for _, af := range argFields(reflect.TypeOf(v)) {
+		if !af.optional {
+			out = append(out, af.name)
 		}
 	}
 	return out
