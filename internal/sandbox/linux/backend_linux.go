@@ -469,11 +469,10 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 	var wg sync.WaitGroup
 	relay := func(dst io.Writer, src *os.File) {
 		defer wg.Done()
-		if copyCapped(dst, src, l.out) {
+		_, _, _ = sandbox.CopyCapped(dst, src, l.out, func() {
 			truncated.Store(true)
 			x.kill("output")
-			_, _ = io.Copy(io.Discard, src)
-		}
+		})
 	}
 	wg.Add(1)
 	go relay(spec.Stdout, c.stdoutR)
@@ -596,32 +595,6 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 	res.Isolation = x.iso
 	b.removeCreated(x.cfg.Mounts, x.first.Created)
 	return res, nil
-}
-
-// copyCapped copies src to dst (nil discards) until EOF or until limit
-// bytes are copied; it reports whether src had more.
-func copyCapped(dst io.Writer, src io.Reader, limit int64) bool {
-	if dst == nil {
-		dst = io.Discard
-	}
-	buf := make([]byte, 32<<10)
-	var n int64
-	for {
-		k, err := src.Read(buf)
-		if k > 0 {
-			if n+int64(k) > limit {
-				_, _ = dst.Write(buf[:limit-n])
-				return true
-			}
-			n += int64(k)
-			if _, werr := dst.Write(buf[:k]); werr != nil {
-				dst = io.Discard
-			}
-		}
-		if err != nil {
-			return false
-		}
-	}
 }
 
 // removeCreated removes the placeholder directories the init made in
