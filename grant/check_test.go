@@ -250,7 +250,7 @@ func TestProtectedSymlinkTarget(t *testing.T) {
 	if d.Allowed {
 		t.Errorf("write to the target of a symlinked .git/hooks allowed")
 	}
-	want := []string{T + "/ws/.git/config", T + "/ws/.git/hooks", T + "/ws/realhooks"}
+	want := []string{T + "/ws/.git/commondir", T + "/ws/.git/config", T + "/ws/.git/config.worktree", T + "/ws/.git/hooks", T + "/ws/.git/modules", T + "/ws/.gitconfig", T + "/ws/.gitmodules", T + "/ws/realhooks"}
 	var got []string
 	for _, p := range g.Protected() {
 		if strings.Contains(p, "git") || strings.Contains(p, "hooks") {

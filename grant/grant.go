@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,9 +15,10 @@ import (
 // for concurrent use. Its printable form (String) holds no secret values; a
 // Grant never holds any.
 type Grant struct {
-	source string // file name or "flags"
-	spec   *spec  // what it was built from, for With
-	base   string // resolved directory relative paths start from
+	source string   // file name or "flags"
+	files  []string // the grant files it was built from, absolute
+	spec   *spec    // what it was built from, for With
+	base   string   // resolved directory relative paths start from
 
 	roots             []root   // most specific first
 	deny              []string // resolved
@@ -37,6 +39,7 @@ type Grant struct {
 // spec is a grant as written, before validation: from TOML or from Flags.
 type spec struct {
 	source, base                                 string
+	files                                        []string // grant files behind an earlier grant (With)
 	readWrite, readOnly, deny, writableProtected []string
 	hosts, private, plainHTTP                    []string
 	limits                                       Limits
@@ -60,6 +63,12 @@ var (
 // It returns nil when there is any.
 func build(s *spec, ps *problems) *Grant {
 	g := &Grant{source: s.source, spec: s, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
+	g.files = slices.Clone(s.files)
+	if s.source != "" && s.source != "flags" {
+		if abs, err := filepath.Abs(s.source); err == nil && !slices.Contains(g.files, abs) {
+			g.files = append(g.files, abs)
+		}
+	}
 	if !filepath.IsAbs(s.base) {
 		ps.add(nil, "base directory %q is not absolute", s.base)
 		return nil
@@ -97,6 +106,20 @@ func build(s *spec, ps *problems) *Grant {
 	}
 	// Most specific first, so the first root that holds a path is the one that rules it.
 	slices.SortStableFunc(g.roots, func(a, b root) int { return len(b.path) - len(a.path) })
+	// A granted path that passes through a symlink inside a read-write tree
+	// is refused: a sandbox could have planted that link in an earlier
+	// call, to have a later grant mount any host path.
+	g.roots = slices.DeleteFunc(g.roots, func(r root) bool {
+		l, w, bad := plantedLink(r.links, g.roots)
+		if bad {
+			key := keyReadOnly
+			if r.writable {
+				key = keyReadWrite
+			}
+			ps.addValue(key, r.given, "%q passes through the symlink %s inside the read-write tree %q, which a sandbox could have planted; grant the path it points to (%s) directly", r.given, l, w.given, r.path)
+		}
+		return bad
+	})
 
 	for _, n := range s.writableProtected {
 		if !slices.Contains(ProtectedNames(), n) {
@@ -121,6 +144,10 @@ func build(s *spec, ps *problems) *Grant {
 			ps.add(keyDeny, "empty path")
 			continue
 		}
+		if strings.ContainsAny(d, "*?[") {
+			ps.addValue(keyDeny, d, "%q is a pattern; paths.deny takes paths, not globs: list each path (or the directory holding them)", d)
+			continue
+		}
 		abs := d
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(g.base, abs)
@@ -128,6 +155,10 @@ func build(s *spec, ps *problems) *Grant {
 		r, err := resolve(filepath.Clean(abs))
 		if err != nil {
 			ps.addValue(keyDeny, d, "%v", err)
+			continue
+		}
+		if l, w, bad := plantedLink(r.links, g.roots); bad {
+			ps.addValue(keyDeny, d, "%q passes through the symlink %s inside the read-write tree %q, which a sandbox could have planted; deny the path it points to (%s) directly", d, l, w.given, r.path)
 			continue
 		}
 		owner, ok := g.rootOf(r.path)
@@ -268,6 +299,19 @@ func (g *Grant) Protected() []string {
 	return out
 }
 
+// ProtectedDirs returns the paths of Protected that name directories
+// (.vscode, .git/hooks), which a backend holds as empty directories when
+// they are missing; it holds the others as empty files.
+func (g *Grant) ProtectedDirs() []string {
+	var out []string
+	for _, p := range g.protected {
+		if p.dir {
+			out = append(out, p.path)
+		}
+	}
+	return out
+}
+
 // BaseDir is the resolved directory relative paths in the grant start from
 // (the grant file's directory, or the working directory for flags), and the
 // working directory of calls that do not name one.
@@ -381,4 +425,62 @@ func (g *Grant) ID() string {
 func (l Limits) String() string {
 	return fmt.Sprintf("time=%s memory=%s processes=%d output=%s file_size=%s tmp=%s",
 		l.Time, FormatSize(l.Memory), l.Processes, FormatSize(l.Output), FormatSize(l.FileSize), FormatSize(l.Tmp))
+}
+
+// Files returns the grant files this grant was built from (absolute), also
+// through With.
+func (g *Grant) Files() []string { return slices.Clone(g.files) }
+
+// ownName is the rule name of airlock's own files kept read-only (Guard).
+const ownName = "airlock's own file"
+
+// Guard returns g with airlock's own files kept from its sandboxes: each
+// path of hide (token files, the records directory, secret files) that lies
+// in a granted tree is denied, as paths.deny would (hidden from the sandbox
+// and refused to its tools, even if missing), and each path of keep (the
+// grant files, the running binary) that lies in a read-write tree stays
+// read-only, like a protected path that paths.writable_protected cannot
+// open. Paths outside every grant are left alone. A path that is a granted
+// root itself, or holds one, cannot be kept this way: that is an error
+// naming it. g is unchanged.
+func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
+	c := *g
+	c.deny = slices.Clone(g.deny)
+	c.protected = slices.Clone(g.protected)
+	for _, set := range []struct {
+		list []string
+		hide bool
+	}{{hide, true}, {keep, false}} {
+		for _, p := range set.list {
+			if p == "" {
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				return nil, fmt.Errorf("airlock's own path %q is not absolute", p)
+			}
+			r, err := resolve(filepath.Clean(p))
+			if err != nil {
+				return nil, fmt.Errorf("airlock's own path %q: %w", p, err)
+			}
+			for _, x := range g.roots {
+				if within(x.path, r.path) && (set.hide || x.writable) {
+					return nil, fmt.Errorf("the grant gives the sandbox %s (%s), which holds airlock's own %s; grant a directory that does not hold it, or move it out", x.given, x.path, r.path)
+				}
+			}
+			owner, ok := c.rootOf(r.path)
+			switch {
+			case !ok:
+			case set.hide:
+				c.deny = append(c.deny, r.path)
+			case owner.writable:
+				fi, err := os.Lstat(r.path)
+				c.protected = append(c.protected, protectedPath{path: r.path, name: ownName, dir: err == nil && fi.IsDir()})
+			}
+		}
+	}
+	slices.Sort(c.deny)
+	c.deny = slices.Compact(c.deny)
+	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	return &c, nil
 }

@@ -21,6 +21,7 @@ type resolved struct {
 	path    string   // absolute, clean, no symlink among the existing components
 	missing int      // how many trailing components do not exist
 	trail   []string // every location visited on the way, symlinks included
+	links   []string // the locations that were symlinks
 }
 
 // resolve resolves every symlink of the absolute, clean path p component by
@@ -67,6 +68,7 @@ func resolve(p string) (resolved, error) {
 		case err != nil:
 			return resolved{}, fmt.Errorf("resolving %q: %w", p, err)
 		case fi.Mode()&fs.ModeSymlink != 0:
+			r.links = append(r.links, next)
 			links++
 			if links > maxSymlinks {
 				return resolved{}, fmt.Errorf("resolving %q: too many symlinks", p)
@@ -145,6 +147,7 @@ type root struct {
 	path     string // resolved
 	dir      bool
 	writable bool
+	links    []string // symlinks the given path passed through
 }
 
 // resolveRoot resolves a granted path and refuses one that cannot be
@@ -199,7 +202,7 @@ func resolveRoot(given, base string, writable bool) (root, error) {
 	if !fi.IsDir() && !fi.Mode().IsRegular() {
 		return root{}, refuse("it is a %s, not a directory or regular file", fileKind(fi.Mode()))
 	}
-	return root{given: given, path: r.path, dir: fi.IsDir(), writable: writable}, nil
+	return root{given: given, path: r.path, dir: fi.IsDir(), writable: writable, links: r.links}, nil
 }
 
 func fileKind(m fs.FileMode) string {
@@ -213,4 +216,17 @@ func fileKind(m fs.FileMode) string {
 	default:
 		return "special file"
 	}
+}
+
+// plantedLink returns the first of links that lies inside a read-write
+// directory root, where a sandbox could have planted it, and that root.
+func plantedLink(links []string, roots []root) (string, root, bool) {
+	for _, l := range links {
+		for _, w := range roots {
+			if w.writable && w.dir && within(l, w.path) && l != w.path {
+				return l, w, true
+			}
+		}
+	}
+	return "", root{}, false
 }

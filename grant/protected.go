@@ -7,31 +7,114 @@ import (
 	"slices"
 )
 
-// Names of protected paths. Inside a read-write tree these stay read-only,
+// ProtectedEntry is one row of the protected-path table: a name that a host
+// tool reads and acts on (runs code from, or takes settings from that can
+// run code), so that a sandbox writing it could get code run on the host.
+type ProtectedEntry struct {
+	// Name is a file or directory name (".bashrc", ".vscode"), or for the
+	// entries that hold only at the top of a tree, a short path
+	// (".git/hooks", ".config/git").
+	Name string
+	// Dir says the name is a directory; a missing one is held as an empty
+	// directory, any other missing name as an empty file.
+	Dir bool
+	// Where is "anywhere" (at any depth of a read-write tree), "top" (at the
+	// top of each read-write tree only) or "home" (at the top of a tree that
+	// is a home directory: missing ones are held only there).
+	Where string
+	// Reader says which host tool acts on it.
+	Reader string
+}
+
+// The protected-path table. Inside a read-write tree these stay read-only,
 // whether or not they exist yet, unless the grant lists the name under
-// paths.writable_protected:
-//
-//   - ".git/hooks" and ".git/config" of the tree's own repository (the rest
-//     of .git stays writable so commits work);
-//   - ".git": a .git pointer file at the top of the tree, and every nested
-//     repository's .git at any depth below it;
-//   - shell rc files and .envrc, anywhere in the tree;
-//   - ".mcp.json" and editor and agent settings directories, anywhere.
-var (
-	shellRCNames = []string{
-		".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
-		".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".envrc",
-	}
-	settingsNames = []string{
-		".mcp.json", ".vscode", ".idea", ".zed", ".cursor", ".claude", ".codex", ".gemini", ".continue", ".windsurf",
-	}
-)
+// paths.writable_protected. docs/protected-paths.md shows this table; a
+// test keeps the two the same.
+var protectedTable = []ProtectedEntry{
+	// git: the tree's own repository. Its objects, refs and index stay
+	// writable so commits work; what configures or runs code does not.
+	{".git", true, "top", "git: a missing .git is held whole (no repository can be planted at the top); a .git file (a worktree's pointer) is read-only"},
+	{".git/hooks", true, "top", "git runs hooks on commit, checkout, merge, push"},
+	{".git/config", false, "top", "git: core.fsmonitor, core.pager, core.sshCommand, filters, aliases run commands on status, diff, log; also .git/config.worktree and .git/commondir (which points git at another config)"},
+	{".git/modules", true, "top", "git: submodules' own config and hooks, read by status and diff"},
+	{".gitmodules", false, "anywhere", "git: submodule URLs and update commands"},
+	{".gitconfig", false, "anywhere", "git: the user's configuration (a home directory)"},
+	{".config/git", true, "home", "git: the user's XDG configuration"},
+	// Shells and the login session.
+	{".bashrc", false, "anywhere", "bash"},
+	{".bash_profile", false, "anywhere", "bash"},
+	{".bash_login", false, "anywhere", "bash"},
+	{".bash_logout", false, "anywhere", "bash"},
+	{".profile", false, "anywhere", "sh, dash, bash login shells"},
+	{".zshrc", false, "anywhere", "zsh"},
+	{".zshenv", false, "anywhere", "zsh"},
+	{".zprofile", false, "anywhere", "zsh"},
+	{".zlogin", false, "anywhere", "zsh"},
+	{".zlogout", false, "anywhere", "zsh"},
+	{".kshrc", false, "anywhere", "ksh"},
+	{".cshrc", false, "anywhere", "csh, tcsh"},
+	{".tcshrc", false, "anywhere", "tcsh"},
+	{".login", false, "anywhere", "csh, tcsh"},
+	{".envrc", false, "anywhere", "direnv (on cd, once allowed)"},
+	{".config/fish", true, "home", "fish"},
+	{".config/autostart", true, "home", "desktop sessions start these programs"},
+	{".config/systemd", true, "home", "systemd --user units"},
+	{".local/bin", true, "home", "on PATH in most distributions' login profiles"},
+	{".ssh", true, "home", "ssh: config (ProxyCommand, LocalCommand) and authorized_keys"},
+	// Editors and agents: project settings that can run tasks, hooks or servers.
+	{".mcp.json", false, "anywhere", "Claude Code and other MCP clients start the servers it lists"},
+	{".vscode", true, "anywhere", "VS Code: tasks, launch configurations, settings"},
+	{".devcontainer", true, "anywhere", "VS Code dev containers: lifecycle commands"},
+	{".idea", true, "anywhere", "JetBrains IDEs: run configurations, tools"},
+	{".zed", true, "anywhere", "Zed: tasks, settings"},
+	{".exrc", false, "anywhere", "vi and vim with 'exrc' set"},
+	{".nvim.lua", false, "anywhere", "neovim with 'exrc' set"},
+	{".nvimrc", false, "anywhere", "neovim with 'exrc' set"},
+	{".cursor", true, "anywhere", "Cursor: rules, hooks, MCP servers"},
+	{".claude", true, "anywhere", "Claude Code: settings with hooks"},
+	{".codex", true, "anywhere", "Codex: configuration"},
+	{".gemini", true, "anywhere", "Gemini CLI: settings"},
+	{".continue", true, "anywhere", "Continue: configuration"},
+	{".windsurf", true, "anywhere", "Windsurf: rules, workflows"},
+	// Package managers and language tools whose project files run code.
+	{".npmrc", false, "anywhere", "npm: script-shell, node-options, git and other commands"},
+	{".yarnrc", false, "anywhere", "yarn 1: yarn-path runs a script"},
+	{".yarnrc.yml", false, "anywhere", "yarn 2+: yarnPath runs a script"},
+	{".pnpmfile.cjs", false, "anywhere", "pnpm runs its hooks on install"},
+	{".cargo", true, "anywhere", "cargo: config.toml (rustc-wrapper, runners, aliases)"},
+	{".Rprofile", false, "anywhere", "R runs it at start-up in the directory"},
+	{".ripgreprc", false, "anywhere", "ripgrep, where RIPGREP_CONFIG_PATH names it (--pre runs a command)"},
+}
+
+// gitConfigNames are the files of a repository's .git directory that
+// configure it, all covered by the ".git/config" entry.
+var gitConfigNames = []string{"config", "config.worktree", "commondir"}
+
+// ProtectedTable returns the protected-path table, in order.
+func ProtectedTable() []ProtectedEntry { return slices.Clone(protectedTable) }
 
 // ProtectedNames lists every name paths.writable_protected accepts.
 func ProtectedNames() []string {
-	out := []string{".git/hooks", ".git/config", ".git"}
-	out = append(out, shellRCNames...)
-	return append(out, settingsNames...)
+	out := make([]string, len(protectedTable))
+	for i, e := range protectedTable {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// anywhereNames returns the single names protected at any depth.
+func anywhereNames() []ProtectedEntry {
+	var out []ProtectedEntry
+	for _, e := range protectedTable {
+		if e.Where == "anywhere" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func isAnywhereName(c string) bool {
+	return slices.ContainsFunc(protectedTable, func(e ProtectedEntry) bool { return e.Where == "anywhere" && e.Name == c })
 }
 
 // protectedRule returns the protected name that covers the path whose
@@ -46,13 +129,19 @@ func protectedRule(rel []string, final bool) string {
 				return ".git"
 			case len(rel) >= 2 && rel[1] == "hooks":
 				return ".git/hooks"
-			case len(rel) >= 2 && rel[1] == "config":
+			case len(rel) >= 2 && slices.Contains(gitConfigNames, rel[1]):
 				return ".git/config"
+			case len(rel) >= 2 && rel[1] == "modules":
+				return ".git/modules"
 			}
 		case c == ".git":
 			return ".git"
-		case slices.Contains(shellRCNames, c), slices.Contains(settingsNames, c):
+		case isAnywhereName(c):
 			return c
+		case i == 0 && len(rel) >= 2:
+			if two := c + "/" + rel[1]; slices.ContainsFunc(protectedTable, func(e ProtectedEntry) bool { return e.Where == "home" && e.Name == two }) {
+				return two
+			}
 		}
 	}
 	return ""
@@ -62,6 +151,7 @@ func protectedRule(rel []string, final bool) string {
 type protectedPath struct {
 	path string // absolute; resolved up to the path itself
 	name string // its entry in ProtectedNames
+	dir  bool   // held as a directory when missing
 }
 
 // ruleParts returns the components of loc below the read-write root r that
@@ -79,35 +169,63 @@ func ruleParts(loc, r string) []string {
 // paths when a grant is built.
 const maxProtectedScan = 20000
 
+// looksLikeHome reports whether the directory r is a home directory: /root,
+// a directory directly in /home, or one holding a login shell's files.
+func looksLikeHome(r string) bool {
+	if r == "/root" || filepath.Dir(r) == "/home" {
+		return true
+	}
+	for _, n := range []string{".profile", ".bashrc", ".ssh"} {
+		if _, err := os.Lstat(filepath.Join(r, n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // protectedPaths lists the protected paths of a read-write directory root:
-// those at its top (existing or not) and nested ones found by a bounded scan
-// that does not follow symlinks. It reports whether the scan was complete.
+// those at its top (existing or not), the home entries (existing, or every
+// one in a home directory) and nested ones found by a bounded scan that
+// does not follow symlinks. It reports whether the scan was complete.
 // Nested read-write roots (others) are left to their own scan.
 func protectedPaths(r string, writable map[string]bool, others []string) ([]protectedPath, bool) {
 	var out []protectedPath
-	add := func(p, rule string) {
+	add := func(p, rule string, dir bool) {
 		if writable[rule] {
 			return
 		}
-		out = append(out, protectedPath{path: p, name: rule})
+		out = append(out, protectedPath{path: p, name: rule, dir: dir})
 		// A protected path that is a symlink protects its target too, so
 		// writing the target directly is refused as well.
 		if res, err := resolve(p); err == nil && res.path != p && within(res.path, r) && res.path != r {
-			out = append(out, protectedPath{path: res.path, name: rule})
+			out = append(out, protectedPath{path: res.path, name: rule, dir: dir})
 		}
 	}
 	gitDir := filepath.Join(r, ".git")
 	if filepath.Base(r) == ".git" {
 		gitDir = r
 	}
-	if fi, err := os.Lstat(gitDir); err == nil && !fi.IsDir() {
-		add(gitDir, ".git")
+	if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() {
+		add(filepath.Join(gitDir, "hooks"), ".git/hooks", true)
+		for _, n := range gitConfigNames {
+			add(filepath.Join(gitDir, n), ".git/config", false)
+		}
+		add(filepath.Join(gitDir, "modules"), ".git/modules", true)
 	} else {
-		add(filepath.Join(gitDir, "hooks"), ".git/hooks")
-		add(filepath.Join(gitDir, "config"), ".git/config")
+		// A .git file, a symlink, or none: the whole name is held.
+		add(gitDir, ".git", true)
 	}
-	for _, n := range append(slices.Clone(shellRCNames), settingsNames...) {
-		add(filepath.Join(r, n), n)
+	home := looksLikeHome(r)
+	for _, e := range protectedTable {
+		switch e.Where {
+		case "anywhere":
+			add(filepath.Join(r, e.Name), e.Name, e.Dir)
+		case "home":
+			p := filepath.Join(r, filepath.FromSlash(e.Name))
+			if _, err := os.Lstat(p); home || err == nil {
+				add(p, e.Name, e.Dir)
+			}
+		}
 	}
 	seen := 0
 	complete := true
@@ -124,7 +242,7 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			return filepath.SkipAll
 		}
 		rel := relParts(p, r)
-		if gitDir == r && len(rel) == 1 && (rel[0] == "hooks" || rel[0] == "config") {
+		if gitDir == r && len(rel) == 1 {
 			return nil
 		}
 		if len(rel) == 1 {
@@ -136,11 +254,10 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			}
 			return nil
 		}
-		if rule := protectedRule(rel[len(rel)-1:], false); rule != "" || rel[len(rel)-1] == ".git" {
-			if rule == "" {
-				rule = ".git"
-			}
-			add(p, rule)
+		last := rel[len(rel)-1]
+		if last == ".git" || isAnywhereName(last) {
+			rule := last
+			add(p, rule, d.IsDir())
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

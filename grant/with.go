@@ -29,6 +29,7 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 	}
 	s := &spec{
 		source:            "flags",
+		files:             g.Files(),
 		base:              cwd,
 		readWrite:         append(abs(old.readWrite), f.ReadWrite...),
 		readOnly:          append(abs(old.readOnly), f.ReadOnly...),

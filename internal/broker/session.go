@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +83,31 @@ type Options struct {
 	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Private are more of airlock's own files the session's sandboxes must
+	// not see (a server's token file); see OwnFiles.
+	Private []string
+}
+
+// OwnFiles returns what a session keeps from its sandboxes, for
+// grant.Guard: hidden are the records directory, the grant's secret files
+// and private; kept read-only are the grant files and the running binary.
+// A sandbox that could rewrite the grant, read a token or replace the
+// binary would widen its own next call.
+func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []string) {
+	hide = append([]string{records}, private...)
+	for _, r := range g.Secrets() {
+		if f, ok := strings.CutPrefix(r.Source, "file:"); ok && filepath.IsAbs(f) {
+			hide = append(hide, f)
+		}
+	}
+	keep = g.Files()
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		keep = append(keep, exe)
+	}
+	return hide, keep
 }
 
 // Session is one grant's calls. It is safe for concurrent use.
@@ -140,6 +167,14 @@ func Open(opts *Options) (*Session, error) {
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	records, err := filepath.Abs(o.RecordsDir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: records directory: %w", err)
+	}
+	hide, keep := OwnFiles(o.Grant, records, o.Private)
+	if o.Grant, err = o.Grant.Guard(hide, keep); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	dir := filepath.Join(o.RecordsDir, o.ID)
 	lg, err := audit.Open(dir)

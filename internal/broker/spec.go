@@ -46,6 +46,7 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 	}
 	spec.Masks = g.Masks()
 	spec.ReadOnly = g.Protected()
+	spec.ReadOnlyDirs = g.ProtectedDirs()
 	return spec
 }
 

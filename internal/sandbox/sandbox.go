@@ -78,8 +78,14 @@ type Spec struct {
 	// ReadOnly are paths inside writable mounts forced read-only (protected
 	// paths such as .git/hooks), whether or not they exist yet.
 	ReadOnly []string
-	Network  Network
-	Limits   Limits
+	// ReadOnlyDirs are the ReadOnly paths that name directories (.vscode,
+	// .git/hooks): when missing, they are held as empty read-only
+	// directories. Other missing ReadOnly paths, and missing Masks, are
+	// held as empty read-only files, so the sandbox can create neither a
+	// file nor a directory of that name.
+	ReadOnlyDirs []string
+	Network      Network
+	Limits       Limits
 	// Env is the complete environment ("K=V"); nothing is inherited.
 	Env []string
 	// Cwd is the working directory inside the sandbox.

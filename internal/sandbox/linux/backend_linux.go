@@ -184,7 +184,7 @@ func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == 
 // config turns a Spec into the init's configuration, validating paths.
 func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 	cfg := &initproto.Config{
-		Masks: spec.Masks, ReadOnly: spec.ReadOnly, Env: spec.Env, Cwd: spec.Cwd,
+		Masks: spec.Masks, ReadOnly: spec.ReadOnly, ReadOnlyDirs: spec.ReadOnlyDirs, Env: spec.Env, Cwd: spec.Cwd,
 		Command: spec.Command, TTY: spec.TTY, Hostname: "airlock",
 		TmpBytes: l.tmp, ShmBytes: l.tmp, TmpInodes: max(1024, l.tmp/1024),
 		FileBytes: l.fsz, AddressSpace: addressSpace(l.mem), OpenFiles: l.files,
@@ -617,7 +617,7 @@ func (b *Backend) removeCreated(mounts []initproto.Mount, created []string) {
 			continue
 		}
 		relp := strings.TrimPrefix(p, mounts[best].Target+"/")
-		if fi, err := root.Lstat(relp); err == nil && fi.IsDir() {
+		if fi, err := root.Lstat(relp); err == nil && (fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0) {
 			if err := root.Remove(relp); err != nil {
 				b.log.Debug("placeholder left", "path", p, "err", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,11 +51,14 @@ type heldDir struct {
 	created bool     // this process created it
 }
 
-// hold makes sure that, for each read-only path of cfg inside a writable
-// mount, every missing directory up to it exists as a placeholder, and counts
-// this sandbox as holding each placeholder it relies on. It returns what to
-// pass to release. Directories are created through os.Root, so a symlink in
-// the tree cannot lead the backend outside the mount.
+// hold makes sure that, for each denied or read-only path of cfg inside a
+// writable mount, every missing directory up to it exists as a placeholder
+// directory and the path itself as a placeholder of its kind (a directory
+// for cfg.ReadOnlyDirs, an empty file otherwise), and counts this sandbox
+// as holding each placeholder it relies on. It returns what to pass to
+// release, and sets cfg.Placeholders to the sandbox paths of every
+// placeholder held. Placeholders are created through os.Root, so a symlink
+// in the tree cannot lead the backend outside the mount.
 func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -62,11 +66,16 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 		p.refs = map[string]*heldDir{}
 	}
 	var held []string
-	for _, ro := range cfg.ReadOnly {
+	cfg.Placeholders = nil
+	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
 		m, ok := writableMountOf(cfg.Mounts, ro)
 		if !ok {
 			continue
 		}
+		// A directory by its kind, or because another held path lies below it.
+		leafDir := slices.Contains(cfg.ReadOnlyDirs, ro) || slices.ContainsFunc(append(slices.Clone(cfg.Masks), cfg.ReadOnly...), func(o string) bool {
+			return strings.HasPrefix(o, ro+"/")
+		})
 		root, err := os.OpenRoot(m.Source)
 		if err != nil {
 			return held, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
@@ -78,42 +87,59 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			if h := p.refs[host]; h != nil {
 				h.n++
 				held = append(held, host)
+				cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
 				continue
 			}
-			h, err := lockPlaceholder(root, sub)
+			h, err := lockPlaceholder(root, sub, i < len(parts)-1 || leafDir)
 			if err != nil {
 				root.Close()
 				return held, fmt.Errorf("protected path %s: %w", host, err)
 			}
-			if h != nil {
-				p.refs[host] = h
-				held = append(held, host)
+			if h == nil {
+				break // the user's own file, symlink or directory: the init handles it
 			}
+			p.refs[host] = h
+			held = append(held, host)
+			cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
 		}
 		root.Close()
 	}
+	slices.Sort(cfg.Placeholders)
+	cfg.Placeholders = slices.Compact(cfg.Placeholders)
 	return held, nil
 }
 
-// lockPlaceholder creates (or finds) the placeholder sub beneath root and
-// takes a shared lock on it. It returns nil for a directory or file that is
-// the user's own (exists and is not marked as a placeholder).
-func lockPlaceholder(root *os.Root, sub string) (*heldDir, error) {
+// lockPlaceholder creates (or finds) the placeholder sub beneath root, a
+// directory when dir is set and an empty file otherwise, and takes a
+// shared lock on it. It returns nil for anything that is the user's own
+// (exists and is not marked as a placeholder, or is not of the kind asked).
+func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		created := false
 		fi, err := root.Lstat(sub)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := root.Mkdir(sub, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			if dir {
+				err = root.Mkdir(sub, 0o755)
+			} else {
+				var f *os.File
+				f, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+				if err == nil {
+					f.Close()
+				}
+			}
+			if err != nil && !errors.Is(err, fs.ErrExist) {
 				return nil, fmt.Errorf("creating a placeholder: %w", err)
 			}
-			created = true
+			created = err == nil
+		case errors.Is(err, syscall.ENOTDIR):
+			return nil, nil // a file of the user's stands above it: nothing can be created there
 		case err != nil:
 			return nil, err
-		case !fi.IsDir():
-			return nil, nil // a file of the user's; the init binds it read-only
+		case fi.IsDir() != dir || (!dir && !fi.Mode().IsRegular()):
+			return nil, nil // the user's own; the init binds or covers it
 		}
-		f, err := root.Open(sub)
+		f, err := root.OpenFile(sub, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed under us; start again
@@ -123,9 +149,9 @@ func lockPlaceholder(root *os.Root, sub string) (*heldDir, error) {
 		if created {
 			// Best effort: without user xattrs the mark is simply absent.
 			_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
-		} else if !marked(f) {
+		} else if !marked(f) || !emptyFile(f) {
 			f.Close()
-			return nil, nil // the user's own directory
+			return nil, nil // the user's own (or written to since)
 		}
 		if err := flock(f, unix.LOCK_SH); err != nil {
 			f.Close()
@@ -157,8 +183,8 @@ func (p *placeholders) release(held []string) {
 		if (h.created || marked(h.f)) && flock(h.f, unix.LOCK_EX|unix.LOCK_NB) == nil {
 			if root, err := os.OpenRoot(filepath.Dir(host)); err == nil {
 				name := filepath.Base(host)
-				if same(root, name, h.f) {
-					_ = root.Remove(name) // fails, and keeps it, if not empty
+				if same(root, name, h.f) && emptyFile(h.f) {
+					_ = root.Remove(name) // fails, and keeps it, if a non-empty directory
 				}
 				root.Close()
 			}
@@ -173,10 +199,17 @@ func marked(f *os.File) bool {
 	return err == nil && n > 0
 }
 
-// same reports whether name beneath root is still the directory f holds.
+// emptyFile reports whether f is a directory (removed only if empty) or
+// an empty regular file: a placeholder someone wrote to is kept.
+func emptyFile(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && (fi.IsDir() || fi.Size() == 0)
+}
+
+// same reports whether name beneath root is still the placeholder f holds.
 func same(root *os.Root, name string, f *os.File) bool {
 	fi, err := root.Lstat(name)
-	if err != nil || !fi.IsDir() {
+	if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 		return false
 	}
 	held, err := f.Stat()

@@ -50,7 +50,7 @@ func shapeOf(spec *sandbox.Spec, cfg *initproto.Config, l limits) (shapeKey, boo
 		h := sha256.Sum256(b)
 		return hex.EncodeToString(h[:])
 	}
-	g := hash([]any{cfg.Mounts, cfg.Masks, cfg.ReadOnly, cfg.Env, cfg.Cwd})
+	g := hash([]any{cfg.Mounts, cfg.Masks, cfg.ReadOnly, cfg.ReadOnlyDirs, cfg.Env, cfg.Cwd})
 	f := hash([]any{g, cfg, l.mem, l.pids})
 	if g == "" || f == "" {
 		return shapeKey{}, false
@@ -67,6 +67,7 @@ type pathState struct {
 	exists   bool
 	dev, ino uint64
 	mode     uint32
+	size     int64 // of a file (a placeholder written to is a change)
 }
 
 // grantPaths lists the host paths behind cfg's mounts, masks and
@@ -78,6 +79,9 @@ func grantPaths(cfg *initproto.Config) []pathState {
 		var s unix.Stat_t
 		if err := unix.Lstat(p, &s); err == nil {
 			st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
+			if st.mode != unix.S_IFDIR {
+				st.size = s.Size
+			}
 		}
 		out = append(out, st)
 	}
@@ -456,6 +460,7 @@ func copyConfig(cfg *initproto.Config) *initproto.Config {
 	c.Mounts = append([]initproto.Mount(nil), cfg.Mounts...)
 	c.Masks = append([]string(nil), cfg.Masks...)
 	c.ReadOnly = append([]string(nil), cfg.ReadOnly...)
+	c.ReadOnlyDirs = append([]string(nil), cfg.ReadOnlyDirs...)
 	c.Env = append([]string{}, cfg.Env...)
 	c.Command = nil
 	return &c

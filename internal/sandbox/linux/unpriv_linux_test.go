@@ -93,4 +93,7 @@ func TestUnprivChild(t *testing.T) {
 	t.Run("escape", TestHostile14EscapeProcessGroup)
 	t.Run("nested", TestHostile07NestedGrantSwapped)
 	t.Run("tty", TestTTY)
+	t.Run("rename", TestHostileRenameAncestor)
+	t.Run("symlink", TestProtectedSymlinkCovered)
+	t.Run("placeholders", TestPlaceholderKinds)
 }

@@ -47,11 +47,18 @@ type Config struct {
 	Mounts   []Mount  `json:"mounts,omitempty"`
 	Masks    []string `json:"masks,omitempty"`
 	ReadOnly []string `json:"read_only,omitempty"`
-	Env      []string `json:"env,omitempty"`
-	Cwd      string   `json:"cwd"`
-	Command  []string `json:"command,omitempty"`
-	TTY      bool     `json:"tty,omitempty"`
-	Hostname string   `json:"hostname"`
+	// ReadOnlyDirs are the ReadOnly paths that, when missing, are held as
+	// empty directories; other missing ReadOnly and Masks paths are held
+	// as empty files.
+	ReadOnlyDirs []string `json:"read_only_dirs,omitempty"`
+	// Placeholders are the sandbox paths of the placeholders the host made
+	// for this sandbox; the init lists them at inside.PlaceholderList.
+	Placeholders []string `json:"placeholders,omitempty"`
+	Env          []string `json:"env,omitempty"`
+	Cwd          string   `json:"cwd"`
+	Command      []string `json:"command,omitempty"`
+	TTY          bool     `json:"tty,omitempty"`
+	Hostname     string   `json:"hostname"`
 
 	// ProxySocket is the host path of this sandbox's egress proxy socket;
 	// the init binds it at ProxyMount and, when ProxyPort is set, forwards

@@ -43,6 +43,10 @@ type builder struct {
 	newAPI  bool
 	created []string
 	devNull int // O_PATH fd of the host's /dev/null, used to mask files
+	empty   int // O_PATH fd of an empty read-only file on the stage
+	// mounted are the sandbox paths of the masks and protected paths
+	// mounted over, for pinning their ancestors.
+	mounted []string
 }
 
 // openSource opens a grant source without following any symlink: sources
@@ -288,7 +292,12 @@ func (b *builder) tmpfs(dst int, opts string, attrs uint64) error {
 
 // build assembles the new root on the stage and returns its features.
 func build(cfg *initproto.Config) (*builder, error) {
-	b := &builder{cfg: cfg, newAPI: true, devNull: -1}
+	b := &builder{cfg: cfg, newAPI: true, devNull: -1, empty: -1}
+	defer func() {
+		if b.empty >= 0 {
+			unix.Close(b.empty)
+		}
+	}()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("making / private: %w", err)
 	}
@@ -356,6 +365,9 @@ func build(cfg *initproto.Config) (*builder, error) {
 		return nil, fmt.Errorf("opening the new root: %w", err)
 	}
 	b.root = root
+	if err := b.makeEmpty(); err != nil {
+		return nil, err
+	}
 
 	// 3. System directories, read-only, nosuid, nodev.
 	for _, d := range systemDirs {
@@ -448,54 +460,10 @@ func build(cfg *initproto.Config) (*builder, error) {
 		}
 	}
 
-	// 7. Masks: an empty read-only tmpfs over a directory, /dev/null
-	// (nodev, so it cannot even be opened) over a file.
-	for _, p := range cfg.Masks {
-		fd, err := b.walkPath(p)
-		if errors.Is(err, unix.ENOENT) {
-			continue // nothing to hide
-		}
-		if err != nil {
-			return nil, fmt.Errorf("masking %s: %w", p, err)
-		}
-		if isDirFD(fd) {
-			err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-		} else {
-			err = b.bind(b.devNull, fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-		}
-		unix.Close(fd)
-		if err != nil {
-			return nil, fmt.Errorf("masking %s: %w", p, err)
-		}
-	}
-
-	// 8. Read-only paths inside writable grants. An existing path is bound
-	// read-only onto itself; a missing one gets a placeholder directory
-	// (created in the grant, removed by the host afterwards if still empty)
-	// with an empty read-only tmpfs on it, so it cannot be created: writes
-	// below it fail with EROFS, and creating a file of that name fails
-	// with EEXIST/EISDIR.
-	for _, p := range cfg.ReadOnly {
-		fd, err := b.walkPath(p)
-		if errors.Is(err, unix.ENOENT) {
-			if !underWritable(p, cfg.Mounts) {
-				continue // nothing can create it: it is read-only already
-			}
-			fd, err = b.target(p, true, true)
-			if err == nil {
-				err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-				unix.Close(fd)
-			}
-		} else if err == nil {
-			err = b.bind(fd, fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
-			unix.Close(fd)
-		}
-		if err != nil {
-			if errors.Is(err, unix.ELOOP) {
-				return nil, fmt.Errorf("making %s read-only: it is a symlink (refused): %w", p, err)
-			}
-			return nil, fmt.Errorf("making %s read-only: %w", p, err)
-		}
+	// 7-8. Denied paths are hidden and protected paths made read-only,
+	// then every ancestor of them inside a writable grant is pinned.
+	if err := b.protect(); err != nil {
+		return nil, err
 	}
 
 	// 9. The egress proxy's socket, alone in /run/airlock.

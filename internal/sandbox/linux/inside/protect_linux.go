@@ -1,0 +1,233 @@
+package inside
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// emptyName is an empty read-only file on the stage, the source of the
+// mounts that cover symlinks and special files at protected paths. It is
+// unlinked once every mount is made; the mounts keep it.
+const emptyName = ".airlock-empty"
+
+// PlaceholderList is where the sandbox finds the paths that are airlock's
+// placeholders rather than the user's files, one per line, so that
+// airlock's own tools can treat them as missing.
+const PlaceholderList = "/run/airlock/placeholders"
+
+const (
+	roAttrs   = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	maskAttrs = roAttrs | unix.MOUNT_ATTR_NOEXEC
+)
+
+func (b *builder) makeEmpty() error {
+	f, err := unix.Openat(b.root, emptyName, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return fmt.Errorf("creating the empty file: %w", err)
+	}
+	unix.Close(f)
+	b.empty, err = openBeneath(b.root, emptyName, unix.O_PATH)
+	if err != nil {
+		return fmt.Errorf("opening the empty file: %w", err)
+	}
+	return nil
+}
+
+// protect hides the denied paths, makes the protected ones read-only and
+// pins every ancestor of them (and of nested grants) that lies in a
+// writable grant, so that none can be renamed, removed or replaced: the
+// kernel refuses to move or remove a mount point (EBUSY). Without the pins,
+// `mv a a2` would carry the mount over a/secret along to a2/secret and
+// leave a/secret unprotected.
+func (b *builder) protect() error {
+	for _, p := range b.cfg.Masks {
+		if err := b.hold(p, true); err != nil {
+			return fmt.Errorf("hiding denied path %s: %w", p, err)
+		}
+	}
+	for _, p := range b.cfg.ReadOnly {
+		if err := b.hold(p, false); err != nil {
+			return fmt.Errorf("making protected path %s read-only: %w", p, err)
+		}
+	}
+	if err := b.pinAncestors(); err != nil {
+		return err
+	}
+	if err := b.listPlaceholders(); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(b.root, emptyName, 0); err != nil {
+		return fmt.Errorf("removing the empty file: %w", err)
+	}
+	return nil
+}
+
+// hold mounts over one denied (mask) or protected path. A path that does
+// not exist is created first as an empty placeholder, a directory or a
+// file by its kind (the host has normally made it already), so the sandbox
+// cannot create it. A symlink at the path, or at one of its ancestors, is
+// covered by an empty read-only file: nothing in the sandbox follows it or
+// replaces it, and the rest of the tree stays usable. A regular file with
+// more than one hard link is refused: its other names would stay open.
+func (b *builder) hold(p string, mask bool) error {
+	fd, at, err := b.walkNoFollow(p)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		if !underWritable(p, b.cfg.Mounts) {
+			return nil // nothing in the sandbox can create it
+		}
+		dir := !mask && slices.Contains(b.cfg.ReadOnlyDirs, p)
+		if fd, err = b.target(p, dir, true); err != nil {
+			return err
+		}
+		at = p
+	case errors.Is(err, unix.ENOTDIR):
+		return nil // a file stands where a directory would: nothing can exist below
+	case err != nil:
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	switch kind := st.Mode & unix.S_IFMT; {
+	case kind == unix.S_IFLNK:
+		err = b.bind(b.empty, fd, maskAttrs)
+	case kind == unix.S_IFDIR && mask:
+		err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", maskAttrs)
+	case kind == unix.S_IFDIR:
+		err = b.bind(fd, fd, roAttrs)
+	case kind == unix.S_IFREG && st.Nlink > 1:
+		return fmt.Errorf("the file has %d hard links, and its other names would stay open to the sandbox; remove the extra links", st.Nlink)
+	case kind == unix.S_IFREG && !mask:
+		err = b.bind(fd, fd, roAttrs)
+	case mask:
+		err = b.bind(b.devNull, fd, maskAttrs)
+	default: // a socket, fifo or device at a protected name: cover it
+		err = b.bind(b.empty, fd, maskAttrs)
+	}
+	if err != nil {
+		return err
+	}
+	b.mounted = append(b.mounted, at)
+	return nil
+}
+
+// walkNoFollow opens sandbox path p below the stage without following any
+// symlink. It returns an O_PATH fd of p, or of the first component that is
+// a symlink (and that component's path), or ENOENT when a component is
+// missing, or ENOTDIR when a non-directory stands above p.
+func (b *builder) walkNoFollow(p string) (int, string, error) {
+	cur, err := unix.Dup(b.root)
+	if err != nil {
+		return -1, "", err
+	}
+	parts := strings.Split(rel(p), "/")
+	sofar := ""
+	for i, c := range parts {
+		sofar += "/" + c
+		next, err := openBeneath(cur, c, unix.O_PATH)
+		unix.Close(cur)
+		if err != nil {
+			return -1, "", err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return -1, "", err
+		}
+		kind := st.Mode & unix.S_IFMT
+		if kind == unix.S_IFLNK {
+			return next, sofar, nil
+		}
+		if i < len(parts)-1 && kind != unix.S_IFDIR {
+			unix.Close(next)
+			return -1, "", unix.ENOTDIR
+		}
+		cur = next
+	}
+	return cur, p, nil
+}
+
+// pinAncestors makes every directory between a writable grant's root and a
+// path mounted over inside it (a mask, a protected path, a nested grant) a
+// mount point of its own, deepest first, each a recursive bind of itself
+// that keeps what is mounted below it.
+func (b *builder) pinAncestors() error {
+	targets := map[string]bool{}
+	for _, m := range b.cfg.Mounts {
+		targets[m.Target] = true
+	}
+	paths := slices.Clone(b.mounted)
+	for _, m := range b.cfg.Mounts {
+		paths = append(paths, m.Target)
+	}
+	pins := map[string]bool{}
+	for _, p := range paths {
+		for a := filepath.Dir(p); a != "/" && !targets[a] && !pins[a]; a = filepath.Dir(a) {
+			m, ok := innermost(a, b.cfg.Mounts)
+			if !ok || !m.Writable {
+				break
+			}
+			pins[a] = true
+		}
+	}
+	order := make([]string, 0, len(pins))
+	for a := range pins {
+		order = append(order, a)
+	}
+	// Deepest first: each pin then clones the pins below it.
+	slices.SortFunc(order, func(x, y string) int {
+		if d := strings.Count(y, "/") - strings.Count(x, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(x, y)
+	})
+	for _, a := range order {
+		fd, err := b.walkPath(a)
+		if err != nil {
+			return fmt.Errorf("pinning %s: %w", a, err)
+		}
+		err = b.bind(fd, fd, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("pinning %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// listPlaceholders writes PlaceholderList when the host made placeholders.
+func (b *builder) listPlaceholders() error {
+	if len(b.cfg.Placeholders) == 0 {
+		return nil
+	}
+	dir, err := b.walk(rel(filepath.Dir(PlaceholderList)), true, false)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(PlaceholderList), err)
+	}
+	defer unix.Close(dir)
+	return writeAt(dir, filepath.Base(PlaceholderList), strings.Join(b.cfg.Placeholders, "\n")+"\n")
+}
+
+// innermost returns the grant mount holding sandbox path p most closely.
+func innermost(p string, mounts []initproto.Mount) (initproto.Mount, bool) {
+	best := -1
+	for i, m := range mounts {
+		if within(p, m.Target) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return initproto.Mount{}, false
+	}
+	return mounts[best], true
+}
