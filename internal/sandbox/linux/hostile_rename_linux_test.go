@@ -44,7 +44,7 @@ func TestHostileRenameAncestor(t *testing.T) {
 		roGrant []string          // nested read-only grants below W
 		attack  string            // run with cwd W
 		keep    map[string]string // host files below W that must keep their content
-		}
+	}
 	cases := []tc{{
 		name:   "deny nested",
 		files:  map[string]string{"a/secret": "CANARY"},
