@@ -86,7 +86,7 @@ func runGlob(ctx context.Context, env Env, a GlobArgs) wire.ToolOutput {
 	}
 	defer dir.Close()
 
-	w := globWalk{ctx: ctx, g: g, keep: globMaxResults}
+	w := globWalk{ctx: ctx, g: g, keep: globMaxResults, base: t.shown, env: env}
 	w.walk(dir, "", g.start(), 0)
 	return w.render(t.shown, outputCap(env))
 }
@@ -94,6 +94,8 @@ func runGlob(ctx context.Context, env Env, a GlobArgs) wire.ToolOutput {
 // globWalk collects matches, keeping only the first keep in path order.
 type globWalk struct {
 	ctx       context.Context
+	base      string // the absolute path of the walk's top
+	env       Env
 	g         *globPattern
 	keep      int
 	found     []string // at most 2*keep, trimmed to the smallest keep as it grows
@@ -121,6 +123,9 @@ func (w *globWalk) walk(dir *os.Root, rel string, states []globState, depth int)
 				child = rel + "/" + name
 			}
 			isDir := e.Type().IsDir() // from the directory entry: a symlink is never a directory here
+			if w.env.hidden(filepath.Join(w.base, child)) {
+				continue // airlock's placeholder, not the user's
+			}
 			if matched {
 				if isDir {
 					w.add(child + "/")

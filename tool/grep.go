@@ -92,6 +92,7 @@ func runGrep(ctx context.Context, env Env, a GrepArgs) wire.ToolOutput {
 		head:    a.HeadLimit,
 		maxOut:  outputCap(env),
 		maxFile: grepMaxFileBytes,
+		env:     env,
 	}
 	if s.mode == "" {
 		s.mode = grepFiles

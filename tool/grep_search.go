@@ -35,6 +35,7 @@ type grepSearch struct {
 	glob    *globPattern
 	// globBase: the glob has no "/", so it matches file names, not paths.
 	globBase bool
+	env      Env // for its Hidden placeholders
 
 	out       bytes.Buffer
 	lines     int // output lines so far
@@ -165,6 +166,9 @@ func (s *grepSearch) walk(ctx context.Context, d *dirRef, rel, shown string, dep
 		childRel := name
 		if rel != "" {
 			childRel = rel + "/" + name
+		}
+		if s.env.hidden(joinShown(shown, name)) {
+			continue // airlock's placeholder, not the user's
 		}
 		switch typ := e.Type(); {
 		case typ.IsRegular():

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"unicode/utf8"
@@ -52,6 +53,9 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 		return Failure("%v", err)
 	}
 	defer t.close()
+	if env.hidden(t.shown) {
+		return Failure("%v", t.describe(fs.ErrNotExist))
+	}
 	f, fi, err := t.openRegular(os.O_RDONLY)
 	if err != nil {
 		return Failure("%v", err)

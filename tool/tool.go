@@ -33,6 +33,15 @@ type Env struct {
 	// Background starts and tracks background work. Nil means the runner
 	// cannot start background work and shell refuses run_in_background.
 	Background Background
+	// Hidden are absolute paths that are the sandbox's placeholders for
+	// missing protected or denied names, not the user's files: read_file
+	// treats them as missing and glob and grep never list them.
+	Hidden []string
+}
+
+// hidden reports whether the absolute path p is one of env.Hidden.
+func (e Env) hidden(p string) bool {
+	return len(e.Hidden) > 0 && slices.Contains(e.Hidden, p)
 }
 
 // Background starts background shell work on behalf of the shell tool. The

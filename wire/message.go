@@ -108,3 +108,9 @@ type ErrorReport struct {
 
 // String renders a report for logs.
 func (r ErrorReport) String() string { return fmt.Sprintf("runner exit %d: %s", r.Code, r.Error) }
+
+// PlaceholderList is the file in a sandbox that lists, one absolute path a
+// line, the placeholders the backend holds for missing protected or denied
+// names: airlock's, not the user's files. The runner passes them to the
+// tools as tool.Env.Hidden. A sandbox without placeholders has no such file.
+const PlaceholderList = "/run/airlock/placeholders"

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/airlockhq/airlock/tool"
@@ -95,6 +96,9 @@ func envFrom(c wire.CallContext) (tool.Env, error) {
 	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress}
 	if env.Root == "" {
 		env.Root = "/"
+	}
+	if b, err := os.ReadFile(wire.PlaceholderList); err == nil {
+		env.Hidden = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	}
 	if env.Cwd == "" {
 		wd, err := os.Getwd()

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // emptyName is an empty read-only file on the stage, the source of the
@@ -18,9 +19,8 @@ import (
 const emptyName = ".airlock-empty"
 
 // PlaceholderList is where the sandbox finds the paths that are airlock's
-// placeholders rather than the user's files, one per line, so that
-// airlock's own tools can treat them as missing.
-const PlaceholderList = "/run/airlock/placeholders"
+// placeholders rather than the user's files (see wire.PlaceholderList).
+const PlaceholderList = wire.PlaceholderList
 
 const (
 	roAttrs   = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
