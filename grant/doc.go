@@ -25,12 +25,13 @@
 //   - writable_protected: protected names (see below) the sandbox may write.
 //
 // Protected paths stay read-only inside read-write trees, whether or not they
-// exist yet: ".git/hooks" and ".git/config" of the tree's repository (the rest
-// of .git stays writable so commits work); ".git" meaning a .git pointer file
-// at the top of the tree and every nested repository's .git; shell rc files
-// and .envrc anywhere; ".mcp.json" and editor and agent settings directories
-// (.vscode, .idea, .zed, .cursor, .claude, .codex, .gemini, .continue,
-// .windsurf) anywhere. ProtectedNames lists them.
+// exist yet: the tree's repository's hooks, config, config.worktree,
+// commondir and modules (the rest of .git stays writable so commits work; a
+// missing .git is held whole); every nested repository's .git; shell rc
+// files, .envrc, .gitconfig, .gitmodules, package managers' rc files and
+// editor and agent settings anywhere; a home directory's .ssh, .config/git
+// and similar. ProtectedTable lists them with what reads each;
+// docs/protected-paths.md says exactly what holds where.
 //
 // [network]
 //

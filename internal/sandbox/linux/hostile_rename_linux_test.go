@@ -1,6 +1,7 @@
 package linux_test
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,5 +211,43 @@ func TestProtectedHardLinkRefused(t *testing.T) {
 	_, err := tryRun(t, &sandbox.Spec{Mounts: []sandbox.Mount{{Source: d.W, Writable: true}}, Masks: []string{secret}, Command: []string{"true"}})
 	if err == nil || !strings.Contains(err.Error(), "hard links") {
 		t.Fatalf("err %v, want a refusal naming the hard links", err)
+	}
+}
+
+// TestSocketUnderReadOnlyGrant (issue 19.15): a host service's Unix socket
+// under a read-only grant. With Landlock ABI 9 connect(2) is refused; below
+// it the kernel has no way to refuse it, and the result says so by listing
+// "landlock-unix" as missing (docs/protected-paths.md says the same).
+func TestSocketUnderReadOnlyGrant(t *testing.T) {
+	needPython(t)
+	d := newDirs(t)
+	sock := filepath.Join(d.R, "service.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	o := sh(t, `python3 -c 'import socket,sys
+s=socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("connected")
+except OSError as e:
+    print("refused", e.errno)' `+sock, d.mounts()...)
+	switch {
+	case contains(o.res.Isolation.Features, "landlock-unix"):
+		if !strings.Contains(o.stdout, "refused") {
+			t.Fatalf("with Landlock ABI 9 the connect went through: %q %q", o.stdout, o.stderr)
+		}
+	case !contains(o.res.Isolation.Missing, "landlock-unix"):
+		t.Fatalf("neither a feature nor missing: %+v", o.res.Isolation)
+	case !strings.Contains(o.stdout, "connected"):
+		t.Fatalf("the documented gap changed: %q %q (update the docs)", o.stdout, o.stderr)
 	}
 }

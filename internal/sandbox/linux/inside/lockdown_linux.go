@@ -125,6 +125,12 @@ func noNewPrivs() error {
 	return nil
 }
 
+// unixFeature names Landlock's control of connecting to pathname Unix
+// sockets (ABI 9). Below it a read-only mount does not stop connect(2), so
+// a socket under a read-only grant stays connectable; the result then lists
+// it as missing.
+const unixFeature = "landlock-unix"
+
 // applyLandlock restricts the filesystem to what the mounts already allow
 // (defence in depth) and scopes abstract sockets and signals, at the best
 // ABI the kernel has. It returns the feature names (space-separated), or
@@ -177,6 +183,11 @@ func applyLandlock(cfg *initproto.Config) (string, error) {
 	name := "landlock-abi" + strconv.Itoa(abi)
 	if c.Scoped != 0 && abi >= 6 {
 		name += " landlock-scoped"
+	}
+	if abi >= 9 {
+		// connect(2) to a pathname Unix socket outside the read-write
+		// trees (a host service's socket under a read-only grant) is refused.
+		name += " " + unixFeature
 	}
 	return name, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,6 +174,9 @@ func setup(cfg *initproto.Config) (*initproto.Status, error) {
 		st.Features = append(st.Features, strings.Fields(ll)...)
 	} else {
 		st.Missing = append(st.Missing, "landlock")
+	}
+	if !slices.Contains(st.Features, unixFeature) {
+		st.Missing = append(st.Missing, unixFeature)
 	}
 	phase("landlock")
 	ok, err := installSeccomp()
