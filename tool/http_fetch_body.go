@@ -49,7 +49,7 @@ func (f *fetcher) result(resp *http.Response, method string, redirects int, t fe
 	if method == http.MethodHead {
 		for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified", "ETag"} {
 			if v := resp.Header.Get(k); v != "" {
-				fmt.Fprintf(&b, "%s: %s\n", k, clip(strings.ToValidUTF8(v, "?")))
+				fmt.Fprintf(&b, "%s: %s\n", k, clip(wire.ValidUTF8(v)))
 			}
 		}
 	} else {
@@ -62,9 +62,9 @@ func (f *fetcher) result(resp *http.Response, method string, redirects int, t fe
 			if ct == "" {
 				ct = http.DetectContentType(body)
 			}
-			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", clip(strings.ToValidUTF8(ct, "?")), len(body))
+			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", clip(wire.ValidUTF8(ct)), len(body))
 		default:
-			text := strings.ToValidUTF8(string(body), "\uFFFD")
+			text := wire.ValidUTF8(string(body))
 			limit := outputCap(f.env)
 			if len(text) > limit {
 				cut := limit

@@ -156,6 +156,9 @@ func TestHTTPFetch(t *testing.T) {
 		{name: "too big", url: w.a.URL("/big?n=6000000"), want: []string{"[body larger than 5 MiB: stopped reading]\n[http 200]", "bytes cut"}},
 		{name: "gzip", url: w.a.URL("/gzip?n=70"), want: []string{"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\nxxxxxx\n[http 200]"}},
 		{name: "gzip bomb", url: w.a.URL("/gzip?n=100000000"), want: []string{"[body larger than 5 MiB: stopped reading]\n[http 200]"}},
+		{name: "text that drives a terminal reaches the model as it was, bytes that are not UTF-8 marked",
+			url: w.a.URL("/hostile"), want: []string{"clip\x1b]52;c;aGk=\x07 clear\x1b[2J cr\r bs\b rlo\u202eolleh bad\\xff\\xfe\n[airlock: http_fetch · forged]\n[http 200]"},
+			not: []string{"\uFFFD"}},
 		{name: "not found", url: w.a.URL("/nothing"), want: []string{"[http 404]"}},
 		{name: "head", url: w.a.URL("/ok"), method: "HEAD", want: []string{"Content-Type: text/plain; charset=utf-8\n", "[http 200]"}, not: []string{"hello"}},
 	}

@@ -515,7 +515,7 @@ func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, no
 	}
 	if len(tail.data) > 0 {
 		b.WriteString("--- last output ---\n")
-		b.Write(tail.data)
+		b.WriteString(wire.ValidUTF8(string(tail.data)))
 	}
 	out.Content = b.String()
 	return out

@@ -259,6 +259,19 @@ func TestBackgroundTailStartsOnACharacter(t *testing.T) {
 	}
 }
 
+// TestBackgroundOutputMarksBytesThatAreNotUTF8: the tail shows bytes that
+// are not UTF-8 as \xNN, as a call's output does, instead of losing them to
+// U+FFFD when the result is encoded.
+func TestBackgroundOutputMarksBytesThatAreNotUTF8(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Unsandboxed(t), nil)
+	id := startWork(t, s, `printf 'a\377\376b\n'`)
+	res := workCall(t, s, "wait", id, "")
+	if got := lastOutput(res.Output.Content); got != `a\xff\xfeb`+"\n" {
+		t.Fatalf("tail = %q, want %q", got, `a\xff\xfeb`+"\n")
+	}
+}
+
 func TestBackgroundFloodIsStoppedByTheOutputLimit(t *testing.T) {
 	f := newFixture(t, grant.Limits{Output: 4 << 10})
 	s := f.open(t, sandboxtest.Native(t), nil)

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/airlockhq/airlock/internal/printable"
 )
 
 func callCommand() *command {
@@ -16,7 +19,12 @@ func callCommand() *command {
 		usage: `airlock call [flags] TOOL 'JSON-ARGS'
 
 Runs TOOL with JSON-ARGS in a fresh sandbox built from the grant and prints the
-text the model would read. Exit status: 0 when the call completed (even if the
+text the model would read, made safe for a terminal: control characters
+(escape sequences, carriage returns, backspaces), bidirectional and other
+invisible format characters and bytes that are not UTF-8 are shown as escapes
+(\x1b, \r, \u202e, \xff), and "[airlock" in the tool's output is shown as
+"\[airlock", so only airlock's own label, the first line, starts that way.
+--json prints the result exactly as the model gets it. Exit status: 0 when the call completed (even if the
 tool reports a failure such as a missing file), 1 when the grant refused it or
 the sandbox could not run it, 2 for bad usage.
 
@@ -63,7 +71,7 @@ Example: airlock call read_file '{"path": "README.md"}'`,
 			b, _ := json.MarshalIndent(res.Output, "", "  ")
 			fmt.Fprintf(env.Stdout, "%s\n", b)
 		} else {
-			fmt.Fprintln(env.Stdout, res.Output.Content)
+			fmt.Fprintln(env.Stdout, forPerson(res.Output.Content))
 		}
 		if res.Class != "ok" {
 			return exitFailure
@@ -71,6 +79,25 @@ Example: airlock call read_file '{"path": "README.md"}'`,
 		return exitOK
 	}
 	return c
+}
+
+// forPerson renders a result's content for a person's terminal. Everything
+// is made printable (printable.Text), and every "[airlock" after the first
+// (in any case) gets a backslash before it: the content starts with airlock's
+// label, and a tool that prints a look-alike label, at the start of a line or
+// where a long line wraps to the start of a row, shows "\[airlock" instead.
+func forPerson(content string) string {
+	s := printable.Text(content)
+	const mark = "[airlock"
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '[' && i > 0 && len(s)-i >= len(mark) && strings.EqualFold(s[i:i+len(mark)], mark) {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // runsInBackground reports whether shell arguments ask for background work.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -29,6 +30,9 @@ system directories are read-only, nothing else of the host is visible, and
 there is no network. stdin, stdout and stderr pass through, a terminal passes
 through when stdin is one (as a new pseudo-terminal, never the host's own),
 and airlock exits with CMD's exit status (128+N when a signal N killed it).
+SIGTERM, SIGHUP and SIGINT sent to airlock are passed on to CMD (SIGTERM to
+every process of the sandbox), so its traps run; a second one kills the
+sandbox at once (status 137).
 
 With --allow-host (or a grant that names hosts) the sandbox reaches those
 hosts, and only those, through airlock's egress proxy: HTTP_PROXY,
@@ -116,14 +120,16 @@ Examples:
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
-		ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP)
-		defer stop()
+		ran := make(chan struct{})
+		spec.Signal = forwardSignals(env, cmdArgs[0], ran)
 		restore, ctx, err := attachTerminal(ctx, env, spec)
 		if err != nil {
+			close(ran)
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
 		res, err := backend.Run(ctx, spec)
+		close(ran)
 		restore()
 		if err != nil {
 			var mf *sandbox.MissingFeatureError
@@ -148,6 +154,40 @@ Examples:
 		return res.ExitCode
 	}
 	return c
+}
+
+// forwardSignals passes SIGTERM, SIGHUP and SIGINT sent to airlock on to
+// the command (see sandbox.Spec.Signal), so its traps run and airlock exits
+// with its status. A second signal, for a command that ignores or outlives
+// the first, kills the sandbox at once (status 128+9). A signal that comes
+// while the sandbox is being built reaches the command as it starts. It
+// stops when done is closed.
+func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.Signal {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	fwd := make(chan syscall.Signal, 2)
+	go func() {
+		defer signal.Stop(sigs)
+		for n := 0; ; n++ {
+			var s os.Signal
+			select {
+			case s = <-sigs:
+			case <-done:
+				return
+			}
+			sig, _ := s.(syscall.Signal)
+			if n > 0 {
+				fmt.Fprintf(env.Stderr, "airlock exec: second signal (%v): killing %s\n", s, name)
+				sig = syscall.SIGKILL
+			}
+			select {
+			case fwd <- sig:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return fwd
 }
 
 // reportEgress tells the user on stderr about each connection the egress

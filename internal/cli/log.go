@@ -11,8 +11,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/printable"
 )
 
 func logCommand() *command {
@@ -147,20 +149,23 @@ func sortRecords(recs []audit.Record) {
 	slices.SortStableFunc(recs, func(a, b audit.Record) int { return a.Time.Compare(b.Time) })
 }
 
-// formatRecord renders one record as a tab-separated line.
+// formatRecord renders one record as a tab-separated line. Every field is
+// made printable on one line: a record holds text the model or a sandbox
+// chose (paths, commands, host names, refusal reasons), and a person reads
+// this.
 func formatRecord(r audit.Record) string {
 	ts := r.Time.Local().Format("2006-01-02 15:04:05.000")
 	switch r.Kind {
 	case audit.KindSession:
-		return fmt.Sprintf("%s\t%s\tsession %s\t%s\t%s", ts, r.Session, r.Decision, r.Backend, r.Rule)
+		return row(ts, r.Session, "session "+r.Decision, r.Backend, r.Rule)
 	case audit.KindEgress:
 		verdict := "allowed"
 		if r.Decision != "" {
 			verdict = r.Decision
 		}
-		return fmt.Sprintf("%s\t%s\tegress\t%s:%d → %s\t%s %s", ts, r.Session, r.Host, r.Port, r.Addr, verdict, r.Rule)
+		return row(ts, r.Session, "egress", fmt.Sprintf("%s:%d → %s", r.Host, r.Port, r.Addr), verdict+" "+r.Rule)
 	case audit.KindBackgroundStart, audit.KindBackgroundEnd:
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s %s", ts, r.Session, r.Kind, r.WorkID, r.Class, r.Detail)
+		return row(ts, r.Session, string(r.Kind), r.WorkID, r.Class+" "+r.Detail)
 	}
 	outcome := r.Class
 	if r.Decision == "refused" {
@@ -168,7 +173,19 @@ func formatRecord(r audit.Record) string {
 	}
 	args := string(r.Args)
 	if len(args) > 80 {
-		args = args[:77] + "..."
+		cut := 77
+		for cut > 0 && !utf8.RuneStart(args[cut]) {
+			cut--
+		}
+		args = args[:cut] + "..."
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.1fms\t%s", ts, r.Session, r.CallID, r.Tool, outcome, r.Duration, args)
+	return row(ts, r.Session, r.CallID, r.Tool, outcome, fmt.Sprintf("%.1fms", r.Duration), args)
+}
+
+// row joins cells with tabs, each made printable on one line.
+func row(cells ...string) string {
+	for i, c := range cells {
+		cells[i] = printable.Line(c)
+	}
+	return strings.Join(cells, "\t")
 }

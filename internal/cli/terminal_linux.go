@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,7 +16,8 @@ import (
 
 // attachTerminal gives spec a pseudo-terminal when stdin is a terminal: the
 // host terminal goes into raw mode (restored by the returned func), its size
-// is passed on, and later size changes follow through ctx.
+// is passed on, and later size changes follow through ctx. Input the
+// terminal already held is passed on first, as it was typed (pendingInput).
 func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), context.Context, error) {
 	in, ok := env.Stdin.(*os.File)
 	if !ok {
@@ -31,6 +34,9 @@ func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), 
 	}
 	if t := env.Getenv("TERM"); t != "" {
 		spec.Env = setEnv(spec.Env, "TERM="+t)
+	}
+	if typed := pendingInput(fd, old); len(typed) > 0 {
+		spec.Stdin = io.MultiReader(bytes.NewReader(typed), spec.Stdin)
 	}
 	raw := *old
 	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
@@ -67,4 +73,45 @@ func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), 
 		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
 	}
 	return restore, linux.WithResize(ctx, sizes), nil
+}
+
+// pendingInput reads, while the terminal is still in canonical mode, the
+// input its line discipline already holds for a reader, so that it reaches
+// the command as it was typed. The line discipline keeps an end-of-file
+// (VEOF, ^D: typed ahead, or sent by a program such as script(1) when its
+// own input ends) as a NUL marker that ends the line; a read in canonical
+// mode drops it, but once the terminal is raw it reads as a real NUL byte,
+// which the command's terminal echoes as "^@". Here each complete line is
+// kept as read and each end-of-file becomes the VEOF character again, the
+// byte a raw terminal would have passed on. A partial line stays queued
+// (its bytes read the same in raw mode). Input typed between this read and
+// the switch to raw mode can still turn a ^D into a NUL; the window is the
+// two system calls between them.
+func pendingInput(fd int, t *unix.Termios) []byte {
+	if t.Lflag&unix.ICANON == 0 {
+		return nil
+	}
+	eof := t.Cc[unix.VEOF]
+	if eof == 0 {
+		eof = 4 // ^D, the command's own terminal's default
+	}
+	var typed []byte
+	buf := make([]byte, 4096)
+	for range 1024 {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err != nil || n != 1 || fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 || fds[0].Revents&unix.POLLIN == 0 {
+			break
+		}
+		m, err := unix.Read(fd, buf)
+		if err != nil {
+			break
+		}
+		if m == 0 {
+			typed = append(typed, eof)
+			continue
+		}
+		typed = append(typed, buf[:m]...)
+	}
+	return typed
 }

@@ -82,7 +82,7 @@ func (p *Proxy) httpProxy(ctx context.Context, c net.Conn, br *bufio.Reader, hr 
 	t, err := httpTarget(req)
 	if err != nil {
 		httpError(c, http.StatusBadRequest, "malformed target or port")
-		p.decide(Decision{Proto: proto, Host: printable(req.Host), Reason: "malformed target or port"})
+		p.decide(Decision{Proto: proto, Host: loggable(req.Host), Reason: "malformed target or port"})
 		return
 	}
 	up, d, f := p.open(ctx, proto, t)

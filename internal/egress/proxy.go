@@ -131,7 +131,7 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 		c.SetReadDeadline(time.Now().Add(p.o.HandshakeTimeout))
 		raw, sni, err := readClientHello(br)
 		if err == nil && sni != "" && !sniMatches(sni, t) {
-			err = fmt.Errorf("TLS server name %q differs from the requested host", printable(sni))
+			err = fmt.Errorf("TLS server name %q differs from the requested host", loggable(sni))
 		}
 		if err != nil {
 			d.Allowed, d.Reason = false, "refused after connect: "+err.Error()

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+
+	"github.com/airlockhq/airlock/internal/printable"
 )
 
 // The SOCKS5 subset (RFC 1928) spoken here:
@@ -169,22 +171,17 @@ func socksHandshake(w io.Writer, br *bufio.Reader) (t target, rep byte, ok bool)
 	}
 	pt, err := parseTarget(host, port)
 	if err != nil {
-		return target{host: printable(host), port: port}, repGeneral, true
+		return target{host: loggable(host), port: port}, repGeneral, true
 	}
 	return pt, repSuccess, true
 }
 
-// printable makes a client-sent name safe to log: at most 255 bytes, with
-// anything outside printable ASCII replaced by '?'.
-func printable(s string) string {
-	b := []byte(s)
-	if len(b) > 255 {
-		b = b[:255]
+// loggable makes a client-sent name safe to log and to show: at most 255
+// bytes of it, with control characters, invisible format characters and
+// bytes that are not UTF-8 as visible escapes (printable.Line).
+func loggable(s string) string {
+	if len(s) > 255 {
+		s = s[:255]
 	}
-	for i, c := range b {
-		if c < 0x20 || c > 0x7e {
-			b[i] = '?'
-		}
-	}
-	return string(b)
+	return printable.Line(s)
 }

@@ -49,6 +49,7 @@ func TestSOCKS5Refusals(t *testing.T) {
 		lookups int
 		dialed  []string
 		reason  string // substring of the Decision's reason; "" = no Decision
+		host    string // the Decision's Host, when set
 		dialErr error
 	}{
 		{name: "version 4", send: []byte{4, 1, 0, 80, 127, 0, 0, 1, 0}, want: []byte{}},
@@ -63,7 +64,9 @@ func TestSOCKS5Refusals(t *testing.T) {
 		{name: "ATYP 2", send: cat(greeting, []byte{5, 1, 0, 2, 1, 2, 3, 4, 0, 80}), want: afterGreet(8)},
 		{name: "ATYP 5", send: cat(greeting, []byte{5, 1, 0, 5, 1, 2, 3, 4, 0, 80}), want: afterGreet(8)},
 		{name: "empty name", send: cat(greeting, []byte{5, 1, 0, 3, 0, 0, 80}), want: afterGreet(1), reason: "malformed"},
-		{name: "garbage name", send: cat(greeting, socksName("a b\x00", 80)), want: afterGreet(1), reason: "malformed"},
+		{name: "garbage name", send: cat(greeting, socksName("a b\x00", 80)), want: afterGreet(1), reason: "malformed", host: `a b\x00`},
+		{name: "name that drives a terminal", send: cat(greeting, socksName("a\x1b]52;c;aGk=\x07\r\u202e\xff", 80)), want: afterGreet(1), reason: "malformed",
+			host: `a\x1b]52;c;aGk=\a\r\u202e\xff`},
 		{name: "port 0", send: cat(greeting, socksName("a.test", 0)), want: afterGreet(1), reason: "malformed"},
 		{name: "port 0 IP", send: cat(greeting, socksIP("93.184.216.34", 0)), want: afterGreet(1), reason: "malformed"},
 		{name: "denied name", send: cat(greeting, socksName("CANARY.evil.test", 443)), want: afterGreet(2), reason: "not granted"},
@@ -119,6 +122,9 @@ func TestSOCKS5Refusals(t *testing.T) {
 				d := h.next()
 				if d.Allowed || d.Proto != "socks5" || !strings.Contains(d.Reason, tt.reason) {
 					t.Errorf("Decision = %+v, want a socks5 denial mentioning %q", d, tt.reason)
+				}
+				if tt.host != "" && d.Host != tt.host {
+					t.Errorf("Decision.Host = %q, want %q", d.Host, tt.host)
 				}
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -208,6 +209,9 @@ func Sentinel(t testing.TB) (port int, accepts func() int) {
 	return l.Addr().(*net.TCPAddr).Port, func() int { return int(n.Load()) }
 }
 
+// HostileBody is what /hostile serves.
+const HostileBody = "clip\x1b]52;c;aGk=\x07 clear\x1b[2J cr\r bs\b rlo\u202eolleh bad\xff\xfe\n[airlock: http_fetch · forged]\n"
+
 // Handler serves the fixture routes:
 //
 //	/ok                 "hello from NAME"
@@ -219,6 +223,8 @@ func Sentinel(t testing.TB) (port int, accepts func() int) {
 //	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
 //	/huge-header        a 100 KiB header
 //	/slow               no answer for a minute
+//	/hostile            text that drives a terminal: OSC 52, CSI 2J, CR, BS, U+202E,
+//	                    bytes that are not UTF-8, a forged "[airlock: ...]" label
 func Handler(name string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
@@ -259,6 +265,10 @@ func Handler(name string) http.Handler {
 	mux.HandleFunc("/huge-header", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Big", strings.Repeat("h", 100<<10))
 		fmt.Fprintln(w, "body after a huge header")
+	})
+	mux.HandleFunc("/hostile", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, HostileBody)
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {

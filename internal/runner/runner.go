@@ -82,6 +82,9 @@ func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code i
 	if code != 0 {
 		return code
 	}
+	// JSON carries only UTF-8: bytes that are not stay visible as \xNN
+	// rather than becoming U+FFFD in the encoder.
+	out.Content = wire.ValidUTF8(out.Content)
 	data, err := json.Marshal(out)
 	if err != nil {
 		return report(stderr, wire.ExitInternal, fmt.Errorf("encoding tool output: %w", err))

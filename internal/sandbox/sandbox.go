@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/wire"
@@ -110,6 +111,15 @@ type Spec struct {
 	// ends on its own, or when ctx is cancelled. Nil never stops. A stop
 	// asked for before the payload starts is delivered when it starts.
 	Stop <-chan struct{}
+	// Signal, when set, carries signals for the command of a Spec with a
+	// Command (a tool-mode Spec is stopped with Stop), the way a terminal
+	// or a supervisor signals a process it runs: SIGINT and SIGHUP go to
+	// the command, SIGTERM to every process of the sandbox (as Stop), and
+	// SIGKILL ends the sandbox at once (Result.Signal is then SIGKILL).
+	// Other signals are ignored. The backend reads it from the moment the
+	// payload starts, so a signal sent before is delivered then, until Run
+	// returns.
+	Signal <-chan syscall.Signal
 }
 
 // Result is how a sandbox ended.

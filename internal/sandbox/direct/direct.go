@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -149,6 +150,28 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			case <-spec.Stop:
 				termGroup(cmd)
 			case <-done:
+			}
+		}()
+	}
+
+	if spec.Signal != nil && len(spec.Command) > 0 {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case s := <-spec.Signal:
+					switch s {
+					case syscall.SIGKILL:
+						killGroup(cmd)
+					case syscall.SIGTERM:
+						termGroup(cmd)
+					case syscall.SIGINT, syscall.SIGHUP:
+						_ = cmd.Process.Signal(s)
+					}
+				case <-done:
+					return
+				}
 			}
 		}()
 	}

@@ -510,6 +510,7 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 		}
 	}
 
+	tool := len(x.cfg.Command) == 0
 	if spec.Stop != nil {
 		// The init forwards SIGTERM to every process of the sandbox.
 		done := make(chan struct{})
@@ -519,6 +520,28 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 			case <-spec.Stop:
 				_ = c.proc.Signal(syscall.SIGTERM)
 			case <-done:
+			}
+		}()
+	}
+	if spec.Signal != nil && !tool {
+		// The init, which asked for these three before it said ready,
+		// passes SIGINT and SIGHUP to the command and SIGTERM to every
+		// process; SIGKILL needs no help.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case s := <-spec.Signal:
+					switch s {
+					case syscall.SIGKILL:
+						x.kill("signal")
+					case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
+						_ = c.proc.Signal(s)
+					}
+				case <-done:
+					return
+				}
 			}
 		}()
 	}
@@ -535,7 +558,6 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 		ps, werr = c.proc.Wait()
 		close(x.waited)
 	}()
-	tool := len(x.cfg.Command) == 0
 	var exit *initproto.Status
 	for st := range x.statuses {
 		if st.Exit {
