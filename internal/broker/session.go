@@ -131,6 +131,9 @@ type Session struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	closed bool
+	// closeDone is closed when the first Close finishes, with closeErr.
+	closeDone chan struct{}
+	closeErr  error
 }
 
 // Open starts a session.
@@ -183,16 +186,17 @@ func Open(opts *Options) (*Session, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
-		opts:     o,
-		id:       o.ID,
-		dir:      dir,
-		log:      lg,
-		redactor: secret.NewRedactor(o.Secrets),
-		logger:   logger.With("session", o.ID),
-		slots:    make(chan struct{}, o.MaxConcurrent),
-		bg:       background{works: map[string]*work{}},
-		ctx:      ctx,
-		cancel:   cancel,
+		opts:      o,
+		id:        o.ID,
+		dir:       dir,
+		log:       lg,
+		redactor:  secret.NewRedactor(o.Secrets),
+		logger:    logger.With("session", o.ID),
+		slots:     make(chan struct{}, o.MaxConcurrent),
+		bg:        background{works: map[string]*work{}},
+		ctx:       ctx,
+		cancel:    cancel,
+		closeDone: make(chan struct{}),
 	}
 	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant)}); err != nil {
 		lg.Close()
@@ -223,10 +227,15 @@ func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil
+		// Another caller is closing: return only once it is done, so that
+		// no caller (a process about to exit, say) goes on while sandboxes
+		// are still being torn down.
+		<-s.closeDone
+		return s.closeErr
 	}
 	s.closed = true
 	s.mu.Unlock()
+	defer close(s.closeDone)
 	s.cancel()
 	s.wg.Wait()
 	s.stopAll()
@@ -235,6 +244,7 @@ func (s *Session) Close() error {
 	if cerr := s.log.Close(); err == nil {
 		err = cerr
 	}
+	s.closeErr = err
 	return err
 }
 

@@ -50,11 +50,12 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 			level = slog.LevelInfo
 		}
 		logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-		srv, err := newMCPServer(env, &gf, logger)
+		srv, parts, err := newMCPServer(env, &gf, logger)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock mcp: %v\n", err)
 			return exitFailure
 		}
+		defer parts.close()
 		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
@@ -87,10 +88,10 @@ func (nopWriteCloser) Close() error { return nil }
 
 // newMCPServer loads the grant, the backend and the secrets once, and returns
 // an MCP server that opens one broker session per MCP session with them.
-func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, error) {
+func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, *sessionParts, error) {
 	p, err := f.prepare(env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g := p.grant
 	tools := []*tool.Def{} // not nil: a grant may enable none
@@ -106,5 +107,10 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 		o.Backend, o.Logger = timed, logger
 		return broker.Open(o)
 	}
-	return mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger})
+	srv, err := mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger})
+	if err != nil {
+		p.close()
+		return nil, nil, err
+	}
+	return srv, p, nil
 }

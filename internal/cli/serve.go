@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -84,11 +85,18 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 			return exitUsage
 		}
 
-		srv, err := newMCPServer(env, &gf, logger)
+		if *tokenFile != "" {
+			// The token file is airlock's own: no sandbox may read it.
+			if abs, err := filepath.Abs(*tokenFile); err == nil {
+				gf.private = append(gf.private, abs)
+			}
+		}
+		srv, parts, err := newMCPServer(env, &gf, logger)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
 			return exitFailure
 		}
+		defer parts.close()
 		h, err := srv.Handler(&mcpserver.HTTPOptions{Token: token, NoAuth: *noAuth, MaxBodyBytes: *maxBody, SessionIdleTimeout: *idle})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -23,6 +24,9 @@ type grantFlags struct {
 	readOnly    multiFlag
 	allowHosts  multiFlag
 	records     string
+	// private are more of airlock's own files (a token file) that no
+	// sandbox may see; not a flag.
+	private []string
 }
 
 func (f *grantFlags) register(fs *flag.FlagSet) {
@@ -105,6 +109,7 @@ type sessionParts struct {
 	root    string
 	records string
 	secrets map[string]string
+	private []string
 }
 
 // prepare loads what the flags describe, once.
@@ -129,24 +134,52 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 		}
 		secrets[r.Name] = v
 	}
-	return &sessionParts{grant: g, backend: backend, root: root, records: dir, secrets: secrets}, nil
+	return &sessionParts{grant: g, backend: backend, root: root, records: dir, secrets: secrets, private: f.private}, nil
+}
+
+// close closes the backend when it holds anything (the Linux backend's
+// pool and the teardowns of sandboxes whose calls were already answered),
+// waiting until every sandbox is gone: no command may exit while
+// placeholders or cgroups of its sandboxes remain.
+func (p *sessionParts) close() {
+	if c, ok := p.backend.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // options returns broker options for one session over p.
 func (p *sessionParts) options() *broker.Options {
-	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets}
+	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets, Private: p.private}
 }
 
 // openSession opens a broker session for the flags, for one call (no warm
 // pool).
-func openSession(env *Env, f *grantFlags) (*broker.Session, error) {
+func openSession(env *Env, f *grantFlags) (*oneSession, error) {
 	p, err := f.prepare(env)
 	if err != nil {
 		return nil, err
 	}
 	o := p.options()
 	o.Pool = -1 // one call: warm sandboxes built ahead would go unused
-	return broker.Open(o)
+	s, err := broker.Open(o)
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return &oneSession{Session: s, parts: p}, nil
+}
+
+// oneSession is a command's only session: closing it closes the backend.
+type oneSession struct {
+	*broker.Session
+	parts *sessionParts
+}
+
+// Close closes the session, then the backend.
+func (s *oneSession) Close() error {
+	err := s.Session.Close()
+	s.parts.close()
+	return err
 }
 
 // names reports whether one of paths (relative to cwd) is cwd itself.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -490,4 +491,65 @@ func TestMCPSIGTERMStopsCalls(t *testing.T) {
 	if classes, opened, closed := auditClasses(t, w.records); len(classes) != 1 || classes[0] != "cancelled" || opened != 1 || closed != 1 {
 		t.Errorf("audit: calls %v, sessions opened %d closed %d; want [cancelled], 1 and 1", classes, opened, closed)
 	}
+}
+
+// TestMCPCleanEndLeavesNothing (issue 11.2): a client that makes one call
+// and closes stdin leaves no placeholder in the tree and no cgroup of the
+// process behind, every time: airlock mcp exits only after every sandbox is
+// torn down.
+func TestMCPCleanEndLeavesNothing(t *testing.T) {
+	args := sandboxArgs(t)
+	for i := range 6 {
+		w := newWorkspace(t)
+		cmd := exec.Command(airlock(t), append([]string{"mcp", "--root", w.root}, args...)...)
+		cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool := []string{"read_file", "shell"}[i%2]
+		arg := map[string]any{"path": "hello.txt"}
+		if tool == "shell" {
+			arg = map[string]any{"command": "cat hello.txt"}
+		}
+		if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: arg}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", tool, res, err)
+		}
+		if err := cs.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		entries, err := os.ReadDir(w.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "hello.txt" {
+				t.Errorf("trial %d (%s): left in the tree after exit: %s", i, tool, e.Name())
+			}
+		}
+		if cg := cgroupsOf(cmd.Process.Pid); len(cg) > 0 {
+			t.Errorf("trial %d (%s): cgroups left after exit: %v", i, tool, cg)
+		}
+	}
+}
+
+// cgroupsOf lists the airlock cgroups a process (by pid) created.
+func cgroupsOf(pid int) []string {
+	var out []string
+	pat := "airlock-" + strconv.Itoa(pid) + "-*"
+	filepath.Walk("/sys/fs/cgroup", func(p string, fi os.FileInfo, err error) error {
+		if err != nil || !fi.IsDir() {
+			return nil
+		}
+		if ok, _ := filepath.Match(pat, fi.Name()); ok {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		if strings.Count(strings.TrimPrefix(p, "/sys/fs/cgroup"), "/") > 4 {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return out
 }
