@@ -33,20 +33,28 @@ func TestListTools(t *testing.T) {
 				t.Fatalf("ListTools: %v", err)
 			}
 			type listed struct {
-				Name, Description string
-				Schema            any
-				Idempotent        bool
+				Name, Title, Description string
+				Schema                   any
+				// The four hints, each as sent: nil when the wire left it out.
+				ReadOnly, Destructive, Idempotent, OpenWorld *bool
+				AnnotationTitle                              string
 			}
 			var got, want []listed // the SDK lists tools by name
 			for _, tl := range res.Tools {
-				got = append(got, listed{tl.Name, tl.Description, tl.InputSchema, tl.Annotations != nil && tl.Annotations.IdempotentHint})
+				l := listed{Name: tl.Name, Title: tl.Title, Description: tl.Description, Schema: tl.InputSchema}
+				if a := tl.Annotations; a != nil {
+					l.ReadOnly, l.Destructive, l.Idempotent, l.OpenWorld = &a.ReadOnlyHint, a.DestructiveHint, &a.IdempotentHint, a.OpenWorldHint
+					l.AnnotationTitle = a.Title
+				}
+				got = append(got, l)
 			}
 			for _, d := range tool.All() {
 				var schema any
 				if err := json.Unmarshal(d.Schema, &schema); err != nil {
 					t.Fatal(err)
 				}
-				want = append(want, listed{d.Name, d.Description, schema, d.Idempotent})
+				h := d.Hints
+				want = append(want, listed{d.Name, h.Title, d.Description, schema, &h.ReadOnly, &h.Destructive, &h.Idempotent, &h.OpenWorld, h.Title})
 			}
 			slices.SortFunc(want, func(a, b listed) int { return strings.Compare(a.Name, b.Name) })
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -54,6 +54,11 @@ const rf = tools.find((t) => t.name === "read_file");
 check("read_file schema", rf?.inputSchema?.type === "object" && rf.inputSchema.properties?.path?.type === "string" &&
   rf.inputSchema.additionalProperties === false, JSON.stringify(rf?.inputSchema));
 check("read_file description", (rf?.description ?? "").length > 40, rf?.description);
+// Annotations: every hint stated, true to what the tool does.
+const hints = (t) => { const a = t?.annotations ?? {}; return [a.readOnlyHint, a.destructiveHint, a.idempotentHint, a.openWorldHint].join(","); };
+check("read_file annotations", hints(rf) === "true,false,true,false" && rf?.title === "Read file", JSON.stringify(rf?.annotations));
+const sh = tools.find((t) => t.name === "shell");
+check("shell annotations", hints(sh) === "false,true,false,true", JSON.stringify(sh?.annotations));
 
 // read_file: labelled text and metadata.
 let res = await client.callTool({ name: "read_file", arguments: { path: "hello.txt" } });
