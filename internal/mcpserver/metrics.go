@@ -93,6 +93,7 @@ func (m *Metrics) sessionOpened() {
 // gauges are the values read from the server at scrape time.
 type gauges struct {
 	inFlight, running, waiting, sessions int
+	conns                                *LimitListener // nil: not serving HTTP through one
 }
 
 // write renders m and g in the Prometheus text format (version 0.0.4).
@@ -141,6 +142,14 @@ func (m *Metrics) write(w io.Writer, g gauges) error {
 	fmt.Fprintf(bw, "airlock_sessions_open %d\n", g.sessions)
 	header(bw, "airlock_sessions_opened_total", "counter", "Broker sessions opened.")
 	fmt.Fprintf(bw, "airlock_sessions_opened_total %d\n", m.opened)
+	if c := g.conns; c != nil {
+		header(bw, "airlock_http_connections_open", "gauge", "HTTP connections open now.")
+		fmt.Fprintf(bw, "airlock_http_connections_open %d\n", c.Open())
+		header(bw, "airlock_http_connections_max", "gauge", "The cap on HTTP connections open at once.")
+		fmt.Fprintf(bw, "airlock_http_connections_max %d\n", c.Max())
+		header(bw, "airlock_http_connections_refused_total", "counter", "HTTP connections closed at once because the cap was reached.")
+		fmt.Fprintf(bw, "airlock_http_connections_refused_total %d\n", c.Refused())
+	}
 	return bw.Flush()
 }
 
@@ -191,7 +200,10 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 }
 
 // WriteMetrics writes the server's metrics in the Prometheus text format.
-func (s *Server) WriteMetrics(w io.Writer) error {
+func (s *Server) WriteMetrics(w io.Writer) error { return s.writeMetrics(w, nil) }
+
+// writeMetrics writes the metrics, and those of conns when it is not nil.
+func (s *Server) writeMetrics(w io.Writer, conns *LimitListener) error {
 	inFlight, running, waiting, sessions := s.stats()
-	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions})
+	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions, conns: conns})
 }
