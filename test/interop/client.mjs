@@ -104,6 +104,21 @@ check("cancelled call rejects quickly", rejected && Date.now() - started < 5000,
 res = await client.callTool({ name: "glob", arguments: { pattern: "*.txt" } });
 check("session works after a cancel", textOf(res).includes("hello.txt"), textOf(res));
 
+if (env.MODE === "http") {
+  // What a page of another site would send: refused with 403, and a malformed
+  // body gets a JSON-RPC error object.
+  const post = (headers, body) => fetch(env.MCP_URL, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${env.MCP_TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers },
+    body,
+  });
+  let r = await post({ Origin: "https://evil.example" }, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+  check("foreign origin refused", r.status === 403, `status ${r.status}`);
+  r = await post({}, "{");
+  const j = await r.json().catch(() => null);
+  check("malformed body is a JSON-RPC error", r.status === 400 && j?.error?.code === -32700 && j?.id === null, JSON.stringify(j));
+}
+
 await client.close();
 console.log(failed === 0 ? "PASS" : `${failed} checks failed`);
 process.exit(failed === 0 ? 0 : 1);
