@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/mcpserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // rawReply is a JSON-RPC message as the server wrote it.
@@ -38,6 +41,18 @@ type rawSession struct {
 // startRaw serves f over a StdioTransport on pipes (lines capped at
 // maxLine) and completes the MCP handshake.
 func startRaw(t *testing.T, f *fixture, maxLine int) *rawSession {
+	t.Helper()
+	s := startRawBare(t, f, maxLine)
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if r := s.wait(func(r rawReply) bool { return string(r.ID) == `"init"` }); r.Error != nil {
+		t.Fatalf("initialize: %s", r.line)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// startRawBare is startRaw without the handshake.
+func startRawBare(t *testing.T, f *fixture, maxLine int) *rawSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -68,11 +83,6 @@ func startRaw(t *testing.T, f *fixture, maxLine int) *rawSession {
 		}
 		outR.Close()
 	})
-	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	if r := s.wait(func(r rawReply) bool { return string(r.ID) == `"init"` }); r.Error != nil {
-		t.Fatalf("initialize: %s", r.line)
-	}
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
 }
 
@@ -182,4 +192,48 @@ func TestStdioBadLines(t *testing.T) {
 			t.Errorf("an unexpected error reply: %s", r.line)
 		}
 	}
+}
+
+// discover is a SEP-2575 server/discover request at the newest version.
+const discover = `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+// TestProtocolVersions pins the versions each transport offers in
+// server/discover: stdio all the SDK supports, 2026-07-28 included; HTTP all
+// but 2026-07-28, which the SDK serves only without sessions, and airlock's
+// HTTP sessions carry the broker session (its queue, audit file and
+// background work). docs/mcp.md says so; a change here must change it.
+func TestProtocolVersions(t *testing.T) {
+	all := mcp.SupportedProtocolVersions()
+	versions := func(t *testing.T, body string) []string {
+		t.Helper()
+		_, data, _ := strings.Cut(body, "data: ") // an SSE event over HTTP
+		if data == "" {
+			data = body
+		}
+		var r struct {
+			Result struct {
+				SupportedVersions []string `json:"supportedVersions"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &r); err != nil || len(r.Result.SupportedVersions) == 0 {
+			t.Fatalf("server/discover: %q (%v)", body, err)
+		}
+		return r.Result.SupportedVersions
+	}
+	t.Run("stdio", func(t *testing.T) {
+		s := startRawBare(t, newFixture(t, nil, nil), 0)
+		s.send(discover)
+		r := s.wait(func(r rawReply) bool { return string(r.ID) == `"d"` })
+		if got := versions(t, r.line); !slices.Equal(got, all) {
+			t.Errorf("stdio offers %v, want %v", got, all)
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		base := serveHTTP(t, newFixture(t, nil, nil), testToken)
+		status, _, body, _ := rpcPost(t, base, "", discover, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+		want := slices.DeleteFunc(slices.Clone(all), func(v string) bool { return v == "2026-07-28" })
+		if got := versions(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+			t.Errorf("http offers %v (status %d), want %v", got, status, want)
+		}
+	})
 }
