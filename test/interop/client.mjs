@@ -73,6 +73,7 @@ res = await client.callTool({ name: "shell", arguments: { command: "echo $((6*7)
 text = textOf(res);
 check("shell text", text.includes("42") && text.includes("[exit 4]"), text);
 check("shell exit code", res._meta?.["airlock/call"]?.exit_code === 4, JSON.stringify(res._meta));
+check("a non-zero exit is a result, not an error", res.isError !== true, JSON.stringify(res));
 
 // A refused call is a result with isError, not a protocol error.
 res = await client.callTool({ name: "read_file", arguments: { path: env.OUTSIDE } });
