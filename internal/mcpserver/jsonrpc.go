@@ -66,24 +66,24 @@ func checkMessage(data []byte) (jsonrpc.Message, *rpcError) {
 	if len(data) == 0 {
 		return nil, parseError("empty message")
 	}
-	var probe json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
+	// One decoding both finds a syntax error (it checks the whole input
+	// first) and reads the envelope, with keys matched exactly as the SDK does.
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(data, &env); err != nil {
 		var se *json.SyntaxError
-		if errors.As(err, &se) {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
 			return nil, parseError("%v (at byte %d)", err, se.Offset)
+		case errors.As(err, &te) && data[0] == '[':
+			return nil, invalidRequest(nil, "JSON-RPC batches are not supported; send one message at a time")
+		case errors.As(err, &te):
+			return nil, invalidRequest(nil, "a message must be a JSON object")
 		}
 		return nil, parseError("%v", err)
 	}
-	switch data[0] {
-	case '{':
-	case '[':
-		return nil, invalidRequest(nil, "JSON-RPC batches are not supported; send one message at a time")
-	default:
+	if env == nil { // the JSON null
 		return nil, invalidRequest(nil, "a message must be a JSON object")
-	}
-	var env map[string]json.RawMessage
-	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, parseError("%v", err)
 	}
 	id, idErr := checkID(env)
 	if err := wire.CheckDuplicateKeys(data); err != nil {
