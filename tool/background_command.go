@@ -68,7 +68,7 @@ func ValidWorkID(id string) bool {
 }
 
 var backgroundCommand = func() *Def {
-	d := define("background_command", backgroundCommandDescription, false, runBackgroundCommand)
+	d := define("background_command", backgroundCommandDescription, runBackgroundCommand)
 	d.Broker = true
 	return d
 }()

@@ -40,7 +40,7 @@ func (a EditFileArgs) Access() Access {
 	return Access{Paths: []PathAccess{{Path: a.Path, Write: true}}}
 }
 
-var editFile = define("edit_file", editFileDescription, false, runEditFile)
+var editFile = define("edit_file", editFileDescription, runEditFile)
 
 func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 	t, err := resolve(env, "path", a.Path)

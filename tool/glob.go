@@ -53,7 +53,7 @@ func globBase(dir, pattern string) string {
 	return filepath.Join(dir, prefix)
 }
 
-var glob = define("glob", globDescription, true, runGlob)
+var glob = define("glob", globDescription, runGlob)
 
 const (
 	globMaxResults = 1000

@@ -73,7 +73,7 @@ func (a GrepArgs) Access() Access {
 	return Access{Paths: []PathAccess{{Path: p}}}
 }
 
-var grep = define("grep", grepDescription, true, runGrep)
+var grep = define("grep", grepDescription, runGrep)
 
 const (
 	grepMaxFileBytes = 32 << 20

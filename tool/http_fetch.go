@@ -45,7 +45,7 @@ func (a HTTPFetchArgs) Access() Access {
 	return Access{Hosts: []string{t.hostPort()}}
 }
 
-var httpFetch = define("http_fetch", httpFetchDescription, false, runHTTPFetch)
+var httpFetch = define("http_fetch", httpFetchDescription, runHTTPFetch)
 
 // fetchTarget is a checked URL: scheme "http" or "https", a normalised host
 // and an explicit port.

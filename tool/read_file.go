@@ -42,7 +42,7 @@ func (a *ReadFileArgs) validate() error {
 // Access reports the one file read.
 func (a ReadFileArgs) Access() Access { return Access{Paths: []PathAccess{{Path: a.Path}}} }
 
-var readFile = define("read_file", readFileDescription, true, runReadFile)
+var readFile = define("read_file", readFileDescription, runReadFile)
 
 // sniffBytes is how much of a file's start is searched for a NUL byte.
 const sniffBytes = 8 << 10

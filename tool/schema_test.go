@@ -29,11 +29,35 @@ func TestRegistryOrder(t *testing.T) {
 	}
 }
 
-func TestIdempotent(t *testing.T) {
-	want := map[string]bool{"read_file": true, "glob": true, "grep": true}
+// TestHints pins every tool's hints, the MCP tool annotations clients use
+// to decide what to confirm: the file readers change nothing and stay on the
+// granted files; writers may overwrite; shell may do anything the grant
+// allows, hosts included; http_fetch only reads, but from the network.
+func TestHints(t *testing.T) {
+	type h struct{ readOnly, destructive, idempotent, openWorld bool }
+	want := map[string]h{
+		"read_file":          {readOnly: true, idempotent: true},
+		"glob":               {readOnly: true, idempotent: true},
+		"grep":               {readOnly: true, idempotent: true},
+		"write_file":         {destructive: true, idempotent: true},
+		"edit_file":          {destructive: true},
+		"shell":              {destructive: true, openWorld: true},
+		"background_command": {destructive: true, idempotent: true},
+		"http_fetch":         {readOnly: true, idempotent: true, openWorld: true},
+	}
+	if len(want) != len(All()) {
+		t.Errorf("the test names %d tools, the registry has %d", len(want), len(All()))
+	}
 	for _, d := range All() {
-		if d.Idempotent != want[d.Name] {
-			t.Errorf("%s: Idempotent = %v, want %v", d.Name, d.Idempotent, want[d.Name])
+		got := h{d.Hints.ReadOnly, d.Hints.Destructive, d.Hints.Idempotent, d.Hints.OpenWorld}
+		if w, ok := want[d.Name]; !ok || got != w {
+			t.Errorf("%s: hints %+v, want %+v", d.Name, got, w)
+		}
+		if d.Hints.Title == "" {
+			t.Errorf("%s: no title", d.Name)
+		}
+		if d.Hints.ReadOnly && d.Hints.Destructive {
+			t.Errorf("%s: read-only and destructive at once", d.Name)
 		}
 	}
 }
@@ -49,7 +73,7 @@ func TestSchemas(t *testing.T) {
 			b, err := json.MarshalIndent(map[string]any{
 				"name":        d.Name,
 				"description": d.Description,
-				"idempotent":  d.Idempotent,
+				"idempotent":  d.Hints.Idempotent,
 				"schema":      schema,
 			}, "", "  ")
 			if err != nil {

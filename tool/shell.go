@@ -51,7 +51,7 @@ func (a ShellArgs) Access() Access {
 	return Access{Paths: []PathAccess{{Path: cwd}}, Exec: true}
 }
 
-var shell = define("shell", shellDescription, false, runShell)
+var shell = define("shell", shellDescription, runShell)
 
 func runShell(ctx context.Context, env Env, a ShellArgs) wire.ToolOutput {
 	cwd := a.Cwd

@@ -74,9 +74,9 @@ type Args interface {
 type Def struct {
 	Name        string
 	Description string
-	// Idempotent tools (read_file, glob, grep) may be retried after a lost
-	// connection without changing the outcome.
-	Idempotent bool
+	// Hints say whether the tool is read-only, destructive, idempotent or
+	// reaches the network, and give it a title (MCP's tool annotations).
+	Hints Hints
 	// Schema is the JSON schema of the arguments, derived from the args struct.
 	Schema json.RawMessage
 	// Broker tools (background_command) are answered by the broker from its
@@ -111,13 +111,17 @@ type validator interface {
 }
 
 // define builds a Def for an args type A.
-func define[A Args](name, description string, idempotent bool, run func(context.Context, Env, A) wire.ToolOutput) *Def {
+func define[A Args](name, description string, run func(context.Context, Env, A) wire.ToolOutput) *Def {
 	var zero A
 	required := requiredFields(zero)
+	h, ok := hints[name]
+	if !ok {
+		panic("tool: no hints for " + name)
+	}
 	return &Def{
 		Name:        name,
 		Description: description,
-		Idempotent:  idempotent,
+		Hints:       h,
 		Schema:      schemaFor(zero),
 		parse: func(raw json.RawMessage) (Args, error) {
 			var a A

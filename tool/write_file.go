@@ -27,7 +27,7 @@ func (a WriteFileArgs) Access() Access {
 	return Access{Paths: []PathAccess{{Path: a.Path, Write: true}}}
 }
 
-var writeFile = define("write_file", writeFileDescription, false, runWriteFile)
+var writeFile = define("write_file", writeFileDescription, runWriteFile)
 
 func runWriteFile(ctx context.Context, env Env, a WriteFileArgs) wire.ToolOutput {
 	if n, limit := int64(len(a.Content)), fileCap(env); n > limit {

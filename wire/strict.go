@@ -47,6 +47,14 @@ func DecodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// CheckDuplicateKeys reports the first key that occurs twice in one object
+// anywhere in data, as a *FieldError naming its dotted path (e.g.
+// "params.name"), or a syntax error. It is the check DecodeStrict makes,
+// without a struct to check the keys against.
+func CheckDuplicateKeys(data []byte) error {
+	return checkKeys(data, nil, "")
+}
+
 func describeJSONError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

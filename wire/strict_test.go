@@ -84,3 +84,25 @@ func TestExitNamesDistinct(t *testing.T) {
 		t.Errorf("ExitName(12345) = %q", ExitName(12345))
 	}
 }
+
+func TestCheckDuplicateKeys(t *testing.T) {
+	for _, tt := range []struct {
+		input, wantKey string
+	}{
+		{`{"method":"a","params":{"name":"x","arguments":{}}}`, ""},
+		{`{"params":{"name":"read_file","name":"shell"}}`, "params.name"},
+		{`{"method":"a","method":"b"}`, "method"},
+		{`{"a":[{"k":1},{"k":2,"k":3}]}`, "a[1].k"},
+		{`{"params":{"na\u006de":"read_file","name":"shell"}}`, "params.name"}, // escapes are decoded first
+		{`{"Name":"a","name":"b"}`, ""},                                        // keys differing in case are distinct
+	} {
+		err := CheckDuplicateKeys([]byte(tt.input))
+		var fe *FieldError
+		switch {
+		case tt.wantKey == "" && err != nil:
+			t.Errorf("%s: %v, want no error", tt.input, err)
+		case tt.wantKey != "" && (!errors.As(err, &fe) || fe.Key != tt.wantKey || fe.Reason != "duplicate key"):
+			t.Errorf("%s: %v, want a duplicate key %q", tt.input, err, tt.wantKey)
+		}
+	}
+}

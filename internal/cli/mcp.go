@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,7 +12,6 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/mcpserver"
 	"github.com/airlockhq/airlock/tool"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // defaultShutdownTimeout is how long a stopping server waits for calls.
@@ -58,7 +56,9 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 		defer parts.close()
 		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+		// airlock's own stdio transport: a malformed line is answered with a
+		// JSON-RPC error and skipped, where the SDK's would end the session.
+		t := &mcpserver.StdioTransport{Reader: env.Stdin, Writer: env.Stdout}
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(context.Background(), t) }()
 		select {
@@ -79,12 +79,6 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 	}
 	return c
 }
-
-// nopWriteCloser is a Writer whose Close does nothing: the MCP session must
-// not close the process's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // newMCPServer loads the grant, the backend and the secrets once, and returns
 // an MCP server that opens one broker session per MCP session with them.

@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,8 +32,12 @@ Serves the Model Context Protocol over streamable HTTP at http://ADDR/mcp, one
 broker session per MCP session. Every request to /mcp and /metrics must carry
 "Authorization: Bearer TOKEN": the token comes from --token-file, else from
 $AIRLOCK_TOKEN, else one is generated and printed to stderr. GET /healthz
-needs no token. On SIGTERM or SIGINT the server stops taking calls, waits up
-to --shutdown-timeout for the calls in flight, then stops them.
+needs no token. A non-loopback ADDR needs --tls-cert and --tls-key (HTTPS),
+or --insecure-plain-http to say the traffic, token included, goes unencrypted.
+A browser request whose Origin is not loopback, not the address it reached,
+and not an --allow-origin is refused. On SIGTERM or SIGINT the server stops
+taking calls, waits up to --shutdown-timeout for the calls in flight, then
+stops them.
 
 Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 	}
@@ -44,6 +48,12 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		listen := fs.String("listen", "", "`ADDR` to listen on, host:port (required)")
 		tokenFile := fs.String("token-file", "", "read the bearer token from `FILE`")
 		noAuth := fs.Bool("insecure-no-auth", false, "serve without a token (loopback addresses only)")
+		tlsCert := fs.String("tls-cert", "", "serve HTTPS with the certificate (chain) in PEM `FILE`; needs --tls-key")
+		tlsKey := fs.String("tls-key", "", "the private key of --tls-cert, PEM `FILE`")
+		plain := fs.Bool("insecure-plain-http", false, "allow plain HTTP on a non-loopback address (the token travels unencrypted)")
+		var origins multiFlag
+		fs.Var(&origins, "allow-origin", "also accept browser requests from `ORIGIN`, e.g. https://app.example:8443 (repeatable)")
+		maxConns := fs.Int("max-connections", mcpserver.DefaultMaxConnections, "close connections beyond `N` open at once")
 		shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long calls in flight may finish before they are stopped")
 		maxBody := fs.Int64("max-body-bytes", mcpserver.DefaultMaxBodyBytes, "refuse request bodies larger than `N` bytes (413)")
 		idle := fs.Duration("idle-timeout", time.Hour, "end an MCP session after this long without a request (0: never)")
@@ -60,6 +70,33 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 			level = slog.LevelWarn
 		}
 		logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+		// Every refusal of the settings comes before the port is opened.
+		loopback, err := loopbackListen(*listen)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock serve: --listen %q: %v\n", *listen, err)
+			return exitUsage
+		}
+		if *noAuth && !loopback {
+			fmt.Fprintf(env.Stderr, "airlock serve: --insecure-no-auth needs a loopback address (127.0.0.1 or [::1]), not %s\n", *listen)
+			return exitUsage
+		}
+		tlsConf, err := serveTLS(*tlsCert, *tlsKey)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
+			return exitUsage
+		}
+		if !loopback && tlsConf == nil && !*plain {
+			fmt.Fprintf(env.Stderr, "airlock serve: --listen %s is not a loopback address: serve HTTPS with --tls-cert and --tls-key, or pass --insecure-plain-http to send the token and every call unencrypted\n", *listen)
+			return exitUsage
+		}
+		if *maxConns < 1 {
+			fmt.Fprintf(env.Stderr, "airlock serve: --max-connections must be at least 1, got %d\n", *maxConns)
+			return exitUsage
+		}
+		if err := mcpserver.CheckOrigins(origins); err != nil {
+			fmt.Fprintf(env.Stderr, "airlock serve: --allow-origin: %v\n", err)
+			return exitUsage
+		}
 
 		var token string
 		if !*noAuth {
@@ -74,16 +111,18 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 				fmt.Fprintf(env.Stderr, "airlock serve: no --token-file or AIRLOCK_TOKEN; clients must send this token (Authorization: Bearer TOKEN):\n%s\n", token)
 			}
 		}
-		ln, err := net.Listen("tcp", *listen)
+		tcp, err := net.Listen("tcp", *listen)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
 			return exitFailure
 		}
-		defer ln.Close()
-		if addr, ok := ln.Addr().(*net.TCPAddr); *noAuth && (!ok || !addr.IP.IsLoopback()) {
-			fmt.Fprintf(env.Stderr, "airlock serve: --insecure-no-auth needs a loopback address (127.0.0.1 or [::1]), not %s\n", ln.Addr())
+		defer tcp.Close()
+		// A name that looked local may not have resolved to loopback.
+		if addr, ok := tcp.Addr().(*net.TCPAddr); (*noAuth || tlsConf == nil && !*plain) && (!ok || !addr.IP.IsLoopback()) {
+			fmt.Fprintf(env.Stderr, "airlock serve: --listen %s resolved to %s, which is not a loopback address\n", *listen, tcp.Addr())
 			return exitUsage
 		}
+		ln := mcpserver.NewLimitListener(tcp, *maxConns, tlsConf == nil)
 
 		if *tokenFile != "" {
 			// The token file is airlock's own: no sandbox may read it.
@@ -97,22 +136,32 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 			return exitFailure
 		}
 		defer parts.close()
-		h, err := srv.Handler(&mcpserver.HTTPOptions{Token: token, NoAuth: *noAuth, MaxBodyBytes: *maxBody, SessionIdleTimeout: *idle})
+		h, err := srv.Handler(&mcpserver.HTTPOptions{Token: token, NoAuth: *noAuth, MaxBodyBytes: *maxBody,
+			SessionIdleTimeout: *idle, AllowOrigins: origins, Connections: ln})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
 			return exitFailure
 		}
-		hs := &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		hs := mcpserver.NewHTTPServer(h, &mcpserver.HTTPServerOptions{TLS: tlsConf, Logger: logger})
+		scheme := "https"
+		if tlsConf == nil {
+			scheme = "http"
+			if !loopback {
+				logger.Warn("serving plain HTTP on a non-loopback address: the bearer token and every call and result cross the network unencrypted (--insecure-plain-http)", "listen", tcp.Addr().String())
+			}
 		}
-		fmt.Fprintf(env.Stderr, "airlock serve: serving MCP at http://%s%s (health %s, metrics %s)\n", ln.Addr(), mcpserver.PathMCP, mcpserver.PathHealth, mcpserver.PathMetrics)
+		fmt.Fprintf(env.Stderr, "airlock serve: serving MCP at %s://%s%s (health %s, metrics %s)\n", scheme, tcp.Addr(), mcpserver.PathMCP, mcpserver.PathHealth, mcpserver.PathMetrics)
 
 		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		served := make(chan error, 1)
-		go func() { served <- hs.Serve(ln) }()
+		go func() {
+			if tlsConf != nil {
+				served <- hs.ServeTLS(ln, "", "")
+				return
+			}
+			served <- hs.Serve(ln)
+		}()
 		select {
 		case err := <-served:
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
@@ -139,6 +188,37 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		return exitOK
 	}
 	return c
+}
+
+// loopbackListen reports whether a listen address names only loopback: its
+// host is "localhost" or a loopback IP. An empty host (":8765") is every
+// interface.
+func loopbackListen(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// serveTLS loads the certificate and key for HTTPS, or returns nil when
+// neither is given.
+func serveTLS(certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // answerWait is how long the HTTP server may take, after the calls have

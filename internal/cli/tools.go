@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/airlockhq/airlock/internal/mcpserver"
 	"github.com/airlockhq/airlock/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func toolsCommand() *command {
@@ -57,13 +59,15 @@ func renderTools(defs []*tool.Def, format string) ([]byte, error) {
 	switch format {
 	case "mcp":
 		type mcpTool struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"inputSchema"`
+			Name        string               `json:"name"`
+			Title       string               `json:"title"`
+			Description string               `json:"description"`
+			InputSchema json.RawMessage      `json:"inputSchema"`
+			Annotations *mcp.ToolAnnotations `json:"annotations"`
 		}
 		list := []mcpTool{}
 		for _, d := range defs {
-			list = append(list, mcpTool{d.Name, d.Description, d.Schema})
+			list = append(list, mcpTool{d.Name, d.Hints.Title, d.Description, d.Schema, mcpserver.Annotations(d)})
 		}
 		v = map[string]any{"tools": list}
 	case "openai":

@@ -15,10 +15,30 @@ import (
 // MetaKey is the _meta key under which every tool result carries its CallMeta.
 const MetaKey = "airlock/call"
 
-// ClassUnavailable is the outcome class of a call that never reached the
-// broker: the server is shutting down, or the session could not be opened or
-// has failed.
-const ClassUnavailable = "unavailable"
+// Outcome classes the server adds to the broker's (broker.ClassOK, ...).
+const (
+	// ClassUnavailable is the class of a call that never reached the broker:
+	// the server is shutting down, or the session could not be opened or
+	// has failed. It is in _meta and /metrics.
+	ClassUnavailable = "unavailable"
+	// ClassBusy is the /metrics class of a call the broker refused because
+	// its session had every slot running and its queue full: nothing of the
+	// grant refused it. (_meta keeps the broker's class, refused, with the
+	// rule "admission", as the audit record does.)
+	ClassBusy = "busy"
+)
+
+// admissionRule is the broker's Decision.Rule for a call it refused because
+// the session was busy.
+const admissionRule = "admission"
+
+// metricClass is the class /metrics counts res under.
+func metricClass(res *broker.Result) string {
+	if res.Class == broker.ClassRefused && res.Decision.Rule == admissionRule {
+		return ClassBusy
+	}
+	return res.Class
+}
 
 // CallMeta is the structured metadata of one call, sent in the result's
 // _meta[MetaKey]. The text content stays what the model reads.
@@ -83,7 +103,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return s.unavailable(name, sentence, start), nil
 		}
 		d := time.Since(start)
-		s.metrics.observeCall(name, res.Class, d)
+		s.metrics.observeCall(name, metricClass(res), d)
 		return toResult(sess.ID(), res, d), nil
 	}
 }

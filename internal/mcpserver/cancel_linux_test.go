@@ -73,6 +73,15 @@ func testCancel(t *testing.T, f *fixture, tr transport) {
 	if m := metrics(t, f.srv); !hasLine(m, `airlock_calls_total{tool="shell",class="cancelled"} 1`) {
 		t.Errorf("want one cancelled shell call in the metrics:\n%s", m)
 	}
+	// A cancelled call's sandbox did not fail: it is not counted as failed.
+	eventually(t, 5*time.Second, "the sandbox run to be counted", func() bool {
+		m := metrics(t, f.srv)
+		return hasLine(m, `airlock_sandbox_runs_total{result="cancelled"} 1`) || hasLine(m, `airlock_sandbox_runs_total{result="started"} 1`) ||
+			hasLine(m, `airlock_sandbox_runs_total{result="failed"} 1`)
+	})
+	if m := metrics(t, f.srv); !hasLine(m, `airlock_sandbox_runs_total{result="failed"} 0`) {
+		t.Errorf("a cancelled call counted as a failed sandbox:\n%s", m)
+	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the cancelled call took %v to end", d)
 	}
@@ -122,7 +131,7 @@ func TestClientLeavesMidCall(t *testing.T) {
 		{"stdio", func(t *testing.T, f *fixture) func() {
 			toServerR, toServerW := io.Pipe()
 			toClientR, toClientW := io.Pipe()
-			go f.srv.Serve(context.Background(), &mcp.IOTransport{Reader: toServerR, Writer: toClientW})
+			go f.srv.Serve(context.Background(), &mcpserver.StdioTransport{Reader: toServerR, Writer: toClientW})
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(),
 				&mcp.IOTransport{Reader: toClientR, Writer: toServerW}, nil)
 			if err != nil {

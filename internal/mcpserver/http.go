@@ -36,7 +36,21 @@ type HTTPOptions struct {
 	// this long without a request from its client. Zero keeps idle sessions
 	// until the client ends them.
 	SessionIdleTimeout time.Duration
+	// BodyTimeout bounds the reading of a request body; a client slower than
+	// that gets 408 and the connection is closed. Zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// AllowOrigins are browser origins ("https://app.example:8443") allowed
+	// besides loopback ones and those whose host is the address the request
+	// arrived on. A request with any other Origin header is refused with 403.
+	AllowOrigins []string
+	// Connections, when set, is the listener whose open and refused
+	// connections /metrics reports.
+	Connections *LimitListener
 }
+
+// DefaultBodyTimeout is how long a client may take to send a request body.
+const DefaultBodyTimeout = 30 * time.Second
 
 // Handler returns the HTTP handler serving MCP over streamable HTTP at
 // PathMCP, one MCP session (and one broker session) per Mcp-Session-Id,
@@ -52,6 +66,13 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	origins, err := parseOrigins(o.AllowOrigins)
+	if err != nil {
+		return nil, err
+	}
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:              s.logger,
 		SessionTimeout:      o.SessionIdleTimeout,
@@ -64,7 +85,7 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		return requireToken(o.Token, h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, auth(limitBody(o.MaxBodyBytes, s.stopOnDelete(streamable))))
+	mux.Handle(PathMCP, auth(limitBody(o.MaxBodyBytes, checkPost(o.BodyTimeout, s.stopOnDelete(streamable)))))
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if s.isDraining() {
@@ -76,11 +97,12 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	})
 	mux.Handle("GET "+PathMetrics, auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		if err := s.WriteMetrics(w); err != nil {
+		if err := s.writeMetrics(w, o.Connections); err != nil {
 			s.logger.Debug("writing metrics", "err", err)
 		}
 	})))
-	return mux, nil
+	// Every path, /healthz and /metrics included, checks Host and Origin.
+	return checkHost(checkOrigin(origins, mux)), nil
 }
 
 func (s *Server) isDraining() bool {

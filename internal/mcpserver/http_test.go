@@ -188,6 +188,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`airlock_sandbox_setup_seconds_count 3`,
 		`airlock_sandbox_runs_total{result="started"} 3`,
 		`airlock_sandbox_runs_total{result="failed"} 0`,
+		`airlock_sandbox_runs_total{result="cancelled"} 0`,
 		`airlock_calls_in_flight 0`,
 		`airlock_calls_running 0`,
 		`airlock_queue_depth 0`,

@@ -35,6 +35,13 @@ type fixture struct {
 // (nil: the unsandboxed backend).
 func newFixture(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options) *fixture {
 	t.Helper()
+	return newFixtureBroker(t, backend, opts, nil)
+}
+
+// newFixtureBroker is newFixture with tune applied to the options of every
+// broker session.
+func newFixtureBroker(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options, tune func(*broker.Options)) *fixture {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +68,11 @@ func newFixture(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options) 
 	}
 	wrapped := o.Metrics.Backend(backend)
 	f.open = func(ctx context.Context) (*broker.Session, error) {
-		return broker.Open(&broker.Options{Grant: g, Backend: wrapped, RecordsDir: f.records, ToolRoot: toolRoot, MaxConcurrent: 32})
+		bo := &broker.Options{Grant: g, Backend: wrapped, RecordsDir: f.records, ToolRoot: toolRoot, MaxConcurrent: 32}
+		if tune != nil {
+			tune(bo)
+		}
+		return broker.Open(bo)
 	}
 	o.Open = f.open
 	f.srv, err = mcpserver.New(&o)

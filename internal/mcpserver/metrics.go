@@ -27,9 +27,22 @@ type Metrics struct {
 	calls     map[callKey]uint64
 	durations map[string]*histogram // by tool
 	setup     histogram
-	sandboxes map[string]uint64 // backend runs by result: "started", "failed"
-	opened    uint64            // broker sessions opened
+	sandboxes map[sandboxResult]uint64 // backend runs by result
+	opened    uint64                   // broker sessions opened
 }
+
+// sandboxResult labels airlock_sandbox_runs_total.
+type sandboxResult string
+
+// The results of a backend run.
+const (
+	sandboxStarted   sandboxResult = "started"   // the sandbox ran (whatever the command did)
+	sandboxFailed    sandboxResult = "failed"    // the backend could not build or tear it down
+	sandboxCancelled sandboxResult = "cancelled" // the call was cancelled before the backend finished
+)
+
+// sandboxResults is the order /metrics lists them in.
+var sandboxResults = []sandboxResult{sandboxStarted, sandboxFailed, sandboxCancelled}
 
 type callKey struct{ tool, class string }
 
@@ -39,14 +52,27 @@ func NewMetrics() *Metrics {
 		calls:     map[callKey]uint64{},
 		durations: map[string]*histogram{},
 		setup:     newHistogram(setupBuckets),
-		sandboxes: map[string]uint64{},
+		sandboxes: map[sandboxResult]uint64{},
 	}
 }
 
 // Backend wraps b so that every sandbox it runs reports its start latency
-// (sandbox.Result.Setup) to m. Pass the wrapped backend to broker.Open.
+// (sandbox.Result.Setup) to m. Pass the wrapped backend to broker.Open. The
+// wrapper keeps b's warm pool: when b has one (Pool and Prewarm, which the
+// broker looks for), so does the wrapper.
 func (m *Metrics) Backend(b sandbox.Backend) sandbox.Backend {
-	return &timedBackend{Backend: b, m: m}
+	t := &timedBackend{Backend: b, m: m}
+	if p, ok := b.(pooler); ok {
+		return &timedPoolBackend{timedBackend: t, pool: p}
+	}
+	return t
+}
+
+// pooler is the warm pool a backend may keep, as internal/broker (pool.go)
+// looks for it.
+type pooler interface {
+	Pool(size int) (release func())
+	Prewarm(spec *sandbox.Spec) error
 }
 
 // timedBackend observes each run's setup time.
@@ -55,18 +81,35 @@ type timedBackend struct {
 	m *Metrics
 }
 
-// Run runs spec through the wrapped backend and records its setup time.
+// timedPoolBackend is a timedBackend over a backend with a warm pool.
+type timedPoolBackend struct {
+	*timedBackend
+	pool pooler
+}
+
+// Pool holds the wrapped backend's pool.
+func (b *timedPoolBackend) Pool(size int) (release func()) { return b.pool.Pool(size) }
+
+// Prewarm fills the wrapped backend's pool for spec's shape.
+func (b *timedPoolBackend) Prewarm(spec *sandbox.Spec) error { return b.pool.Prewarm(spec) }
+
+// Run runs spec through the wrapped backend and records its result and
+// setup time. A run that fails because its call was cancelled is counted as
+// cancelled, not as a sandbox that failed.
 func (b *timedBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	res, err := b.Backend.Run(ctx, spec)
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
-	if err != nil {
-		b.m.sandboxes["failed"]++
-		return res, err
-	}
-	b.m.sandboxes["started"]++
-	if res != nil {
-		b.m.setup.observe(res.Setup.Seconds())
+	switch {
+	case err != nil && ctx.Err() != nil:
+		b.m.sandboxes[sandboxCancelled]++
+	case err != nil:
+		b.m.sandboxes[sandboxFailed]++
+	default:
+		b.m.sandboxes[sandboxStarted]++
+		if res != nil {
+			b.m.setup.observe(res.Setup.Seconds())
+		}
 	}
 	return res, err
 }
@@ -93,6 +136,7 @@ func (m *Metrics) sessionOpened() {
 // gauges are the values read from the server at scrape time.
 type gauges struct {
 	inFlight, running, waiting, sessions int
+	conns                                *LimitListener // nil: not serving HTTP through one
 }
 
 // write renders m and g in the Prometheus text format (version 0.0.4).
@@ -126,9 +170,9 @@ func (m *Metrics) write(w io.Writer, g gauges) error {
 	header(bw, "airlock_sandbox_setup_seconds", "histogram", "Time from asking the backend for a sandbox until the tool started in it.")
 	m.setup.write(bw, "airlock_sandbox_setup_seconds", "")
 
-	header(bw, "airlock_sandbox_runs_total", "counter", "Sandbox runs, by whether the sandbox started.")
-	for _, r := range []string{"started", "failed"} {
-		fmt.Fprintf(bw, "airlock_sandbox_runs_total{result=%s} %d\n", quote(r), m.sandboxes[r])
+	header(bw, "airlock_sandbox_runs_total", "counter", "Sandbox runs: started, failed (could not be built or torn down) or cancelled (the call was).")
+	for _, r := range sandboxResults {
+		fmt.Fprintf(bw, "airlock_sandbox_runs_total{result=%s} %d\n", quote(string(r)), m.sandboxes[r])
 	}
 
 	header(bw, "airlock_calls_in_flight", "gauge", "Tool calls being handled now, queued or running.")
@@ -141,6 +185,14 @@ func (m *Metrics) write(w io.Writer, g gauges) error {
 	fmt.Fprintf(bw, "airlock_sessions_open %d\n", g.sessions)
 	header(bw, "airlock_sessions_opened_total", "counter", "Broker sessions opened.")
 	fmt.Fprintf(bw, "airlock_sessions_opened_total %d\n", m.opened)
+	if c := g.conns; c != nil {
+		header(bw, "airlock_http_connections_open", "gauge", "HTTP connections open now.")
+		fmt.Fprintf(bw, "airlock_http_connections_open %d\n", c.Open())
+		header(bw, "airlock_http_connections_max", "gauge", "The cap on HTTP connections open at once.")
+		fmt.Fprintf(bw, "airlock_http_connections_max %d\n", c.Max())
+		header(bw, "airlock_http_connections_refused_total", "counter", "HTTP connections closed at once because the cap was reached.")
+		fmt.Fprintf(bw, "airlock_http_connections_refused_total %d\n", c.Refused())
+	}
 	return bw.Flush()
 }
 
@@ -191,7 +243,10 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 }
 
 // WriteMetrics writes the server's metrics in the Prometheus text format.
-func (s *Server) WriteMetrics(w io.Writer) error {
+func (s *Server) WriteMetrics(w io.Writer) error { return s.writeMetrics(w, nil) }
+
+// writeMetrics writes the metrics, and those of conns when it is not nil.
+func (s *Server) writeMetrics(w io.Writer, conns *LimitListener) error {
 	inFlight, running, waiting, sessions := s.stats()
-	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions})
+	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions, conns: conns})
 }

@@ -126,11 +126,26 @@ func (s *Server) addTool(d *tool.Def) (err error) {
 	}()
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        d.Name,
+		Title:       d.Hints.Title,
 		Description: d.Description,
 		InputSchema: d.Schema,
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: d.Idempotent},
+		Annotations: Annotations(d),
 	}, s.handler(d.Name))
 	return nil
+}
+
+// Annotations returns d's hints as MCP tool annotations, every hint stated
+// (none left to the protocol's defaults). tools/list and `airlock tools
+// --format mcp` both use it.
+func Annotations(d *tool.Def) *mcp.ToolAnnotations {
+	h := d.Hints
+	return &mcp.ToolAnnotations{
+		Title:           h.Title,
+		ReadOnlyHint:    h.ReadOnly,
+		DestructiveHint: &h.Destructive,
+		IdempotentHint:  h.Idempotent,
+		OpenWorldHint:   &h.OpenWorld,
+	}
 }
 
 // Metrics returns the server's metrics.

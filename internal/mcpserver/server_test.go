@@ -33,20 +33,28 @@ func TestListTools(t *testing.T) {
 				t.Fatalf("ListTools: %v", err)
 			}
 			type listed struct {
-				Name, Description string
-				Schema            any
-				Idempotent        bool
+				Name, Title, Description string
+				Schema                   any
+				// The four hints, each as sent: nil when the wire left it out.
+				ReadOnly, Destructive, Idempotent, OpenWorld *bool
+				AnnotationTitle                              string
 			}
 			var got, want []listed // the SDK lists tools by name
 			for _, tl := range res.Tools {
-				got = append(got, listed{tl.Name, tl.Description, tl.InputSchema, tl.Annotations != nil && tl.Annotations.IdempotentHint})
+				l := listed{Name: tl.Name, Title: tl.Title, Description: tl.Description, Schema: tl.InputSchema}
+				if a := tl.Annotations; a != nil {
+					l.ReadOnly, l.Destructive, l.Idempotent, l.OpenWorld = &a.ReadOnlyHint, a.DestructiveHint, &a.IdempotentHint, a.OpenWorldHint
+					l.AnnotationTitle = a.Title
+				}
+				got = append(got, l)
 			}
 			for _, d := range tool.All() {
 				var schema any
 				if err := json.Unmarshal(d.Schema, &schema); err != nil {
 					t.Fatal(err)
 				}
-				want = append(want, listed{d.Name, d.Description, schema, d.Idempotent})
+				h := d.Hints
+				want = append(want, listed{d.Name, h.Title, d.Description, schema, &h.ReadOnly, &h.Destructive, &h.Idempotent, &h.OpenWorld, h.Title})
 			}
 			slices.SortFunc(want, func(a, b listed) int { return strings.Compare(a.Name, b.Name) })
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -125,6 +133,44 @@ func TestEveryTool(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestShellExitIsNotAnError pins the rule docs/mcp.md states: a command that
+// ran and exited non-zero is a result (isError false, the exit code in the
+// text and _meta); a command airlock had to end (here its timeout) is an
+// error.
+func TestShellExitIsNotAnError(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	cs := connectStdio(t, f, nil)
+	for _, tc := range []struct {
+		command string
+		exit    int
+	}{
+		{"exit 1", 1},
+		{"false", 1},
+		{"no-such-command-anywhere", 127},
+		{"echo out; echo err >&2; exit 42", 42},
+	} {
+		res := call(t, cs, "shell", map[string]any{"command": tc.command})
+		got := text(t, res)
+		m := callMeta(t, res)
+		if res.IsError || !strings.Contains(got, fmt.Sprintf("[exit %d]", tc.exit)) || m.ExitCode == nil || *m.ExitCode != tc.exit || m.Class != broker.ClassOK {
+			t.Errorf("%q: isError=%v, exit %v, class %q, text %q; want a result (isError false) with exit %d", tc.command, res.IsError, m.ExitCode, m.Class, got, tc.exit)
+		}
+	}
+	res := call(t, cs, "shell", map[string]any{"command": "sleep 30", "timeout": 1})
+	if !res.IsError || !strings.Contains(text(t, res), "timed out") {
+		t.Errorf("a command killed at its timeout: isError=%v %q, want an error", res.IsError, text(t, res))
+	}
+	// And the documentation says the same.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "mcp.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat := strings.Join(strings.Fields(string(doc)), " "); !strings.Contains(flat, "A command that ran and exited non-zero is a result, not an error: `isError` is false") ||
+		strings.Contains(flat, "a non-zero exit, a refusal") {
+		t.Error("docs/mcp.md does not state that a non-zero exit is a result with isError false")
+	}
+}
 
 func TestRefusedCall(t *testing.T) {
 	outside := t.TempDir() // not granted

@@ -54,6 +54,11 @@ const rf = tools.find((t) => t.name === "read_file");
 check("read_file schema", rf?.inputSchema?.type === "object" && rf.inputSchema.properties?.path?.type === "string" &&
   rf.inputSchema.additionalProperties === false, JSON.stringify(rf?.inputSchema));
 check("read_file description", (rf?.description ?? "").length > 40, rf?.description);
+// Annotations: every hint stated, true to what the tool does.
+const hints = (t) => { const a = t?.annotations ?? {}; return [a.readOnlyHint, a.destructiveHint, a.idempotentHint, a.openWorldHint].join(","); };
+check("read_file annotations", hints(rf) === "true,false,true,false" && rf?.title === "Read file", JSON.stringify(rf?.annotations));
+const sh = tools.find((t) => t.name === "shell");
+check("shell annotations", hints(sh) === "false,true,false,true", JSON.stringify(sh?.annotations));
 
 // read_file: labelled text and metadata.
 let res = await client.callTool({ name: "read_file", arguments: { path: "hello.txt" } });
@@ -68,6 +73,7 @@ res = await client.callTool({ name: "shell", arguments: { command: "echo $((6*7)
 text = textOf(res);
 check("shell text", text.includes("42") && text.includes("[exit 4]"), text);
 check("shell exit code", res._meta?.["airlock/call"]?.exit_code === 4, JSON.stringify(res._meta));
+check("a non-zero exit is a result, not an error", res.isError !== true, JSON.stringify(res));
 
 // A refused call is a result with isError, not a protocol error.
 res = await client.callTool({ name: "read_file", arguments: { path: env.OUTSIDE } });
@@ -98,6 +104,21 @@ try {
 check("cancelled call rejects quickly", rejected && Date.now() - started < 5000, `rejected=${rejected} after ${Date.now() - started}ms`);
 res = await client.callTool({ name: "glob", arguments: { pattern: "*.txt" } });
 check("session works after a cancel", textOf(res).includes("hello.txt"), textOf(res));
+
+if (env.MODE === "http") {
+  // What a page of another site would send: refused with 403, and a malformed
+  // body gets a JSON-RPC error object.
+  const post = (headers, body) => fetch(env.MCP_URL, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${env.MCP_TOKEN}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", ...headers },
+    body,
+  });
+  let r = await post({ Origin: "https://evil.example" }, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+  check("foreign origin refused", r.status === 403, `status ${r.status}`);
+  r = await post({}, "{");
+  const j = await r.json().catch(() => null);
+  check("malformed body is a JSON-RPC error", r.status === 400 && j?.error?.code === -32700 && j?.id === null, JSON.stringify(j));
+}
 
 await client.close();
 console.log(failed === 0 ? "PASS" : `${failed} checks failed`);

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -552,4 +553,77 @@ func cgroupsOf(pid int) []string {
 		return nil
 	})
 	return out
+}
+
+// TestMCPMalformedLines writes malformed lines to a real `airlock mcp`: each
+// gets a JSON-RPC error, the call sent before them is answered, the session
+// goes on, and the process exits 0 when its input ends.
+func TestMCPMalformedLines(t *testing.T) {
+	w := newWorkspace(t)
+	cmd := exec.Command(airlock(t), append([]string{"mcp", "--root", w.root}, sandboxArgs(t)...)...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 1; echo slept"}}}`,
+		`{`,
+		`hello`,
+		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
+		strings.Repeat("[", 1000) + strings.Repeat("]", 1000),
+		`{"jsonrpc":"1.0","id":3,"method":"ping"}`,
+		`[{"jsonrpc":"2.0","id":4,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"read_file","name":"shell","arguments":{"path":"x","command":"touch pwned"}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`,
+	}
+	if _, err := io.WriteString(stdin, strings.Join(lines, "\n")+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	var codes []int64
+	answered := map[string]string{}
+	for len(answered) < 3 && sc.Scan() {
+		var r struct {
+			ID    json.RawMessage
+			Error *struct{ Code int64 }
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("an unparseable line from airlock mcp: %q", sc.Text())
+		}
+		switch {
+		case r.Error != nil:
+			codes = append(codes, r.Error.Code)
+		default:
+			answered[string(r.ID)] = sc.Text()
+		}
+	}
+	if len(answered) < 3 {
+		t.Fatalf("airlock mcp stopped answering: answered %v, errors %v", answered, codes)
+	}
+	want := []int64{-32700, -32700, -32600, -32600, -32600, -32600, -32600}
+	if fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("error codes %v, want %v", codes, want)
+	}
+	if !strings.Contains(answered["2"], "slept") || !strings.Contains(answered["6"], "read_file") {
+		t.Errorf("answers %v: want the shell call's and the tools list", answered)
+	}
+	if _, err := os.Stat(filepath.Join(w.root, "pwned")); err == nil {
+		t.Error("the ambiguous call ran shell")
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("airlock mcp after its input ended: %v, want exit 0", err)
+	}
 }

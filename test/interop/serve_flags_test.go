@@ -2,7 +2,17 @@ package interop_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestServeRefusesUnsafeSettings checks serve's usage errors: no listen
@@ -34,6 +46,14 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{"short token env", []string{"--listen", "127.0.0.1:0"}, []string{"AIRLOCK_TOKEN=hunter2"}, "AIRLOCK_TOKEN: the token is shorter"},
 		{"token with a space", []string{"--listen", "127.0.0.1:0"}, []string{"AIRLOCK_TOKEN=0123456789 abcdef0123"}, "printable ASCII"},
 		{"missing token file", []string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(w.root, "nope")}, nil, "--token-file"},
+		// Plain HTTP beyond loopback is refused before the port is opened.
+		{"plain http on all interfaces", []string{"--listen", "0.0.0.0:0"}, nil, "not a loopback address: serve HTTPS with --tls-cert and --tls-key, or pass --insecure-plain-http"},
+		{"plain http on a wildcard port", []string{"--listen", ":0"}, nil, "not a loopback address"},
+		{"plain http on a name", []string{"--listen", "example.com:0"}, nil, "not a loopback address"},
+		{"a cert without a key", []string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(w.root, "hello.txt")}, nil, "--tls-cert and --tls-key go together"},
+		{"a cert that is not one", []string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(w.root, "hello.txt"), "--tls-key", filepath.Join(w.root, "hello.txt")}, nil, "--tls-cert"},
+		{"an origin without a scheme", []string{"--listen", "127.0.0.1:0", "--allow-origin", "app.example"}, nil, "--allow-origin"},
+		{"no connections", []string{"--listen", "127.0.0.1:0", "--max-connections", "0"}, nil, "--max-connections must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -50,6 +70,9 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 			}
 			if strings.Contains(string(out), "hunter2") || strings.Contains(string(out), "0123456789 abcdef") {
 				t.Errorf("the token leaked into the output:\n%s", out)
+			}
+			if strings.Contains(string(out), "serving MCP at") {
+				t.Errorf("it served before refusing:\n%s", out)
 			}
 		})
 	}
@@ -108,4 +131,92 @@ func TestServeTokens(t *testing.T) {
 		}
 		s.stop(t, 10*time.Second)
 	})
+}
+
+// selfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
+// key to dir, and returns their paths and a pool trusting the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "airlock interop"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TestServeTLS serves HTTPS with a self-signed certificate on 127.0.0.1: a
+// client trusting it makes a call; plain HTTP to the port gets no MCP answer.
+func TestServeTLS(t *testing.T) {
+	w := newWorkspace(t)
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	s := startServe(t, w, "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(s.url, "https://127.0.0.1:") {
+		t.Fatalf("serve says it serves at %q, want https://127.0.0.1:PORT/mcp", s.url)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: &bearerOver{token: s.token, base: tr}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connecting over TLS: %v", err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "hello.txt"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "hello from interop") {
+		t.Fatalf("read_file over TLS: %v %v", res, err)
+	}
+	cs.Close()
+	// The same port in plain HTTP: Go's server answers a plain request on a
+	// TLS port with 400, never with MCP.
+	plain := "http://" + strings.TrimPrefix(s.base, "https://") + "/healthz"
+	if resp, err := http.Get(plain); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plain HTTP on the TLS port: %d %q", resp.StatusCode, body)
+		}
+	}
+	s.stop(t, 10*time.Second)
+}
+
+// bearerOver adds a bearer token to every request sent through base.
+type bearerOver struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b *bearerOver) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
 }

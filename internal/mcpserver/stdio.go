@@ -1,0 +1,173 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxLineBytes caps one line (one message) on the stdio transport.
+const DefaultMaxLineBytes = mcp.DefaultMaxLineLength
+
+// StdioTransport is the newline-delimited JSON-RPC transport of `airlock
+// mcp`. Unlike the SDK's IOTransport, which ends the session on the first
+// line it cannot decode, it checks every line (see checkMessage), answers a
+// bad one with a JSON-RPC error (-32700 or -32600) and reads on: one bad line
+// from a client costs that line, not the session, its calls in flight and
+// its background work.
+type StdioTransport struct {
+	// Reader and Writer carry the messages; neither is closed.
+	Reader io.Reader
+	Writer io.Writer
+	// MaxLineBytes caps a line; a longer one is refused and skipped. Zero
+	// means DefaultMaxLineBytes.
+	MaxLineBytes int
+}
+
+// Connect implements mcp.Transport.
+func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	limit := t.MaxLineBytes
+	if limit <= 0 {
+		limit = DefaultMaxLineBytes
+	}
+	c := &lineConn{w: t.Writer, incoming: make(chan lineRead), closed: make(chan struct{})}
+	go c.readLoop(bufio.NewReaderSize(t.Reader, 64<<10), limit)
+	return c, nil
+}
+
+// lineConn is a connection over newline-delimited JSON that hands the SDK
+// only messages that passed checkMessage.
+type lineConn struct {
+	wmu sync.Mutex
+	w   io.Writer
+
+	incoming  chan lineRead
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+type lineRead struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// errLineTooLong marks a line over the cap; the rest of it is skipped.
+var errLineTooLong = errors.New("line too long")
+
+// readLoop reads lines until the reader ends or the connection closes. A line
+// that fails checkMessage is answered here and never reaches the SDK. It
+// leaks while a Read of the underlying reader blocks after Close, as the
+// SDK's transport does: a read of stdin cannot portably be interrupted.
+func (c *lineConn) readLoop(r *bufio.Reader, limit int) {
+	for {
+		line, err := readLine(r, limit)
+		if errors.Is(err, errLineTooLong) {
+			if werr := c.writeLine(encodeReply(invalidRequest(nil, "a message is longer than %d bytes", limit))); werr != nil {
+				c.deliver(lineRead{err: werr})
+				return
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			msg, bad := checkMessage(line)
+			if bad != nil {
+				if werr := c.writeLine(encodeReply(bad)); werr != nil {
+					c.deliver(lineRead{err: werr})
+					return
+				}
+			} else if !c.deliver(lineRead{msg: msg}) {
+				return
+			}
+		}
+		if err != nil {
+			c.deliver(lineRead{err: err})
+			return
+		}
+	}
+}
+
+// deliver hands r to Read, or reports false once the connection is closed.
+func (c *lineConn) deliver(r lineRead) bool {
+	select {
+	case c.incoming <- r:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// readLine returns the next line without its newline. At the end of the
+// input it returns the last, unterminated line (possibly empty) with io.EOF.
+// A line longer than limit is consumed to its end and reported as
+// errLineTooLong, without buffering more than limit bytes of it.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > limit+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case tooLong && (err == nil || errors.Is(err, io.EOF)):
+			return nil, errLineTooLong
+		case err != nil:
+			return line, err
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), nil
+	}
+}
+
+// Read implements mcp.Connection.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case r := <-c.incoming:
+		return r.msg, r.err
+	}
+}
+
+// Write implements mcp.Connection.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding a message: %w", err)
+	}
+	return c.writeLine(data)
+}
+
+// writeLine writes data and a newline as one write.
+func (c *lineConn) writeLine(data []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.w.Write(append(data, '\n'))
+	return err
+}
+
+// Close implements mcp.Connection: Read returns io.EOF from now on.
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+// SessionID implements mcp.Connection; a stdio session has no id.
+func (c *lineConn) SessionID() string { return "" }
