@@ -139,7 +139,7 @@ func Open(opts *Options) (*Session, error) {
 		backend, err = direct.New(nil)
 		root = g.WorkDir()
 	} else {
-		backend, err = nativeBackend()
+		backend, err = nativeBackend(records)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("airlock: %w", err)

@@ -8,7 +8,9 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
 )
 
-func nativeBackend() (sandbox.Backend, error) { return linux.New(nil) }
+func nativeBackend(stateDir string) (sandbox.Backend, error) {
+	return linux.New(&linux.Options{StateDir: stateDir})
+}
 
 const sandboxMode = initproto.Arg
 

@@ -9,7 +9,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
-func nativeBackend() (sandbox.Backend, error) {
+func nativeBackend(string) (sandbox.Backend, error) {
 	return nil, fmt.Errorf("the native sandbox needs Linux, not %s (Options.Unsandboxed runs without isolation): %w", runtime.GOOS, sandbox.ErrUnsupported)
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -156,49 +157,76 @@ func (l *Log) Close() error {
 	return err
 }
 
-// Decode reads records from r, one per line, calling fn for each. A line that
-// does not parse is reported with its line number.
-func Decode(r io.Reader, fn func(Record) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(sc.Bytes()) == 0 {
-			continue
+// A Problem is a line of an audit file that is not a record: corrupt, or
+// torn (the last line, cut short by a writer that died mid-write).
+type Problem struct {
+	File string
+	Line int
+	Torn bool
+	Err  error
+}
+
+func (p Problem) Error() string {
+	if p.Torn {
+		return fmt.Sprintf("%s:%d: torn record: the writer stopped mid-line (a crash or a full disk?)", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d: not a record: %v", p.File, p.Line, p.Err)
+}
+
+// Decode reads records from r, one per line, calling fn for each. A line
+// that does not parse does not stop it: bad is called with its line number
+// (counted from first), and whether it is a torn last line (no newline
+// after it). An error from fn or from reading stops it.
+func Decode(r io.Reader, first int, fn func(Record) error, bad func(line int, torn bool, err error)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := first; ; n++ {
+		line, rerr := br.ReadBytes('\n')
+		torn := rerr == io.EOF && len(line) > 0
+		if rerr != nil && rerr != io.EOF {
+			return rerr
 		}
-		var rec Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fmt.Errorf("audit line %d: %w", n, err)
+		if text := strings.TrimSpace(string(line)); text != "" {
+			var rec Record
+			if err := json.Unmarshal([]byte(text), &rec); err != nil {
+				bad(n, torn, err)
+			} else if err := fn(rec); err != nil {
+				return err
+			}
 		}
-		if err := fn(rec); err != nil {
-			return err
+		if rerr == io.EOF {
+			return nil
 		}
 	}
-	return sc.Err()
 }
 
 // ReadAll reads every session's records under root (root/<session>/audit.jsonl),
-// or only session's when it is not empty, sorted by time.
-func ReadAll(root, session string) ([]Record, error) {
+// or only session's when it is not empty, sorted by time. Lines that are
+// not records are returned as Problems, never a reason to return nothing.
+func ReadAll(root, session string) ([]Record, []Problem, error) {
 	pattern := filepath.Join(root, "*", FileName)
 	if session != "" {
 		pattern = filepath.Join(root, session, FileName)
 	}
 	files, err := filepath.Glob(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("listing audit logs: %w", err)
+		return nil, nil, fmt.Errorf("listing audit logs: %w", err)
 	}
 	var out []Record
+	var problems []Problem
 	for _, p := range files {
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, fmt.Errorf("opening audit log: %w", err)
+			problems = append(problems, Problem{File: p, Err: err})
+			continue
 		}
-		err = Decode(f, func(r Record) error { out = append(out, r); return nil })
+		err = Decode(f, 1, func(r Record) error { out = append(out, r); return nil }, func(line int, torn bool, err error) {
+			problems = append(problems, Problem{File: p, Line: line, Torn: torn, Err: err})
+		})
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			problems = append(problems, Problem{File: p, Err: err})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, nil
+	return out, problems, nil
 }

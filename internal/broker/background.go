@@ -262,6 +262,11 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		s.logger.Error("audit record lost; background work not started", "work", id, "err", err)
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
+	if err := s.live.Begin(audit.InFlight{Kind: audit.KindBackgroundStart, WorkID: id, CallID: c.id, Tool: c.tool}); err != nil {
+		f.Close()
+		s.logger.Error("cannot record background work in flight; not started", "work", id, "err", err)
+		return failure(SentenceCannotRun), ClassSandbox, ""
+	}
 	// The network is the grant's, as for a foreground command: an egress
 	// proxy of its own for the work's lifetime.
 	stopEgress := func() {}
@@ -374,6 +379,8 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record of a background end lost", "work", w.id, "err", err)
+	} else {
+		s.live.End(audit.InFlight{WorkID: w.id})
 	}
 	s.logger.Info("background work ended", "work", w.id, "state", final.State, "limit", final.Limit)
 }

@@ -134,6 +134,9 @@ type Session struct {
 	// closeDone is closed when the first Close finishes, with closeErr.
 	closeDone chan struct{}
 	closeErr  error
+	// live marks the session and its calls in flight in the records
+	// directory, so a broker that dies leaves a trace (audit.Recover).
+	live *audit.Live
 }
 
 // Open starts a session.
@@ -184,6 +187,18 @@ func Open(opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening session records: %w", err)
 	}
+	// Sessions whose broker died get their missing records now; then this
+	// one is marked live, so that its own in-flight calls are never lost.
+	if done, err := audit.Recover(records); err != nil {
+		logger.Warn("recovering the records of sessions whose broker died", "err", err)
+	} else if len(done) > 0 {
+		logger.Info("recorded the interrupted calls of sessions whose broker died", "sessions", done)
+	}
+	live, err := audit.OpenLive(records, o.ID)
+	if err != nil {
+		lg.Close()
+		return nil, fmt.Errorf("opening session records: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
 		opts:      o,
@@ -197,9 +212,11 @@ func Open(opts *Options) (*Session, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		closeDone: make(chan struct{}),
+		live:      live,
 	}
 	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant)}); err != nil {
 		lg.Close()
+		live.Close()
 		cancel()
 		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
 	}
@@ -244,6 +261,9 @@ func (s *Session) Close() error {
 	if cerr := s.log.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = s.live.Close()
+	}
 	s.closeErr = err
 	return err
 }
@@ -286,7 +306,16 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	c := &call{id: "call_" + randomHex(8), tool: name, args: args, start: start}
 	res := s.run(ctx, c)
 	if err := s.record(c, res); err != nil {
-		return nil, err
+		if !c.begun {
+			return nil, err
+		}
+		// The call ran: say what it did, never that it did not. Its
+		// in-flight mark stays, so the records account for it later.
+		res.Output.Content += "\n" + fmt.Sprintf("[airlock: this call ran, but its audit record could not be written (%v); later calls are refused until the records can be kept]", err)
+		return res, nil
+	}
+	if c.begun {
+		s.live.End(audit.InFlight{CallID: c.id})
 	}
 	return res, nil
 }
@@ -299,6 +328,7 @@ type call struct {
 	start  time.Time
 	limits grant.Limits
 	out    Outcome
+	begun  bool // marked in flight in the records directory
 }
 
 func (s *Session) run(ctx context.Context, c *call) *Result {
@@ -328,6 +358,13 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		return refuse(d, "")
 	}
 	c.limits = s.opts.Grant.LimitsFor(c.tool)
+	// The call is marked in flight before anything runs: if the records
+	// directory cannot take it (a full disk), nothing runs.
+	if err := s.live.Begin(audit.InFlight{Kind: audit.KindCall, CallID: c.id, Tool: c.tool}); err != nil {
+		s.logger.Error("cannot record a call in flight; refusing it", "call", c.id, "err", err)
+		return refuse(grant.Decision{Rule: "audit"}, fmt.Sprintf("the audit records cannot be written (%v), so nothing runs; free space in the records directory", err))
+	}
+	c.begun = true
 	// Background work (background.go) is the broker's own: it starts or
 	// answers at once and takes no call slot.
 	if sh, ok := args.(tool.ShellArgs); def.Broker || ok && sh.RunInBackground {

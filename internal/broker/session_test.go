@@ -56,7 +56,7 @@ func (f *fixture) open(t *testing.T, b sandbox.Backend, mut func(*broker.Options
 
 func records(t *testing.T, dir string) []audit.Record {
 	t.Helper()
-	recs, err := audit.ReadAll(dir, "")
+	recs, _, err := audit.ReadAll(dir, "")
 	if err != nil {
 		t.Fatalf("reading records: %v", err)
 	}

@@ -5,7 +5,8 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 )
 
-// nativeBackend returns the Linux sandbox backend.
-func nativeBackend() (sandbox.Backend, error) {
-	return linux.New(nil)
+// nativeBackend returns the Linux sandbox backend, journalling its
+// placeholders under stateDir (none when empty).
+func nativeBackend(stateDir string) (sandbox.Backend, error) {
+	return linux.New(&linux.Options{StateDir: stateDir})
 }

@@ -10,6 +10,6 @@ import (
 )
 
 // nativeBackend reports that this platform has no native sandbox.
-func nativeBackend() (sandbox.Backend, error) {
+func nativeBackend(string) (sandbox.Backend, error) {
 	return nil, fmt.Errorf("airlock's sandbox needs Linux (this is %s); run calls with --unsandboxed only if you accept no isolation: %w", runtime.GOOS, sandbox.ErrUnsupported)
 }

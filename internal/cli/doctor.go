@@ -29,7 +29,7 @@ Exit status 1 when a required feature is missing.`,
 			fs.Usage()
 			return exitUsage
 		}
-		b, err := nativeBackend()
+		b, err := nativeBackend("")
 		var rep sandbox.Report
 		if err != nil {
 			rep = sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "native sandbox", Required: true, Detail: err.Error()}}}

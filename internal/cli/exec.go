@@ -115,7 +115,8 @@ Examples:
 			}
 			defer stopEgress()
 		}
-		backend, err := nativeBackend()
+		records, _ := recordsDir(env, gf.records) // none: no placeholder journal
+		backend, err := nativeBackend(records)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure

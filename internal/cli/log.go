@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,13 +49,16 @@ keeps printing records as they are written.`,
 			fmt.Fprintf(env.Stderr, "airlock log: --session %q is not a session id\n", *session)
 			return exitUsage
 		}
-		p := &logPrinter{w: env.Stdout, json: *asJSON, offsets: map[string]int64{}}
+		p := &logPrinter{w: env.Stdout, errw: env.Stderr, json: *asJSON, offsets: map[string]int64{}, lines: map[string]int{}}
 		if err := p.scan(dir, *session); err != nil {
 			fmt.Fprintf(env.Stderr, "airlock log: %v\n", err)
 			return exitFailure
 		}
 		p.flush()
 		if !*follow {
+			// A last line with no newline is torn: its writer died
+			// mid-write (a follower waits, it may still be finished).
+			p.torn()
 			return exitOK
 		}
 		tick := time.NewTicker(200 * time.Millisecond)
@@ -78,9 +82,11 @@ keeps printing records as they are written.`,
 // logPrinter prints records from every audit file, remembering how far it
 // has read each so --follow prints only new ones.
 type logPrinter struct {
-	w       io.Writer
+	w, errw io.Writer
 	json    bool
-	offsets map[string]int64
+	offsets map[string]int64 // bytes read of each file (whole lines)
+	lines   map[string]int   // lines read of each file
+	tails   map[string]int   // files whose last line has no newline yet: its line number
 	pending []audit.Record
 }
 
@@ -117,14 +123,34 @@ func (p *logPrinter) read(path string) error {
 	}
 	// Only whole lines: a record being written is read next time.
 	end := strings.LastIndexByte(string(data), '\n') + 1
+	if p.tails == nil {
+		p.tails = map[string]int{}
+	}
+	delete(p.tails, path)
+	if end < len(data) {
+		p.tails[path] = p.lines[path] + strings.Count(string(data[:end]), "\n") + 1
+	}
 	if end == 0 {
 		return nil
 	}
+	first := p.lines[path] + 1
 	p.offsets[path] = off + int64(end)
-	return audit.Decode(strings.NewReader(string(data[:end])), func(r audit.Record) error {
+	p.lines[path] += strings.Count(string(data[:end]), "\n")
+	// A line that is not a record is named (file and line) and skipped;
+	// everything readable is shown.
+	return audit.Decode(strings.NewReader(string(data[:end])), first, func(r audit.Record) error {
 		p.pending = append(p.pending, r)
 		return nil
+	}, func(line int, torn bool, err error) {
+		fmt.Fprintf(p.errw, "airlock log: %s\n", audit.Problem{File: path, Line: line, Torn: torn, Err: err})
 	})
+}
+
+// torn names every file whose last line is cut short.
+func (p *logPrinter) torn() {
+	for _, path := range slices.Sorted(maps.Keys(p.tails)) {
+		fmt.Fprintf(p.errw, "airlock log: %s\n", audit.Problem{File: path, Line: p.tails[path], Torn: true})
+	}
 }
 
 func (p *logPrinter) flush() {

@@ -91,12 +91,12 @@ func recordsDir(env *Env, flagValue string) (string, error) {
 
 // backendFor returns the sandbox backend the flags ask for, and the root
 // file tools resolve beneath.
-func backendFor(f *grantFlags, g *grant.Grant) (sandbox.Backend, string, error) {
+func backendFor(f *grantFlags, g *grant.Grant, records string) (sandbox.Backend, string, error) {
 	if f.unsandboxed {
 		b, err := direct.New(nil)
 		return b, g.WorkDir(), err
 	}
-	b, err := nativeBackend()
+	b, err := nativeBackend(records)
 	return b, "/", err
 }
 
@@ -118,11 +118,11 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	backend, root, err := backendFor(f, g)
+	dir, err := recordsDir(env, f.records)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := recordsDir(env, f.records)
+	backend, root, err := backendFor(f, g, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -627,3 +627,136 @@ func TestMCPMalformedLines(t *testing.T) {
 		t.Errorf("airlock mcp after its input ended: %v, want exit 0", err)
 	}
 }
+
+// TestBrokerKilledMidCall (issue 11.3): airlock mcp is killed (SIGKILL) at
+// several points of a call: right after the request is sent (before or
+// while the sandbox is built), while the command runs, with background work
+// running, and right after the answer arrives. After the next start of
+// airlock over the same records, the tree holds no placeholder, no cgroup
+// of the dead broker remains, and the audit log accounts for every call,
+// background work and session exactly once, the interrupted ones as such.
+func TestBrokerKilledMidCall(t *testing.T) {
+	args := sandboxArgs(t)
+	points := []string{"after-send", "while-running", "background", "after-answer"}
+	for _, point := range points {
+		t.Run(point, func(t *testing.T) {
+			w := newWorkspace(t)
+			env := append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+			cmd := exec.Command(airlock(t), append([]string{"mcp", "--root", w.root}, args...)...)
+			cmd.Env = env
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			callAsync := func(name string, a map[string]any) chan error {
+				ch := make(chan error, 1)
+				go func() {
+					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
+					ch <- err
+				}()
+				return ch
+			}
+			marker := filepath.Join(w.root, "started")
+			switch point {
+			case "after-send":
+				// Killed as soon as the call is marked in flight: before
+				// or while its sandbox is built.
+				callAsync("shell", map[string]any{"command": "sleep 600"})
+				eventually(t, 30*time.Second, "the call marked in flight", func() bool {
+					m, _ := filepath.Glob(filepath.Join(w.records, ".live", "*", "call_*.json"))
+					return len(m) > 0
+				})
+			case "while-running":
+				callAsync("shell", map[string]any{"command": "touch started; sleep 600"})
+				eventually(t, 30*time.Second, "the command started", func() bool { _, err := os.Stat(marker); return err == nil })
+			case "background":
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "touch started; sleep 600", "run_in_background": true}})
+				if err != nil || res.IsError {
+					t.Fatalf("background start: %v %v", res, err)
+				}
+				eventually(t, 30*time.Second, "the work started", func() bool { _, err := os.Stat(marker); return err == nil })
+			case "after-answer":
+				if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "hello.txt"}}); err != nil || res.IsError {
+					t.Fatalf("read_file: %v %v", res, err)
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			cs.Close()
+
+			// The next start of airlock over the same records.
+			next := exec.Command(airlock(t), append([]string{"call", "--root", w.root, "shell", `{"command": "true"}`}, args...)...)
+			next.Env = env
+			if out, err := next.CombinedOutput(); err != nil {
+				t.Fatalf("next start: %v\n%s", err, out)
+			}
+			entries, err := os.ReadDir(w.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Name() != "hello.txt" && e.Name() != "started" {
+					t.Errorf("left in the tree: %s", e.Name())
+				}
+			}
+			if cg := cgroupsOf(pid); len(cg) > 0 {
+				t.Errorf("cgroups of the dead broker left: %v", cg)
+			}
+			out, err := exec.Command(airlock(t), "log", "--json", "--records", w.records).Output()
+			if err != nil {
+				t.Fatalf("airlock log: %v", err)
+			}
+			opened, closed := map[string]int{}, map[string]int{}
+			calls := map[string]int{}
+			var starts, ends, interrupted int
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				var r struct {
+					Kind, Session, Decision, Class string
+					CallID                         string `json:"call_id"`
+				}
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				switch r.Kind {
+				case "session":
+					if r.Decision == "open" {
+						opened[r.Session]++
+					} else {
+						closed[r.Session]++
+					}
+				case "call":
+					calls[r.CallID]++
+				case "background-start":
+					starts++
+				case "background-end":
+					ends++
+				}
+				if r.Class == "interrupted" {
+					interrupted++
+				}
+			}
+			for s, n := range opened {
+				if n != 1 || closed[s] != 1 {
+					t.Errorf("session %s: opened %d closed %d, want 1 and 1\n%s", s, n, closed[s], out)
+				}
+			}
+			for id, n := range calls {
+				if n != 1 {
+					t.Errorf("call %s recorded %d times\n%s", id, n, out)
+				}
+			}
+			if starts != ends {
+				t.Errorf("background starts %d, ends %d\n%s", starts, ends, out)
+			}
+			if point != "after-answer" && interrupted < 2 {
+				t.Errorf("%d interrupted records, want the call (or work) and the session\n%s", interrupted, out)
+			}
+		})
+	}
+}

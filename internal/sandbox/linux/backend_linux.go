@@ -46,6 +46,11 @@ type Options struct {
 	// tool-mode shape from New until Close (see Backend.Pool); zero
 	// leaves the pool to holders of Backend.Pool.
 	PoolSize int
+	// StateDir, when set, is where the backend journals the placeholders
+	// it creates in users' trees (StateDir/.placeholders/, one file per
+	// process), so that a later backend over the same StateDir removes
+	// those a process that died (kill -9) left behind. Empty: no journal.
+	StateDir string
 }
 
 // CgroupPolicy says whether memory and process limits must come from
@@ -136,6 +141,10 @@ func New(opts *Options) (*Backend, error) {
 		}
 	}
 	b.cg.sweep()
+	if o.StateDir != "" {
+		b.placeholders.journalDir = filepath.Join(o.StateDir, journalDir)
+		sweepJournals(b.placeholders.journalDir, b.log)
+	}
 	return b, nil
 }
 

@@ -42,6 +42,11 @@ const placeholderXattr = "user.airlock.placeholder"
 type placeholders struct {
 	mu   sync.Mutex
 	refs map[string]*heldDir // host path -> this process's hold
+	// journalDir, when set, is where this process journals the
+	// placeholders it may create (see journal_linux.go); journal is its
+	// open journal file.
+	journalDir string
+	journal    *os.File
 }
 
 // heldDir is this process's hold on one placeholder.
@@ -67,6 +72,7 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	}
 	var held []string
 	cfg.Placeholders = nil
+	p.note(p.candidates(cfg))
 	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
 		m, ok := writableMountOf(cfg.Mounts, ro)
 		if !ok {
@@ -107,6 +113,28 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	slices.Sort(cfg.Placeholders)
 	cfg.Placeholders = slices.Compact(cfg.Placeholders)
 	return held, nil
+}
+
+// candidates lists the host paths hold may create placeholders at for cfg,
+// those this process does not hold already, for the journal.
+func (p *placeholders) candidates(cfg *initproto.Config) []string {
+	var out []string
+	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
+		m, ok := writableMountOf(cfg.Mounts, ro)
+		if !ok {
+			continue
+		}
+		parts := strings.Split(strings.TrimPrefix(ro, m.Target+"/"), "/")
+		for i := range parts {
+			host := filepath.Join(m.Source, strings.Join(parts[:i+1], "/"))
+			if p.refs[host] == nil {
+				if _, err := os.Lstat(host); err != nil {
+					out = append(out, host)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // lockPlaceholder creates (or finds) the placeholder sub beneath root, a
@@ -191,6 +219,7 @@ func (p *placeholders) release(held []string) {
 		}
 		h.f.Close()
 	}
+	p.forget()
 }
 
 func marked(f *os.File) bool {

@@ -1,0 +1,52 @@
+// Package procid names a process in a way that survives pid reuse (its pid
+// and, where the system tells, its start time), so that a file left by a
+// process that died can be told from one of a process that still runs.
+package procid
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ID is a process's pid and start time, "PID-START" ("PID" where the start
+// time is unknown).
+type ID string
+
+// Self returns this process's ID.
+func Self() ID { return Of(pidSelf()) }
+
+// Of returns the ID of the running process pid, or "" when there is none.
+func Of(pid int) ID {
+	if !exists(pid) {
+		return ""
+	}
+	if s := start(pid); s != "" {
+		return ID(strconv.Itoa(pid) + "-" + s)
+	}
+	return ID(strconv.Itoa(pid))
+}
+
+// PID returns the pid part of id, or 0.
+func (id ID) PID() int {
+	p, _, _ := strings.Cut(string(id), "-")
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// Alive reports whether the process id names still runs (the same process:
+// a reused pid has another start time).
+func (id ID) Alive() bool {
+	pid := id.PID()
+	if pid == 0 {
+		return false
+	}
+	now := Of(pid)
+	if now == "" {
+		return false
+	}
+	_, hadStart := strings.CutPrefix(string(id), strconv.Itoa(pid)+"-")
+	return now == id || !hadStart
+}

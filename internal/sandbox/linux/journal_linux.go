@@ -1,0 +1,134 @@
+package linux
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/procid"
+)
+
+// journalDir is where, below Options.StateDir, each process journals the
+// placeholders it may create: one file per process, named by its
+// procid.ID, holding one host path a line. A line is written before the
+// placeholder is made; the file is emptied whenever the process holds no
+// placeholder and removed by a later process once its writer is dead,
+// after removing every journalled placeholder still there, empty and
+// marked. So kill -9 of a broker leaves no placeholder for longer than
+// the next start of airlock over the same state directory.
+const journalDir = ".placeholders"
+
+// note journals paths (host paths) before any is created. It is called
+// with p.mu held. A journal that cannot be written is not a reason to
+// refuse the call: the placeholders are still removed by this process.
+func (p *placeholders) note(paths []string) {
+	if p.journalDir == "" || len(paths) == 0 {
+		return
+	}
+	if p.journal == nil {
+		if err := os.MkdirAll(p.journalDir, 0o700); err != nil {
+			return
+		}
+		f, err := os.OpenFile(filepath.Join(p.journalDir, string(procid.Self())), os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return
+		}
+		p.journal = f
+	}
+	_, _ = p.journal.WriteString(strings.Join(paths, "\n") + "\n")
+}
+
+// forget empties the journal once this process holds no placeholder. It is
+// called with p.mu held.
+func (p *placeholders) forget() {
+	if p.journal != nil && len(p.refs) == 0 {
+		_ = p.journal.Truncate(0)
+	}
+}
+
+// sweepJournals removes the placeholders journalled by processes that are
+// gone, and their journals.
+func sweepJournals(dir string, log *slog.Logger) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		id := procid.ID(e.Name())
+		if !e.Type().IsRegular() || id.PID() == 0 || id.Alive() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		n, err := removeJournalled(path)
+		if err != nil {
+			log.Debug("sweeping placeholders", "journal", path, "err", err)
+			continue
+		}
+		if n > 0 {
+			log.Info("removed placeholders a dead airlock process left", "count", n, "pid", id.PID())
+		}
+		_ = os.Remove(path)
+	}
+}
+
+// removeJournalled removes each placeholder a journal names that is still
+// a placeholder: marked, empty, not a symlink. Deepest first, so a
+// placeholder directory is empty once its children are gone.
+func removeJournalled(journal string) (int, error) {
+	f, err := os.Open(journal)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var paths []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if p := sc.Text(); filepath.IsAbs(p) && filepath.Clean(p) == p {
+			paths = append(paths, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", journal, err)
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	slices.SortStableFunc(paths, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	n := 0
+	for _, p := range paths {
+		if removePlaceholder(p) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// removePlaceholder removes host path p if it is one of airlock's
+// placeholders (it carries the mark and is an empty file or directory) and
+// no live airlock process holds it (their shared flock).
+func removePlaceholder(p string) bool {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if !marked(f) || !emptyFile(f) || flock(f, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	if cur, err := os.Lstat(p); err != nil || !os.SameFile(fi, cur) {
+		return false
+	}
+	if fi.IsDir() {
+		return unix.Rmdir(p) == nil // fails when not empty
+	}
+	return unix.Unlink(p) == nil
+}
