@@ -15,10 +15,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/audit"
@@ -41,6 +43,13 @@ var (
 const (
 	DefaultMaxConcurrent = 8
 	DefaultMaxQueue      = 64
+	// DefaultMaxCallBytes caps one call's arguments (the content of a
+	// write_file, say): 16 MiB, the most one MCP stdio message carries.
+	DefaultMaxCallBytes = 16 << 20
+	// DefaultMaxInFlightBytes caps the arguments of every call of a
+	// session in flight at once, so concurrent large writes cannot take
+	// the broker's memory: past it a call is refused as busy.
+	DefaultMaxInFlightBytes = 64 << 20
 )
 
 // Options configure a session. Open copies them.
@@ -86,6 +95,10 @@ type Options struct {
 	// Private are more of airlock's own files the session's sandboxes must
 	// not see (a server's token file); see OwnFiles.
 	Private []string
+	// MaxCallBytes caps one call's arguments (default DefaultMaxCallBytes);
+	// MaxInFlightBytes caps those of all calls in flight at once (default
+	// DefaultMaxInFlightBytes). A call past either is refused before it runs.
+	MaxCallBytes, MaxInFlightBytes int
 }
 
 // OwnFiles returns what a session keeps from its sandboxes, for
@@ -137,6 +150,8 @@ type Session struct {
 	// live marks the session and its calls in flight in the records
 	// directory, so a broker that dies leaves a trace (audit.Recover).
 	live *audit.Live
+	// inflight is the bytes of arguments of the calls running now.
+	inflight atomic.Int64
 }
 
 // Open starts a session.
@@ -155,6 +170,12 @@ func Open(opts *Options) (*Session, error) {
 	}
 	if o.ToolRoot == "" {
 		o.ToolRoot = "/"
+	}
+	if o.MaxCallBytes <= 0 {
+		o.MaxCallBytes = DefaultMaxCallBytes
+	}
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
 	if o.BackgroundLogCap <= 0 {
 		o.BackgroundLogCap = DefaultBackgroundLogCap
@@ -317,8 +338,18 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	if c.begun {
 		s.live.End(audit.InFlight{CallID: c.id})
 	}
+	if len(args) >= largeCall {
+		// Give a large call's memory back to the system now, not at the
+		// runtime's leisure: a broker that served a few big writes should
+		// not keep their peak.
+		debug.FreeOSMemory()
+	}
 	return res, nil
 }
+
+// largeCall is the argument size past which a call's memory is returned to
+// the system when it ends.
+const largeCall = 4 << 20
 
 // call is the broker's state for one call.
 type call struct {
@@ -345,6 +376,18 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	if !ok {
 		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("unknown tool %q", c.tool))
 	}
+	// Memory: each call's arguments are held a few times over (decoded,
+	// framed for the sandbox, piped), so both one call's and the session's
+	// total are bounded before anything is decoded.
+	if n := len(c.args); n > s.opts.MaxCallBytes {
+		return refuse(grant.Decision{Rule: "limits.call_bytes"}, fmt.Sprintf("the call's arguments are %d bytes; the most one call may carry is %d bytes (%s): split the content over several calls (write_file, then edit_file)", n, s.opts.MaxCallBytes, grant.FormatSize(int64(s.opts.MaxCallBytes))))
+	}
+	n := int64(len(c.args))
+	if s.inflight.Add(n) > int64(s.opts.MaxInFlightBytes) {
+		s.inflight.Add(-n)
+		return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: the calls in flight carry %s of arguments, the most it holds at once; try again when they finish", grant.FormatSize(int64(s.opts.MaxInFlightBytes))))
+	}
+	defer s.inflight.Add(-n)
 	if !s.opts.Grant.ToolEnabled(c.tool) {
 		return refuse(grant.Decision{Rule: "tools.enabled"}, fmt.Sprintf("tool %q is not enabled by the grant", c.tool))
 	}
@@ -450,7 +493,7 @@ func (s *Session) record(c *call, res *Result) error {
 		Session:  s.id,
 		CallID:   c.id,
 		Tool:     c.tool,
-		Args:     redactJSON(s.redactor, c.args),
+		Args:     shortenJSON(redactJSON(s.redactor, c.args)),
 		Decision: "allowed",
 		Rule:     res.Decision.Rule,
 		Risks:    res.Decision.Risks,
@@ -495,6 +538,51 @@ func redactJSON(r *secret.Redactor, raw json.RawMessage) json.RawMessage {
 		return b
 	}
 	return r.Bytes(append([]byte(nil), raw...))
+}
+
+// maxRecordedString is the longest string value of a call's arguments kept
+// whole in its audit record; a longer one (a write_file's content) keeps
+// its start and its length, so records stay small and a large write is
+// not held once more in memory for its record.
+const maxRecordedString = 4 << 10
+
+// shortenJSON returns raw with every string value longer than
+// maxRecordedString cut to its start and a note of its length.
+func shortenJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) <= maxRecordedString {
+		return raw
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			if len(x) > maxRecordedString {
+				cut := maxRecordedString
+				for cut > 0 && !utf8.RuneStart(x[cut]) {
+					cut--
+				}
+				return fmt.Sprintf("%s…[%d bytes in all]", x[:cut], len(x))
+			}
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	b, err := json.Marshal(walk(v))
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
