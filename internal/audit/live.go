@@ -54,13 +54,19 @@ type Live struct {
 // OpenLive marks session as live under the records root.
 func OpenLive(root, session string) (*Live, error) {
 	dir := filepath.Join(root, LiveDir, session)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// The directory appears with its owner file in it (made aside, then
+	// renamed), so Recover never takes a session being opened for a dead one.
+	tmp := filepath.Join(root, LiveDir, ".new-"+session)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the live-session directory: %w", err)
 	}
-	o := owner{Process: procid.Self()}
-	if err := writeJSON(filepath.Join(dir, ownerFile), o); err != nil {
-		os.RemoveAll(dir)
+	if err := writeJSON(filepath.Join(tmp, ownerFile), owner{Process: procid.Self()}); err != nil {
+		os.RemoveAll(tmp)
 		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("creating the live-session directory: %w", err)
 	}
 	return &Live{dir: dir}, nil
 }
@@ -124,8 +130,8 @@ func Recover(root string) ([]string, error) {
 	var done []string
 	var errs []error
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue // being opened
 		}
 		dir := filepath.Join(root, LiveDir, e.Name())
 		var o owner
