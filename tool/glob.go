@@ -50,7 +50,7 @@ func globBase(dir, pattern string) string {
 	if prefix == "" {
 		return dir
 	}
-	return filepath.Join(dir, prefix)
+	return dir + "/" + prefix // not filepath.Join: resolve must see "f.txt/.." to refuse it
 }
 
 var glob = define("glob", globDescription, true, runGlob)

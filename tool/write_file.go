@@ -62,6 +62,9 @@ func (t target) openForWrite() (*os.File, error) {
 	if t.rel == "." {
 		return nil, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
 	}
+	if t.dirOnly {
+		return nil, fmt.Errorf("field %q: the path ends in a slash, \".\" or \"..\", so it names a directory (%s), not a file", t.field, t.shown)
+	}
 	dir := filepath.Dir(t.rel)
 	di, err := t.root.Stat(dir)
 	switch {
