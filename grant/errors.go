@@ -38,21 +38,27 @@ type problem struct {
 	msg   string
 }
 
-// problems collects validation failures in the order they are found.
+// problems collects validation failures in the order they are found. It
+// keeps the first maxErrors and only counts the rest, so a file with
+// thousands of bad keys costs no more to report than one with twenty.
 type problems struct {
-	list []problem
+	list []problem // the first maxErrors problems
+	n    int       // every problem found, kept or not
 }
 
 func (p *problems) add(key []string, format string, args ...any) {
-	k := make([]string, len(key))
-	copy(k, key)
-	p.list = append(p.list, problem{key: k, msg: fmt.Sprintf(format, args...)})
+	p.addValue(key, "", format, args...)
 }
 
 // addValue records a problem with one entry of the list at key.
 func (p *problems) addValue(key []string, value, format string, args ...any) {
-	p.add(key, format, args...)
-	p.list[len(p.list)-1].value = value
+	p.n++
+	if len(p.list) >= maxErrors {
+		return
+	}
+	k := make([]string, len(key))
+	copy(k, key)
+	p.list = append(p.list, problem{key: k, value: value, msg: fmt.Sprintf(format, args...)})
 }
 
 // key joins path elements, quoting those that are not bare TOML keys.

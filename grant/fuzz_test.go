@@ -7,7 +7,18 @@ import (
 )
 
 // FuzzParse feeds the loader arbitrary grant files. A grant either parses or
-// fails with *Error values; a parsed grant is self-consistent.
+// fails with *Error values, every line of which names the file; a parsed
+// grant is self-consistent.
+//
+// Time budget: any input up to MaxFileSize must parse in milliseconds, not
+// seconds. The TOML library is quadratic in nesting depth, so checkNesting
+// refuses depth past maxNesting before decoding, problems stop being
+// collected at maxErrors, and key lines come from the one decode (issue
+// 11.9). The fuzzer reports no slow input by itself: a falling execs/sec is
+// the sign of one, and BenchmarkParseHostile times the known worst cases.
+// Run it for a while after changing load.go, nesting.go or position.go:
+//
+//	go test -run '^$' -fuzz FuzzParse -fuzztime 2m ./grant
 func FuzzParse(f *testing.F) {
 	base := fixture(f, loadFixture...)
 	f.Fuzz(func(t *testing.T, data []byte) {
