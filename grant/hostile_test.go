@@ -93,3 +93,37 @@ func manyBadKeys(n int) string {
 	}
 	return b.String()
 }
+
+// TestErrorLinesNameTheFile: however the input is made, every line of a
+// grant error starts with the file's name: text from the input (which the
+// TOML library quotes raw) has its line breaks and control characters
+// escaped (issue 11.10; the fuzzer found "\"\\\n").
+func TestErrorLinesNameTheFile(t *testing.T) {
+	for _, doc := range []string{
+		"\"\\\n",
+		"a = \"x\\\ny\"",
+		"\"\\\u2028\"",
+		"[paths]\n\"a\nb\" = 1",
+		"[\"x\\u000ay\"]\nz = 1",
+		"[paths]\n\"\\u000a\\u0085\\u2028\\u202e\" = 1",
+		"[paths]\nread_write = [\"\\u0000\\u000d\\u001b[31m\"]",
+	} {
+		_, err := Parse([]byte(doc), "evil.toml", "/")
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded", doc)
+			continue
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !strings.HasPrefix(line, "evil.toml") {
+				t.Errorf("Parse(%q): error line %q does not name the file; error:\n%s", doc, line, err)
+			}
+			if strings.ContainsAny(line, "\r\x00\x1b\u2028\u0085\u202e") {
+				t.Errorf("Parse(%q): error line %q holds an unescaped control character", doc, line)
+			}
+		}
+	}
+	e := &Error{File: "a\nb.toml", Line: 3, Key: "k", Msg: "bad \x00 \xff value"}
+	if got, want := e.Error(), `a\nb.toml:3: k: bad \x00 \xff value`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
