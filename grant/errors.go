@@ -2,7 +2,9 @@ package grant
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // An Error is one problem in a grant: the file (or "flags"), the line when
@@ -15,20 +17,42 @@ type Error struct {
 	Msg  string // what is wrong, e.g. `"12XB" is not a size`
 }
 
-// Error renders the problem as "file:line: key: message".
+// Error renders the problem as "file:line: key: message", on one line: a
+// line break, control or other unprintable character in any part (a TOML
+// library message quotes the input it stopped at) is escaped as in a Go
+// string literal ("\n", "\x00", "\u2028"), so a grant file cannot make an
+// error line that does not start with the file's name.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
+	writeEscaped(&b, e.File)
 	if e.Line > 0 {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
-		b.WriteString(e.Key)
+		writeEscaped(&b, e.Key)
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Msg)
+	writeEscaped(&b, e.Msg)
 	return b.String()
+}
+
+// writeEscaped writes s with every unprintable rune and invalid byte
+// escaped, and the rest as it is.
+func writeEscaped(b *strings.Builder, s string) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(b, `\x%02x`, s[i])
+		case r != ' ' && !strconv.IsPrint(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
 }
 
 // problem is an Error before its file and line are known.
@@ -38,21 +62,27 @@ type problem struct {
 	msg   string
 }
 
-// problems collects validation failures in the order they are found.
+// problems collects validation failures in the order they are found. It
+// keeps the first maxErrors and only counts the rest, so a file with
+// thousands of bad keys costs no more to report than one with twenty.
 type problems struct {
-	list []problem
+	list []problem // the first maxErrors problems
+	n    int       // every problem found, kept or not
 }
 
 func (p *problems) add(key []string, format string, args ...any) {
-	k := make([]string, len(key))
-	copy(k, key)
-	p.list = append(p.list, problem{key: k, msg: fmt.Sprintf(format, args...)})
+	p.addValue(key, "", format, args...)
 }
 
 // addValue records a problem with one entry of the list at key.
 func (p *problems) addValue(key []string, value, format string, args ...any) {
-	p.add(key, format, args...)
-	p.list[len(p.list)-1].value = value
+	p.n++
+	if len(p.list) >= maxErrors {
+		return
+	}
+	k := make([]string, len(key))
+	copy(k, key)
+	p.list = append(p.list, problem{key: k, value: value, msg: fmt.Sprintf(format, args...)})
 }
 
 // key joins path elements, quoting those that are not bare TOML keys.

@@ -45,7 +45,7 @@ func FromFlags(cwd string, f Flags) (*Grant, error) {
 	var ps problems
 	g := build(s, &ps)
 	if len(ps.list) > 0 {
-		return nil, report("flags", "", ps.list)
+		return nil, report("flags", nil, &ps)
 	}
 	return g, nil
 }

@@ -47,8 +47,13 @@ func Parse(data []byte, name, baseDir string) (*Grant, error) {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("grant file is larger than %d bytes", MaxFileSize)}
 	}
 	doc := string(data)
-	var tree map[string]any
-	if _, err := toml.Decode(doc, &tree); err != nil {
+	if err := checkNesting(doc); err != nil {
+		err.File = name
+		return nil, err
+	}
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(doc, &top)
+	if err != nil {
 		e := &Error{File: name, Msg: err.Error()}
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -56,6 +61,14 @@ func Parse(data []byte, name, baseDir string) (*Grant, error) {
 			e.Msg = pe.Message
 		}
 		return nil, e
+	}
+	tree := make(map[string]any, len(top))
+	for k, p := range top {
+		var v any
+		if err := md.PrimitiveDecode(p, &v); err != nil {
+			return nil, &Error{File: name, Key: joinKey([]string{k}), Msg: err.Error()}
+		}
+		tree[k] = v
 	}
 	var ps problems
 	s := specFromTOML(tree, &ps)
@@ -66,24 +79,21 @@ func Parse(data []byte, name, baseDir string) (*Grant, error) {
 		g = build(s, &ps)
 	}
 	if len(ps.list) > 0 {
-		return nil, report(name, doc, ps.list)
+		return nil, report(name, &lines{md: md, top: top, text: strings.Split(doc, "\n")}, &ps)
 	}
 	return g, nil
 }
 
-// report turns problems into Errors in document order.
-func report(name, doc string, list []problem) error {
-	errs := make([]*Error, 0, len(list))
-	for _, p := range list {
-		e := &Error{File: name, Key: joinKey(p.key), Msg: p.msg}
-		if doc != "" {
-			e.Line = problemLine(doc, p)
-		}
-		errs = append(errs, e)
+// report turns problems into Errors in document order, the problems past
+// the first maxErrors counted in a last line. at finds lines; nil for none.
+func report(name string, at *lines, ps *problems) error {
+	errs := make([]*Error, 0, len(ps.list)+1)
+	for _, p := range ps.list {
+		errs = append(errs, &Error{File: name, Key: joinKey(p.key), Msg: p.msg, Line: at.problemLine(p)})
 	}
 	slices.SortStableFunc(errs, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
-	if len(errs) > maxErrors {
-		errs = append(errs[:maxErrors], &Error{File: name, Msg: fmt.Sprintf("and %d more problems", len(errs)-maxErrors)})
+	if more := ps.n - len(ps.list); more > 0 {
+		errs = append(errs, &Error{File: name, Msg: fmt.Sprintf("and %d more problems", more)})
 	}
 	joined := make([]error, len(errs))
 	for i, e := range errs {

@@ -2,7 +2,6 @@ package grant
 
 import (
 	"errors"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -10,43 +9,60 @@ import (
 )
 
 // The TOML library records the line of every key but exposes it only in the
-// ParseError of a value that fails to decode. lineOf uses that: it decodes the
-// document again into a struct built for the one key path, whose leaf always
-// fails, and reads the line from the error. It runs only when reporting a
-// problem, so the extra parse costs nothing on a valid grant.
+// ParseError of a value that fails to decode. A lines index uses that on the
+// one parse Parse makes: the document is decoded into toml.Primitive values,
+// and the line of a key is read from the error of decoding its primitive into
+// a probe that always fails. Nothing is parsed again, however many problems
+// there are.
 
-// errProbe is returned by the probe leaf; seeing it proves the line belongs to the key.
+// errProbe is returned by the probe; seeing it proves the line belongs to the key.
 var errProbe = errors.New("line probe")
 
 type probe struct{}
 
 func (probe) UnmarshalTOML(any) error { return errProbe }
 
-var probeType = reflect.TypeFor[probe]()
+// A lines index finds where keys are defined in a decoded document.
+type lines struct {
+	md   toml.MetaData
+	top  map[string]toml.Primitive
+	text []string                             // the document's lines, for list entries
+	sub  map[string]map[string]toml.Primitive // decoded tables, by joined key
+}
 
-// lineOf returns the 1-based line where key is defined in doc, or 0.
-func lineOf(doc string, key []string) int {
-	if len(key) == 0 {
+// lineOf returns the 1-based line where key is defined, or 0.
+func (l *lines) lineOf(key []string) int {
+	if l == nil || len(key) == 0 {
 		return 0
 	}
-	t := probeType
-	for i := len(key) - 1; i >= 0; i-- {
-		name := key[i]
-		// The library reads the name from a struct tag and cuts it at a comma.
-		if name == "" || strings.ContainsAny(name, ",\x00") {
+	prims := l.top
+	for i, k := range key {
+		p, ok := prims[k]
+		if !ok {
 			return 0
 		}
-		t = reflect.StructOf([]reflect.StructField{{
-			Name: "F",
-			Type: t,
-			Tag:  reflect.StructTag(`toml:` + strconv.Quote(name)),
-		}})
-	}
-	v := reflect.New(t)
-	_, err := toml.Decode(doc, v.Interface())
-	var pe toml.ParseError
-	if errors.As(err, &pe) && pe.Message == errProbe.Error() {
-		return pe.Position.Line
+		if i == len(key)-1 {
+			var pe toml.ParseError
+			if err := l.md.PrimitiveDecode(p, probe{}); errors.As(err, &pe) && pe.Message == errProbe.Error() {
+				return pe.Position.Line
+			}
+			return 0
+		}
+		path := joinKey(key[:i+1])
+		sub, ok := l.sub[path]
+		if !ok {
+			if err := l.md.PrimitiveDecode(p, &sub); err != nil {
+				sub = nil
+			}
+			if l.sub == nil {
+				l.sub = map[string]map[string]toml.Primitive{}
+			}
+			l.sub[path] = sub
+		}
+		if sub == nil {
+			return 0
+		}
+		prims = sub
 	}
 	return 0
 }
@@ -54,15 +70,15 @@ func lineOf(doc string, key []string) int {
 // problemLine finds the line of a problem: the line of the list entry at
 // fault when it can be found below its key, else the line of the key, else
 // that of the nearest enclosing table (for a required key that is missing).
-func problemLine(doc string, p problem) int {
+func (l *lines) problemLine(p problem) int {
 	for k := p.key; len(k) > 0; k = k[:len(k)-1] {
-		line := lineOf(doc, k)
+		line := l.lineOf(k)
 		if line == 0 {
 			continue
 		}
 		if p.value != "" && len(k) == len(p.key) {
-			if l := entryLine(doc, line, p.value); l > 0 {
-				return l
+			if e := l.entryLine(line, p.value); e > 0 {
+				return e
 			}
 		}
 		return line
@@ -72,16 +88,15 @@ func problemLine(doc string, p problem) int {
 
 // entryLine returns the first line from line onwards, before the next table
 // header, that holds value as a basic or literal TOML string; 0 if none.
-func entryLine(doc string, line int, value string) int {
+func (l *lines) entryLine(line int, value string) int {
 	basic := strconv.Quote(value)
 	literal := "'" + value + "'"
-	lines := strings.Split(doc, "\n")
-	for i := line - 1; i < len(lines); i++ {
-		l := lines[i]
-		if i > line-1 && strings.HasPrefix(strings.TrimSpace(l), "[") && !strings.HasPrefix(strings.TrimSpace(l), "[\"") {
+	for i := line - 1; i < len(l.text); i++ {
+		s := l.text[i]
+		if i > line-1 && strings.HasPrefix(strings.TrimSpace(s), "[") && !strings.HasPrefix(strings.TrimSpace(s), "[\"") {
 			break
 		}
-		if strings.Contains(l, basic) || strings.Contains(l, literal) {
+		if strings.Contains(s, basic) || strings.Contains(s, literal) {
 			return i + 1
 		}
 	}

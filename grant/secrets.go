@@ -63,7 +63,7 @@ func secretsFromTOML(s *spec, v any, key []string, ps *problems) {
 // checkSecret validates one secret against the rest of the grant.
 func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []hostPattern, ps *problems) (SecretRule, bool) {
 	key := func(k string) []string { return []string{"secrets", sec.name, k} }
-	n := len(ps.list)
+	n := ps.n
 	if !validSecretName(sec.name) {
 		ps.add([]string{"secrets", sec.name}, "a secret name is letters, digits and _ and does not start with a digit")
 	}
@@ -120,7 +120,7 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 	} else if strings.Count(r.Format, "{value}") != 1 || strings.ContainsAny(r.Format, "\r\n\x00") {
 		ps.add(key("format"), "%q must contain {value} exactly once and no line breaks", r.Format)
 	}
-	return r, len(ps.list) == n
+	return r, ps.n == n
 }
 
 func validSecretName(s string) bool {

@@ -59,7 +59,7 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 	var ps problems
 	w := build(s, &ps)
 	if len(ps.list) > 0 {
-		return nil, report("flags", "", ps.list)
+		return nil, report("flags", nil, &ps)
 	}
 	return w, nil
 }

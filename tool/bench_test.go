@@ -75,3 +75,36 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// BenchmarkGrepLargeProgram times patterns just inside maxRegexpInsts over
+// 1.3 MB (issue 11.11): one that can match '\n' (searched line by line, where
+// the whole-buffer search was quadratic in the repeat), and a near miss at
+// every byte of one long line, the worst case the bound allows.
+func BenchmarkGrepLargeProgram(b *testing.B) {
+	dir := b.TempDir()
+	lines := strings.Repeat("the quick brown fox jumps over the lazy dog 0123456789 abcdefghij\n", 20000)
+	if err := os.WriteFile(filepath.Join(dir, "lines.txt"), []byte(lines), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "one-line.txt"), []byte(strings.Repeat("abcdefghij", 130000)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, pattern, file string }{
+		{"any_rune_997_lines", `[\x{0}-\x{10FFFF}]{997}`, "lines.txt"},
+		{"near_miss_996_one_line", `[a-z]{996}[XY]`, "one-line.txt"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d, _ := Lookup("grep")
+			args, err := d.Parse(json.RawMessage(`{"pattern":` + jsonString(c.pattern) + `,"path":` + jsonString(c.file) + `,"output_mode":"count"}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(1300000)
+			for b.Loop() {
+				if out := d.Run(context.Background(), Env{Root: dir, Cwd: dir}, args); out.IsError {
+					b.Fatal(out.Content)
+				}
+			}
+		})
+	}
+}

@@ -78,14 +78,16 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 	if int64(len(updated)) > limit {
 		return Failure("field %q: the edited file would be %d bytes, larger than the file-size limit of %d bytes", "new_string", len(updated), limit)
 	}
-	if err := writeAll(f, updated); err != nil {
+	lf, err := t.resolveLeaf()
+	if err != nil {
 		return Failure("%v", t.describe(err))
 	}
-	if err := f.Truncate(int64(len(updated))); err != nil {
-		return Failure("%v", t.describe(err))
+	if lf.fi == nil || !os.SameFile(lf.fi, fi) {
+		return Failure("edit_file could not write %s: it was replaced while being edited; the file was left as the other writer made it", t.shown)
 	}
-	if err := f.Close(); err != nil {
-		return Failure("%v", t.describe(err))
+	f.Close()
+	if err := t.replace(lf, updated); err != nil {
+		return Failure("edit_file %v", err)
 	}
 	noun := "replacement"
 	if k > 1 {

@@ -44,13 +44,14 @@ func globBase(dir, pattern string) string {
 	switch {
 	case strings.HasPrefix(pattern, "/"):
 		return "/" + prefix
+	case dir == "" && prefix == "":
+		return "."
 	case dir == "":
-		dir = "."
-	}
-	if prefix == "" {
+		return prefix
+	case prefix == "":
 		return dir
 	}
-	return filepath.Join(dir, prefix)
+	return dir + "/" + prefix // not filepath.Join: resolve must see "f.txt/.." to refuse it
 }
 
 var glob = define("glob", globDescription, runGlob)

@@ -70,6 +70,7 @@ func TestGlob(t *testing.T) {
 		{name: "bad_class", args: `{"pattern":"[a"}`, check: check{isError: true, contains: []string{`field "pattern": bad pattern segment "[a"`}}},
 		{name: "unbalanced_brace", args: `{"pattern":"{a,b"}`, check: check{isError: true, contains: []string{`field "pattern": unbalanced '{'`}}},
 		{name: "dotdot_after_wildcard", args: `{"pattern":"*/../x"}`, check: check{isError: true, contains: []string{`field "pattern"`, `may not use ".."`}}},
+		{name: "expansion_too_large", args: `{"pattern":"` + strings.Repeat("{a,b}", 10) + strings.Repeat("*a", 10) + `"}`, check: check{isError: true, contains: []string{`field "pattern": "{a,b}`, "expands to 1024 alternatives totalling 30720 bytes, more than the 16384 allowed"}}},
 		{name: "pattern_too_long", args: `{"pattern":"` + strings.Repeat("*", maxPatternBytes+1) + `"}`, check: check{isError: true, contains: []string{`field "pattern": 4097 bytes is longer than the 4096 allowed`}}},
 		{name: "too_many_alternatives", args: `{"pattern":"{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}"}`, check: check{isError: true, contains: []string{`field "pattern": more than 1024 alternatives`}}},
 		{name: "empty_pattern", args: `{"pattern":""}`, check: check{isError: true, contains: []string{`field "pattern": must not be empty`}}},

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,7 +41,7 @@ func (a *GrepArgs) validate() error {
 		return fmt.Errorf("field %q: %d bytes is longer than the %d allowed", "pattern", len(a.Pattern), maxPatternBytes)
 	}
 	if _, err := newLineMatcher(a.Pattern, a.IgnoreCase); err != nil {
-		return fmt.Errorf("field %q: invalid regular expression %q: %v", "pattern", a.Pattern, errnoText(err))
+		return patternError(a.Pattern, err)
 	}
 	if err := checkPath("path", a.Path, true); err != nil {
 		return err
@@ -64,6 +65,15 @@ func (a *GrepArgs) validate() error {
 	return nil
 }
 
+// patternError is the refusal of a pattern newLineMatcher did not take.
+func patternError(pattern string, err error) error {
+	var big errRegexpTooLarge
+	if errors.As(err, &big) {
+		return fmt.Errorf("field %q: the regular expression %q is too complex: %v", "pattern", pattern, big)
+	}
+	return fmt.Errorf("field %q: invalid regular expression %q: %v", "pattern", pattern, errnoText(err))
+}
+
 // Access reports the file or directory searched.
 func (a GrepArgs) Access() Access {
 	p := a.Path
@@ -83,7 +93,7 @@ const (
 func runGrep(ctx context.Context, env Env, a GrepArgs) wire.ToolOutput {
 	m, err := newLineMatcher(a.Pattern, a.IgnoreCase)
 	if err != nil {
-		return Failure("field %q: invalid regular expression %q: %v", "pattern", a.Pattern, errnoText(err))
+		return Failure("%v", patternError(a.Pattern, err))
 	}
 	s := &grepSearch{
 		m:       m,

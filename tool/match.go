@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -17,27 +18,71 @@ type lineMatcher struct {
 	lit     []byte         // a literal every match contains; nil if none is known
 	fold    bool           // lit is ASCII lower case and matches case-insensitively
 	perLine bool           // \A or \z: whole-buffer and per-line meaning differ
+	// spansLines: the pattern can match '\n' (\s, [^a], (?s).), so a
+	// whole-buffer search could find a match that runs across lines, be
+	// refused on its line, and search again from the next: with a long
+	// repeat that is quadratic in it. Such a pattern is matched line by line.
+	spansLines bool
 }
 
-// newLineMatcher compiles pattern (RE2 syntax) for line matching.
+// maxRegexpInsts bounds the size of a grep pattern's compiled program. The
+// regexp engine's work per byte searched grows with the program's size, not
+// the pattern's length: the 25 bytes [\x{0}-\x{10FFFF}]{1000} compile to
+// 1,002 instructions and ran grep on a 1.3 MB file to its time limit. Real
+// searches compile to tens of instructions ((\w+\s*){50} to about 300); a
+// case-sensitive literal, searched by index however long, is exempt.
+const maxRegexpInsts = 1000
+
+// errRegexpTooLarge is the refusal of a pattern past maxRegexpInsts.
+type errRegexpTooLarge struct{ insts int }
+
+func (e errRegexpTooLarge) Error() string {
+	return fmt.Sprintf("it compiles to %d instructions, more than the %d allowed (a repeat such as {1000} copies what it repeats that many times); use a smaller repeat count, or + or *", e.insts, maxRegexpInsts)
+}
+
+// newLineMatcher compiles pattern (RE2 syntax) for line matching, refusing
+// one whose program is larger than maxRegexpInsts (errRegexpTooLarge).
 func newLineMatcher(pattern string, ignoreCase bool) (*lineMatcher, error) {
 	flags := "(?m)"
 	if ignoreCase {
 		flags = "(?mi)"
 	}
+	tree, err := syntax.Parse(flags+pattern, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	tree = tree.Simplify()
+	prog, err := syntax.Compile(tree)
+	if err != nil {
+		return nil, err
+	}
+	if _, complete := prog.Prefix(); !complete && len(prog.Inst) > maxRegexpInsts {
+		return nil, errRegexpTooLarge{insts: len(prog.Inst)}
+	}
 	re, err := regexp.Compile(flags + pattern)
 	if err != nil {
 		return nil, err
 	}
-	m := &lineMatcher{re: re}
-	if tree, err := syntax.Parse(flags+pattern, syntax.Perl); err == nil {
-		tree = tree.Simplify()
-		if lit, fold := requiredLiteral(tree); len(lit) > 0 {
-			m.lit, m.fold = []byte(lit), fold
-		}
-		m.perLine = usesTextAnchors(tree)
+	m := &lineMatcher{re: re, perLine: usesTextAnchors(tree), spansLines: matchesNewline(prog)}
+	if lit, fold := requiredLiteral(tree); len(lit) > 0 {
+		m.lit, m.fold = []byte(lit), fold
 	}
 	return m, nil
+}
+
+// matchesNewline reports whether any instruction of prog can consume '\n'.
+func matchesNewline(prog *syntax.Prog) bool {
+	for _, in := range prog.Inst {
+		switch in.Op {
+		case syntax.InstRuneAny:
+			return true
+		case syntax.InstRune1, syntax.InstRune:
+			if in.MatchRune('\n') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requiredLiteral returns the longest literal that every match of re
@@ -114,7 +159,7 @@ func lineEnd(b []byte, i int) int {
 // for a case-folded copy of b, when one is needed.
 func (m *lineMatcher) each(b []byte, scratch *[]byte, fn func(start, end int) bool) {
 	switch {
-	case m.perLine:
+	case m.perLine, m.lit == nil && m.spansLines:
 		for pos := 0; pos < len(b); {
 			le := lineEnd(b, pos)
 			if m.re.Match(b[pos:le]) && !fn(pos, le) {

@@ -45,6 +45,7 @@ func TestLineMatcherAgreesWithPerLineMatching(t *testing.T) {
 	patterns := []string{
 		`func \(\w+ \*Reader\)`, `^$`, `$`, `^`, `a`, `b$`, `^a`, `left\sright`, `\Aright`, `\Aright\z`,
 		`a*`, `[^a]+`, `\*Reader\)`, `(?s)a.b`, `X|func`, `(a+)+$`, `e\n?r`, `(?i)READ`, `Reader\)$`, `(?i)func \(\w+ \*READER\)`, `(?i)K`, `(?i)ſ`, `(?i)x *READER`,
+		`[\x{0}-\x{10FFFF}]{3}`, `\s+`, `[^x]{2,}$`, `(?s).{4}`, `b\s*$`, `\n`, `[\n]a`,
 	}
 	for _, p := range patterns {
 		for _, in := range inputs {

@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // openFlags are added to every open of a model-named file: a FIFO must not
@@ -22,6 +24,9 @@ type target struct {
 	rel   string   // the path relative to Env.Root, without ".."; "." is the root itself
 	shown string   // the absolute path as the caller sees it, for messages
 	field string   // the argument the path came from, for refusals
+	// dirOnly: the path as given ends in "/", "/." or "/..", so only a
+	// directory can be it (the kernel's rule); rel has lost that ending.
+	dirOnly bool
 }
 
 func (t target) close() { t.root.Close() }
@@ -42,13 +47,80 @@ func resolve(env Env, field, p string) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("field %q: cannot open the root %q: %v", field, root, errnoText(err))
 	}
-	return target{root: r, rel: rel, shown: filepath.Join(root, rel), field: field}, nil
+	t := target{root: r, rel: rel, shown: filepath.Join(root, rel), field: field}
+	if err := t.checkDirs(env, root, full, p); err != nil {
+		r.Close()
+		return target{}, err
+	}
+	return t, nil
+}
+
+// checkDirs holds t to the kernel's rule that lexical cleaning drops: a name
+// followed by ".", ".." or a trailing slash must be a directory. So "f.txt/.",
+// "f.txt/", "f.txt/.." and "f.txt/../g" fail as open(2) would (ENOTDIR)
+// instead of reaching f.txt or g. p is the path as given and full its cleaned
+// absolute form. A missing name fails as open(2) would (ENOENT), except the
+// last, which only sets t.dirOnly: a tool that wants a directory reports it
+// missing, and write_file must not create it as a file.
+func (t *target) checkDirs(env Env, root, full, p string) error {
+	sep := string(filepath.Separator)
+	names := strings.Split(p, sep)
+	last := len(names) - 1
+	for last >= 0 && names[last] == "" {
+		last--
+	}
+	if last < 0 {
+		return nil // only separators: the file-system root
+	}
+	t.dirOnly = last < len(names)-1 || names[last] == "." || names[last] == ".."
+	if !t.dirOnly && !slices.ContainsFunc(names, func(n string) bool { return n == "." || n == ".." }) {
+		return nil // nothing that cleaning drops
+	}
+	cur := env.Cwd
+	if cur == "" {
+		cur = root
+	}
+	if filepath.IsAbs(p) {
+		cur = filepath.VolumeName(p) + sep
+	}
+	for i, name := range names {
+		cur = filepath.Join(cur, name)
+		if name == "" || name == "." || name == ".." {
+			continue
+		}
+		next := ""
+		if k := slices.IndexFunc(names[i+1:], func(n string) bool { return n != "" }); k >= 0 {
+			next = names[i+1+k]
+		} else if i == len(names)-1 {
+			continue // the last name, no slash after it: the tool's own open checks it
+		}
+		if next != "" && next != "." && next != ".." {
+			continue // a name follows: opening the cleaned path checks this one
+		}
+		rel, err := filepath.Rel(root, cur)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+sep) {
+			continue // above the root: only a directory the root lies in can be there
+		}
+		fi, err := t.root.Stat(rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && cur == full:
+			// The target itself is missing: the tool says so (t.dirOnly is set).
+		case err != nil:
+			return t.describe(err)
+		case !fi.IsDir():
+			return fmt.Errorf("field %q: not a directory: %s is %s, and the path %q goes on after it with %q", t.field, cur, kindOf(fi.Mode()), p, "/"+next)
+		}
+	}
+	return nil
 }
 
 // placePath cleans env.Root and joins p to env.Cwd lexically.
 func placePath(env Env, field, p string) (root, full string, err error) {
 	if p == "" {
 		return "", "", fmt.Errorf("field %q: must not be empty", field)
+	}
+	if !utf8.ValidString(p) {
+		return "", "", fmt.Errorf("field %q: %q is not valid UTF-8", field, p)
 	}
 	root = env.Root
 	if root == "" {

@@ -38,16 +38,12 @@ func runWriteFile(ctx context.Context, env Env, a WriteFileArgs) wire.ToolOutput
 		return Failure("%v", err)
 	}
 	defer t.close()
-	f, err := t.openForWrite()
+	lf, err := t.writeTarget()
 	if err != nil {
 		return Failure("%v", err)
 	}
-	if err := writeAll(f, []byte(a.Content)); err != nil {
-		f.Close()
-		return Failure("%v", t.describe(err))
-	}
-	if err := f.Close(); err != nil {
-		return Failure("%v", t.describe(err))
+	if err := t.replace(lf, []byte(a.Content)); err != nil {
+		return Failure("write_file %v", err)
 	}
 	return wire.ToolOutput{
 		Content: fmt.Sprintf("wrote %d bytes to %s", len(a.Content), t.shown),
@@ -55,47 +51,41 @@ func runWriteFile(ctx context.Context, env Env, a WriteFileArgs) wire.ToolOutput
 	}
 }
 
-// openForWrite opens t for writing, creating it with mode 0644 when absent.
-// It does not truncate on open: a FIFO or device is opened without effect
-// (non-blocking) and refused after fstat, before anything is written.
-func (t target) openForWrite() (*os.File, error) {
+// writeTarget finds the file write_file replaces or creates: its parent
+// must be a directory, and a file already there must be a regular file the
+// caller may write (checked by opening it for writing, which changes
+// nothing: a FIFO or device is refused from its mode before any open).
+func (t target) writeTarget() (leaf, error) {
 	if t.rel == "." {
-		return nil, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
+		return leaf{}, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
+	}
+	if t.dirOnly {
+		return leaf{}, fmt.Errorf("field %q: the path ends in a slash, \".\" or \"..\", so it names a directory (%s), not a file", t.field, t.shown)
 	}
 	dir := filepath.Dir(t.rel)
 	di, err := t.root.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("field %q: the parent directory %s does not exist (write_file does not create directories)", t.field, filepath.Dir(t.shown))
+		return leaf{}, fmt.Errorf("field %q: the parent directory %s does not exist (write_file does not create directories)", t.field, filepath.Dir(t.shown))
 	case err != nil:
-		return nil, t.describe(err)
+		return leaf{}, t.describe(err)
 	case !di.IsDir():
-		return nil, fmt.Errorf("field %q: the parent %s is %s, not a directory", t.field, filepath.Dir(t.shown), kindOf(di.Mode()))
+		return leaf{}, fmt.Errorf("field %q: the parent %s is %s, not a directory", t.field, filepath.Dir(t.shown), kindOf(di.Mode()))
 	}
-	f, err := t.root.OpenFile(t.rel, os.O_WRONLY|os.O_CREATE|openFlags, 0o644)
+	lf, err := t.resolveLeaf()
 	if err != nil {
-		return nil, t.openError(err)
+		return leaf{}, t.describe(err)
 	}
-	fi, err := f.Stat()
+	if lf.fi == nil {
+		return lf, nil
+	}
+	if !lf.fi.Mode().IsRegular() {
+		return leaf{}, fmt.Errorf("field %q: %s is %s, not a regular file", t.field, t.shown, kindOf(lf.fi.Mode()))
+	}
+	f, err := t.root.OpenFile(lf.rel, os.O_WRONLY|openFlags, 0)
 	if err != nil {
-		f.Close()
-		return nil, t.describe(err)
+		return leaf{}, t.openError(err)
 	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("field %q: %s is %s, not a regular file", t.field, t.shown, kindOf(fi.Mode()))
-	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, t.describe(err)
-	}
-	return f, nil
-}
-
-// writeAll writes b from the start of f.
-func writeAll(f *os.File, b []byte) error {
-	if _, err := f.WriteAt(b, 0); err != nil {
-		return fmt.Errorf("writing: %w", err)
-	}
-	return nil
+	f.Close()
+	return lf, nil
 }

@@ -4,8 +4,11 @@ package tool
 
 import (
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -97,4 +100,95 @@ func TestWriteFile(t *testing.T) {
 			t.Errorf("the canary file changed: %q", b)
 		}
 	})
+}
+
+// TestWriteReplaces: write_file and edit_file replace the file whole (a new
+// inode, so a reader holding the old one still sees the old content), keep
+// its mode and owner, follow a symlinked leaf within the root as before
+// (the link stays a link), and leave no temporary file (issue 11.1).
+func TestWriteReplaces(t *testing.T) {
+	w := newWorkspace(t)
+	w.write(t, "real/deep/t.txt", "old\n")
+	w.write(t, "real/other.txt", "other\n")
+	for _, l := range [][2]string{
+		{"real/deep/t.txt", "link"},
+		{"link", "chain"},
+		{"new.txt", "dangling"},
+		{"real/deep", "dd"},
+		{"../other.txt", "real/deep/up"}, // relative to real/deep, not to dd's directory
+		{filepath.Join(w.root, "hello.txt"), "abs"},
+		{"loop", "loop"},
+	} {
+		mustSymlink(t, l[0], filepath.Join(w.root, l[1]))
+	}
+	f := filepath.Join(w.root, "hello.txt")
+	if err := os.Chmod(f, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	owner := os.Geteuid() == 0
+	if owner {
+		if err := os.Chown(f, 1234, 5678); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := os.Open(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	check{contains: []string{"wrote 4 bytes"}}.verify(t, call(t, w.env(), "write_file", `{"path":"hello.txt","content":"new\n"}`))
+	check{contains: []string{"made 1 replacement"}}.verify(t, call(t, w.env(), "edit_file", `{"path":"hello.txt","old_string":"new","new_string":"newer"}`))
+	if b, _ := os.ReadFile(f); string(b) != "newer\n" {
+		t.Errorf("hello.txt holds %q", b)
+	}
+	if b, _ := io.ReadAll(held); string(b) != "line one\nline two\nline three\n" {
+		t.Errorf("a reader of the old hello.txt sees %q, want the old content: the file was written in place", b)
+	}
+	fi, err := os.Stat(f)
+	if err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("hello.txt mode = %v (%v), want 0640 kept", fi.Mode(), err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); owner && ok && (st.Uid != 1234 || st.Gid != 5678) {
+		t.Errorf("hello.txt owner = %d:%d, want 1234:5678 kept", st.Uid, st.Gid)
+	}
+
+	for _, c := range []struct {
+		path, file string // written through path, file (relative to root) must then hold the content
+	}{
+		{"link", "real/deep/t.txt"},
+		{"chain", "real/deep/t.txt"},
+		{"dangling", "new.txt"},
+		{"dd/up", "real/other.txt"},
+		{"dd/../real/other.txt", "real/other.txt"},
+	} {
+		content := "via " + c.path + "\n"
+		out := call(t, w.env(), "write_file", fmt.Sprintf(`{"path":%q,"content":%q}`, c.path, content))
+		check{contains: []string{"wrote", filepath.Join(w.root, c.path)}}.verify(t, out)
+		if b, _ := os.ReadFile(filepath.Join(w.root, c.file)); string(b) != content {
+			t.Errorf("write_file %s: %s holds %q, want %q", c.path, c.file, b, content)
+		}
+	}
+	check{contains: []string{"made 1 replacement"}}.verify(t, call(t, w.env(), "edit_file", `{"path":"chain","old_string":"via","new_string":"edited via"}`))
+	if b, _ := os.ReadFile(filepath.Join(w.root, "real/deep/t.txt")); string(b) != "edited via chain\n" {
+		t.Errorf("edit_file chain: real/deep/t.txt holds %q", b)
+	}
+	for _, l := range []string{"link", "chain", "dangling", "dd", "real/deep/up"} {
+		if fi, err := os.Lstat(filepath.Join(w.root, l)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symlink (%v, %v)", l, fi.Mode(), err)
+		}
+	}
+	check{isError: true, contains: []string{`field "path"`, "leads outside the allowed root"}}.verify(t, call(t, w.env(), "write_file", `{"path":"abs","content":"x"}`))
+	check{isError: true, contains: []string{`field "path"`, "too many levels of symlinks"}}.verify(t, call(t, w.env(), "write_file", `{"path":"loop","content":"x"}`))
+
+	var leftovers []string
+	filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+		if strings.Contains(d.Name(), ".airlock-") {
+			leftovers = append(leftovers, p)
+		}
+		return nil
+	})
+	if len(leftovers) > 0 {
+		t.Errorf("temporary files left: %q", leftovers)
+	}
 }

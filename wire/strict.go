@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // A FieldError names the JSON key that strict decoding refused and why.
@@ -23,11 +26,34 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s %q", e.Reason, e.Key)
 }
 
+// An EncodingError names a JSON string (a key or a value) that is not text:
+// invalid UTF-8 bytes, or a \u escape of a lone UTF-16 surrogate. encoding/json
+// would turn either into U+FFFD, so a path "f\xff" would silently name "f\uFFFD".
+type EncodingError struct {
+	Key    string // dotted path of the value's key, or of the key itself when InKey
+	InKey  bool   // the key, not its value, is badly encoded
+	Detail string // what is wrong, e.g. "byte 0xff at offset 1 is not valid UTF-8"
+}
+
+func (e *EncodingError) Error() string {
+	if e.InKey {
+		return fmt.Sprintf("key %s: %s; JSON text must be UTF-8", e.Key, e.Detail)
+	}
+	key := e.Key
+	if key == "" {
+		key = "(top level)"
+	}
+	return fmt.Sprintf("field %q: %s; JSON text must be UTF-8", key, e.Detail)
+}
+
 // DecodeStrict decodes data into v, which must be a pointer to a struct (or a
 // value whose nested structs follow the same rules). It refuses, naming the key:
 // unknown fields, duplicate keys at any depth, keys that match a field only when
-// case is ignored (encoding/json would silently accept them), and trailing data.
-// json.RawMessage values are checked for duplicate keys but not against a struct.
+// case is ignored (encoding/json would silently accept them), strings (keys or
+// values, at any depth, raw or not) that hold invalid UTF-8 or a lone UTF-16
+// surrogate escape (an *EncodingError), and trailing data.
+// json.RawMessage values are checked for duplicate keys and encoding but not
+// against a struct.
 func DecodeStrict(data []byte, v any) error {
 	if err := checkKeys(data, reflect.TypeOf(v), ""); err != nil {
 		return err
@@ -80,7 +106,99 @@ func describeJSONError(err error) error {
 func checkKeys(data []byte, t reflect.Type, path string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return walk(dec, t, path)
+	w := walker{dec: dec, data: data}
+	return w.walk(t, path)
+}
+
+// A walker reads data's tokens, keeping data to see each string as it was sent.
+type walker struct {
+	dec  *json.Decoder
+	data []byte
+}
+
+// token reads the next token and, for a string, checks the literal's
+// encoding. key is the dotted path the string is (or is the value of).
+func (w *walker) token(key string, isKey bool) (json.Token, error) {
+	start := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	if err != nil {
+		return nil, describeJSONError(err)
+	}
+	if _, ok := tok.(string); ok {
+		seg := w.data[start:w.dec.InputOffset()]
+		if i := bytes.IndexByte(seg, '"'); i >= 0 {
+			if detail := badEncoding(seg[i:]); detail != "" {
+				if isKey {
+					key = keyPath(key, strconv.Quote(string(unquoteRaw(seg[i:]))))
+				}
+				return nil, &EncodingError{Key: key, InKey: isKey, Detail: detail}
+			}
+		}
+	}
+	return tok, nil
+}
+
+// keyPath is key appended to the dotted path parent.
+func keyPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+// unquoteRaw is a string literal's bytes between the quotes, escapes left as
+// they are, so a badly encoded key can be shown with strconv.Quote.
+func unquoteRaw(lit []byte) []byte {
+	if len(lit) >= 2 {
+		return lit[1 : len(lit)-1]
+	}
+	return lit
+}
+
+// badEncoding says what is wrong with the JSON string literal lit (quotes
+// included, already accepted by the JSON scanner), or "" when it is text.
+func badEncoding(lit []byte) string {
+	body := unquoteRaw(lit)
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\\' && i+1 < len(body) && body[i+1] == 'u' && i+6 <= len(body):
+			r := hex4(body[i+2 : i+6])
+			switch {
+			case utf16.IsSurrogate(r) && r < 0xdc00: // a high surrogate: a low one must follow
+				if i+12 <= len(body) && body[i+6] == '\\' && body[i+7] == 'u' {
+					if lo := hex4(body[i+8 : i+12]); lo >= 0xdc00 && lo <= 0xdfff {
+						i += 12
+						continue
+					}
+				}
+				return fmt.Sprintf("the escape %s at offset %d in the string is a lone UTF-16 surrogate, not a character", body[i:i+6], i)
+			case utf16.IsSurrogate(r):
+				return fmt.Sprintf("the escape %s at offset %d in the string is a lone UTF-16 surrogate, not a character", body[i:i+6], i)
+			}
+			i += 6
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && n == 1 {
+				return fmt.Sprintf("byte 0x%02x at offset %d in the string is not valid UTF-8", c, i)
+			}
+			i += n
+		}
+	}
+	return ""
+}
+
+// hex4 is the value of four hex digits (the JSON scanner has checked them).
+func hex4(b []byte) rune {
+	v, err := strconv.ParseUint(string(b), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return rune(v)
 }
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
@@ -115,10 +233,11 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-func walk(dec *json.Decoder, t reflect.Type, path string) error {
-	tok, err := dec.Token()
+func (w *walker) walk(t reflect.Type, path string) error {
+	dec := w.dec
+	tok, err := w.token(path, false)
 	if err != nil {
-		return describeJSONError(err)
+		return err
 	}
 	t = deref(t)
 	d, ok := tok.(json.Delim)
@@ -139,15 +258,12 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 		}
 		seen := map[string]bool{}
 		for dec.More() {
-			kt, err := dec.Token()
+			kt, err := w.token(path, true)
 			if err != nil {
-				return describeJSONError(err)
+				return err
 			}
 			key, _ := kt.(string)
-			kp := key
-			if path != "" {
-				kp = path + "." + key
-			}
+			kp := keyPath(path, key)
 			if seen[key] {
 				return &FieldError{Key: kp, Reason: "duplicate key"}
 			}
@@ -167,7 +283,7 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 			} else {
 				next = elem
 			}
-			if err := walk(dec, next, kp); err != nil {
+			if err := w.walk(next, kp); err != nil {
 				return err
 			}
 		}
@@ -180,7 +296,7 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := walk(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := w.walk(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}

@@ -27,6 +27,8 @@ func TestDecodeStrict(t *testing.T) {
 		{"trailing data", `{"tool":"a"} {}`, "trailing data", ""},
 		{"not json", `{"tool":`, "invalid JSON", ""},
 		{"duplicate in map", `{"context":{"secrets":{"A":"1","A":"2"}}}`, "duplicate key", "context.secrets.A"},
+		{"surrogate pair", `{"tool":"\ud83d\ude00","args":{"path":"a\u00e9\u20ac"}}`, "", ""},
+		{"U+FFFD sent as text", `{"tool":"x","args":{"path":"f\ufffd"}}`, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +54,57 @@ func TestDecodeStrict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodeStrictEncoding: a string that is not text is refused, naming
+// its key, wherever it is; encoding/json alone would decode it as U+FFFD.
+func TestDecodeStrictEncoding(t *testing.T) {
+	tests := []struct {
+		name   string
+		input  string
+		key    string // EncodingError.Key
+		inKey  bool
+		detail string // substring of the error
+	}{
+		{"raw bytes in raw args", "{\"args\":{\"path\":\"f\xff\xfe\"}}", "args.path", false, "byte 0xff at offset 1 in the string is not valid UTF-8"},
+		{"truncated sequence", "{\"tool\":\"\xe2\x82\"}", "tool", false, "byte 0xe2 at offset 0 in the string"},
+		{"overlong encoding", "{\"tool\":\"\xc0\xaf\"}", "tool", false, "byte 0xc0"},
+		{"UTF-8 encoded surrogate", "{\"tool\":\"\xed\xa0\x80\"}", "tool", false, "byte 0xed"},
+		{"lone high surrogate", `{"args":{"path":"f\ud800"}}`, "args.path", false, `the escape \ud800 at offset 1 in the string is a lone UTF-16 surrogate`},
+		{"high surrogate then letter", `{"args":{"path":"\ud800\u0041"}}`, "args.path", false, `\ud800`},
+		{"lone low surrogate", `{"args":{"path":"\udc00x"}}`, "args.path", false, `\udc00`},
+		{"two high surrogates", `{"args":{"path":"\ud800\ud800"}}`, "args.path", false, `\ud800 at offset 0`},
+		{"after an escaped backslash", `{"tool":"\\\ud800"}`, "tool", false, `\ud800 at offset 2`},
+		{"in an array", `{"args":{"paths":["ok","\udfff"]}}`, "args.paths[1]", false, `\udfff`},
+		{"in a secret", "{\"context\":{\"secrets\":{\"K\":\"v\x80\"}}}", "context.secrets.K", false, "byte 0x80"},
+		{"in a key", "{\"args\":{\"pa\xfeth\":\"x\"}}", `args."pa\xfeth"`, true, "byte 0xfe at offset 2 in the string"},
+		{"surrogate in a key", `{"args":{"p\ud800":"x"}}`, `args."p\\ud800"`, true, "lone UTF-16 surrogate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in ToolInput
+			err := DecodeStrict([]byte(tt.input), &in)
+			var ee *EncodingError
+			if !errors.As(err, &ee) {
+				t.Fatalf("DecodeStrict(%q) = %v, want an *EncodingError", tt.input, err)
+			}
+			if ee.Key != tt.key || ee.InKey != tt.inKey {
+				t.Errorf("key = %q (in key %v), want %q (%v)", ee.Key, ee.InKey, tt.key, tt.inKey)
+			}
+			if !strings.Contains(err.Error(), tt.detail) || !strings.Contains(err.Error(), "must be UTF-8") {
+				t.Errorf("error %q lacks %q", err, tt.detail)
+			}
+		})
+	}
+	t.Run("field_named", func(t *testing.T) {
+		var v struct {
+			Path string `json:"path"`
+		}
+		err := DecodeStrict([]byte(`{"path":"f\ud800"}`), &v)
+		if err == nil || !strings.HasPrefix(err.Error(), `field "path": `) {
+			t.Errorf("error = %v, want it to start with field \"path\"", err)
+		}
+	})
 }
 
 func TestToolOutputRoundTrip(t *testing.T) {

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package tool
+
+import (
+	"io/fs"
+	"os"
+)
+
+// keepOwner does nothing where files have no Unix owner.
+func keepOwner(*os.File, fs.FileInfo) {}
