@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -39,6 +40,9 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 			OutputBytes: max(l.Output*2+64<<10, 1<<20),
 			FileBytes:   l.FileSize,
 			TmpBytes:    l.Tmp,
+			// Without it a backend refuses a call whose memory or process
+			// limit the host cannot enforce.
+			AllowUnenforced: g.AllowsUnenforcedLimits(),
 		},
 	}
 	for _, m := range g.Mounts() {
@@ -52,9 +56,11 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 func (s *Session) spec(l grant.Limits) *sandbox.Spec { return SpecFor(s.opts.Grant, l) }
 
 // label marks out as coming through airlock: tool output follows a header
-// naming the tool, the sandbox and the grant; airlock's own sentences are in
-// the header itself, so the model can tell the two apart.
-// own marks out.Content as airlock's own sentence rather than tool output.
+// naming the tool, the sandbox and the grant, every limit the call hit
+// (out.Meta.LimitsHit) and every limit the host did not enforce
+// (iso.Unenforced); airlock's own sentences are in the header itself, so the
+// model can tell the two apart. own marks out.Content as airlock's own
+// sentence rather than tool output.
 func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool) wire.ToolOutput {
 	backend := s.opts.Backend.Report().Backend
 	if iso != nil && iso.Backend != "" {
@@ -64,7 +70,16 @@ func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolatio
 	if backend == "unsandboxed" {
 		where = "UNSANDBOXED"
 	}
-	header := fmt.Sprintf("[airlock: %s · %s · grant %s]", toolName, where, grantName(s.opts.Grant))
+	header := fmt.Sprintf("[airlock: %s · %s · grant %s", toolName, where, grantName(s.opts.Grant))
+	if hit := out.Meta.LimitsHit; len(hit) == 1 {
+		header += " · limit hit: " + hit[0]
+	} else if len(hit) > 1 {
+		header += " · limits hit: " + strings.Join(hit, ", ")
+	}
+	if iso != nil && len(iso.Unenforced) > 0 {
+		header += " · limits NOT ENFORCED: " + strings.Join(iso.Unenforced, ", ")
+	}
+	header += "]"
 	if own {
 		out.Content = header + " " + out.Content
 	} else {
