@@ -157,6 +157,7 @@ func (s *Session) Background() []WorkInfo {
 func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d grant.Decision, refuse func(grant.Decision, string) *Result) *Result {
 	var out wire.ToolOutput
 	var iso *wire.Isolation
+	var unenforced []string
 	own, class := false, ClassOK
 	switch a := args.(type) {
 	case tool.ShellArgs:
@@ -166,6 +167,11 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 			return refuse(grant.Decision{Rule: "background"}, why)
 		}
 		own = true
+		// The work's sandbox has not run yet: name the limits it will run
+		// without, as its status answers will.
+		if rep := s.opts.Backend.Report(); s.opts.Grant.AllowsUnenforcedLimits() || rep.Backend == "unsandboxed" {
+			unenforced = rep.Unenforced()
+		}
 	case tool.BackgroundCommandArgs:
 		s.bg.mu.Lock()
 		w := s.bg.works[a.WorkID]
@@ -174,11 +180,14 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q was started in this session", c.tool, "work_id", a.WorkID))
 		}
 		out, iso = s.backgroundCommand(ctx, w, a)
+		if iso != nil {
+			unenforced = iso.Unenforced
+		}
 	default:
 		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("tool %q is not answered by the broker", c.tool))
 	}
 	c.out = Outcome{Output: out, Class: class, Detail: out.Meta.WorkID}
-	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.label(c.tool, out, iso, own)}
+	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.labelWith(c.tool, out, iso, own, unenforced)}
 }
 
 // startBackground starts a shell command as background work and returns the

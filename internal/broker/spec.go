@@ -62,6 +62,16 @@ func (s *Session) spec(l grant.Limits) *sandbox.Spec { return SpecFor(s.opts.Gra
 // model can tell the two apart. own marks out.Content as airlock's own
 // sentence rather than tool output.
 func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool) wire.ToolOutput {
+	var unenforced []string
+	if iso != nil {
+		unenforced = iso.Unenforced
+	}
+	return s.labelWith(toolName, out, iso, own, unenforced)
+}
+
+// labelWith is label with the limits not enforced given, for an answer
+// about a sandbox that has not run yet (a background start).
+func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool, unenforced []string) wire.ToolOutput {
 	backend := s.opts.Backend.Report().Backend
 	if iso != nil && iso.Backend != "" {
 		backend = iso.Backend
@@ -76,8 +86,8 @@ func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolatio
 	} else if len(hit) > 1 {
 		header += " · limits hit: " + strings.Join(hit, ", ")
 	}
-	if iso != nil && len(iso.Unenforced) > 0 {
-		header += " · limits NOT ENFORCED: " + strings.Join(iso.Unenforced, ", ")
+	if len(unenforced) > 0 {
+		header += " · limits NOT ENFORCED: " + strings.Join(unenforced, ", ")
 	}
 	header += "]"
 	if own {

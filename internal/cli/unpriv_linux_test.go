@@ -152,6 +152,9 @@ func TestUnprivLimitsChild(t *testing.T) {
 		if got := lastCall(t).Unenforced; !slices.Equal(got, []string{"memory", "processes"}) {
 			t.Errorf("audit record unenforced_limits = %v, want [memory processes]", got)
 		}
+		if _, so, _ := run(t, "log"); !strings.Contains(so, "ok (NOT ENFORCED: memory, processes)") {
+			t.Errorf("airlock log does not say which limits did not hold:\n%s", so)
+		}
 	})
 	t.Run("call opt-out grant", func(t *testing.T) {
 		if err := os.WriteFile("grant.toml", []byte("[paths]\nread_write = [\".\"]\n[limits]\nunenforced = \"allow\"\n"), 0o644); err != nil {

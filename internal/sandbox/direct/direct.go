@@ -67,10 +67,10 @@ func (b *Backend) Report() sandbox.Report {
 	}, Limits: []sandbox.LimitStatus{
 		{Limit: sandbox.LimitTime, Enforced: true, Detail: "the process group is killed at the deadline"},
 		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "output past the cap is not read and the process group is killed"},
-		{Limit: sandbox.LimitFileSize, Detail: "not enforced without a sandbox"},
-		{Limit: sandbox.LimitTmp, Detail: "not enforced without a sandbox (there is no private /tmp)"},
 		{Limit: sandbox.LimitMemory, Detail: "not enforced without a sandbox"},
 		{Limit: sandbox.LimitProcesses, Detail: "not enforced without a sandbox"},
+		{Limit: sandbox.LimitFileSize, Detail: "not enforced without a sandbox"},
+		{Limit: sandbox.LimitTmp, Detail: "not enforced without a sandbox (there is no private /tmp)"},
 	}}
 }
 
