@@ -163,8 +163,13 @@ func TestReport(t *testing.T) {
 	if r.Backend != "linux" || len(r.Features) < 10 {
 		t.Fatalf("report %+v", r)
 	}
-	if !r.Ready() {
-		t.Errorf("report not ready on this host: %+v", r)
+	// Cgroups are required (every call has memory and process limits):
+	// the report is ready exactly when the host gives this user them.
+	if r.Ready() != hasCgroups(backend(t)) {
+		t.Errorf("report ready %v, cgroups %v on this host: %+v", r.Ready(), hasCgroups(backend(t)), r)
+	}
+	if u := r.Unenforced(); len(u) > 0 == hasCgroups(backend(t)) {
+		t.Errorf("report: limits not enforced %q, cgroups %v", u, hasCgroups(backend(t)))
 	}
 }
 
