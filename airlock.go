@@ -64,6 +64,13 @@ type Options struct {
 	// Unsandboxed runs calls as plain child processes with no isolation; every
 	// result says so. Use it only where no sandbox is possible.
 	Unsandboxed bool
+	// AllowUnenforcedLimits runs calls where the host cannot enforce their
+	// memory and process limits (on Linux: no cgroup this user may manage),
+	// as the grant key limits.unenforced = "allow" does; every result's
+	// label then says which limits were NOT ENFORCED. Without it (and
+	// without the grant key) such calls are refused with the reason and
+	// how to delegate a cgroup.
+	AllowUnenforcedLimits bool
 	// MaxConcurrent calls run at once (default 8); MaxQueue more wait (default 64).
 	MaxConcurrent, MaxQueue int
 	// Pool is the number of sandboxes per tool shape built ahead of time
@@ -107,6 +114,12 @@ func Open(opts *Options) (*Session, error) {
 			g, err = grant.Default(dir)
 		}
 		if err != nil {
+			return nil, fmt.Errorf("airlock: %w", err)
+		}
+	}
+	if o.AllowUnenforcedLimits && !g.AllowsUnenforcedLimits() {
+		var err error
+		if g, err = g.With(g.BaseDir(), grant.Flags{AllowUnenforcedLimits: true}); err != nil {
 			return nil, fmt.Errorf("airlock: %w", err)
 		}
 	}

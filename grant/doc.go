@@ -53,6 +53,12 @@
 // bytes or "64MiB", "1GiB", "512KB"; see ParseSize). [limits] applies to every
 // tool over DefaultLimits; [tools.NAME] overrides it for one tool.
 //
+// unenforced (in [limits] only) says what a call does when the host cannot
+// enforce its memory or process limit (on Linux: the user may manage no
+// cgroup): "refuse" (the default) refuses it with the reason and the fix;
+// "allow" runs it, and its result names the limits that did not hold.
+// Every call has both limits (DefaultLimits when the grant sets none).
+//
 // [tools]
 //
 //   - enabled: the tools calls may use (ToolNames). Without it: every tool,

@@ -16,6 +16,9 @@ type Flags struct {
 	PlainHTTP           []string // network.plain_http entries
 	Tools               []string // enabled tools; nil means the default set
 	Limits              Limits   // limits for every tool; zero fields take DefaultLimits
+	// AllowUnenforcedLimits runs calls whose memory or process limit the
+	// host cannot enforce, as limits.unenforced = "allow" does.
+	AllowUnenforcedLimits bool
 }
 
 // FromFlags builds a grant from command-line values, with relative paths
@@ -33,6 +36,7 @@ func FromFlags(cwd string, f Flags) (*Grant, error) {
 		private:           slices.Clone(f.Private),
 		plainHTTP:         slices.Clone(f.PlainHTTP),
 		limits:            f.Limits,
+		unenforced:        unenforcedFlag(f, ""),
 		tools:             slices.Clone(f.Tools),
 		toolsSet:          f.Tools != nil,
 	}
@@ -48,6 +52,15 @@ func FromFlags(cwd string, f Flags) (*Grant, error) {
 		return nil, report("flags", nil, &ps)
 	}
 	return g, nil
+}
+
+// unenforcedFlag is limits.unenforced after f: "allow" when f asks for it,
+// else was.
+func unenforcedFlag(f Flags, was string) string {
+	if f.AllowUnenforcedLimits {
+		return UnenforcedAllow
+	}
+	return was
 }
 
 // Default is the grant of a session started without one: cwd read-write,

@@ -30,10 +30,11 @@ type Grant struct {
 	private   []hostPattern
 	plainHTTP []hostPattern
 
-	limits     Limits
-	toolLimits map[string]Limits
-	tools      map[string]bool
-	secrets    []SecretRule
+	limits          Limits
+	toolLimits      map[string]Limits
+	allowUnenforced bool // limits.unenforced = "allow"
+	tools           map[string]bool
+	secrets         []SecretRule
 }
 
 // spec is a grant as written, before validation: from TOML or from Flags.
@@ -44,19 +45,32 @@ type spec struct {
 	hosts, private, plainHTTP                    []string
 	limits                                       Limits
 	toolLimits                                   map[string]Limits
+	unenforced                                   string // limits.unenforced as written; "" = unset
 	tools                                        []string
 	toolsSet                                     bool
 	secrets                                      []secretSpec
 }
 
 var (
-	keyReadWrite = []string{"paths", "read_write"}
-	keyReadOnly  = []string{"paths", "read_only"}
-	keyDeny      = []string{"paths", "deny"}
-	keyWritable  = []string{"paths", "writable_protected"}
-	keyHosts     = []string{"network", "hosts"}
-	keyPrivate   = []string{"network", "private"}
-	keyPlainHTTP = []string{"network", "plain_http"}
+	keyReadWrite  = []string{"paths", "read_write"}
+	keyReadOnly   = []string{"paths", "read_only"}
+	keyDeny       = []string{"paths", "deny"}
+	keyWritable   = []string{"paths", "writable_protected"}
+	keyHosts      = []string{"network", "hosts"}
+	keyPrivate    = []string{"network", "private"}
+	keyPlainHTTP  = []string{"network", "plain_http"}
+	keyUnenforced = []string{"limits", "unenforced"}
+)
+
+// Values of limits.unenforced: what a call does when the host cannot
+// enforce its memory or process limit (no cgroup the user may manage).
+const (
+	// UnenforcedRefuse refuses the call, naming the limits and how to
+	// delegate a cgroup. It is the default.
+	UnenforcedRefuse = "refuse"
+	// UnenforcedAllow runs the call anyway; its result (label, audit
+	// record) names the limits that did not hold.
+	UnenforcedAllow = "allow"
 )
 
 // build validates s and resolves its paths, recording every problem in ps.
@@ -219,6 +233,7 @@ func build(s *spec, ps *problems) *Grant {
 	// Limits and tools.
 	s.limits.check([]string{"limits"}, ps)
 	g.limits = DefaultLimits.over(s.limits)
+	g.allowUnenforced = s.unenforced == UnenforcedAllow
 	for t, l := range s.toolLimits {
 		l.check([]string{"tools", t}, ps)
 		g.toolLimits[t] = g.limits.over(l)
@@ -334,6 +349,11 @@ func (g *Grant) LimitsFor(tool string) Limits {
 	return g.limits
 }
 
+// AllowsUnenforcedLimits reports whether calls run when the host cannot
+// enforce their memory or process limit (limits.unenforced = "allow", or
+// Flags.AllowUnenforcedLimits); by default they are refused.
+func (g *Grant) AllowsUnenforcedLimits() bool { return g.allowUnenforced }
+
 // Secrets returns the grant's secret rules (sources, never values).
 func (g *Grant) Secrets() []SecretRule {
 	out := make([]SecretRule, len(g.secrets))
@@ -356,6 +376,9 @@ func (g *Grant) Risks() []string {
 	}
 	for _, n := range slices.Sorted(mapKeys(g.writableProtected)) {
 		out = append(out, fmt.Sprintf("paths.writable_protected %q: the sandbox may write it", n))
+	}
+	if g.allowUnenforced {
+		out = append(out, `limits.unenforced "allow": calls run even where the host cannot enforce their memory and process limits`)
 	}
 	if !g.scanComplete {
 		out = append(out, fmt.Sprintf("a read-write tree has more than %d entries; nested protected paths beyond them are refused to file tools but not mounted read-only", maxProtectedScan))
@@ -403,6 +426,9 @@ func (g *Grant) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "limits %s\n", g.limits)
+	if g.allowUnenforced {
+		fmt.Fprintf(&b, "limits.unenforced %s\n", UnenforcedAllow)
+	}
 	for _, t := range toolNames {
 		if g.tools[t] {
 			fmt.Fprintf(&b, "tool %s limits %s\n", t, g.LimitsFor(t))

@@ -85,6 +85,36 @@ func (l Limits) check(key []string, ps *problems) {
 	}
 }
 
+// unenforcedFromTOML takes limits.unenforced out of the [limits] table v
+// into s, and returns the rest of the table for limitsFromTOML.
+func unenforcedFromTOML(s *spec, v any, key []string, ps *problems) any {
+	t, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	u, ok := t["unenforced"]
+	if !ok {
+		return v
+	}
+	rest := make(map[string]any, len(t))
+	for k, x := range t {
+		if k != "unenforced" {
+			rest[k] = x
+		}
+	}
+	switch str, _ := u.(string); str {
+	case UnenforcedRefuse, UnenforcedAllow:
+		s.unenforced = str
+	default:
+		what := tomlType(u)
+		if _, ok := u.(string); ok {
+			what = fmt.Sprintf("%q", str)
+		}
+		ps.add(keyUnenforced, "must be %q or %q, not %s", UnenforcedRefuse, UnenforcedAllow, what)
+	}
+	return rest
+}
+
 // limitsFromTOML reads a [limits]-shaped table; unset fields stay zero.
 func limitsFromTOML(v any, key []string, ps *problems) Limits {
 	var l Limits

@@ -124,6 +124,7 @@ func specFromTOML(tree map[string]any, ps *problems) *spec {
 				"plain_http": func(v any, key []string) { s.plainHTTP = stringList(v, key, ps) },
 			})
 		case "limits":
+			v = unenforcedFromTOML(s, v, key, ps)
 			s.limits = limitsFromTOML(v, key, ps)
 		case "tools":
 			toolsFromTOML(s, v, key, ps)

@@ -215,3 +215,43 @@ var cmpSortMounts = cmp.Transformer("sort", func(in []Mount) []Mount {
 	slices.SortFunc(out, func(a, b Mount) int { return strings.Compare(a.Source, b.Source) })
 	return out
 })
+
+// The opt-out from refusing calls whose memory and process limits the host
+// cannot enforce: off by default, on from the grant key or the flag, and a
+// flag cannot turn a grant's "allow" off.
+func TestAllowsUnenforcedLimits(t *testing.T) {
+	T := fixture(t, "ws/")
+	for _, tt := range []struct {
+		name  string
+		grant string // "" means FromFlags
+		flags Flags
+		want  bool
+	}{
+		{"default", "", Flags{}, false},
+		{"flag", "", Flags{AllowUnenforcedLimits: true}, true},
+		{"grant refuse", `unenforced = "refuse"`, Flags{}, false},
+		{"grant allow", `unenforced = "allow"`, Flags{}, true},
+		{"grant refuse, flag", `unenforced = "refuse"`, Flags{AllowUnenforcedLimits: true}, true},
+		{"grant allow, other flags", `unenforced = "allow"`, Flags{ReadOnly: []string{"ws"}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var g *Grant
+			var err error
+			if tt.grant == "" {
+				g, err = FromFlags(T, tt.flags)
+			} else {
+				g = mustParse(t, T, "[paths]\nread_write = [\".\"]\n[limits]\n"+tt.grant+"\n")
+				g, err = g.With(T, tt.flags)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.AllowsUnenforcedLimits(); got != tt.want {
+				t.Errorf("AllowsUnenforcedLimits() = %v, want %v", got, tt.want)
+			}
+			if got := slices.ContainsFunc(g.Risks(), func(r string) bool { return strings.HasPrefix(r, "limits.unenforced") }); got != tt.want {
+				t.Errorf("Risks() = %q: names limits.unenforced %v, want %v", g.Risks(), got, tt.want)
+			}
+		})
+	}
+}

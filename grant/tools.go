@@ -35,6 +35,18 @@ func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
 			s.tools = stringList(t[k], sub, ps)
 			s.toolsSet = true
 		case slices.Contains(toolNames, k):
+			if tt, ok := t[k].(map[string]any); ok {
+				if _, ok := tt["unenforced"]; ok {
+					ps.add(append(slices.Clip(sub), "unenforced"), "applies to the whole grant: set it under [limits]")
+					rest := make(map[string]any, len(tt))
+					for kk, x := range tt {
+						if kk != "unenforced" {
+							rest[kk] = x
+						}
+					}
+					t[k] = rest
+				}
+			}
 			if s.toolLimits == nil {
 				s.toolLimits = map[string]Limits{}
 			}

@@ -39,6 +39,7 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 		private:           append(slices.Clone(old.private), f.Private...),
 		plainHTTP:         append(slices.Clone(old.plainHTTP), f.PlainHTTP...),
 		limits:            old.limits.over(f.Limits),
+		unenforced:        unenforcedFlag(f, old.unenforced),
 		toolLimits:        map[string]Limits{},
 		tools:             slices.Clone(old.tools),
 		toolsSet:          old.toolsSet,

@@ -9,7 +9,7 @@ import (
 
 const backgroundCommandDescription = `Checks, waits for or stops background work started by shell with run_in_background; work_id is the id shell returned ("wrk_" and 16 hex digits).
 operation "status" answers at once; "wait" waits until the work ends or wait_secs pass (default and maximum 600); "stop" sends SIGTERM to every process of the work's sandbox, SIGKILL after a 2 s grace, and answers once they are gone.
-Each answer gives the state (running, exited, stopped, or failed when the sandbox could not start), the exit code once there is one, seconds since the start (and seconds waited), the last 16 KiB of stdout and stderr interleaved, the total output size, and the path of the log file that holds all of it. A limit that ended the work (time, memory, processes, output) is named.
+Each answer gives the state (running, exited, stopped, or failed when the sandbox could not start), the exit code once there is one, seconds since the start (and seconds waited), the last 16 KiB of stdout and stderr interleaved, the total output size, and the path of the log file that holds all of it. A limit that ended the work (time, memory, processes, output) is named, and so is any other limit it hit.
 Limits: only work started in this session. The work runs under the shell tool's limits except the wall time, which is the session's (24 h by default); writing more than 8 times the output cap to stdout or to stderr stops it. The log file is capped (64 MiB by default) and the answer says when it was. Closing the session kills all of its background work.`
 
 // MaxWaitSeconds is the longest (and the default) wait of background_command.

@@ -89,6 +89,7 @@ type Meta struct {
 	Count        int        `json:"count,omitempty"`         // matches, files or lines returned
 	WorkID       string     `json:"work_id,omitempty"`       // background work started by the call
 	Limit        string     `json:"limit,omitempty"`         // the limit that ended the call, if any
+	LimitsHit    []string   `json:"limits_hit,omitempty"`    // every limit the call hit, Limit included
 	HTTPStatus   int        `json:"http_status,omitempty"`   // http_fetch: the final status
 	Isolation    *Isolation `json:"isolation,omitempty"`     // filled by the broker
 }
@@ -98,6 +99,9 @@ type Isolation struct {
 	Backend  string   `json:"backend"`           // "linux", "unsandboxed", ...
 	Features []string `json:"features"`          // e.g. "userns", "seccomp", "landlock-abi6", "cgroup-v1-memory"
 	Missing  []string `json:"missing,omitempty"` // features the backend knows of but could not use
+	// Unenforced names limits the call asked for that the host could not
+	// enforce ("memory", "processes"), when the grant accepted that.
+	Unenforced []string `json:"unenforced_limits,omitempty"`
 }
 
 // ErrorReport is the JSON a runner writes to stderr when it fails internally.

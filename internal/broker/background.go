@@ -69,6 +69,8 @@ type WorkInfo struct {
 	// Limit names the limit that ended it ("time", "memory", "processes",
 	// "output"), or "".
 	Limit string
+	// LimitsHit names every limit it hit, Limit included.
+	LimitsHit []string
 	// Started and Ended (zero while running).
 	Started, Ended time.Time
 	// Bytes is the size of the whole output so far.
@@ -155,6 +157,7 @@ func (s *Session) Background() []WorkInfo {
 func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d grant.Decision, refuse func(grant.Decision, string) *Result) *Result {
 	var out wire.ToolOutput
 	var iso *wire.Isolation
+	var unenforced []string
 	own, class := false, ClassOK
 	switch a := args.(type) {
 	case tool.ShellArgs:
@@ -164,6 +167,11 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 			return refuse(grant.Decision{Rule: "background"}, why)
 		}
 		own = true
+		// The work's sandbox has not run yet: name the limits it will run
+		// without, as its status answers will.
+		if rep := s.opts.Backend.Report(); s.opts.Grant.AllowsUnenforcedLimits() || rep.Backend == "unsandboxed" {
+			unenforced = rep.Unenforced()
+		}
 	case tool.BackgroundCommandArgs:
 		s.bg.mu.Lock()
 		w := s.bg.works[a.WorkID]
@@ -172,11 +180,14 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q was started in this session", c.tool, "work_id", a.WorkID))
 		}
 		out, iso = s.backgroundCommand(ctx, w, a)
+		if iso != nil {
+			unenforced = iso.Unenforced
+		}
 	default:
 		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("tool %q is not answered by the broker", c.tool))
 	}
 	c.out = Outcome{Output: out, Class: class, Detail: out.Meta.WorkID}
-	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.label(c.tool, out, iso, own)}
+	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.labelWith(c.tool, out, iso, own, unenforced)}
 }
 
 // startBackground starts a shell command as background work and returns the
@@ -353,6 +364,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 	}
 	if res != nil {
 		info.Limit = res.Limit
+		info.LimitsHit = res.LimitsHit
 		info.Signal = res.Signal
 		if res.Signal == 0 {
 			code := res.ExitCode
@@ -376,6 +388,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 	if res != nil {
 		rec.Backend, rec.Isolation = res.Isolation.Backend, res.Isolation.Features
 		rec.SetupMS = ms(res.Setup)
+		rec.LimitsHit, rec.Unenforced = res.LimitsHit, res.Isolation.Unenforced
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record of a background end lost", "work", w.id, "err", err)
@@ -417,10 +430,32 @@ func describeEnd(i WorkInfo) string {
 	default:
 		s = "no exit status"
 	}
-	if i.Limit != "" {
+	var also []string
+	for _, l := range i.LimitsHit {
+		if l != i.Limit {
+			also = append(also, hitSentence(l))
+		}
+	}
+	switch {
+	case i.Limit != "" && len(also) > 0:
+		s += ": " + limitSentence(i.Limit) + "; " + strings.Join(also, "; ")
+	case i.Limit != "":
 		s += ": " + limitSentence(i.Limit)
+	case len(also) > 0:
+		s += "; " + strings.Join(also, "; ")
 	}
 	return s
+}
+
+// hitSentence says that work hit a limit that did not end it.
+func hitSentence(limit string) string {
+	switch limit {
+	case "memory":
+		return "it hit its memory limit (a process was killed)"
+	case "processes":
+		return "it hit its process limit (a fork was refused)"
+	}
+	return "it hit its " + limit + " limit"
 }
 
 func limitSentence(limit string) string {
@@ -494,7 +529,7 @@ func (s *Session) stopWork(ctx context.Context, w *work, why string) {
 // renderStatus is what the model reads about one work.
 func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, note string, tail tailOutput) wire.ToolOutput {
 	var b strings.Builder
-	out := wire.ToolOutput{Meta: wire.Meta{WorkID: i.ID, Limit: i.Limit, Signal: i.Signal, ExitCode: i.ExitCode, Bytes: i.Bytes}}
+	out := wire.ToolOutput{Meta: wire.Meta{WorkID: i.ID, Limit: i.Limit, LimitsHit: i.LimitsHit, Signal: i.Signal, ExitCode: i.ExitCode, Bytes: i.Bytes}}
 	switch i.State {
 	case WorkRunning:
 		fmt.Fprintf(&b, "work %s: running for %.1fs\n", i.ID, time.Since(i.Started).Seconds())

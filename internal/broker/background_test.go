@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -457,22 +458,26 @@ func TestBackgroundWorkUsesTheGrantsNetwork(t *testing.T) {
 }
 
 // TestBackgroundLimitsAreNamed: a limit that ended background work is named
-// in its status. The wall time is the session's, not the call's.
+// in its status, and so is every other limit it hit (forks refused before
+// the work ran into its wall time). The wall time is the session's, not the
+// call's.
 func TestBackgroundLimitsAreNamed(t *testing.T) {
 	f := newFixture(t, grant.Limits{Time: 1 * time.Second, Memory: 64 << 20, Processes: 32})
 	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.BackgroundWall = 3 * time.Second })
 	tests := []struct {
 		name, command, limit, sentence string
+		hits                           []string
 	}{
-		{"time", "sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it)"},
-		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", "memory", ": exited (killed by signal 9: it ran out of memory)"},
-		{"processes", "for i in $(seq 100); do sleep 10 & done; wait", "processes", ": it hit its process limit)"},
+		{"time", "sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it)", []string{"time"}},
+		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", "memory", ": exited (killed by signal 9: it ran out of memory)", []string{"memory"}},
+		{"processes", "for i in $(seq 100); do sleep 10 & done; wait", "processes", ": exited (exit 2: it hit its process limit)", []string{"processes"}},
+		{"processes, then time", "for i in $(seq 100); do (sleep 10 &) 2>/dev/null || true; done; sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it; it hit its process limit (a fork was refused))", []string{"time", "processes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := startWork(t, s, tt.command)
 			out := workCall(t, s, "wait", id, `,"wait_secs":30`).Output
-			if out.Meta.Limit != tt.limit || !strings.Contains(out.Content, tt.sentence) {
+			if out.Meta.Limit != tt.limit || !slices.Equal(out.Meta.LimitsHit, tt.hits) || !strings.Contains(out.Content, tt.sentence) {
 				t.Fatalf("meta %+v, content %q; want the %s limit named", out.Meta, out.Content, tt.limit)
 			}
 			if info := workInfo(t, s, id); tt.name == "time" && info.Ended.Sub(info.Started) < 2*time.Second {

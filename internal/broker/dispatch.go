@@ -84,6 +84,13 @@ func dispatch(ctx context.Context, backend sandbox.Backend, spec *sandbox.Spec, 
 
 // classify turns a backend result and the runner's streams into an Outcome.
 func classify(ctx context.Context, res *sandbox.Result, stdout []byte, stderr string) Outcome {
+	o := classifyRun(ctx, res, stdout, stderr)
+	o.Output.Meta.LimitsHit = res.LimitsHit
+	return o
+}
+
+// classifyRun is classify before the limits hit are added to the output.
+func classifyRun(ctx context.Context, res *sandbox.Result, stdout []byte, stderr string) Outcome {
 	o := Outcome{Result: res, Detail: strings.TrimSpace(stderr)}
 	switch res.Limit {
 	case "time":

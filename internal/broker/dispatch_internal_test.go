@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,8 @@ func TestClassify(t *testing.T) {
 		content   string
 	}{
 		{"ok", sandbox.Result{ExitCode: 0}, ok, false, ClassOK, "file text"},
+		{"ok, processes hit", sandbox.Result{ExitCode: 0, LimitsHit: []string{"processes"}}, ok, false, ClassOK, "file text"},
+		{"time, processes hit", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "time", LimitsHit: []string{"time", "processes"}}, nil, false, ClassTimeout, SentenceTimeout},
 		{"time", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "time"}, nil, false, ClassTimeout, SentenceTimeout},
 		{"memory", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "memory"}, nil, false, ClassMemory, SentenceMemory},
 		{"processes", sandbox.Result{ExitCode: 1, Limit: "processes"}, nil, false, ClassProcesses, SentenceProcesses},
@@ -61,6 +64,9 @@ func TestClassify(t *testing.T) {
 			}
 			if o.Output.Content != tt.content {
 				t.Fatalf("content = %q, want %q", o.Output.Content, tt.content)
+			}
+			if !slices.Equal(o.Output.Meta.LimitsHit, tt.res.LimitsHit) {
+				t.Fatalf("Meta.LimitsHit = %q, want %q", o.Output.Meta.LimitsHit, tt.res.LimitsHit)
 			}
 			if tt.class != ClassOK && !o.Output.IsError {
 				t.Fatalf("a failed call is not marked IsError")

@@ -521,6 +521,8 @@ func (s *Session) record(c *call, res *Result) error {
 		rec.Exit = &exit
 		rec.Signal = r.Signal
 		rec.SetupMS = ms(r.Setup)
+		rec.LimitsHit = r.LimitsHit
+		rec.Unenforced = r.Isolation.Unenforced
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record lost; refusing further calls", "call", c.id, "err", err)

@@ -165,6 +165,48 @@ func TestLimitsAreNamed(t *testing.T) {
 	}
 }
 
+// TestLimitsHitAreNamed: the label names every limit a call hit, and only
+// those: a process limit that refused forks while the command went on to
+// finish (the call is ok, its output intact), and a time-out that also hit
+// the process limit.
+func TestLimitsHitAreNamed(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 on this host (a test dependency, not a kernel feature)")
+	}
+	f := newFixture(t, grant.Limits{Time: 3 * time.Second, Processes: 32})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	const forks = `python3 -c '
+import os, time
+n = 0
+try:
+    while n < 500:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError:
+    print("fork refused after", n)
+'`
+	tests := []struct {
+		name, command, class, header string
+	}{
+		{"contained fork loop", forks + "; echo finished", broker.ClassOK, " · limit hit: processes]\n"},
+		{"fork loop past the time limit", forks + "; sleep 30", broker.ClassTimeout, " · limits hit: time, processes] " + broker.SentenceTimeout},
+		{"nothing hit", "echo finished", broker.ClassOK, " · grant from flags]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, s, "shell", fmt.Sprintf(`{"command":%q}`, tt.command))
+			if res.Class != tt.class || !strings.Contains(res.Output.Content, tt.header) {
+				t.Fatalf("class %s, output %q; want %s with %q", res.Class, res.Output.Content, tt.class, tt.header)
+			}
+			if tt.class == broker.ClassOK && !strings.Contains(res.Output.Content, "finished") {
+				t.Errorf("the command's output is missing: %q", res.Output.Content)
+			}
+		})
+	}
+}
+
 func TestConcurrentCallsAllAudited(t *testing.T) {
 	f := newFixture(t, grant.Limits{})
 	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.MaxConcurrent = 16; o.MaxQueue = 200 })

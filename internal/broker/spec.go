@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -39,6 +40,9 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 			OutputBytes: max(l.Output*2+64<<10, 1<<20),
 			FileBytes:   l.FileSize,
 			TmpBytes:    l.Tmp,
+			// Without it a backend refuses a call whose memory or process
+			// limit the host cannot enforce.
+			AllowUnenforced: g.AllowsUnenforcedLimits(),
 		},
 	}
 	for _, m := range g.Mounts() {
@@ -53,10 +57,22 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 func (s *Session) spec(l grant.Limits) *sandbox.Spec { return SpecFor(s.opts.Grant, l) }
 
 // label marks out as coming through airlock: tool output follows a header
-// naming the tool, the sandbox and the grant; airlock's own sentences are in
-// the header itself, so the model can tell the two apart.
-// own marks out.Content as airlock's own sentence rather than tool output.
+// naming the tool, the sandbox and the grant, every limit the call hit
+// (out.Meta.LimitsHit) and every limit the host did not enforce
+// (iso.Unenforced); airlock's own sentences are in the header itself, so the
+// model can tell the two apart. own marks out.Content as airlock's own
+// sentence rather than tool output.
 func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool) wire.ToolOutput {
+	var unenforced []string
+	if iso != nil {
+		unenforced = iso.Unenforced
+	}
+	return s.labelWith(toolName, out, iso, own, unenforced)
+}
+
+// labelWith is label with the limits not enforced given, for an answer
+// about a sandbox that has not run yet (a background start).
+func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool, unenforced []string) wire.ToolOutput {
 	backend := s.opts.Backend.Report().Backend
 	if iso != nil && iso.Backend != "" {
 		backend = iso.Backend
@@ -65,7 +81,16 @@ func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolatio
 	if backend == "unsandboxed" {
 		where = "UNSANDBOXED"
 	}
-	header := fmt.Sprintf("[airlock: %s · %s · grant %s]", toolName, where, grantName(s.opts.Grant))
+	header := fmt.Sprintf("[airlock: %s · %s · grant %s", toolName, where, grantName(s.opts.Grant))
+	if hit := out.Meta.LimitsHit; len(hit) == 1 {
+		header += " · limit hit: " + hit[0]
+	} else if len(hit) > 1 {
+		header += " · limits hit: " + strings.Join(hit, ", ")
+	}
+	if len(unenforced) > 0 {
+		header += " · limits NOT ENFORCED: " + strings.Join(unenforced, ", ")
+	}
+	header += "]"
 	if own {
 		out.Content = header + " " + out.Content
 	} else {

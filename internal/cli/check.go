@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/airlockhq/airlock/grant"
@@ -18,8 +19,11 @@ func checkCommand() *command {
 
 Parses the arguments as the broker would, checks them against GRANT (a TOML
 file, or "-" for the default grant of the current directory) and prints the
-decision, the rule behind it, the limits the call would run under and any
-risks the grant accepts. Nothing runs. Exit status 0 when allowed, 1 when refused.`,
+decision, the rule behind it, the limits the call would run under, whether
+this host can enforce them for this user, and any risks the grant accepts.
+Nothing runs. Exit status 0 when allowed, 1 when refused (by the grant, or
+because the host cannot enforce its memory and process limits and the grant
+does not accept that).`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
@@ -43,14 +47,56 @@ risks the grant accepts. Nothing runs. Exit status 0 when allowed, 1 when refuse
 		if fs.NArg() == 3 {
 			raw = fs.Arg(2)
 		}
-		fmt.Fprint(env.Stdout, explain(g, fs.Arg(1), json.RawMessage(raw)))
+		host := probeHost()
+		fmt.Fprint(env.Stdout, explain(g, fs.Arg(1), json.RawMessage(raw), host))
 		d, _ := decide(g, fs.Arg(1), json.RawMessage(raw))
-		if !d.Allowed {
+		if !d.Allowed || host.refuses(g, fs.Arg(1)) {
 			return exitFailure
 		}
 		return exitOK
 	}
 	return c
+}
+
+// hostLimits is what the native backend can enforce here, for check.
+type hostLimits struct {
+	unenforced []string // limits it cannot enforce for this user
+	err        error    // no native backend at all
+}
+
+// probeHost asks the native backend which limits it enforces.
+func probeHost() hostLimits {
+	b, err := nativeBackend("")
+	if err != nil {
+		return hostLimits{err: err}
+	}
+	return hostLimits{unenforced: b.Report().Unenforced()}
+}
+
+// refuses reports whether the backend would refuse a call of the tool
+// under g: it runs in a sandbox, and its limits cannot all be enforced
+// while g does not accept that.
+func (h hostLimits) refuses(g *grant.Grant, name string) bool {
+	def, ok := tool.Lookup(name)
+	return ok && !def.Broker && h.err == nil && len(h.unenforced) > 0 && !g.AllowsUnenforcedLimits()
+}
+
+// line is check's "host:" line, or "" when the host enforces every limit.
+func (h hostLimits) line(g *grant.Grant, name string) string {
+	if def, ok := tool.Lookup(name); !ok || def.Broker {
+		return ""
+	}
+	switch {
+	case h.err != nil:
+		return fmt.Sprintf("host:     no sandbox here (%v): calls need --unsandboxed, which enforces no memory or process limit\n", h.err)
+	case len(h.unenforced) == 0:
+		return ""
+	case g.AllowsUnenforcedLimits():
+		return fmt.Sprintf("host:     cannot enforce %s for uid %d (see airlock doctor); the call runs anyway, as limits.unenforced = \"allow\" accepts, and its result says NOT ENFORCED\n",
+			strings.Join(h.unenforced, ", "), os.Getuid())
+	}
+	return fmt.Sprintf("host:     cannot enforce %s for uid %d (see airlock doctor), so the call would be refused; --allow-unenforced-limits or limits.unenforced = \"allow\" runs it anyway\n",
+		strings.Join(h.unenforced, ", "), os.Getuid())
 }
 
 // decide runs the broker's checks for one call, without running it.
@@ -71,8 +117,9 @@ func decide(g *grant.Grant, name string, raw json.RawMessage) (grant.Decision, t
 	return g.Check(gc), acc
 }
 
-// explain renders the decision for one call.
-func explain(g *grant.Grant, name string, raw json.RawMessage) string {
+// explain renders the decision for one call, with what the host can
+// enforce of its limits.
+func explain(g *grant.Grant, name string, raw json.RawMessage, host hostLimits) string {
 	var b strings.Builder
 	d, acc := decide(g, name, raw)
 	fmt.Fprintf(&b, "grant:    %s\n", grantLabel(g))
@@ -93,6 +140,7 @@ func explain(g *grant.Grant, name string, raw json.RawMessage) string {
 	if d.Allowed {
 		fmt.Fprintf(&b, "decision: ALLOWED by %s\n", d.Rule)
 		fmt.Fprintf(&b, "limits:   %s\n", g.LimitsFor(name))
+		b.WriteString(host.line(g, name))
 	} else {
 		fmt.Fprintf(&b, "decision: REFUSED by %s: %s\n", d.Rule, d.Reason)
 	}

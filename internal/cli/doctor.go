@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -16,7 +18,11 @@ func doctorCommand() *command {
 		usage: `airlock doctor [--json]
 
 Probes the host and prints each isolation feature: whether it is available,
-whether the default grant needs it, and how to fix it when it is missing.
+whether the default grant needs it, and how to fix it when it is missing;
+then each kind of limit and whether it is enforced for this user. Memory and
+process limits need a cgroup the user may manage: without one every call is
+refused (the default grant has both limits) unless it accepts them unenforced
+(--allow-unenforced-limits, or limits.unenforced = "allow" in the grant).
 Exit status 1 when a required feature is missing.`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
@@ -54,6 +60,7 @@ Exit status 1 when a required feature is missing.`,
 }
 
 func printReport(env *Env, rep sandbox.Report) {
+	fixed := map[string]bool{}
 	fmt.Fprintf(env.Stdout, "backend: %s\n\n", rep.Backend)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FEATURE\tSTATUS\tNEEDED\tDETAIL")
@@ -69,14 +76,78 @@ func printReport(env *Env, rep sandbox.Report) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Name, status, need, f.Detail)
 	}
 	tw.Flush()
+	if len(rep.Limits) > 0 {
+		fmt.Fprintf(env.Stdout, "\nlimits for uid %d:\n", os.Getuid())
+		tw = tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		for _, l := range rep.Limits {
+			status := "enforced"
+			if !l.Enforced {
+				status = "NOT ENFORCED"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Limit, status, l.Detail)
+		}
+		tw.Flush()
+	}
 	for _, f := range rep.Features {
-		if !f.Available && f.Fix != "" {
-			fmt.Fprintf(env.Stdout, "\nto fix %s: %s", f.Name, f.Fix)
+		if !f.Available && f.Fix != "" && !fixed[f.Fix] {
+			fixed[f.Fix] = true
+			fmt.Fprintf(env.Stdout, "\nto fix %s: %s\n", f.Name, f.Fix)
 		}
 	}
-	if rep.Ready() {
-		fmt.Fprintln(env.Stdout, "\nready: this host can run airlock's sandbox")
-	} else {
+	unenforced := rep.Unenforced()
+	for _, l := range rep.Limits {
+		if !l.Enforced && l.Fix != "" && !fixed[l.Fix] {
+			fixed[l.Fix] = true
+			fmt.Fprintf(env.Stdout, "\nto enforce %s: %s\n", strings.Join(unenforced, ", "), l.Fix)
+		}
+	}
+	switch {
+	case rep.Ready() && len(unenforced) == 0:
+		fmt.Fprintln(env.Stdout, "\nready: this host can run airlock's sandbox and enforce every limit")
+	case onlyCgroupsMissing(rep):
+		fmt.Fprintf(env.Stdout, "\nNOT READY: calls are refused because the %s limits cannot be enforced for uid %d; fix that as above, "+
+			"or accept it with --allow-unenforced-limits or limits.unenforced = \"allow\" in the grant (every result then says NOT ENFORCED)\n",
+			limitNouns(unenforced), os.Getuid())
+	case rep.Ready():
+		fmt.Fprintf(env.Stdout, "\nready, but the %s limits are NOT ENFORCED\n", limitNouns(unenforced))
+	default:
 		fmt.Fprintln(env.Stdout, "\nNOT READY: airlock refuses to run calls until the required features above are present")
 	}
+}
+
+// limitNouns renders limit names for a sentence: "memory and process".
+func limitNouns(names []string) string {
+	words := make([]string, len(names))
+	for i, n := range names {
+		switch n {
+		case sandbox.LimitProcesses:
+			words[i] = "process"
+		case sandbox.LimitFileSize:
+			words[i] = "file size"
+		case sandbox.LimitTmp:
+			words[i] = "/tmp size"
+		default:
+			words[i] = n
+		}
+	}
+	if len(words) <= 1 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// onlyCgroupsMissing reports whether the cgroups are the one required
+// feature the host lacks, so that calls run once they accept unenforced
+// memory and process limits.
+func onlyCgroupsMissing(rep sandbox.Report) bool {
+	cg := false
+	for _, f := range rep.Features {
+		if f.Required && !f.Available {
+			if f.Name != "cgroups" {
+				return false
+			}
+			cg = true
+		}
+	}
+	return cg
 }

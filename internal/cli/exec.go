@@ -141,13 +141,23 @@ Examples:
 			}
 			return 125
 		}
-		switch res.Limit {
-		case "time":
-			fmt.Fprintf(env.Stderr, "airlock exec: %s ran past its time limit (%s) and was killed\n", cmdArgs[0], lim.Time.Round(time.Millisecond))
-		case "memory":
-			fmt.Fprintf(env.Stderr, "airlock exec: %s ran out of memory (limit %s) and was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
-		case "processes":
-			fmt.Fprintf(env.Stderr, "airlock exec: %s hit its process limit (%d)\n", cmdArgs[0], lim.Processes)
+		for _, hit := range res.LimitsHit {
+			ended := hit == res.Limit
+			switch {
+			case hit == sandbox.LimitTime:
+				fmt.Fprintf(env.Stderr, "airlock exec: %s ran past its time limit (%s) and was killed\n", cmdArgs[0], lim.Time.Round(time.Millisecond))
+			case hit == sandbox.LimitMemory && ended:
+				fmt.Fprintf(env.Stderr, "airlock exec: %s ran out of memory (limit %s) and was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
+			case hit == sandbox.LimitMemory:
+				fmt.Fprintf(env.Stderr, "airlock exec: %s hit its memory limit (%s): a process was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
+			case hit == sandbox.LimitProcesses:
+				fmt.Fprintf(env.Stderr, "airlock exec: %s hit its process limit (%d): a fork was refused\n", cmdArgs[0], lim.Processes)
+			case hit == sandbox.LimitOutput:
+				fmt.Fprintf(env.Stderr, "airlock exec: %s passed the output limit and was killed\n", cmdArgs[0])
+			}
+		}
+		if u := res.Isolation.Unenforced; len(u) > 0 {
+			fmt.Fprintf(env.Stderr, "airlock exec: NOT ENFORCED: %s (allowed by --allow-unenforced-limits or the grant's limits.unenforced; see airlock doctor)\n", describeLimits(u, lim))
 		}
 		if res.Signal != 0 {
 			return 128 + res.Signal
@@ -189,6 +199,32 @@ func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.
 		}
 	}()
 	return fwd
+}
+
+// describeLimits names limits with their values: "the memory limit (1GiB)
+// and the process limit (256)".
+func describeLimits(names []string, lim grant.Limits) string {
+	var parts []string
+	for _, n := range names {
+		switch n {
+		case sandbox.LimitMemory:
+			parts = append(parts, fmt.Sprintf("the memory limit (%s)", grant.FormatSize(lim.Memory)))
+		case sandbox.LimitProcesses:
+			parts = append(parts, fmt.Sprintf("the process limit (%d)", lim.Processes))
+		case sandbox.LimitTime:
+			parts = append(parts, fmt.Sprintf("the time limit (%s)", lim.Time))
+		case sandbox.LimitFileSize:
+			parts = append(parts, fmt.Sprintf("the file size limit (%s)", grant.FormatSize(lim.FileSize)))
+		case sandbox.LimitTmp:
+			parts = append(parts, fmt.Sprintf("the /tmp size limit (%s)", grant.FormatSize(lim.Tmp)))
+		default:
+			parts = append(parts, "the "+n+" limit")
+		}
+	}
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // reportEgress tells the user on stderr about each connection the egress

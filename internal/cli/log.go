@@ -197,6 +197,12 @@ func formatRecord(r audit.Record) string {
 	if r.Decision == "refused" {
 		outcome = "REFUSED: " + r.Reason
 	}
+	if len(r.LimitsHit) > 0 {
+		outcome += " (hit: " + strings.Join(r.LimitsHit, ", ") + ")"
+	}
+	if len(r.Unenforced) > 0 {
+		outcome += " (NOT ENFORCED: " + strings.Join(r.Unenforced, ", ") + ")"
+	}
 	args := string(r.Args)
 	if len(args) > 80 {
 		cut := 77

@@ -27,6 +27,9 @@ type grantFlags struct {
 	// private are more of airlock's own files (a token file) that no
 	// sandbox may see; not a flag.
 	private []string
+	// allowUnenforced runs calls whose memory and process limits the host
+	// cannot enforce, instead of refusing them.
+	allowUnenforced bool
 }
 
 func (f *grantFlags) register(fs *flag.FlagSet) {
@@ -37,6 +40,7 @@ func (f *grantFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.readOnly, "ro", "grant `PATH` read-only (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "let the network reach `HOST[:PORT]` (repeatable; *.suffix allowed)")
 	fs.StringVar(&f.records, "records", "", "records `DIR` for audit logs (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
+	fs.BoolVar(&f.allowUnenforced, "allow-unenforced-limits", false, "run even where the host cannot enforce the memory and process limits (no cgroup this user may manage; see airlock doctor); every result says NOT ENFORCED")
 }
 
 // load builds the grant the flags describe.
@@ -57,8 +61,8 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts) > 0 {
-			return g.With(cwd, grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts})
+		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts) > 0 || f.allowUnenforced {
+			return g.With(cwd, grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts, AllowUnenforcedLimits: f.allowUnenforced})
 		}
 		return g, nil
 	}
@@ -67,7 +71,7 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 	if !names(cwd, f.readWrite) && !names(cwd, f.readOnly) {
 		rw = append([]string{cwd}, rw...)
 	}
-	fl := grant.Flags{ReadWrite: rw, ReadOnly: f.readOnly, AllowHosts: f.allowHosts}
+	fl := grant.Flags{ReadWrite: rw, ReadOnly: f.readOnly, AllowHosts: f.allowHosts, AllowUnenforcedLimits: f.allowUnenforced}
 	return grant.FromFlags(cwd, fl)
 }
 

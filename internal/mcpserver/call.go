@@ -59,7 +59,8 @@ type CallMeta struct {
 	// DurationMS is the call's wall time as the server saw it.
 	DurationMS float64 `json:"duration_ms"`
 	// Meta holds the tool's metadata: exit code, signal, omitted bytes, the
-	// limit that ended the call, and the isolation that ran it.
+	// limit that ended the call and every limit it hit, and the isolation
+	// that ran it (with the limits the host did not enforce, if any).
 	wire.Meta
 }
 

@@ -50,6 +50,11 @@ type Mount struct {
 }
 
 // Limits bound one sandbox. Zero means the backend's default, never "none".
+//
+// A backend that cannot enforce MemoryBytes or Pids on this host (the Linux
+// backend without a cgroup it may manage) refuses the Spec with a
+// MissingFeatureError, unless AllowUnenforced accepts that; the Result then
+// names those limits in Isolation.Unenforced.
 type Limits struct {
 	Wall        time.Duration // wall time; at the deadline every process is killed
 	MemoryBytes int64         // memory, including tmpfs pages written by the sandbox
@@ -58,7 +63,21 @@ type Limits struct {
 	FileBytes   int64         // RLIMIT_FSIZE
 	TmpBytes    int64         // size of the private /tmp
 	OpenFiles   int           // RLIMIT_NOFILE
+	// AllowUnenforced runs the Spec even when the host cannot enforce the
+	// memory or process limit (see Report.Limits), instead of refusing it.
+	AllowUnenforced bool
 }
+
+// Names of limits, as Result.Limit, Result.LimitsHit, Isolation.Unenforced
+// and Report.Limits use them.
+const (
+	LimitTime      = "time"
+	LimitMemory    = "memory"
+	LimitProcesses = "processes"
+	LimitOutput    = "output"
+	LimitFileSize  = "file_size"
+	LimitTmp       = "tmp"
+)
 
 // Network says what the sandbox can reach.
 type Network struct {
@@ -129,9 +148,18 @@ type Result struct {
 	ExitCode int
 	// Signal is the signal that killed it, or 0.
 	Signal int
-	// Limit names the limit that ended it ("time", "memory", "processes",
-	// "output"), or "".
+	// Limit names the limit that ended it, or "": "time" or "output" when
+	// the backend killed the sandbox for it; "memory" or "processes" when
+	// that limit was hit and the payload did not finish normally (it was
+	// killed by a signal or exited non-zero). A time-out is "time" even when
+	// another limit was hit too.
 	Limit string
+	// LimitsHit names every limit the sandbox hit, in the order time,
+	// memory, processes, output: a kill at the deadline, an OOM kill, a
+	// fork refused at the process limit, output past the cap. Limit, when
+	// set, is among them; a limit hit by a payload that went on to finish
+	// is listed here only.
+	LimitsHit []string
 	// OutputTruncated reports that stdout or stderr passed Limits.OutputBytes.
 	OutputTruncated bool
 	// Isolation is the isolation that actually ran.
@@ -162,10 +190,30 @@ type Feature struct {
 	Fix       string `json:"fix,omitempty"`
 }
 
+// LimitStatus says whether a backend enforces one kind of limit on this host.
+type LimitStatus struct {
+	Limit    string `json:"limit"`    // one of the Limit constants
+	Enforced bool   `json:"enforced"` // the backend holds the sandbox to it
+	Detail   string `json:"detail"`   // how it is enforced, or why it cannot be
+	Fix      string `json:"fix,omitempty"`
+}
+
 // Report is what a backend enforces on this host, for `airlock doctor`.
 type Report struct {
-	Backend  string    `json:"backend"`
-	Features []Feature `json:"features"`
+	Backend  string        `json:"backend"`
+	Features []Feature     `json:"features"`
+	Limits   []LimitStatus `json:"limits,omitempty"`
+}
+
+// Unenforced names the limits the backend cannot enforce on this host.
+func (r Report) Unenforced() []string {
+	var out []string
+	for _, l := range r.Limits {
+		if !l.Enforced {
+			out = append(out, l.Limit)
+		}
+	}
+	return out
 }
 
 // Ready reports whether every required feature is available.

@@ -6,7 +6,9 @@ package sandboxtest
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -40,7 +42,9 @@ var (
 
 // Native returns the platform's sandbox backend running the test binary,
 // shared by the package's tests. It skips (or fails, see RequireFeature) when
-// the host cannot sandbox.
+// the host cannot sandbox, or cannot enforce every limit for this user (an
+// unprivileged run without a delegated cgroup, where the backend refuses
+// calls with memory and process limits, as every grant has).
 func Native(t testing.TB) sandbox.Backend {
 	t.Helper()
 	nativeOnce.Do(func() { nativeVal, nativeErr = newNative() })
@@ -50,6 +54,9 @@ func Native(t testing.TB) sandbox.Backend {
 			RequireFeature(t, nativeErr.Error())
 		}
 		t.Fatalf("starting the native backend: %v", nativeErr)
+	}
+	if u := nativeVal.Report().Unenforced(); len(u) > 0 {
+		RequireFeature(t, fmt.Sprintf("the native backend cannot enforce the %s limits for uid %d (no cgroup it may manage; see airlock doctor)", strings.Join(u, " and "), os.Getuid()))
 	}
 	return nativeVal
 }

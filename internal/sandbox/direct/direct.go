@@ -65,8 +65,18 @@ func (b *Backend) Report() sandbox.Report {
 		{Name: "isolation", Available: false, Detail: "none: the call runs as a plain child process"},
 		{Name: "wall-time limit", Available: true, Detail: "the process group is killed at the deadline"},
 		{Name: "output cap", Available: true},
+	}, Limits: []sandbox.LimitStatus{
+		{Limit: sandbox.LimitTime, Enforced: true, Detail: "the process group is killed at the deadline"},
+		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "output past the cap is not read and the process group is killed"},
+		{Limit: sandbox.LimitMemory, Detail: "not enforced without a sandbox"},
+		{Limit: sandbox.LimitProcesses, Detail: "not enforced without a sandbox"},
+		{Limit: sandbox.LimitFileSize, Detail: "not enforced without a sandbox"},
+		{Limit: sandbox.LimitTmp, Detail: "not enforced without a sandbox (there is no private /tmp)"},
 	}}
 }
+
+// unenforced are the limits of a Spec this backend does not hold.
+var unenforced = []string{sandbox.LimitMemory, sandbox.LimitProcesses, sandbox.LimitFileSize, sandbox.LimitTmp}
 
 // Run runs spec as a child process.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
@@ -194,13 +204,16 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		ExitCode:        cmd.ProcessState.ExitCode(),
 		Signal:          signalOf(cmd.ProcessState),
 		OutputTruncated: truncOut || truncErr,
-		Isolation:       wire.Isolation{Backend: Name, Features: []string{}},
+		Isolation:       wire.Isolation{Backend: Name, Features: []string{}, Unenforced: append([]string(nil), unenforced...)},
 		Setup:           setup,
 		Duration:        time.Since(start),
 	}
 	mu.Lock()
 	res.Limit = limit
 	mu.Unlock()
+	if limit != "" {
+		res.LimitsHit = []string{limit}
+	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
 		return res, fmt.Errorf("waiting for %s: %w", cmd.Path, werr)

@@ -53,19 +53,23 @@ type Options struct {
 	StateDir string
 }
 
-// CgroupPolicy says whether memory and process limits must come from
-// cgroups.
+// CgroupPolicy says whether New fails when the host gives the broker no
+// cgroup for the memory and process limits. Whatever the policy, a Run
+// without cgroups is refused unless its Spec sets Limits.AllowUnenforced.
 type CgroupPolicy int
 
 const (
 	// CgroupsDefault requires cgroups when the broker runs as root (which
-	// can always create them), and uses them when available otherwise.
+	// can always create them), and is CgroupsOptional otherwise.
 	CgroupsDefault CgroupPolicy = iota
-	// CgroupsRequired refuses to run without cgroups (fail closed).
+	// CgroupsRequired makes New fail without cgroups (fail closed).
 	CgroupsRequired
-	// CgroupsOptional runs without cgroups when the host cannot create
-	// them; memory and processes are then bounded by rlimits only, and
-	// Result.Isolation.Missing lists "cgroups".
+	// CgroupsOptional lets New succeed without cgroups. Each Run is then
+	// refused with a MissingFeatureError that names the limits and how to
+	// delegate a cgroup, unless its Spec sets Limits.AllowUnenforced: then
+	// it runs with memory bounded by RLIMIT_AS only and processes by
+	// RLIMIT_NPROC only, and Result.Isolation lists "cgroups" under Missing
+	// and "memory" and "processes" under Unenforced.
 	CgroupsOptional
 )
 
@@ -84,11 +88,10 @@ const (
 
 // Backend runs each Spec in a fresh sandbox. It is safe for concurrent use.
 type Backend struct {
-	log      *slog.Logger
-	exe      *os.File
-	args     []string
-	cg       cgroupHost
-	requireC bool
+	log  *slog.Logger
+	exe  *os.File
+	args []string
+	cg   cgroupHost
 
 	placeholders placeholders
 	pool         pool
@@ -127,17 +130,12 @@ func New(opts *Options) (*Backend, error) {
 	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...)}
 	b.pool.b, b.pool.base = b, max(o.PoolSize, 0)
 	b.cg = detectCgroups(o.CgroupParent)
-	switch o.Cgroups {
-	case CgroupsRequired:
-		b.requireC = true
-	case CgroupsDefault:
-		b.requireC = os.Geteuid() == 0
-	}
-	if b.cg.version == 0 && b.requireC {
+	require := o.Cgroups == CgroupsRequired || o.Cgroups == CgroupsDefault && os.Geteuid() == 0
+	if b.cg.version == 0 && require {
 		return nil, &sandbox.MissingFeatureError{
 			Feature: "cgroups for memory and process limits",
 			Reason:  b.cg.reason,
-			Fix:     "run the broker where it can create cgroups (root, or a systemd unit with Delegate=yes), or allow running without them (CgroupsOptional)",
+			Fix:     cgroupFix + "; or allow running without them (CgroupsOptional)",
 		}
 	}
 	b.cg.sweep()
@@ -235,6 +233,9 @@ func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	start := time.Now()
 	l := withDefaults(spec.Limits)
+	if err := b.enforceable(spec, l); err != nil {
+		return nil, err
+	}
 	cfg, err := config(spec, l)
 	if err != nil {
 		return nil, err
@@ -256,6 +257,40 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	res, err = b.finish(ctx, spec, x, l, start.Add(l.wall), start, time.Since(start))
 	b.end(x, &res, &err)
 	return res, err
+}
+
+// unenforcedLimits are the limits a Run without cgroups does not enforce.
+var unenforcedLimits = []string{sandbox.LimitMemory, sandbox.LimitProcesses}
+
+// enforceable refuses spec when the host gives this broker no cgroup for
+// its memory and process limits, unless the spec accepts that. Every Spec
+// has both limits (zero means the default), so without cgroups every Spec
+// is refused that does not set Limits.AllowUnenforced.
+func (b *Backend) enforceable(spec *sandbox.Spec, l limits) error {
+	if b.cg.version != 0 || spec.Limits.AllowUnenforced {
+		return nil
+	}
+	return &sandbox.MissingFeatureError{
+		Feature: fmt.Sprintf("a cgroup to enforce the memory limit (%s) and the process limit (%d)", formatBytes(l.mem), l.pids),
+		Reason:  b.cg.reason,
+		Fix:     cgroupFix + "; " + optOut,
+	}
+}
+
+// optOut says how to run with limits that are not enforced.
+const optOut = "or accept memory and process limits that are not enforced: --allow-unenforced-limits, or limits.unenforced = \"allow\" in the grant (every result then says so)"
+
+// formatBytes renders n in the largest binary unit that divides it.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }
 
 // end tears x down after finish: at once, or in the background when the
@@ -357,7 +392,9 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		}
 		x.iso.Features = append(x.iso.Features, b.cg.features()...)
 	} else {
+		// Run let this through only with Limits.AllowUnenforced.
 		x.iso.Missing = append(x.iso.Missing, "cgroups")
+		x.iso.Unenforced = append([]string(nil), unenforcedLimits...)
 	}
 	x.held, err = b.placeholders.hold(cfg)
 	if err != nil {
@@ -439,7 +476,8 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 		_, _ = c.proc.Wait()
 		if x.reason() == "time" {
 			// The wall time ran out before the payload started.
-			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: "time", Duration: time.Since(start), Setup: time.Since(start)}
+			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: sandbox.LimitTime, LimitsHit: []string{sandbox.LimitTime},
+				Duration: time.Since(start), Setup: time.Since(start)}
 			res.Isolation = x.iso
 			return res, nil
 		}
@@ -609,16 +647,12 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 		res.ExitCode = ws.ExitStatus()
 	}
 	reason := x.reason()
-	switch {
-	case res.OutputTruncated:
-		res.Limit = "output"
-	case x.cg != nil && x.cg.oomKills() > 0:
-		res.Limit = "memory"
-	case x.cg != nil && x.cg.pidsMaxHits() > 0 && (reason == "time" || res.ExitCode != 0):
-		res.Limit = "processes"
-	case reason == "time":
-		res.Limit = "time"
+	hit := hits{time: reason == "time", output: res.OutputTruncated}
+	if x.cg != nil {
+		hit.memory, hit.processes = x.cg.memoryHit(), x.cg.pidsMaxHits() > 0
 	}
+	res.LimitsHit = hit.names()
+	res.Limit = hit.ended(res.ExitCode == 0 && res.Signal == 0)
 	if reason == "ctx" {
 		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
 	}
@@ -626,6 +660,42 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 	res.Isolation = x.iso
 	b.removeCreated(x.cfg.Mounts, x.first.Created)
 	return res, nil
+}
+
+// hits are the limits one run hit.
+type hits struct{ time, memory, processes, output bool }
+
+// names lists them in the order of Result.LimitsHit.
+func (h hits) names() []string {
+	var out []string
+	for _, n := range []struct {
+		hit  bool
+		name string
+	}{{h.time, sandbox.LimitTime}, {h.memory, sandbox.LimitMemory}, {h.processes, sandbox.LimitProcesses}, {h.output, sandbox.LimitOutput}} {
+		if n.hit {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// ended names the limit that ended the run (see Result.Limit): the output
+// cap or the deadline when the sandbox was killed for it, else memory or
+// processes when hit by a payload that did not finish normally.
+func (h hits) ended(finished bool) string {
+	switch {
+	case h.output:
+		return sandbox.LimitOutput
+	case h.time:
+		return sandbox.LimitTime
+	case finished:
+		return ""
+	case h.memory:
+		return sandbox.LimitMemory
+	case h.processes:
+		return sandbox.LimitProcesses
+	}
+	return ""
 }
 
 // removeCreated removes the placeholder directories the init made in

@@ -31,8 +31,8 @@ func TestExitAndSignal(t *testing.T) {
 	} {
 		t.Run(tc.script, func(t *testing.T) {
 			o := sh(t, tc.script)
-			got := []any{o.res.ExitCode, o.res.Signal, o.stdout, o.res.Limit}
-			if diff := cmp.Diff([]any{tc.code, tc.signal, tc.stdout, ""}, got); diff != "" {
+			got := []any{o.res.ExitCode, o.res.Signal, o.stdout, o.res.Limit, o.res.LimitsHit}
+			if diff := cmp.Diff([]any{tc.code, tc.signal, tc.stdout, "", []string(nil)}, got); diff != "" {
 				t.Fatalf("(-want +got)\n%s", diff)
 			}
 		})
@@ -129,7 +129,7 @@ func TestTTY(t *testing.T) {
 	ctx := linux.WithResize(context.Background(), sizes)
 	var so strings.Builder
 	_, err := backend(t).Run(ctx, &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
-		Limits: sandbox.Limits{Wall: 10 * time.Second}, Command: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}})
+		Limits: sandbox.Limits{Wall: 10 * time.Second, AllowUnenforced: acceptUnenforced}, Command: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}})
 	if err != nil || !strings.Contains(so.String(), "50 132") {
 		t.Fatalf("resize: %v %q", err, so.String())
 	}
@@ -163,8 +163,13 @@ func TestReport(t *testing.T) {
 	if r.Backend != "linux" || len(r.Features) < 10 {
 		t.Fatalf("report %+v", r)
 	}
-	if !r.Ready() {
-		t.Errorf("report not ready on this host: %+v", r)
+	// Cgroups are required (every call has memory and process limits):
+	// the report is ready exactly when the host gives this user them.
+	if r.Ready() != hasCgroups(backend(t)) {
+		t.Errorf("report ready %v, cgroups %v on this host: %+v", r.Ready(), hasCgroups(backend(t)), r)
+	}
+	if u := r.Unenforced(); len(u) > 0 == hasCgroups(backend(t)) {
+		t.Errorf("report: limits not enforced %q, cgroups %v", u, hasCgroups(backend(t)))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // BenchmarkRunTrue runs /bin/true in a fresh sandbox per iteration.
 func BenchmarkRunTrue(b *testing.B) {
 	be := backend(b)
-	spec := &sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}}
+	spec := &sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}, Limits: sandbox.Limits{AllowUnenforced: acceptUnenforced}}
 	for b.Loop() {
 		res, err := be.Run(context.Background(), spec)
 		if err != nil || res.ExitCode != 0 {
@@ -42,7 +42,7 @@ func TestSetupPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}}
+	spec := &sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}, Limits: sandbox.Limits{AllowUnenforced: acceptUnenforced}}
 	for range 5 {
 		if _, err := be.Run(context.Background(), spec); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,8 +16,8 @@ import (
 )
 
 // cgroupHost knows where this broker may create per-sandbox cgroups:
-// either a cgroup v2 directory with memory and pids delegated, or the v1
-// memory and pids hierarchies.
+// either a cgroup v2 directory with memory and pids enabled for its
+// children, or the v1 memory and pids hierarchies.
 type cgroupHost struct {
 	version int    // 2, 1, or 0 when unavailable
 	v2      string // v2 parent directory
@@ -24,6 +25,23 @@ type cgroupHost struct {
 	pids    string // v1 pids parent directory
 	reason  string // why unavailable
 }
+
+// cgroupFix tells a user how to give airlock a cgroup it may manage; each
+// recipe is one the tests or docs/architecture.md check.
+const cgroupFix = "give airlock a cgroup this user may manage: on cgroup v2 with systemd, start it in a delegated scope " +
+	"(systemd-run --user --scope -p Delegate=yes airlock ...) or set Delegate=yes in the unit that starts it; " +
+	"on cgroup v1, have root create and chown a subtree in the memory and pids hierarchies " +
+	"(for h in memory pids; do mkdir /sys/fs/cgroup/$h/airlock-$USER && chown -R $USER /sys/fs/cgroup/$h/airlock-$USER; done) " +
+	"and start airlock from a shell moved into it (for h in memory pids; do echo $$ > /sys/fs/cgroup/$h/airlock-$USER/cgroup.procs; done); " +
+	"or run airlock as root"
+
+// brokerLeaf is the v2 cgroup a broker moves itself into when its own
+// cgroup must hand controllers to sandbox cgroups: a cgroup v2 directory
+// with processes of its own cannot (the "no internal processes" rule).
+const brokerLeaf = "airlock-broker"
+
+// v2Controllers are the controllers sandbox cgroups need on cgroup v2.
+var v2Controllers = []string{"memory", "pids"}
 
 // cgroupMounts returns the mount points of cgroup hierarchies: "" => v2
 // mount, controller name => v1 mount.
@@ -94,6 +112,8 @@ func writable(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
 
 // detectCgroups finds a usable hierarchy. parent, when set, is a path
 // relative to each hierarchy's root used instead of the broker's own.
+// On cgroup v2 it may enable the controllers for the broker's cgroup's
+// children, moving the broker into a leaf first (see v2Host).
 func detectCgroups(parent string) cgroupHost {
 	mounts, err := cgroupMounts()
 	if err != nil {
@@ -109,13 +129,17 @@ func detectCgroups(parent string) cgroupHost {
 		}
 		return self[ctrl]
 	}
+	var reasons []string
 	if m, ok := mounts[""]; ok {
-		dir := filepath.Join(m, pick(""))
-		ctrls, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-		has := strings.Fields(string(ctrls))
-		if contains(has, "memory") && contains(has, "pids") && writable(dir) {
-			return cgroupHost{version: 2, v2: dir}
+		p := pick("")
+		if parent == "" && path.Base(p) == brokerLeaf {
+			p = path.Dir(p) // moved there by an earlier New in this process
 		}
+		h, why := v2Host(filepath.Join(m, p), parent == "", v2Controllers)
+		if why == "" {
+			return h
+		}
+		reasons = append(reasons, why)
 	}
 	mm, okm := mounts["memory"]
 	pm, okp := mounts["pids"]
@@ -125,9 +149,96 @@ func detectCgroups(parent string) cgroupHost {
 		if writable(mem) && writable(pids) {
 			return cgroupHost{version: 1, mem: mem, pids: pids}
 		}
-		return cgroupHost{reason: fmt.Sprintf("cgroup v1 %s or %s is not writable by uid %d", mem, pids, os.Getuid())}
+		var ro []string
+		for _, d := range []string{mem, pids} {
+			if !writable(d) {
+				ro = append(ro, d)
+			}
+		}
+		reasons = append(reasons, fmt.Sprintf("cgroup v1: %s not writable by uid %d", strings.Join(ro, " and "), os.Getuid()))
+	} else {
+		reasons = append(reasons, "no cgroup v1 memory and pids hierarchies")
 	}
-	return cgroupHost{reason: "no cgroup v2 directory with memory and pids delegated, and no cgroup v1 memory and pids hierarchies"}
+	return cgroupHost{reason: strings.Join(reasons, "; ")}
+}
+
+// v2Host checks that the cgroup v2 directory dir can parent sandbox
+// cgroups with the controllers want, enabling them in its
+// cgroup.subtree_control when it may. A cgroup that holds processes cannot
+// enable controllers for its children; when mayMove is set and the broker
+// is its only process (as in a scope made for it: systemd-run --scope -p
+// Delegate=yes), the broker moves itself into dir/airlock-broker first, and
+// back if that does not help. It returns the host, or why dir cannot serve.
+func v2Host(dir string, mayMove bool, want []string) (cgroupHost, string) {
+	ctrls, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return cgroupHost{}, fmt.Sprintf("cgroup v2 %s: %v", dir, err)
+	}
+	var missing []string
+	for _, c := range want {
+		if !contains(strings.Fields(string(ctrls)), c) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		what := "the " + missing[0] + " controller is"
+		if len(missing) > 1 {
+			what = "the " + strings.Join(missing, " and ") + " controllers are"
+		}
+		return cgroupHost{}, fmt.Sprintf("cgroup v2 %s: %s not delegated to it (cgroup.controllers: %q)", dir, what, strings.TrimSpace(string(ctrls)))
+	}
+	for _, f := range []string{"", "cgroup.subtree_control", "cgroup.procs"} {
+		if !writable(filepath.Join(dir, f)) {
+			return cgroupHost{}, fmt.Sprintf("cgroup v2 %s is not writable by uid %d (not delegated to this user)", filepath.Join(dir, f), os.Getuid())
+		}
+	}
+	h := cgroupHost{version: 2, v2: dir}
+	err = enableControllers(dir, want)
+	if err == nil {
+		return h, ""
+	}
+	if !errors.Is(err, unix.EBUSY) {
+		return cgroupHost{}, fmt.Sprintf("cgroup v2 %s: %v", dir, err)
+	}
+	procs := procsOf(dir)
+	busy := fmt.Sprintf("cgroup v2 %s holds processes (%d), so it cannot enable controllers for sandbox cgroups; start airlock in a cgroup of its own (systemd-run --user --scope -p Delegate=yes airlock ...)", dir, len(procs))
+	if !mayMove || len(procs) != 1 || procs[0] != os.Getpid() {
+		return cgroupHost{}, busy
+	}
+	leaf := filepath.Join(dir, brokerLeaf)
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return cgroupHost{}, fmt.Sprintf("cgroup v2 %s: creating a leaf for the broker: %v", dir, err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), self); err != nil {
+		return cgroupHost{}, fmt.Sprintf("cgroup v2 %s: moving the broker into its leaf: %v", dir, err)
+	}
+	if err := enableControllers(dir, want); err != nil {
+		_ = writeFile(filepath.Join(dir, "cgroup.procs"), self)
+		_ = unix.Rmdir(leaf)
+		return cgroupHost{}, busy + ": " + err.Error()
+	}
+	return h, ""
+}
+
+// enableControllers enables want in dir's cgroup.subtree_control, unless
+// they are already.
+func enableControllers(dir string, want []string) error {
+	p := filepath.Join(dir, "cgroup.subtree_control")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	var add []string
+	for _, c := range want {
+		if !contains(strings.Fields(string(b)), c) {
+			add = append(add, "+"+c)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return writeFile(p, strings.Join(add, " "))
 }
 
 func contains(xs []string, x string) bool {
@@ -240,15 +351,19 @@ func counter(p, key string) int64 {
 	return 0
 }
 
-// oomKills reports how many processes the OOM killer killed in the cgroup.
-func (cg *cgroup) oomKills() int64 {
+// memoryHit reports whether the memory limit bit: the OOM killer killed a
+// process of the cgroup, or (v2) reclaim at memory.max failed. Reaching
+// the limit and reclaiming page cache (v2 "max", v1 memory.failcnt) is
+// normal for a call that writes files and is not counted.
+func (cg *cgroup) memoryHit() bool {
 	switch cg.host.version {
 	case 2:
-		return counter(filepath.Join(cg.dirs[0], "memory.events"), "oom_kill")
+		ev := filepath.Join(cg.dirs[0], "memory.events")
+		return counter(ev, "oom_kill") > 0 || counter(ev, "oom") > 0
 	case 1:
-		return counter(filepath.Join(cg.dirs[0], "memory.oom_control"), "oom_kill")
+		return counter(filepath.Join(cg.dirs[0], "memory.oom_control"), "oom_kill") > 0
 	}
-	return 0
+	return false
 }
 
 // pidsMaxHits reports how often a fork failed on pids.max.

@@ -18,11 +18,32 @@
 //     masked, and why RLIMIT_NPROC (ignored for host root) is backed by
 //     pids.max.
 //   - Cgroups: v2 when the broker's cgroup has memory and pids delegated,
-//     else v1 memory+pids. Without either, CgroupsDefault refuses to run as
-//     root (root can always create cgroups, so their absence is a fault)
-//     and runs unprivileged brokers without them, listing "cgroups" under
-//     Result.Isolation.Missing; CgroupsRequired always fails closed with a
-//     MissingFeatureError. Memory is then bounded by RLIMIT_AS alone.
+//     else v1 memory+pids where the broker may write both. On v2 the
+//     broker enables the two controllers for its cgroup's children; since a
+//     v2 cgroup that holds processes cannot do that, a broker alone in its
+//     cgroup (a scope made for it: systemd-run --user --scope -p
+//     Delegate=yes) first moves itself into the leaf "airlock-broker", and
+//     sandbox cgroups are its siblings. Without cgroups, CgroupsDefault
+//     makes New fail as root (root can always create cgroups, so their
+//     absence is a fault), CgroupsRequired always; otherwise New succeeds
+//     but every Run is refused with a MissingFeatureError that names the
+//     memory and process limits and how to delegate a cgroup: every Spec
+//     has both limits (zero means the default), and a limit that silently
+//     does not hold is what fail-closed rules out. Limits.AllowUnenforced
+//     runs it anyway, with "cgroups" under Result.Isolation.Missing and
+//     "memory" and "processes" under Isolation.Unenforced; memory is then
+//     bounded by RLIMIT_AS alone (4x the limit, at least 8 GiB: no bound
+//     in practice), processes by RLIMIT_NPROC (ignored for a root broker),
+//     which Linux 5.14+ counts per user namespace (so per sandbox), but a
+//     hit cannot be reported.
+//   - Limits hit: after each run the cgroup's counters name every limit
+//     that bit (Result.LimitsHit): v1 memory.oom_control oom_kill, v2
+//     memory.events oom_kill and oom (reclaim at the limit, v2 "max" or v1
+//     memory.failcnt, is normal page-cache pressure and is not counted),
+//     and pids.events max on both; "time" and "output" when the backend
+//     killed the sandbox for them. Result.Limit is the one that ended the
+//     run: time or output when killed for it, else memory or processes if
+//     hit by a payload that did not finish normally.
 //   - RLIMIT_AS is max(4 x memory limit, 8 GiB): Go, the JVM and V8 reserve
 //     far more address space than they touch, so a tight RLIMIT_AS breaks
 //     them; the memory cgroup is the real bound.

@@ -140,6 +140,13 @@ func needPython(t testing.TB) {
 	}
 }
 
+// acceptUnenforced is the Limits.AllowUnenforced of the tests' specs: an
+// unprivileged run (where the host may give no cgroups) accepts memory and
+// process limits that are not enforced, as a user would with
+// --allow-unenforced-limits. Where cgroups exist it changes nothing; tests
+// of those limits check hasCgroups, and TestUnprivChild checks the refusal.
+var acceptUnenforced = os.Geteuid() != 0
+
 // hasCgroups reports whether the backend runs sandboxes in cgroups.
 func hasCgroups(b interface{ Report() sandbox.Report }) bool {
 	for _, f := range b.Report().Features {

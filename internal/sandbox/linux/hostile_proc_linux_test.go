@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +14,8 @@ import (
 )
 
 // Case 11: a fork bomb hits pids.max and ends by the deadline; a
-// concurrent sandbox still works and nothing is left afterwards.
+// concurrent sandbox still works and nothing is left afterwards. The time
+// limit ended it, and both limits are named.
 func TestHostile11ForkBomb(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
@@ -38,8 +40,8 @@ func TestHostile11ForkBomb(t *testing.T) {
 	if bomb.res.Duration > 7*time.Second {
 		t.Errorf("fork bomb ran %v, past its 4s deadline", bomb.res.Duration)
 	}
-	if bomb.res.Limit != "processes" && bomb.res.Limit != "time" {
-		t.Errorf("Limit = %q, want processes or time", bomb.res.Limit)
+	if bomb.res.Limit != "time" || !slices.Equal(bomb.res.LimitsHit, []string{"time", "processes"}) {
+		t.Errorf("Limit = %q, LimitsHit = %q; want time, and [time processes]", bomb.res.Limit, bomb.res.LimitsHit)
 	}
 	waitNoProcs(t, "987611")
 }
@@ -60,11 +62,62 @@ func TestHostile12MemoryBomb(t *testing.T) {
 				Limits:  sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20},
 				Command: []string{"/bin/sh", "-c", cmd},
 			})
-			if o.res.Limit != "memory" {
-				t.Fatalf("Limit = %q (exit %d sig %d, stderr %q), want memory", o.res.Limit, o.res.ExitCode, o.res.Signal, o.stderr)
+			if o.res.Limit != "memory" || !slices.Equal(o.res.LimitsHit, []string{"memory"}) {
+				t.Fatalf("Limit = %q, LimitsHit = %q (exit %d sig %d, stderr %q), want memory", o.res.Limit, o.res.LimitsHit, o.res.ExitCode, o.res.Signal, o.stderr)
 			}
 		})
 	}
+}
+
+// A limit hit by a payload that goes on to finish is named in LimitsHit,
+// though it did not end the run: forks refused at pids.max, a child killed
+// at the memory limit. Every limit hit is named, and only those.
+func TestLimitsHitThenFinished(t *testing.T) {
+	b := backend(t)
+	if !hasCgroups(b) {
+		requireFeature(t, "cgroups (memory.oom_control, pids.events)")
+	}
+	needPython(t)
+	forks := `python3 -c '
+import os, time
+n = 0
+try:
+    while n < 500:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError:
+    print("fork refused after", n)
+'`
+	for _, tc := range []struct {
+		name, script string
+		wall         time.Duration
+		limit        string
+		hits         []string
+		exit         int
+	}{
+		{"forks refused, then finished", forks + "; echo finished", 30 * time.Second, "", []string{"processes"}, 0},
+		{"forks refused, then ran out of time", forks + "; sleep 987640", 2 * time.Second, "time", []string{"time", "processes"}, -1},
+		{"forks refused, then failed", forks + "; exit 3", 30 * time.Second, "processes", []string{"processes"}, 3},
+		{"child killed at the memory limit, then finished", "python3 -c 'b = bytearray(300 << 20)'; echo finished", 30 * time.Second, "", []string{"memory"}, 0},
+		{"nothing hit", "echo finished", 30 * time.Second, "", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := run(t, &sandbox.Spec{
+				Limits:  sandbox.Limits{Pids: 32, MemoryBytes: 64 << 20, Wall: tc.wall},
+				Command: []string{"/bin/sh", "-c", tc.script},
+			})
+			if o.res.Limit != tc.limit || !slices.Equal(o.res.LimitsHit, tc.hits) || o.res.ExitCode != tc.exit {
+				t.Fatalf("Limit %q LimitsHit %q exit %d (stdout %q stderr %q); want %q %q exit %d",
+					o.res.Limit, o.res.LimitsHit, o.res.ExitCode, o.stdout, o.stderr, tc.limit, tc.hits, tc.exit)
+			}
+			if tc.exit == 0 && !strings.Contains(o.stdout, "finished") {
+				t.Errorf("stdout %q", o.stdout)
+			}
+		})
+	}
+	waitNoProcs(t, "987640")
 }
 
 // Case 13: disk and inode fills hit the tmpfs size, nr_inodes and
@@ -199,7 +252,8 @@ func TestSleepTimeout(t *testing.T) {
 func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err := backend(t).Run(ctx, &sandbox.Spec{Command: []string{"sleep", "987660"}, Env: []string{"PATH=/usr/bin:/bin"}})
+	_, err := backend(t).Run(ctx, &sandbox.Spec{Command: []string{"sleep", "987660"}, Env: []string{"PATH=/usr/bin:/bin"},
+		Limits: sandbox.Limits{AllowUnenforced: acceptUnenforced}})
 	if err == nil {
 		t.Fatal("cancelled Run returned no error")
 	}

@@ -46,7 +46,7 @@ func TestPlaceholdersAcrossBrokers(t *testing.T) {
 				Env:      []string{"PATH=/usr/bin:/bin"},
 				Cwd:      d.W,
 				Command:  []string{"/bin/sh", "-c", "echo x > .bashrc 2>/dev/null && echo ESCAPED; mkdir .vscode/x 2>/dev/null && echo ESCAPED; touch .git/hooks/pre-commit 2>/dev/null && echo ESCAPED; true"},
-				Limits:   sandbox.Limits{Wall: 30 * time.Second},
+				Limits:   sandbox.Limits{Wall: 30 * time.Second, AllowUnenforced: acceptUnenforced},
 				Stdout:   &so, Stderr: &se,
 			}
 			res, err := b.Run(context.Background(), spec)

@@ -395,9 +395,13 @@ func (b *Backend) Pool(size int) (release func()) {
 
 // Prewarm starts filling the pool for spec's shape, draining shapes of
 // other grants first (synchronously). It does nothing when no pool is held
-// or the spec is not one the pool serves.
+// or the spec is not one the pool serves, and when Run would refuse it
+// (limits the host cannot enforce).
 func (b *Backend) Prewarm(spec *sandbox.Spec) error {
 	l := withDefaults(spec.Limits)
+	if b.enforceable(spec, l) != nil {
+		return nil
+	}
 	cfg, err := config(spec, l)
 	if err != nil {
 		return fmt.Errorf("prewarming: %w", err)

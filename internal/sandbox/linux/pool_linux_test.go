@@ -68,7 +68,7 @@ func (s *syncBuffer) String() string {
 func toolSpec(d dirs) *sandbox.Spec {
 	return &sandbox.Spec{
 		Mounts: d.mounts(), Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Cwd: d.W,
-		Limits: sandbox.Limits{Wall: 30 * time.Second},
+		Limits: sandbox.Limits{Wall: 30 * time.Second, AllowUnenforced: acceptUnenforced},
 	}
 }
 
@@ -183,6 +183,7 @@ func TestPoolLimits(t *testing.T) {
 			}
 			spec := toolSpec(d)
 			spec.Limits = tc.limits
+			spec.Limits.AllowUnenforced = acceptUnenforced
 			if err := b.Prewarm(spec); err != nil {
 				t.Fatal(err)
 			}

@@ -55,13 +55,15 @@ func (b *Backend) probe() sandbox.Report {
 	}
 	_, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	add("seccomp", err == nil, true, errDetail(err), "a kernel with CONFIG_SECCOMP_FILTER")
+	// The default grant has memory and process limits, and a Run that
+	// cannot enforce them is refused: cgroups are required.
 	switch b.cg.version {
 	case 2:
-		add("cgroup v2 memory+pids", true, b.requireC, b.cg.v2, "")
+		add("cgroup v2 memory+pids", true, true, b.cg.v2, "")
 	case 1:
-		add("cgroup v1 memory+pids", true, b.requireC, b.cg.mem+", "+b.cg.pids, "")
+		add("cgroup v1 memory+pids", true, true, b.cg.mem+", "+b.cg.pids, "")
 	default:
-		add("cgroups", false, b.requireC, b.cg.reason, "run as root or with a delegated cgroup (systemd Delegate=yes)")
+		add("cgroups", false, true, b.cg.reason, cgroupFix+"; "+optOut)
 	}
 	add("memfd sealing", b.exe != nil, true, "sealed copy of the binary", "")
 	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
@@ -79,7 +81,33 @@ func (b *Backend) probe() sandbox.Report {
 		unix.Close(fd)
 	}
 	add("pidfd", err == nil, false, errDetail(err), "Linux 5.3+")
-	return sandbox.Report{Backend: "linux", Features: fs}
+	return sandbox.Report{Backend: "linux", Features: fs, Limits: b.limitReport()}
+}
+
+// limitReport says which limits this broker enforces. Time, output, file
+// size and /tmp need no privilege; memory and processes need a cgroup.
+func (b *Backend) limitReport() []sandbox.LimitStatus {
+	ls := []sandbox.LimitStatus{
+		{Limit: sandbox.LimitTime, Enforced: true, Detail: "every process of the sandbox is killed at the deadline"},
+		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "output past the cap is not read and the sandbox is killed"},
+		{Limit: sandbox.LimitFileSize, Enforced: true, Detail: "RLIMIT_FSIZE"},
+		{Limit: sandbox.LimitTmp, Enforced: true, Detail: "size and inodes of the private /tmp (tmpfs)"},
+	}
+	var mem, pids sandbox.LimitStatus
+	switch b.cg.version {
+	case 2:
+		mem = sandbox.LimitStatus{Enforced: true, Detail: "cgroup v2 memory.max under " + b.cg.v2}
+		pids = sandbox.LimitStatus{Enforced: true, Detail: "cgroup v2 pids.max under " + b.cg.v2}
+	case 1:
+		mem = sandbox.LimitStatus{Enforced: true, Detail: "cgroup v1 memory.limit_in_bytes under " + b.cg.mem}
+		pids = sandbox.LimitStatus{Enforced: true, Detail: "cgroup v1 pids.max under " + b.cg.pids}
+	default:
+		why := fmt.Sprintf(", and uid %d may manage none here (see cgroups); calls are refused unless they accept that", os.Getuid())
+		mem = sandbox.LimitStatus{Detail: "needs a memory cgroup" + why, Fix: cgroupFix + "; " + optOut}
+		pids = sandbox.LimitStatus{Detail: "needs a pids cgroup" + why, Fix: cgroupFix + "; " + optOut}
+	}
+	mem.Limit, pids.Limit = sandbox.LimitMemory, sandbox.LimitProcesses
+	return append(ls, mem, pids)
 }
 
 func errDetail(err error) string {
