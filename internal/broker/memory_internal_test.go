@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,5 +86,30 @@ func TestCallBytesBounded(t *testing.T) {
 		if r.Tool == "write_file" && r.Decision == "allowed" && !strings.Contains(string(r.Args), "[2097152 bytes in all]") {
 			t.Errorf("a large write's record does not say its size: %.200s", r.Args)
 		}
+	}
+}
+
+// TestShortenJSON: long string literals are cut at a safe point (never in
+// an escape or a rune) and the result is still valid JSON.
+func TestShortenJSON(t *testing.T) {
+	long := strings.Repeat("é\\n\\u00e9\\\"x", 2000)
+	raw := json.RawMessage(`{"path":"f","content":"` + long + `","n":[1,"short"]}`)
+	got := shortenJSON(raw)
+	if !json.Valid(got) {
+		t.Fatalf("not valid JSON: %.300s", got)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(got, &v); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := v["content"].(string)
+	if !strings.HasSuffix(c, "…["+strconv.Itoa(len(long))+" bytes in all]") || len(c) > maxRecordedString+64 {
+		t.Errorf("content %.80s… (%d bytes)", c, len(c))
+	}
+	if v["path"] != "f" || len(v["n"].([]any)) != 2 {
+		t.Errorf("other values changed: %v", v)
+	}
+	if small := json.RawMessage(`{"a":"b"}`); string(shortenJSON(small)) != string(small) {
+		t.Error("a small value changed")
 	}
 }

@@ -49,7 +49,7 @@ const (
 	// DefaultMaxInFlightBytes caps the arguments of every call of a
 	// session in flight at once, so concurrent large writes cannot take
 	// the broker's memory: past it a call is refused as busy.
-	DefaultMaxInFlightBytes = 64 << 20
+	DefaultMaxInFlightBytes = 32 << 20
 )
 
 // Options configure a session. Open copies them.
@@ -539,7 +539,7 @@ func redactJSON(r *secret.Redactor, raw json.RawMessage) json.RawMessage {
 		b, _ := json.Marshal(string(r.Bytes(raw)))
 		return b
 	}
-	return r.Bytes(append([]byte(nil), raw...))
+	return r.Bytes(raw) // a copy only where a secret is replaced
 }
 
 // maxRecordedString is the longest string value of a call's arguments kept
@@ -548,43 +548,60 @@ func redactJSON(r *secret.Redactor, raw json.RawMessage) json.RawMessage {
 // not held once more in memory for its record.
 const maxRecordedString = 4 << 10
 
-// shortenJSON returns raw with every string value longer than
-// maxRecordedString cut to its start and a note of its length.
+// shortenJSON returns raw with every string literal longer than
+// maxRecordedString (as sent, escapes included) cut to its start and a
+// note of its length. It scans the bytes rather than decoding them, so a
+// large write is not copied once more for its record; raw must be valid
+// JSON (it is re-validated by the audit encoder either way).
 func shortenJSON(raw json.RawMessage) json.RawMessage {
 	if len(raw) <= maxRecordedString {
 		return raw
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return raw
-	}
-	var walk func(any) any
-	walk = func(v any) any {
-		switch x := v.(type) {
-		case string:
-			if len(x) > maxRecordedString {
-				cut := maxRecordedString
-				for cut > 0 && !utf8.RuneStart(x[cut]) {
-					cut--
-				}
-				return fmt.Sprintf("%s…[%d bytes in all]", x[:cut], len(x))
-			}
-		case map[string]any:
-			for k, e := range x {
-				x[k] = walk(e)
-			}
-		case []any:
-			for i, e := range x {
-				x[i] = walk(e)
-			}
+	out := make([]byte, 0, 16<<10)
+	for i := 0; i < len(raw); {
+		if raw[i] != '"' {
+			out = append(out, raw[i])
+			i++
+			continue
 		}
-		return v
+		j := i + 1 // find the closing quote
+		for j < len(raw) && raw[j] != '"' {
+			if raw[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(raw) {
+			return raw // not JSON after all: leave it to the encoder
+		}
+		lit := raw[i+1 : j]
+		if len(lit) <= maxRecordedString {
+			out = append(out, raw[i:j+1]...)
+		} else {
+			// Cut at an escape and rune boundary at or before the cap.
+			k := 0
+			for k < len(lit) {
+				step := 1
+				if lit[k] == '\\' {
+					step = 2
+					if k+1 < len(lit) && lit[k+1] == 'u' {
+						step = 6
+					}
+				} else if _, n := utf8.DecodeRune(lit[k:]); n > 1 {
+					step = n
+				}
+				if k+step > maxRecordedString {
+					break
+				}
+				k += step
+			}
+			out = append(out, '"')
+			out = append(out, lit[:k]...)
+			out = fmt.Appendf(out, "…[%d bytes in all]\"", len(lit))
+		}
+		i = j + 1
 	}
-	b, err := json.Marshal(walk(v))
-	if err != nil {
-		return raw
-	}
-	return b
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -29,7 +29,17 @@ type StdioTransport struct {
 	// MaxLineBytes caps a line; a longer one is refused and skipped. Zero
 	// means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// MaxPendingBytes bounds the requests read but not yet answered: while
+	// they hold more, the next line is not read (a request larger than the
+	// bound is still read when nothing else is pending). It bounds the
+	// memory a client's large calls can take, since each is held several
+	// times over while it is decoded and run. Zero means
+	// DefaultMaxPendingBytes.
+	MaxPendingBytes int64
 }
+
+// DefaultMaxPendingBytes is StdioTransport.MaxPendingBytes's default.
+const DefaultMaxPendingBytes = 32 << 20
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -37,7 +47,12 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultMaxLineBytes
 	}
-	c := &lineConn{w: t.Writer, incoming: make(chan lineRead), closed: make(chan struct{})}
+	budget := t.MaxPendingBytes
+	if budget <= 0 {
+		budget = DefaultMaxPendingBytes
+	}
+	c := &lineConn{w: t.Writer, incoming: make(chan lineRead), closed: make(chan struct{}),
+		budget: budget, pending: map[any]int64{}, freed: make(chan struct{}, 1)}
 	go c.readLoop(bufio.NewReaderSize(t.Reader, 64<<10), limit)
 	return c, nil
 }
@@ -51,6 +66,49 @@ type lineConn struct {
 	incoming  chan lineRead
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// Requests read and not yet answered, by id, and their bytes.
+	pmu     sync.Mutex
+	budget  int64
+	held    int64
+	pending map[any]int64
+	freed   chan struct{} // signalled when an answer frees bytes
+}
+
+// admit waits until a request of n bytes fits the pending budget (or
+// nothing is pending) and counts it under id. It reports false once the
+// connection is closed.
+func (c *lineConn) admit(id any, n int64) bool {
+	for {
+		c.pmu.Lock()
+		if c.held == 0 || c.held+n <= c.budget {
+			c.held += n
+			c.pending[id] += n
+			c.pmu.Unlock()
+			return true
+		}
+		c.pmu.Unlock()
+		select {
+		case <-c.freed:
+		case <-c.closed:
+			return false
+		}
+	}
+}
+
+// answered releases the bytes of the request id.
+func (c *lineConn) answered(id any) {
+	c.pmu.Lock()
+	n, ok := c.pending[id]
+	delete(c.pending, id)
+	c.held -= n
+	c.pmu.Unlock()
+	if ok {
+		select {
+		case c.freed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 type lineRead struct {
@@ -77,6 +135,11 @@ func (c *lineConn) readLoop(r *bufio.Reader, limit int) {
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			msg, bad := checkMessage(line)
+			if req, ok := msg.(*jsonrpc.Request); bad == nil && ok && req.ID.IsValid() {
+				if !c.admit(req.ID.Raw(), int64(len(line))) {
+					return
+				}
+			}
 			if bad != nil {
 				if werr := c.writeLine(encodeReply(bad)); werr != nil {
 					c.deliver(lineRead{err: werr})
@@ -152,7 +215,11 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
-	return c.writeLine(data)
+	err = c.writeLine(data)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.answered(resp.ID.Raw())
+	}
+	return err
 }
 
 // writeLine writes data and a newline as one write.
