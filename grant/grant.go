@@ -35,6 +35,11 @@ type Grant struct {
 	allowUnenforced bool // limits.unenforced = "allow"
 	tools           map[string]bool
 	secrets         []SecretRule
+
+	search      *Search // web_search's provider, nil without one
+	searchHost  string  // its endpoint's host:port
+	maxSearches int     // limits.searches
+	searchesSet bool
 }
 
 // spec is a grant as written, before validation: from TOML or from Flags.
@@ -49,6 +54,9 @@ type spec struct {
 	tools                                        []string
 	toolsSet                                     bool
 	secrets                                      []secretSpec
+	searchProvider, searchEndpoint               string // tools.web_search
+	searches                                     int    // limits.searches
+	searchesSet                                  bool
 }
 
 var (
@@ -239,6 +247,7 @@ func build(s *spec, ps *problems) *Grant {
 		g.toolLimits[t] = g.limits.over(l)
 	}
 	g.tools = checkTools(s, ps)
+	g.checkSearch(s, ps)
 
 	// Secrets.
 	allowed := append(slices.Clone(g.hosts), g.private...)
@@ -437,6 +446,7 @@ func (g *Grant) String() string {
 	for _, s := range g.secrets {
 		fmt.Fprintf(&b, "secret %s\n", s)
 	}
+	b.WriteString(g.searchString())
 	return b.String()
 }
 

@@ -125,6 +125,7 @@ func specFromTOML(tree map[string]any, ps *problems) *spec {
 			})
 		case "limits":
 			v = unenforcedFromTOML(s, v, key, ps)
+			v = searchesFromTOML(s, v, ps)
 			s.limits = limitsFromTOML(v, key, ps)
 		case "tools":
 			toolsFromTOML(s, v, key, ps)

@@ -135,7 +135,7 @@ func TestFromFlags(t *testing.T) {
 	if diff := cmp.Diff([]Mount{{Source: T + "/ws", Writable: true, Dir: true}}, g.Mounts()); diff != "" {
 		t.Errorf("Default mounts mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(defaultTools(false), g.EnabledTools()); diff != "" {
+	if diff := cmp.Diff(defaultTools(false, false), g.EnabledTools()); diff != "" {
 		t.Errorf("Default tools mismatch (-want +got):\n%s", diff)
 	}
 	if g.ToolEnabled("http_fetch") {

@@ -5,19 +5,18 @@ import (
 )
 
 // toolNames are the names of the tools a grant can enable, in a fixed order.
-var toolNames = []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
+var toolNames = []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch", "web_search"}
 
 // ToolNames returns the names of the tools a grant can enable, in a fixed order.
 func ToolNames() []string { return slices.Clone(toolNames) }
 
 // defaultTools are enabled when a grant does not say: every tool, with
 // http_fetch only when the grant names hosts or private addresses (without
-// them it cannot succeed).
-func defaultTools(hasHosts bool) []string {
-	if hasHosts {
-		return slices.Clone(toolNames)
-	}
-	return slices.DeleteFunc(slices.Clone(toolNames), func(t string) bool { return t == "http_fetch" })
+// them it cannot succeed), and web_search only when it names a provider.
+func defaultTools(hasHosts, hasSearch bool) []string {
+	return slices.DeleteFunc(slices.Clone(toolNames), func(t string) bool {
+		return t == "http_fetch" && !hasHosts || t == "web_search" && !(hasHosts && hasSearch)
+	})
 }
 
 // toolsFromTOML reads [tools]: the enabled list and one table of limit
@@ -35,6 +34,9 @@ func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
 			s.tools = stringList(t[k], sub, ps)
 			s.toolsSet = true
 		case slices.Contains(toolNames, k):
+			if k == "web_search" {
+				t[k] = searchFromTOML(s, t[k], ps)
+			}
 			if tt, ok := t[k].(map[string]any); ok {
 				if _, ok := tt["unenforced"]; ok {
 					ps.add(append(slices.Clip(sub), "unenforced"), "applies to the whole grant: set it under [limits]")
@@ -61,7 +63,7 @@ func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
 func checkTools(s *spec, ps *problems) map[string]bool {
 	names := s.tools
 	if !s.toolsSet {
-		names = defaultTools(len(s.hosts) > 0 || len(s.private) > 0)
+		names = defaultTools(len(s.hosts) > 0 || len(s.private) > 0, s.searchProvider != "")
 	}
 	set := map[string]bool{}
 	for _, n := range names {
@@ -70,6 +72,8 @@ func checkTools(s *spec, ps *problems) map[string]bool {
 			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %v)", n, toolNames)
 		case set[n]:
 			ps.addValue([]string{"tools", "enabled"}, n, "%q is listed twice", n)
+		case n == "web_search" && s.searchProvider == "":
+			ps.addValue([]string{"tools", "enabled"}, n, "web_search needs a provider: set tools.web_search.provider (\"brave\" or \"tavily\") and grant its host")
 		}
 		set[n] = true
 	}

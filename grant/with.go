@@ -43,6 +43,10 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 		toolLimits:        map[string]Limits{},
 		tools:             slices.Clone(old.tools),
 		toolsSet:          old.toolsSet,
+		searchProvider:    old.searchProvider,
+		searchEndpoint:    old.searchEndpoint,
+		searches:          old.searches,
+		searchesSet:       old.searchesSet,
 	}
 	for t, l := range old.toolLimits {
 		s.toolLimits[t] = l.over(f.Limits)

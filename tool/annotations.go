@@ -35,4 +35,6 @@ var hints = map[string]Hints{
 	"background_command": {Title: "Check, wait for or stop background work", Destructive: true, Idempotent: true},
 	// GET and HEAD only: safe and idempotent by HTTP's rules, but remote.
 	"http_fetch": {Title: "Fetch URL", ReadOnly: true, Idempotent: true, OpenWorld: true},
+	// A search reads the provider's index; repeating it only spends a search.
+	"web_search": {Title: "Search the web", ReadOnly: true, Idempotent: true, OpenWorld: true},
 }

@@ -63,6 +63,16 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	f := newFetcher(env, network, addr)
+	out := f.fetch(ctx, method, t, timeout)
+	out.Content = redactSecrets(out.Content, env.Secrets)
+	return out
+}
+
+// newFetcher returns a fetcher whose client reaches every host through the
+// egress proxy at network/addr, one CONNECT tunnel a request, never
+// following a redirect by itself.
+func newFetcher(env Env, network, addr string) *fetcher {
 	f := &fetcher{env: env, proxyNet: network, proxyAddr: addr}
 	f.client = &http.Client{
 		Transport: &http.Transport{
@@ -75,9 +85,7 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	out := f.fetch(ctx, method, t, timeout)
-	out.Content = redactSecrets(out.Content, env.Secrets)
-	return out
+	return f
 }
 
 // fetch follows redirects itself, checking each hop before it is requested.
@@ -155,8 +163,10 @@ func isRedirect(code int) bool {
 	return false
 }
 
-// addSecrets sets the header of every secret whose hosts include t.
-func (f *fetcher) addSecrets(req *http.Request, t fetchTarget) {
+// addSecrets sets the header of every secret whose hosts include t, and
+// reports how many it set.
+func (f *fetcher) addSecrets(req *http.Request, t fetchTarget) int {
+	n := 0
 	for _, su := range f.env.Egress.Secrets {
 		v, ok := f.env.Secrets[su.Name]
 		if !ok || !anyHostMatches(su.Hosts, t.host, t.port) || su.Header == "" || !strings.Contains(su.Format, "{value}") {
@@ -167,7 +177,9 @@ func (f *fetcher) addSecrets(req *http.Request, t fetchTarget) {
 			continue
 		}
 		req.Header.Set(su.Header, val)
+		n++
 	}
+	return n
 }
 
 // secretInURL returns the name of a secret whose value appears in u, raw or

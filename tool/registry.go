@@ -1,4 +1,4 @@
 package tool
 
 // all is every tool, registered explicitly in a fixed order.
-var all = []*Def{readFile, writeFile, editFile, glob, grep, shell, backgroundCommand, httpFetch}
+var all = []*Def{readFile, writeFile, editFile, glob, grep, shell, backgroundCommand, httpFetch, webSearch}

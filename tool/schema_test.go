@@ -9,7 +9,7 @@ import (
 )
 
 func TestRegistryOrder(t *testing.T) {
-	want := []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch"}
+	want := []string{"read_file", "write_file", "edit_file", "glob", "grep", "shell", "background_command", "http_fetch", "web_search"}
 	if d := cmp.Diff(want, Names()); d != "" {
 		t.Errorf("Names() (-want +got):\n%s", d)
 	}
@@ -44,6 +44,7 @@ func TestHints(t *testing.T) {
 		"shell":              {destructive: true, openWorld: true},
 		"background_command": {destructive: true, idempotent: true},
 		"http_fetch":         {readOnly: true, idempotent: true, openWorld: true},
+		"web_search":         {readOnly: true, idempotent: true, openWorld: true},
 	}
 	if len(want) != len(All()) {
 		t.Errorf("the test names %d tools, the registry has %d", len(want), len(All()))

@@ -30,6 +30,9 @@ type Env struct {
 	Secrets map[string]string
 	// Egress is how http_fetch reaches the network; nil means no network.
 	Egress *wire.Egress
+	// Search is web_search's provider and endpoint; nil when the grant
+	// configures none.
+	Search *wire.Search
 	// Background starts and tracks background work. Nil means the runner
 	// cannot start background work and shell refuses run_in_background.
 	Background Background

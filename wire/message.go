@@ -28,6 +28,17 @@ type CallContext struct {
 	// Egress is what http_fetch needs to know of the network grant; nil
 	// when the sandbox has no egress proxy.
 	Egress *Egress `json:"egress,omitempty"`
+	// Search is web_search's provider, from the grant; nil for other tools.
+	Search *Search `json:"search,omitempty"`
+}
+
+// Search says which search provider web_search asks, and where.
+type Search struct {
+	// Provider names the provider ("brave", "tavily"; see
+	// grant.SearchProviders).
+	Provider string `json:"provider"`
+	// Endpoint is the provider's https URL (its default, or the grant's).
+	Endpoint string `json:"endpoint"`
 }
 
 // Egress tells http_fetch how to reach the network and what the grant lets
@@ -77,6 +88,9 @@ type ToolOutput struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Meta is structured data about the call for clients and the audit log.
 	Meta Meta `json:"meta,omitzero"`
+	// Detail is for the audit record only (a provider's error body, say):
+	// the broker moves it there and the model never reads it.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Meta is structured data about a completed call. Fields that do not apply
@@ -92,6 +106,31 @@ type Meta struct {
 	LimitsHit    []string   `json:"limits_hit,omitempty"`    // every limit the call hit, Limit included
 	HTTPStatus   int        `json:"http_status,omitempty"`   // http_fetch: the final status
 	Isolation    *Isolation `json:"isolation,omitempty"`     // filled by the broker
+	// Cost is what the call spent: the tool's own units, and the
+	// sandbox's CPU, memory and wall time filled by the broker.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is what one call (or, summed, a session) spent. Zero fields did not
+// apply or were not measured.
+type Cost struct {
+	Searches     int     `json:"searches,omitempty"`      // search requests sent to a provider
+	BytesFetched int64   `json:"bytes_fetched,omitempty"` // response bytes read from the network
+	CPUSeconds   float64 `json:"cpu_seconds,omitempty"`   // CPU time of the sandbox's processes
+	PeakMemory   int64   `json:"peak_memory_bytes,omitempty"`
+	WallSeconds  float64 `json:"wall_seconds,omitempty"` // wall time of the call
+}
+
+// Add adds o to c; PeakMemory keeps the larger.
+func (c *Cost) Add(o *Cost) {
+	if o == nil {
+		return
+	}
+	c.Searches += o.Searches
+	c.BytesFetched += o.BytesFetched
+	c.CPUSeconds += o.CPUSeconds
+	c.PeakMemory = max(c.PeakMemory, o.PeakMemory)
+	c.WallSeconds += o.WallSeconds
 }
 
 // Isolation reports which isolation actually ran a call.

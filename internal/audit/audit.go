@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/wire"
 )
 
 // FileName is the name of the records file in a session's directory.
@@ -73,6 +75,9 @@ type Record struct {
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
 	Addr string `json:"addr,omitempty"`
+	// Cost is what the call spent (searches, bytes fetched, the sandbox's
+	// CPU time, peak memory and wall time).
+	Cost *wire.Cost `json:"cost,omitempty"`
 }
 
 // Limits are the limits a call ran under.

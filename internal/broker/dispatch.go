@@ -134,6 +134,13 @@ func classifyRun(ctx context.Context, res *sandbox.Result, stdout []byte, stderr
 		return o
 	}
 	o.Class = ClassOK
+	// What the tool says for the audit record only never reaches the model.
+	if d := o.Output.Detail; d != "" {
+		if o.Detail != "" {
+			d += "; " + o.Detail
+		}
+		o.Detail, o.Output.Detail = d, ""
+	}
 	return o
 }
 

@@ -152,6 +152,11 @@ type Session struct {
 	live *audit.Live
 	// inflight is the bytes of arguments of the calls running now.
 	inflight atomic.Int64
+	// searches counts the session's web searches, against limits.searches.
+	searches atomic.Int64
+	// cost sums what the session's calls spent.
+	costMu sync.Mutex
+	cost   wire.Cost
 }
 
 // Open starts a session.
@@ -396,9 +401,24 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		return refuse(grant.Decision{Rule: "arguments"}, err.Error())
 	}
 	acc := args.Access()
+	if c.tool == "web_search" {
+		// The provider is the grant's, not the model's: the call reaches
+		// its host, which the check and the secrets must see.
+		if h := s.opts.Grant.WebSearchHost(); h != "" {
+			acc.Hosts = append(acc.Hosts, h)
+		}
+	}
 	d := s.opts.Grant.Check(grantCall(c.tool, acc, s.opts.Grant.WorkDir()))
 	if !d.Allowed {
 		return refuse(d, "")
+	}
+	if c.tool == "web_search" {
+		if most, set := s.opts.Grant.MaxSearches(); set {
+			if n := s.searches.Add(1); n > int64(most) {
+				s.searches.Add(-1)
+				return refuse(grant.Decision{Rule: "limits.searches"}, fmt.Sprintf("this session has made %d web searches, the most the grant's limits.searches (%d) allows; raise limits.searches in the grant to allow more", n-1, most))
+			}
+		}
 	}
 	c.limits = s.opts.Grant.LimitsFor(c.tool)
 	// The call is marked in flight before anything runs: if the records
@@ -452,12 +472,44 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 			},
 		},
 	}
+	if sr := s.opts.Grant.WebSearch(); sr != nil && c.tool == "web_search" {
+		in.Context.Search = &wire.Search{Provider: sr.Provider, Endpoint: sr.Endpoint}
+	}
 	c.out = s.dispatchEgress(ctx, c, acc, spec, in)
+	s.addCost(&c.out)
 	var iso *wire.Isolation
 	if c.out.Result != nil {
 		iso = &c.out.Result.Isolation
 	}
 	return &Result{CallID: c.id, Class: c.out.Class, Decision: d, Output: s.label(c.tool, c.out.Output, iso, c.out.Class != ClassOK)}
+}
+
+// addCost completes what a call spent with what its sandbox measured (CPU,
+// peak memory, wall time) and adds it to the session's total.
+func (s *Session) addCost(o *Outcome) {
+	c := o.Output.Meta.Cost
+	if r := o.Result; r != nil {
+		if c == nil {
+			c = &wire.Cost{}
+		}
+		c.WallSeconds = r.Duration.Seconds()
+		c.CPUSeconds = r.CPU.Seconds()
+		c.PeakMemory = r.PeakMemory
+	}
+	if c == nil {
+		return
+	}
+	o.Output.Meta.Cost = c
+	s.costMu.Lock()
+	s.cost.Add(c)
+	s.costMu.Unlock()
+}
+
+// Cost returns what the session's calls have spent so far.
+func (s *Session) Cost() wire.Cost {
+	s.costMu.Lock()
+	defer s.costMu.Unlock()
+	return s.cost
 }
 
 // grantCall describes a call's access for the grant checker.
@@ -503,6 +555,7 @@ func (s *Session) record(c *call, res *Result) error {
 		BytesOut: len(res.Output.Content),
 	}
 	rec.Truncated = res.Output.Truncated
+	rec.Cost = c.out.Output.Meta.Cost
 	if res.Class == ClassRefused {
 		rec.Decision, rec.Reason = "refused", s.redactor.String(res.Decision.Reason)
 	} else {

@@ -105,6 +105,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		d := time.Since(start)
 		s.metrics.observeCall(name, metricClass(res), d)
+		s.metrics.observeCost(name, res.Output.Meta.Cost)
 		return toResult(sess.ID(), res, d), nil
 	}
 }

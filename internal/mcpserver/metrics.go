@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // Histogram bucket upper bounds, in seconds.
@@ -29,6 +30,7 @@ type Metrics struct {
 	setup     histogram
 	sandboxes map[sandboxResult]uint64 // backend runs by result
 	opened    uint64                   // broker sessions opened
+	cost      map[string]*wire.Cost    // what calls spent, by tool
 }
 
 // sandboxResult labels airlock_sandbox_runs_total.
@@ -53,7 +55,25 @@ func NewMetrics() *Metrics {
 		durations: map[string]*histogram{},
 		setup:     newHistogram(setupBuckets),
 		sandboxes: map[sandboxResult]uint64{},
+		cost:      map[string]*wire.Cost{},
 	}
+}
+
+// observeCost adds what one call of tool spent.
+func (m *Metrics) observeCost(tool string, c *wire.Cost) {
+	if c == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.cost[tool]
+	if t == nil {
+		t = &wire.Cost{}
+		m.cost[tool] = t
+	}
+	peak := max(t.PeakMemory, c.PeakMemory)
+	t.Add(c)
+	t.PeakMemory = peak
 }
 
 // Backend wraps b so that every sandbox it runs reports its start latency
@@ -173,6 +193,26 @@ func (m *Metrics) write(w io.Writer, g gauges) error {
 	header(bw, "airlock_sandbox_runs_total", "counter", "Sandbox runs: started, failed (could not be built or torn down) or cancelled (the call was).")
 	for _, r := range sandboxResults {
 		fmt.Fprintf(bw, "airlock_sandbox_runs_total{result=%s} %d\n", quote(string(r)), m.sandboxes[r])
+	}
+
+	costTools := make([]string, 0, len(m.cost))
+	for t := range m.cost {
+		costTools = append(costTools, t)
+	}
+	slices.Sort(costTools)
+	for _, c := range []struct {
+		name, help string
+		value      func(*wire.Cost) string
+	}{
+		{"airlock_cost_searches_total", "Web searches sent to a provider, by tool.", func(c *wire.Cost) string { return strconv.Itoa(c.Searches) }},
+		{"airlock_cost_bytes_fetched_total", "Response bytes read from the network, by tool.", func(c *wire.Cost) string { return strconv.FormatInt(c.BytesFetched, 10) }},
+		{"airlock_cost_cpu_seconds_total", "CPU time of the calls' sandboxes, by tool.", func(c *wire.Cost) string { return strconv.FormatFloat(c.CPUSeconds, 'g', -1, 64) }},
+		{"airlock_cost_wall_seconds_total", "Wall time of the calls' sandboxes, by tool.", func(c *wire.Cost) string { return strconv.FormatFloat(c.WallSeconds, 'g', -1, 64) }},
+	} {
+		header(bw, c.name, "counter", c.help)
+		for _, t := range costTools {
+			fmt.Fprintf(bw, "%s{tool=%s} %s\n", c.name, quote(t), c.value(m.cost[t]))
+		}
 	}
 
 	header(bw, "airlock_calls_in_flight", "gauge", "Tool calls being handled now, queued or running.")

@@ -96,7 +96,7 @@ func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code i
 }
 
 func envFrom(c wire.CallContext) (tool.Env, error) {
-	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress}
+	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress, Search: c.Search}
 	if env.Root == "" {
 		env.Root = "/"
 	}

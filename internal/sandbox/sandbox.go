@@ -168,6 +168,11 @@ type Result struct {
 	Setup time.Duration
 	// Duration is the wall time of the whole run.
 	Duration time.Duration
+	// CPU is the CPU time (user and system) the sandbox's processes used,
+	// and PeakMemory the most memory it held at once, where the backend
+	// measures them (zero otherwise).
+	CPU        time.Duration
+	PeakMemory int64
 }
 
 // Backend builds a fresh sandbox for each Spec. Implementations are safe for

@@ -615,7 +615,11 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 			}
 		}
 	}
+	var cpu time.Duration
 	if tool && exit != nil {
+		// The init has reaped the tool: its CPU time counts now, before
+		// the init is killed and reaped in the background.
+		cpu = initCPU(c.proc.Pid)
 		// Every other process has SIGKILL pending; the init only exits.
 		x.kill("done")
 		x.early = true
@@ -631,11 +635,13 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 	}
 	wg.Wait()
 	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(start).Nanoseconds()-setup.Nanoseconds(), "early", x.early)
-	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load()}
+	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(), CPU: cpu}
 	var ws syscall.WaitStatus
 	if !x.early && ps != nil { // ps is written by the reaper until x.waited
 		ws, _ = ps.Sys().(syscall.WaitStatus)
+		res.CPU = rusageCPU(ps)
 	}
+	res.PeakMemory = x.cg.peakMemory()
 	switch {
 	case exit != nil && exit.Signal != 0:
 		res.ExitCode, res.Signal = -1, exit.Signal

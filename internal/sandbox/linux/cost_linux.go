@@ -1,0 +1,72 @@
+package linux
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// userHZ is the unit of the times in /proc/PID/stat (USER_HZ, 100 on every
+// architecture Linux builds for user space).
+const userHZ = 100
+
+// peakMemory returns the most memory the sandbox's cgroup held at once
+// (v1 memory.max_usage_in_bytes, v2 memory.peak), or 0 where the kernel
+// does not say.
+func (cg *cgroup) peakMemory() int64 {
+	if cg == nil || len(cg.dirs) == 0 {
+		return 0
+	}
+	name := "memory.max_usage_in_bytes"
+	if cg.host.version == 2 {
+		name = "memory.peak"
+	}
+	b, err := os.ReadFile(filepath.Join(cg.dirs[0], name))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// initCPU returns the CPU time (user and system) of the sandbox's init and
+// every process it has reaped, from /proc/PID/stat: the init reaps the
+// whole PID namespace, so once the tool has exited this is the sandbox's
+// CPU time but for what is still dying.
+func initCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks int64
+	for _, k := range f[11:15] { // utime, stime, cutime, cstime
+		n, _ := strconv.ParseInt(k, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// rusageCPU returns the user and system time of a reaped init, its reaped
+// descendants included.
+func rusageCPU(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
