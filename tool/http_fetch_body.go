@@ -55,6 +55,7 @@ func (f *fetcher) result(resp *http.Response, method string, redirects int, t fe
 	} else {
 		body, note := readBody(resp)
 		out.Meta.Bytes = int64(len(body))
+		out.Meta.Cost = &wire.Cost{BytesFetched: int64(len(body))}
 		switch {
 		case note != "" && body == nil:
 			b.WriteString(note + "\n")
