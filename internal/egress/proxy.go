@@ -25,9 +25,11 @@ func New(opts *Options) *Proxy {
 }
 
 // Serve accepts connections on l until ctx is done or l fails, handling each
-// in its own goroutine. Cancelling ctx closes l and every open connection.
-// Serve returns once every connection it accepted has ended; it returns nil
-// when ctx was cancelled, and the accept error otherwise.
+// in its own goroutine. Cancelling ctx (the sandbox has ended) closes l and
+// both ends of every open connection, the client's and the upstream's, so no
+// relay outlives it whatever the upstream does. Serve returns once every
+// connection it accepted has ended; it returns nil when ctx was cancelled,
+// and the accept error otherwise.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
@@ -118,6 +120,15 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	default:
 		p.httpProxy(ctx, c, br, hr)
 	}
+}
+
+// closeOnEnd closes up when ctx ends, as handle closes the client's end:
+// when a sandbox is gone both sides of each of its connections close at once,
+// whatever the upstream does (one that stalls would otherwise hold a relay,
+// and the broker waiting on it, until the idle timeout). Call the returned
+// func once up is no longer used.
+func closeOnEnd(ctx context.Context, up net.Conn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { up.Close() })
 }
 
 // tunnel finishes a successful CONNECT (either protocol): on port 443 it
