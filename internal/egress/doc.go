@@ -69,5 +69,6 @@
 //     addresses and the rule are in the Decision, for the audit log.
 //
 // The in-sandbox half, which bridges 127.0.0.1 to the proxy's socket, lives in
-// the small package egress/forward so the sandbox side does not import this one.
+// the small package egress/forward so the sandbox side does not import this
+// one; the Linux sandbox's init runs it.
 package egress

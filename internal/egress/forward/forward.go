@@ -1,8 +1,9 @@
 // Package forward is the in-sandbox half of egress: it listens on a loopback
 // TCP port (the address HTTPS_PROXY and ALL_PROXY name) and bridges each
-// connection to the broker's egress proxy through its Unix socket. It makes
-// no decisions and imports only the standard library, so the sandbox side
-// stays small.
+// connection to the broker's egress proxy through its Unix socket. The Linux
+// sandbox's init runs it (internal/sandbox/linux/inside); there is no other
+// copy. It makes no decisions and imports only the standard library, so the
+// sandbox side stays small.
 package forward
 
 import (
