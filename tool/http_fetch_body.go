@@ -3,11 +3,13 @@ package tool
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/wire"
@@ -38,7 +40,9 @@ func (c *capReader) Read(p []byte) (int, error) {
 
 // result renders the final response: a note of the redirects followed, the
 // body (or a summary of a binary one, or headers for HEAD), "[http STATUS]".
-func (f *fetcher) result(resp *http.Response, method string, redirects int, t fetchTarget) wire.ToolOutput {
+// A body still arriving when ctx ends (the fetch's time limit) makes the
+// result a time-limit failure.
+func (f *fetcher) result(ctx context.Context, resp *http.Response, method string, redirects int, t fetchTarget, timeout time.Duration) wire.ToolOutput {
 	defer resp.Body.Close()
 	var b strings.Builder
 	if redirects > 0 {
@@ -53,7 +57,13 @@ func (f *fetcher) result(resp *http.Response, method string, redirects int, t fe
 			}
 		}
 	} else {
-		body, note := readBody(resp)
+		body, note, err := readBody(resp)
+		if err != nil && ctx.Err() != nil {
+			out := Failure("the fetch ran past its time limit of %s while reading the body from %s ([http %d], %d bytes received)",
+				timeout, t.hostPort(), resp.StatusCode, len(body))
+			out.Meta.HTTPStatus = resp.StatusCode
+			return out
+		}
 		out.Meta.Bytes = int64(len(body))
 		out.Meta.Cost = &wire.Cost{BytesFetched: int64(len(body))}
 		switch {
@@ -92,31 +102,32 @@ func (f *fetcher) result(resp *http.Response, method string, redirects int, t fe
 
 // readBody reads the body, decoding gzip, within fetchMaxBody raw and
 // decoded. note explains a cut or an encoding it did not decode; a nil body
-// with a note means nothing usable was read.
-func readBody(resp *http.Response) (body []byte, note string) {
+// with a note means nothing usable was read. err is the error that ended
+// the read early, if one did.
+func readBody(resp *http.Response) (body []byte, note string, err error) {
 	raw := &capReader{r: resp.Body, n: fetchMaxBody}
 	var r io.Reader = raw
 	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
-		gz, err := gzip.NewReader(raw)
-		if err != nil {
-			return nil, "[the body is not valid gzip]"
+		gz, gerr := gzip.NewReader(raw)
+		if gerr != nil {
+			return nil, "[the body is not valid gzip]", nil
 		}
 		defer gz.Close()
 		r = gz
 	default:
-		return nil, fmt.Sprintf("[the body is %s-encoded; not decoded]", clip(enc))
+		return nil, fmt.Sprintf("[the body is %s-encoded; not decoded]", clip(enc)), nil
 	}
 	dec := &capReader{r: r, n: fetchMaxBody}
-	body, err := io.ReadAll(dec)
+	body, err = io.ReadAll(dec)
 	switch {
 	case raw.over || dec.over:
-		return body, fmt.Sprintf("[body larger than %d MiB: stopped reading]", fetchMaxBody>>20)
+		return body, fmt.Sprintf("[body larger than %d MiB: stopped reading]", fetchMaxBody>>20), nil
 	case err != nil:
-		return body, "[the body ended early: the connection failed or the time limit passed]"
+		return body, "[the body ended early: the connection failed]", err
 	}
-	return body, ""
+	return body, "", nil
 }
 
 // isText reports whether a body is text to show the model.

@@ -121,7 +121,7 @@ func (f *fetcher) fetch(ctx context.Context, method string, first fetchTarget, t
 		}
 		loc := resp.Header.Get("Location")
 		if !isRedirect(resp.StatusCode) || loc == "" {
-			return f.result(resp, method, hop, cur)
+			return f.result(ctx, resp, method, hop, cur, timeout)
 		}
 		resp.Body.Close() // a redirect's body is never read
 		if hop == fetchMaxRedirects {

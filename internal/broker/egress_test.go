@@ -226,6 +226,30 @@ func TestShellEgress(t *testing.T) {
 	}
 }
 
+// A burst of connections to the forwarder — more than its descriptors allow
+// (600, each one a socket from the sandbox and one to the proxy, against
+// the sandbox's RLIMIT_NOFILE of 1024) — costs only those connections: once
+// they close, a curl through the proxy works again.
+func TestForwarderSurvivesABurst(t *testing.T) {
+	w := newEgressWorld(t, sandboxtest.Native(t))
+	burst := `python3 -c '
+import socket, time
+socks = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(600)]
+time.sleep(1)  # the forwarder takes them, and runs out of descriptors
+for s in socks:
+    s.close()
+print("burst done")
+'`
+	cmd := burst + ` && curl -sS --max-time 20 --cacert "$SSL_CERT_FILE" ` + w.a.URL("/ok")
+	b, _ := json.Marshal(map[string]string{"command": cmd})
+	res := call(t, w.s, "shell", string(b))
+	for _, want := range []string{"burst done\n", "hello from a.test\n", "[exit 0]"} {
+		if !strings.Contains(res.Output.Content, want) {
+			t.Errorf("class %s, output %q lacks %q", res.Class, res.Output.Content, want)
+		}
+	}
+}
+
 // Without a sandbox, http_fetch still goes through the proxy, by its socket.
 func TestHTTPFetchUnsandboxed(t *testing.T) {
 	w := newEgressWorld(t, sandboxtest.Unsandboxed(t))

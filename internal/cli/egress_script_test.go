@@ -3,6 +3,7 @@ package cli
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -13,7 +14,9 @@ import (
 // egress proxy, one txtar script per scenario in testdata/egress. The command
 // `fixture NAME VAR` starts a plain-HTTP fixture on 127.0.0.1 and sets VAR to
 // its port; `sentinel VAR` starts a listener nothing may reach, and
-// `sentinel-hits N` checks how many connections it saw.
+// `sentinel-hits N` checks how many connections it saw; `stall VAR` starts a
+// plain-HTTP upstream that sends headers then stalls, and `stall-closed`
+// waits until its connection has been closed from the other end.
 func TestEgressScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/egress",
@@ -21,6 +24,7 @@ func TestEgressScripts(t *testing.T) {
 			e.Setenv("AIRLOCK_STATE_DIR", e.WorkDir+"/.state")
 			e.Setenv("HOME", e.WorkDir+"/home")
 			e.Values[sentinelKey{}] = new(func() int)
+			e.Values[stallKey{}] = new(*egresstest.Staller)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -39,6 +43,30 @@ func TestEgressScripts(t *testing.T) {
 				ts.Setenv(args[0], strconv.Itoa(port))
 				*ts.Value(sentinelKey{}).(*func() int) = hits
 			},
+			"stall": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: stall VAR")
+				}
+				s := egresstest.Stall(scriptTB{ts: ts, t: t}, nil, "s.test")
+				ts.Setenv(args[0], strconv.Itoa(s.Port))
+				*ts.Value(stallKey{}).(**egresstest.Staller) = s
+			},
+			"stall-closed": func(ts *testscript.TestScript, neg bool, args []string) {
+				s := *ts.Value(stallKey{}).(**egresstest.Staller)
+				if neg || s == nil || len(args) != 0 {
+					ts.Fatalf("usage: stall VAR first, then stall-closed")
+				}
+				select {
+				case <-s.Stalled():
+				default:
+					ts.Fatalf("the upstream never stalled a response")
+				}
+				select {
+				case <-s.Closed():
+				case <-time.After(30 * time.Second):
+					ts.Fatalf("the stalled upstream's connection is still open")
+				}
+			},
 			"sentinel-hits": func(ts *testscript.TestScript, neg bool, args []string) {
 				hits := *ts.Value(sentinelKey{}).(*func() int)
 				if hits == nil || len(args) != 1 {
@@ -52,7 +80,10 @@ func TestEgressScripts(t *testing.T) {
 	})
 }
 
-type sentinelKey struct{}
+type (
+	sentinelKey struct{}
+	stallKey    struct{}
+)
 
 // scriptTB adapts a script to the testing.TB the fixtures take: failures
 // fail the script, cleanups run when the script ends.

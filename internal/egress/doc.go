@@ -57,10 +57,18 @@
 //     last byte, because with splice(2) progress is only visible when a read
 //     deadline expires.
 //   - Connections over MaxConns are closed at once, without a reply.
+//   - An accept error that passes (out of descriptors, EMFILE or ENFILE; out
+//     of buffers or memory; a connection aborted in the queue) pauses the
+//     accept loop, 5 ms doubling to 1 s as net/http does, and never ends it;
+//     the in-sandbox forwarder does the same.
+//   - When the sandbox ends (Serve's context is cancelled) both ends of every
+//     connection are closed, not half-closed: an upstream that stalls cannot
+//     keep a relay, or the call that waits for the proxy, alive.
 //   - An HTTP refusal tells the sandbox the category only ("host or port not
 //     granted", "destination address is not allowed", …); the resolved
 //     addresses and the rule are in the Decision, for the audit log.
 //
 // The in-sandbox half, which bridges 127.0.0.1 to the proxy's socket, lives in
-// the small package egress/forward so the sandbox side does not import this one.
+// the small package egress/forward so the sandbox side does not import this
+// one; the Linux sandbox's init runs it.
 package egress

@@ -205,6 +205,9 @@ type harness struct {
 	res       *fakeResolver
 	dial      *recDialer
 	decisions chan Decision
+	// stop cancels Serve's context, as the end of the sandbox does, and
+	// reports whether Serve returned (at once on the first call).
+	stop func() bool
 }
 
 func newHarness(t *testing.T, tweak func(*Options)) *harness {
@@ -250,17 +253,24 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.p.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
+	var once sync.Once
+	h.stop = func() bool {
+		ok := false
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+				ok = true
+			case <-time.After(10 * time.Second):
+				t.Error("Serve did not return after cancel")
 			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return after cancel")
-		}
-	})
+		})
+		return ok
+	}
+	t.Cleanup(func() { h.stop() })
 	return h
 }
 

@@ -91,6 +91,7 @@ func (p *Proxy) httpProxy(ctx context.Context, c net.Conn, br *bufio.Reader, hr 
 		p.decide(d)
 		return
 	}
+	defer closeOnEnd(ctx, up)()
 	if proto == "connect" {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			up.Close()

@@ -2,11 +2,14 @@ package egress
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -97,5 +100,61 @@ func TestDefaultDialerRefusesUnvetted(t *testing.T) {
 	_, err = p.o.Dialer.DialContext(ctx, "tcp", l.Addr().String())
 	if err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("dial of loopback without an allowance: %v", err)
+	}
+}
+
+// flakyListener fails its first n Accepts with err, then accepts for real.
+type flakyListener struct {
+	net.Listener
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.n > 0 {
+		l.n--
+		l.mu.Unlock()
+		return nil, l.err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// Out of descriptors and the like are temporary: Serve backs off and keeps
+// accepting.
+func TestServeSurvivesTemporaryAcceptErrors(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			p := New(&Options{Policy: &fakePolicy{hosts: map[string]bool{}}})
+			sock := filepath.Join(shortDir(t), "s")
+			l, err := p.ListenUnix(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := &flakyListener{Listener: l, n: 5, err: &net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", errno)}}
+			ctx, cancel := context.WithCancel(context.Background())
+			var serr error
+			ended := make(chan struct{})
+			go func() { serr = p.Serve(ctx, fl); close(ended) }()
+			t.Cleanup(func() { cancel(); <-ended })
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, "CONNECT x.test:443 HTTP/1.1\r\n\r\n")
+			got := make(chan string, 1)
+			go func() { b, _ := io.ReadAll(c); got <- string(b) }()
+			select {
+			case s := <-got:
+				if !strings.HasPrefix(s, "HTTP/1.1 403 ") {
+					t.Fatalf("answer %q, want a 403", s)
+				}
+			case <-ended:
+				t.Fatalf("Serve gave up after a temporary accept error: %v", serr)
+			}
+		})
 	}
 }

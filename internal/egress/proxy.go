@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/egress/forward"
 )
 
 // Proxy is the egress proxy for one sandbox. Create it with New; it is safe
@@ -25,26 +27,32 @@ func New(opts *Options) *Proxy {
 }
 
 // Serve accepts connections on l until ctx is done or l fails, handling each
-// in its own goroutine. Cancelling ctx closes l and every open connection.
-// Serve returns once every connection it accepted has ended; it returns nil
-// when ctx was cancelled, and the accept error otherwise.
+// in its own goroutine. After an accept error that is temporary (see
+// forward.TemporaryAcceptError: out of descriptors, say) it pauses and
+// accepts again. Cancelling ctx (the sandbox has ended) closes l and
+// both ends of every open connection, the client's and the upstream's, so no
+// relay outlives it whatever the upstream does. Serve returns once every
+// connection it accepted has ended; it returns nil when ctx was cancelled,
+// and the accept error otherwise.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	backoff := time.Duration(0)
+	var backoff time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if forward.TemporaryAcceptError(err) {
+				backoff = forward.NextBackoff(backoff)
 				p.o.Logger.Warn("egress accept", "sandbox", p.o.Sandbox, "err", err, "backoff", backoff)
-				time.Sleep(backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				}
 				continue
 			}
 			return fmt.Errorf("accepting on %s: %w", l.Addr(), err)
@@ -64,11 +72,6 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 			p.handle(ctx, c)
 		}()
 	}
-}
-
-func isTemporary(err error) bool {
-	var t interface{ Temporary() bool }
-	return errors.As(err, &t) && t.Temporary()
 }
 
 // handshakeReader caps the bytes read while the handshake lasts.
@@ -118,6 +121,15 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	default:
 		p.httpProxy(ctx, c, br, hr)
 	}
+}
+
+// closeOnEnd closes up when ctx ends, as handle closes the client's end:
+// when a sandbox is gone both sides of each of its connections close at once,
+// whatever the upstream does (one that stalls would otherwise hold a relay,
+// and the broker waiting on it, until the idle timeout). Call the returned
+// func once up is no longer used.
+func closeOnEnd(ctx context.Context, up net.Conn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { up.Close() })
 }
 
 // tunnel finishes a successful CONNECT (either protocol): on port 443 it

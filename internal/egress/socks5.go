@@ -89,6 +89,7 @@ func (p *Proxy) socks5(ctx context.Context, c net.Conn, br *bufio.Reader, hr *ha
 		p.decide(d)
 		return
 	}
+	defer closeOnEnd(ctx, up)()
 	if err := socksReply(c, repSuccess); err != nil {
 		up.Close()
 		d.Allowed, d.Reason = false, "client went away before the reply"

@@ -1,11 +1,13 @@
 // Package egresstest provides loopback fixtures for egress tests: a test CA
 // with a certificate for every fixture name, HTTPS (or plain HTTP) servers
-// named like a.test that record what they receive, a sentinel that counts
-// connections, and a Resolver that maps the names to the fixtures, so tests
-// need neither DNS nor any address but 127.0.0.1.
+// named like a.test that record what they receive, a stalled upstream that
+// sends headers then nothing, a sentinel that counts connections, and a
+// Resolver that maps the names to the fixtures, so tests need neither DNS
+// nor any address but 127.0.0.1.
 package egresstest
 
 import (
+	"bufio"
 	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
@@ -333,3 +335,96 @@ func (r *Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr,
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
+
+// Staller is a stalled upstream: it answers each request with a status line
+// and headers that promise a body, then sends nothing more and never closes
+// the connection itself. It only reads, so it sees when the other end goes
+// away.
+type Staller struct {
+	*Server
+	stalled chan struct{}
+	closed  chan struct{}
+	once    [2]sync.Once
+	stop    func()
+}
+
+// Stall starts a Staller for name on 127.0.0.1, with TLS (ca's certificate)
+// or, when ca is nil, plain HTTP. It stops with the test, which is the only
+// thing that closes its connections.
+func Stall(t testing.TB, ca *CA, name string) *Staller {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Staller{
+		Server:  &Server{Name: name, Port: l.Addr().(*net.TCPAddr).Port, Scheme: "http"},
+		stalled: make(chan struct{}),
+		closed:  make(chan struct{}),
+	}
+	var cfg *tls.Config
+	if ca != nil {
+		s.Scheme = "https"
+		cfg = &tls.Config{Certificates: []tls.Certificate{ca.leaf}, MinVersion: tls.VersionTLS12}
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.accepts.Add(1)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go s.serve(c, cfg)
+		}
+	}()
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			l.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range conns {
+				c.Close()
+			}
+		})
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// Close stops the Staller and closes its connections, as the end of the
+// test does.
+func (s *Staller) Close() { s.stop() }
+
+func (s *Staller) serve(c net.Conn, cfg *tls.Config) {
+	var rw net.Conn = c
+	if cfg != nil {
+		rw = tls.Server(c, cfg)
+	}
+	br := bufio.NewReader(rw)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, Request{Method: req.Method, Path: req.URL.RequestURI(), Header: req.Header.Clone()})
+	s.mu.Unlock()
+	if _, err := io.WriteString(rw, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nthe first bytes of a body that never ends\n"); err != nil {
+		return
+	}
+	s.once[0].Do(func() { close(s.stalled) })
+	io.Copy(io.Discard, br) // until the other end closes or fails
+	s.once[1].Do(func() { close(s.closed) })
+}
+
+// Stalled is closed once a connection has had its headers and stalled.
+func (s *Staller) Stalled() <-chan struct{} { return s.stalled }
+
+// Closed is closed once the other end of a stalled connection has gone
+// away: the Staller's Read on it returned EOF or an error.
+func (s *Staller) Closed() <-chan struct{} { return s.closed }

@@ -1,8 +1,9 @@
 // Package forward is the in-sandbox half of egress: it listens on a loopback
 // TCP port (the address HTTPS_PROXY and ALL_PROXY name) and bridges each
-// connection to the broker's egress proxy through its Unix socket. It makes
-// no decisions and imports only the standard library, so the sandbox side
-// stays small.
+// connection to the broker's egress proxy through its Unix socket. The Linux
+// sandbox's init runs it (internal/sandbox/linux/inside); there is no other
+// copy. It makes no decisions and imports only the standard library, so the
+// sandbox side stays small.
 package forward
 
 import (
@@ -12,39 +13,73 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // Forward accepts connections on l until ctx is done, and for each one dials
 // the Unix socket at socketPath and copies bytes both ways, passing a
 // half-close on in each direction. Between a *net.TCPConn and a *net.UnixConn
-// the copy uses splice(2) on Linux. Cancelling ctx closes l and every open
-// connection; Forward returns when they have all ended, with nil if ctx was
-// cancelled and the accept error otherwise.
+// the copy uses splice(2) on Linux. An accept error that [TemporaryAcceptError]
+// calls temporary — the sandbox opened more connections than the forwarder
+// has descriptors for, say — makes Forward pause (5 ms, doubling to 1 s, as
+// net/http's server does) and accept again: a burst costs the connections it
+// could not take, never the sandbox's way out. Cancelling ctx closes l and
+// every open connection; Forward returns when they have all ended, with nil
+// if ctx was cancelled and the accept error otherwise.
 func Forward(ctx context.Context, l net.Listener, socketPath string) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var backoff time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
+			if TemporaryAcceptError(err) {
+				backoff = NextBackoff(backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				}
 				continue
 			}
 			return fmt.Errorf("accepting on %s: %w", l.Addr(), err)
 		}
+		backoff = 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			bridge(ctx, c, socketPath)
 		}()
 	}
+}
+
+// TemporaryAcceptError reports whether err, returned by Accept, is worth
+// retrying after a pause rather than ending an accept loop: a timeout, or a
+// shortage that passes once connections close (EMFILE, ENFILE, ENOBUFS,
+// ENOMEM), or a connection aborted before it was accepted (ECONNABORTED,
+// EINTR). The egress proxy's accept loop uses it too.
+func TemporaryAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// NextBackoff is the pause after one more temporary accept error, given the
+// last pause (0 after a success): 5 ms, doubling, at most 1 s.
+func NextBackoff(last time.Duration) time.Duration {
+	return min(max(2*last, 5*time.Millisecond), time.Second)
 }
 
 func bridge(ctx context.Context, c net.Conn, socketPath string) {

@@ -2,11 +2,13 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -143,5 +145,70 @@ func TestImportsOnlyStdlib(t *testing.T) {
 		if dep != "" && !isStd(dep) {
 			t.Errorf("forward imports %q", dep)
 		}
+	}
+}
+
+// flakyListener fails its first n Accepts with err, then accepts for real.
+type flakyListener struct {
+	net.Listener
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.n > 0 {
+		l.n--
+		l.mu.Unlock()
+		return nil, l.err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// Running out of descriptors (a burst of connections inside the sandbox)
+// and the like are temporary: Forward backs off and keeps accepting.
+func TestForwardSurvivesTemporaryAcceptErrors(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			sock := unixServer(t, func(c *net.UnixConn) {
+				defer c.Close()
+				io.WriteString(c, "still here")
+			})
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := &flakyListener{Listener: l, n: 5, err: &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", errno)}}
+			ctx, cancel := context.WithCancel(context.Background())
+			var ferr error
+			ended := make(chan struct{})
+			go func() { ferr = Forward(ctx, fl, sock); close(ended) }()
+			t.Cleanup(func() { cancel(); <-ended })
+			c := dial(t, l.Addr().String())
+			got := make(chan string, 1)
+			go func() { b, _ := io.ReadAll(c); got <- string(b) }()
+			select {
+			case s := <-got:
+				if s != "still here" {
+					t.Fatalf("read %q through the forwarder", s)
+				}
+			case <-ended:
+				t.Fatalf("Forward gave up after a temporary accept error: %v", ferr)
+			}
+		})
+	}
+}
+
+func TestForwardStopsOnAPermanentAcceptError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fl := &flakyListener{Listener: l, n: 1, err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EINVAL)}}
+	if err := Forward(context.Background(), fl, "/nonexistent"); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("Forward returned %v, want EINVAL", err)
 	}
 }
