@@ -102,17 +102,6 @@ func ProtectedNames() []string {
 	return out
 }
 
-// anywhereNames returns the single names protected at any depth.
-func anywhereNames() []ProtectedEntry {
-	var out []ProtectedEntry
-	for _, e := range protectedTable {
-		if e.Where == "anywhere" {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func isAnywhereName(c string) bool {
 	return slices.ContainsFunc(protectedTable, func(e ProtectedEntry) bool { return e.Where == "anywhere" && e.Name == c })
 }

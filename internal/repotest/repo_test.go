@@ -79,7 +79,7 @@ func TestBoundaryImports(t *testing.T) {
 		mod + "/internal/runner": {mod + "/wire", mod + "/tool", "golang.org/x/sys/"},
 		mod + "/internal/sandbox/linux/inside": {
 			mod + "/internal/sandbox/linux/initproto", mod + "/internal/sandbox/linux/seccomp",
-			mod + "/internal/egress/forward",
+			mod + "/internal/egress/forward", mod + "/wire", // wire: the shared contract, standard library only
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},
 		mod + "/grant": {"github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/"},

@@ -123,7 +123,7 @@ func TestPoolSameAsCold(t *testing.T) {
 			strip := func(o out) out {
 				r := *o.res
 				r.Isolation.Features = slices.DeleteFunc(slices.Clone(r.Isolation.Features), func(f string) bool { return f == "warm" })
-				r.Setup, r.Duration = 0, 0
+				r.Setup, r.Duration, r.CPU, r.PeakMemory = 0, 0, 0, 0
 				o.res = &r
 				return o
 			}
