@@ -116,8 +116,10 @@ func TestShellReturnsWhenGrandchildHoldsPipe(t *testing.T) {
 	w := newWorkspace(t)
 	start := time.Now()
 	out := call(t, w.env(), "shell", `{"command":"sleep 100 & echo $!"}`)
-	if el := time.Since(start); el > 2*time.Second {
-		t.Fatalf("took %v, want prompt return", el)
+	// Not the grandchild's 100 s: the call ended with the shell (a loose
+	// bound, so a loaded machine cannot fail it).
+	if el := time.Since(start); el > 60*time.Second {
+		t.Fatalf("took %v: the call waited for the grandchild", el)
 	}
 	pidText, rest, _ := strings.Cut(out.Content, "\n")
 	if rest != "[exit 0]" || out.IsError {
