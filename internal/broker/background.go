@@ -238,7 +238,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
 	w := &work{
-		id: id, callID: c.id, command: s.redactor.String(a.Command), cwd: cwd, logPath: logPath,
+		id: id, callID: c.id, command: s.secrets.redact().String(a.Command), cwd: cwd, logPath: logPath,
 		started: time.Now(),
 		out:     newWorkOutput(f, s.opts.BackgroundLogCap),
 		stopCh:  make(chan struct{}),
@@ -259,7 +259,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 
 	rec := audit.Record{
 		Kind: audit.KindBackgroundStart, Session: s.id, CallID: c.id, Tool: c.tool, WorkID: id,
-		Args:     redactJSON(s.redactor, c.args),
+		Args:     redactJSON(s.secrets.redact(), c.args),
 		Decision: "allowed",
 		Class:    WorkRunning,
 		Backend:  s.opts.Backend.Report().Backend,
@@ -353,7 +353,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 		}
 	case res == nil:
 		info.State = WorkFailed
-		info.Detail = s.redactor.String(errString(err))
+		info.Detail = s.secrets.redact().String(errString(err))
 		w.fail = SentenceCannotRun
 		var mf *sandbox.MissingFeatureError
 		if errors.As(err, &mf) {

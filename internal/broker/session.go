@@ -63,8 +63,12 @@ type Options struct {
 	RecordsDir string
 	// ID names the session; empty generates "ses_<hex>".
 	ID string
-	// Secrets are the values of the grant's secrets, by name.
+	// Secrets are values of the grant's secrets, by name, given up front.
 	Secrets map[string]string
+	// LoadSecret reads a secret not in Secrets from its source when a call
+	// first needs it; nil means only Secrets are known. A secret that
+	// cannot be read fails only the calls that need it.
+	LoadSecret SecretLoader
 	// ToolRoot is the directory file tools resolve beneath: "/" in a sandbox
 	// (whose mounts hold only the grant), the granted directory when the
 	// backend does not isolate. Empty means "/".
@@ -129,7 +133,7 @@ type Session struct {
 	id       string
 	dir      string
 	log      *audit.Log
-	redactor *secret.Redactor
+	secrets  *secretStore
 	logger   *slog.Logger
 
 	slots   chan struct{}
@@ -226,7 +230,7 @@ func Open(opts *Options) (*Session, error) {
 		id:        o.ID,
 		dir:       dir,
 		log:       lg,
-		redactor:  secret.NewRedactor(o.Secrets),
+		secrets:   newSecretStore(o.Secrets, o.LoadSecret),
 		logger:    logger.With("session", o.ID),
 		slots:     make(chan struct{}, o.MaxConcurrent),
 		bg:        background{works: map[string]*work{}},
@@ -400,6 +404,10 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	if !d.Allowed {
 		return refuse(d, "")
 	}
+	secrets, err := s.secretsFor(c.tool, acc.Hosts)
+	if err != nil {
+		return refuse(grant.Decision{Rule: "secrets"}, err.Error())
+	}
 	c.limits = s.opts.Grant.LimitsFor(c.tool)
 	// The call is marked in flight before anything runs: if the records
 	// directory cannot take it (a full disk), nothing runs.
@@ -442,7 +450,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		Context: wire.CallContext{
 			CallID:  c.id,
 			Session: s.id,
-			Secrets: s.secretsFor(c.tool, acc),
+			Secrets: secrets,
 			Root:    s.opts.ToolRoot,
 			Cwd:     s.opts.Grant.WorkDir(),
 			Limits: wire.ToolLimits{
@@ -469,23 +477,6 @@ func grantCall(name string, acc tool.Access, cwd string) grant.Call {
 	return gc
 }
 
-// secretsFor returns the secrets the grant gives this tool for the hosts the
-// call names.
-func (s *Session) secretsFor(name string, acc tool.Access) map[string]string {
-	var out map[string]string
-	for _, r := range s.opts.Grant.Secrets() {
-		v, ok := s.opts.Secrets[r.Name]
-		if !ok || !secretApplies(r, name, acc.Hosts) {
-			continue
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[r.Name] = v
-	}
-	return out
-}
-
 // record writes the call's audit record.
 func (s *Session) record(c *call, res *Result) error {
 	rec := audit.Record{
@@ -493,18 +484,18 @@ func (s *Session) record(c *call, res *Result) error {
 		Session:  s.id,
 		CallID:   c.id,
 		Tool:     c.tool,
-		Args:     shortenJSON(redactJSON(s.redactor, c.args)),
+		Args:     shortenJSON(redactJSON(s.secrets.redact(), c.args)),
 		Decision: "allowed",
 		Rule:     res.Decision.Rule,
 		Risks:    res.Decision.Risks,
 		Class:    c.out.Class,
-		Detail:   s.redactor.String(c.out.Detail),
+		Detail:   s.secrets.redact().String(c.out.Detail),
 		Duration: ms(time.Since(c.start)),
 		BytesOut: len(res.Output.Content),
 	}
 	rec.Truncated = res.Output.Truncated
 	if res.Class == ClassRefused {
-		rec.Decision, rec.Reason = "refused", s.redactor.String(res.Decision.Reason)
+		rec.Decision, rec.Reason = "refused", s.secrets.redact().String(res.Decision.Reason)
 	} else {
 		rec.Limits = &audit.Limits{
 			TimeMS:      c.limits.Time.Milliseconds(),

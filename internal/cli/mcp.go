@@ -80,7 +80,8 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 	return c
 }
 
-// newMCPServer loads the grant, the backend and the secrets once, and returns
+// newMCPServer loads the grant and the backend once (secrets are read when a
+// call needs one), and returns
 // an MCP server that opens one broker session per MCP session with them.
 func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, *sessionParts, error) {
 	p, err := f.prepare(env)
