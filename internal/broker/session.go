@@ -129,12 +129,12 @@ func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []st
 
 // Session is one grant's calls. It is safe for concurrent use.
 type Session struct {
-	opts     Options
-	id       string
-	dir      string
-	log      *audit.Log
-	secrets  *secretStore
-	logger   *slog.Logger
+	opts    Options
+	id      string
+	dir     string
+	log     *audit.Log
+	secrets *secretStore
+	logger  *slog.Logger
 
 	slots   chan struct{}
 	waiting atomic.Int64
