@@ -89,8 +89,11 @@ type Session struct {
 	s *broker.Session
 }
 
-// Open starts a session.
+// Open starts a session. It returns ErrNoInit when Init was not called.
 func Open(opts *Options) (*Session, error) {
+	if !initialised.Load() {
+		return nil, ErrNoInit
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
