@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/airlockhq/airlock/internal/printable"
+	"github.com/airlockhq/airlock/tool"
 )
 
 func callCommand() *command {
@@ -24,23 +25,32 @@ text the model would read, made safe for a terminal: control characters
 invisible format characters and bytes that are not UTF-8 are shown as escapes
 (\x1b, \r, \u202e, \xff), and "[airlock" in the tool's output is shown as
 "\[airlock", so only airlock's own label, the first line, starts that way.
---json prints the result exactly as the model gets it. Exit status: 0 when the call completed (even if the
-tool reports a failure such as a missing file), 1 when the grant refused it or
-the sandbox could not run it, 2 for bad usage.
+--json prints the result exactly as the model gets it.
 
-Example: airlock call read_file '{"path": "README.md"}'`,
+Exit status: 0 when the call completed, even if the tool reports a failure
+(a missing file, a command that exited non-zero: its status is in the
+result's "[exit N]" line); 1 when the grant refused it, the sandbox could not
+run it, or it hit a limit that ended it (time, memory, output: the reason is
+on stderr); 2 for bad usage.
+
+Example: airlock call read_file '{"path": "README.md"}'
+
+Tools: ` + strings.Join(tool.Names(), ", ") + `
+(airlock tools prints their schemas; airlock check explains a grant's decision).`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
 		var gf grantFlags
 		gf.register(fs)
 		asJSON := fs.Bool("json", false, "print the whole ToolOutput as JSON")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
-		if fs.NArg() < 1 || fs.NArg() > 2 {
-			fs.Usage()
-			return exitUsage
+		switch n := fs.NArg(); {
+		case n == 0:
+			return usageError(env, c, "missing TOOL: usage: airlock call [flags] TOOL 'JSON-ARGS' (tools: %s)", strings.Join(tool.Names(), ", "))
+		case n > 2:
+			return usageError(env, c, "too many arguments (%d): usage: airlock call [flags] TOOL 'JSON-ARGS' (quote the JSON)", n)
 		}
 		toolName, rawArgs := fs.Arg(0), "{}"
 		if fs.NArg() == 2 {

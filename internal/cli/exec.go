@@ -45,26 +45,23 @@ Examples:
   airlock exec --ro ~/.cache --time 10m --memory 2GiB -- go test ./...
   airlock exec --env CI=1 -- sh -c 'env; ls -la /'
   airlock exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests`,
+		flagHints: map[string]string{"unsandboxed": "exec always sandboxes (run the command directly instead)"},
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
-		var gf grantFlags
+		gf := grantFlags{sandboxOnly: true}
 		gf.register(fs)
 		wall := fs.Duration("time", 0, "wall-time limit (e.g. 30s, 10m); default: the grant's")
 		memory := fs.String("memory", "", "memory limit (e.g. 512MiB, 2GiB); default: the grant's")
 		pids := fs.Int("pids", 0, "process limit; default: the grant's")
 		var envs multiFlag
 		fs.Var(&envs, "env", "set `K=V` in the sandbox (repeatable)")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		cmdArgs := fs.Args()
 		if len(cmdArgs) == 0 {
 			fmt.Fprintln(env.Stderr, "airlock exec: no command; usage: airlock exec [flags] -- CMD [ARGS...]")
-			return exitUsage
-		}
-		if gf.unsandboxed {
-			fmt.Fprintln(env.Stderr, "airlock exec: --unsandboxed is for tool calls; exec always sandboxes (run the command directly instead)")
 			return exitUsage
 		}
 		g, err := gf.load(env)

@@ -33,12 +33,11 @@ keeps printing records as they are written.`,
 		follow := fs.Bool("follow", false, "keep printing new records")
 		asJSON := fs.Bool("json", false, "print records as JSON lines")
 		records := fs.String("records", "", "records `DIR` (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		dir, err := recordsDir(env, *records)
 		if err != nil {

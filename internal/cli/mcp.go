@@ -36,12 +36,11 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 		gf.register(fs)
 		verbose := fs.Bool("v", false, "log sessions and calls to stderr")
 		shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long calls in flight may finish before they are stopped")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		level := slog.LevelWarn
 		if *verbose {

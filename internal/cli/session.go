@@ -29,11 +29,15 @@ type grantFlags struct {
 	// allowUnenforced runs calls whose memory and process limits the host
 	// cannot enforce, instead of refusing them.
 	allowUnenforced bool
+	// sandboxOnly leaves out --unsandboxed (exec always sandboxes).
+	sandboxOnly bool
 }
 
 func (f *grantFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.grantFile, "grant", "", "grant `FILE` (TOML); default: the current directory read-write, no network")
-	fs.BoolVar(&f.unsandboxed, "unsandboxed", false, "run WITHOUT a sandbox (no isolation; every result is labelled UNSANDBOXED)")
+	if !f.sandboxOnly {
+		fs.BoolVar(&f.unsandboxed, "unsandboxed", false, "run WITHOUT a sandbox (no isolation; every result is labelled UNSANDBOXED)")
+	}
 	fs.StringVar(&f.root, "root", "", "`DIR` to grant read-write instead of the current directory")
 	fs.Var(&f.readWrite, "rw", "grant `PATH` read-write (repeatable)")
 	fs.Var(&f.readOnly, "ro", "grant `PATH` read-only (repeatable)")

@@ -24,12 +24,11 @@ shape the named API takes, so any agent loop can offer airlock's tools.`,
 		var gf grantFlags
 		fs.StringVar(&gf.grantFile, "grant", "", "grant `FILE`; its [tools] enabled list decides which tools are shown")
 		format := fs.String("format", "mcp", "output shape: mcp, openai or anthropic")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		g, err := gf.load(env)
 		if err != nil {
