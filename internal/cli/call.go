@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/wire"
 
 	"github.com/airlockhq/airlock/internal/printable"
 	"github.com/airlockhq/airlock/tool"
@@ -83,12 +88,44 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 		} else {
 			fmt.Fprintln(env.Stdout, forPerson(res.Output.Content))
 		}
-		if res.Class != "ok" {
+		meta := res.Output.Meta
+		for _, line := range callLimitSentences(toolName, rawArgs, meta, sess.Grant().LimitsFor(toolName)) {
+			fmt.Fprintf(env.Stderr, "airlock call: %s\n", line)
+		}
+		// One convention: 1 when the call did not complete or a limit ended
+		// what it ran, 0 otherwise (a tool-level failure, a non-zero exit
+		// or a limit hit that did not end the command included).
+		if res.Class != "ok" || meta.Limit != "" {
 			return exitFailure
 		}
 		return exitOK
 	}
 	return c
+}
+
+// callLimitSentences says which limits a call hit, as exec does: the
+// sandbox's (Meta.LimitsHit) and the shell tool's own timeout and output
+// cap (Meta.Limit "timeout", "output" with no sandbox limit hit).
+func callLimitSentences(toolName, rawArgs string, meta wire.Meta, lim grant.Limits) []string {
+	out := limitSentences(toolName, meta.LimitsHit, meta.Limit, lim)
+	if slices.Contains(meta.LimitsHit, meta.Limit) {
+		return out
+	}
+	switch meta.Limit {
+	case "timeout":
+		timeout := tool.DefaultShellTimeout
+		var a struct {
+			Timeout float64 `json:"timeout"`
+		}
+		if json.Unmarshal([]byte(rawArgs), &a) == nil && a.Timeout > 0 {
+			timeout = time.Duration(a.Timeout * float64(time.Second))
+		}
+		timeout = min(timeout, lim.Time)
+		out = append(out, fmt.Sprintf("%s ran past its timeout (%s) and was killed", toolName, timeout.Round(time.Millisecond)))
+	case "output":
+		out = append(out, fmt.Sprintf("%s wrote more than %d times its output limit (%s) and was stopped", toolName, tool.ShellKillFactor, grant.FormatSize(lim.Output)))
+	}
+	return out
 }
 
 // forPerson renders a result's content for a person's terminal. Everything

@@ -92,6 +92,7 @@ Examples:
 		// A wrapped command's output is the user's, not a model's: no cap
 		// beyond a generous one that protects the terminal's host.
 		spec.Limits.OutputBytes = 1 << 40
+		lim.Output = spec.Limits.OutputBytes
 		for _, kv := range envs {
 			k, _, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
@@ -138,20 +139,8 @@ Examples:
 			}
 			return 125
 		}
-		for _, hit := range res.LimitsHit {
-			ended := hit == res.Limit
-			switch {
-			case hit == sandbox.LimitTime:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s ran past its time limit (%s) and was killed\n", cmdArgs[0], lim.Time.Round(time.Millisecond))
-			case hit == sandbox.LimitMemory && ended:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s ran out of memory (limit %s) and was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
-			case hit == sandbox.LimitMemory:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s hit its memory limit (%s): a process was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
-			case hit == sandbox.LimitProcesses:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s hit its process limit (%d): a fork was refused\n", cmdArgs[0], lim.Processes)
-			case hit == sandbox.LimitOutput:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s passed the output limit and was killed\n", cmdArgs[0])
-			}
+		for _, line := range limitSentences(cmdArgs[0], res.LimitsHit, res.Limit, lim) {
+			fmt.Fprintf(env.Stderr, "airlock exec: %s\n", line)
 		}
 		if u := res.Isolation.Unenforced; len(u) > 0 {
 			fmt.Fprintf(env.Stderr, "airlock exec: NOT ENFORCED: %s (allowed by --allow-unenforced-limits or the grant's limits.unenforced; see airlock doctor)\n", describeLimits(u, lim))
@@ -196,6 +185,33 @@ func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.
 		}
 	}()
 	return fwd
+}
+
+// limitSentences says, one sentence each, which limits what (a command or
+// a tool) hit, with their values: "sleep ran past its time limit (1s) and
+// was killed". ended is the limit that ended it, if any. exec and call
+// print the same sentences.
+func limitSentences(what string, hits []string, ended string, lim grant.Limits) []string {
+	var out []string
+	for _, hit := range hits {
+		switch {
+		case hit == sandbox.LimitTime:
+			out = append(out, fmt.Sprintf("%s ran past its time limit (%s) and was killed", what, lim.Time.Round(time.Millisecond)))
+		case hit == sandbox.LimitMemory && hit == ended:
+			out = append(out, fmt.Sprintf("%s ran out of memory (limit %s) and was killed", what, grant.FormatSize(lim.Memory)))
+		case hit == sandbox.LimitMemory:
+			out = append(out, fmt.Sprintf("%s hit its memory limit (%s): a process was killed", what, grant.FormatSize(lim.Memory)))
+		case hit == sandbox.LimitProcesses && hit == ended:
+			out = append(out, fmt.Sprintf("%s hit its process limit (%d) and was killed", what, lim.Processes))
+		case hit == sandbox.LimitProcesses:
+			out = append(out, fmt.Sprintf("%s hit its process limit (%d): a fork was refused", what, lim.Processes))
+		case hit == sandbox.LimitOutput:
+			out = append(out, fmt.Sprintf("%s passed the output limit (%s) and was killed", what, grant.FormatSize(lim.Output)))
+		default:
+			out = append(out, fmt.Sprintf("%s hit %s", what, describeLimits([]string{hit}, lim)))
+		}
+	}
+	return out
 }
 
 // describeLimits names limits with their values: "the memory limit (1GiB)
