@@ -543,3 +543,56 @@ func TestBackgroundRefusedStarts(t *testing.T) {
 		}
 	})
 }
+
+// TestBackgroundWaitZeroAnswersAtOnce: wait_secs 0 answers with the state
+// as it is, while a 30 s command still runs (absent means the default wait).
+func TestBackgroundWaitZeroAnswersAtOnce(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Unsandboxed(t), nil)
+	id := startWork(t, s, "sleep 30")
+	done := make(chan *broker.Result, 1)
+	go func() { done <- workCall(t, s, "wait", id, `,"wait_secs":0`) }()
+	var res *broker.Result
+	select {
+	case res = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("wait_secs 0 did not answer while the 30 s command ran: it waited")
+	}
+	if res.Output.IsError || res.Output.Meta.WorkState != broker.WorkRunning || !strings.Contains(res.Output.Content, ": running for ") {
+		t.Errorf("wait_secs 0 = %+v", res.Output)
+	}
+}
+
+// stuckBackend runs a sandbox that ignores SIGTERM and cancellation until
+// released, as a process stuck in the kernel would.
+type stuckBackend struct {
+	sandbox.Backend
+	release chan struct{}
+}
+
+func (b stuckBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	<-b.release
+	return &sandbox.Result{Signal: 9}, nil
+}
+
+// TestBackgroundStopIsBounded: stop gives SIGTERM its grace, then SIGKILL,
+// then waits KillWait at most; a work that has not ended by then is reported
+// in the state it is in (running), not waited for without end.
+func TestBackgroundStopIsBounded(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	b := stuckBackend{Backend: sandboxtest.Unsandboxed(t), release: make(chan struct{})}
+	s := f.open(t, b, nil)
+	defer close(b.release) // before the session's Close, registered earlier, runs
+	id := startWork(t, s, "sleep 1000")
+	done := make(chan *broker.Result, 1)
+	go func() { done <- workCall(t, s, "stop", id, "") }()
+	var res *broker.Result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("stop of a work that does not die never answered")
+	}
+	if res.Output.Meta.WorkState != broker.WorkRunning || !strings.Contains(res.Output.Content, "had not all ended 3s after SIGKILL") {
+		t.Errorf("stop of a stuck work = %+v", res.Output)
+	}
+}
