@@ -5,8 +5,8 @@ package tool
 import (
 	"encoding/json"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
