@@ -101,7 +101,7 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 		o.Backend, o.Logger = timed, logger
 		return broker.Open(o)
 	}
-	srv, err := mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger})
+	srv, err := mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger, Grant: g})
 	if err != nil {
 		p.close()
 		return nil, nil, err
