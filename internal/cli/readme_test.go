@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/airlockhq/airlock/internal/sandboxtest"
 )
 
 // readmeCommand says how TestREADMECommands runs one command of the
@@ -78,6 +80,7 @@ func TestREADMECommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds airlock and runs go test in a sandbox")
 	}
+	sandboxtest.Native(t) // the commands run calls: skip, with the reason, where none can
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
