@@ -58,6 +58,13 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			return usageError(env, c, "too many arguments (%d): usage: airlock call [flags] TOOL 'JSON-ARGS' (quote the JSON)", n)
 		}
 		toolName, rawArgs := fs.Arg(0), "{}"
+		if _, ok := tool.Lookup(toolName); !ok {
+			hint := ""
+			if s := suggest(toolName, tool.Names()); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return usageError(env, c, "unknown tool %q%s; tools: %s", toolName, hint, strings.Join(tool.Names(), ", "))
+		}
 		if fs.NArg() == 2 {
 			rawArgs = fs.Arg(1)
 		}
