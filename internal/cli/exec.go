@@ -104,13 +104,13 @@ Examples:
 		lim.Output = spec.Limits.OutputBytes
 		spec.Env = hostTools(spec.Env, g, env.Getenv)
 		for _, name := range inherit {
-			v, ok := os.LookupEnv(name)
 			if name == "" || strings.Contains(name, "=") {
 				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %q: want a variable's name\n", name)
 				return exitUsage
 			}
-			if !ok {
-				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %s: the variable is not set here\n", name)
+			v := env.Getenv(name)
+			if v == "" {
+				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %s: the variable is not set here (or empty; --env %s= sets an empty one)\n", name, name)
 				return exitUsage
 			}
 			spec.Env = setEnv(spec.Env, name+"="+v)
