@@ -30,7 +30,6 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/direct"
-	"github.com/airlockhq/airlock/internal/secret"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -59,7 +58,8 @@ type Options struct {
 	// directory under os.UserCacheDir()).
 	RecordsDir string
 	// Secrets are values for the grant's secrets by name; a secret not given
-	// here is read from the source the grant names.
+	// here is read from the source the grant names when a call first needs
+	// it (a secret that cannot be read fails only the calls that carry it).
 	Secrets map[string]string
 	// Unsandboxed runs calls as plain child processes with no isolation; every
 	// result says so. Use it only where no sandbox is possible.
@@ -89,8 +89,11 @@ type Session struct {
 	s *broker.Session
 }
 
-// Open starts a session.
+// Open starts a session. It returns ErrNoInit when Init was not called.
 func Open(opts *Options) (*Session, error) {
+	if !initialised.Load() {
+		return nil, ErrNoInit
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -131,18 +134,6 @@ func Open(opts *Options) (*Session, error) {
 		}
 		records = filepath.Join(cache, "airlock", "sessions")
 	}
-	secrets := map[string]string{}
-	for _, r := range g.Secrets() {
-		if v, ok := o.Secrets[r.Name]; ok {
-			secrets[r.Name] = v
-			continue
-		}
-		v, err := secret.Load(r.Source, os.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("airlock: grant secret %q: %w", r.Name, err)
-		}
-		secrets[r.Name] = v
-	}
 	var (
 		backend sandbox.Backend
 		root    = "/"
@@ -158,7 +149,7 @@ func Open(opts *Options) (*Session, error) {
 		return nil, fmt.Errorf("airlock: %w", err)
 	}
 	s, err := broker.Open(&broker.Options{
-		Grant: g, Backend: backend, RecordsDir: records, Secrets: secrets, ToolRoot: root,
+		Grant: g, Backend: backend, RecordsDir: records, Secrets: o.Secrets, LoadSecret: broker.LoadSecretFrom(os.Getenv), ToolRoot: root,
 		MaxConcurrent: o.MaxConcurrent, MaxQueue: o.MaxQueue, Pool: o.Pool, Logger: o.Logger,
 	})
 	if err != nil {

@@ -1,7 +1,9 @@
 package airlock
 
 import (
+	"errors"
 	"os"
+	"sync/atomic"
 
 	"github.com/airlockhq/airlock/internal/runner"
 )
@@ -18,6 +20,7 @@ import (
 //		...
 //	}
 func Init() {
+	initialised.Store(true)
 	if len(os.Args) < 2 {
 		return
 	}
@@ -28,3 +31,10 @@ func Init() {
 		os.Exit(sandboxMain())
 	}
 }
+
+// initialised records that Init ran: without it every sandbox the program
+// starts would fail, so Open refuses at once instead.
+var initialised atomic.Bool
+
+// ErrNoInit is returned by Open when Init was not called first.
+var ErrNoInit = errors.New("airlock: call airlock.Init() first in main: airlock builds each sandbox by re-executing the program, and without Init every call would fail with \"the tool could not run\"")

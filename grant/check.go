@@ -188,7 +188,7 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 	}
 	owner, ok := g.rootOf(res.path)
 	if !ok {
-		return pathResult{rule: "paths", reason: fmt.Sprintf("%s is outside every granted path", res.path)}
+		return pathResult{rule: "paths", reason: fmt.Sprintf("%s is outside every granted path; granted: %s", res.path, g.PathSummary())}
 	}
 	rule := owner.rule()
 	if write && !owner.writable {

@@ -305,6 +305,25 @@ func (g *Grant) Mounts() []Mount {
 	return out
 }
 
+// PathSummary says what the grant's calls may touch, for the model: each
+// granted path, least specific first, with its mode ("/w (read-write),
+// /usr/share (read-only)"), or "no paths". Denied and protected paths are
+// left out: it reveals nothing the grant hides.
+func (g *Grant) PathSummary() string {
+	if len(g.roots) == 0 {
+		return "no paths"
+	}
+	var parts []string
+	for _, m := range g.Mounts() {
+		mode := "read-only"
+		if m.Writable {
+			mode = "read-write"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", m.Source, mode))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Masks returns the denied paths, resolved and absolute, each inside a
 // granted tree. A masked path may not exist yet; a backend must keep it from
 // being created as well as hide it.

@@ -16,3 +16,16 @@ func (g *Grant) PlainHTTPHosts() []string {
 	}
 	return slices.Clip(out)
 }
+
+// Hosts returns the network.hosts and network.private patterns in normal
+// form, for telling the model what its calls may reach.
+func (g *Grant) Hosts() []string {
+	out := make([]string, 0, len(g.hosts)+len(g.private))
+	for _, p := range g.hosts {
+		out = append(out, p.String())
+	}
+	for _, p := range g.private {
+		out = append(out, p.String())
+	}
+	return slices.Clip(out)
+}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestBackgroundCommandParse(t *testing.T) {
+	secs := func(n int) *int { return &n }
 	const id = "wrk_0123456789abcdef"
 	tests := []struct {
 		name, args string
@@ -17,7 +18,8 @@ func TestBackgroundCommandParse(t *testing.T) {
 	}{
 		{name: "status", args: `{"operation":"status","work_id":"` + id + `"}`, want: BackgroundCommandArgs{Operation: "status", WorkID: id}},
 		{name: "wait default", args: `{"operation":"wait","work_id":"` + id + `"}`, want: BackgroundCommandArgs{Operation: "wait", WorkID: id}},
-		{name: "wait secs", args: `{"operation":"wait","work_id":"` + id + `","wait_secs":600}`, want: BackgroundCommandArgs{Operation: "wait", WorkID: id, WaitSecs: 600}},
+		{name: "wait secs", args: `{"operation":"wait","work_id":"` + id + `","wait_secs":600}`, want: BackgroundCommandArgs{Operation: "wait", WorkID: id, WaitSecs: secs(600)}},
+		{name: "wait zero", args: `{"operation":"wait","work_id":"` + id + `","wait_secs":0}`, want: BackgroundCommandArgs{Operation: "wait", WorkID: id, WaitSecs: secs(0)}},
 		{name: "stop", args: `{"operation":"stop","work_id":"` + id + `"}`, want: BackgroundCommandArgs{Operation: "stop", WorkID: id}},
 		{name: "bad operation", args: `{"operation":"kill","work_id":"` + id + `"}`, err: `background_command: field "operation": must be "status", "wait" or "stop", got "kill"`},
 		{name: "missing operation", args: `{"work_id":"` + id + `"}`, err: `background_command: field "operation": required, but missing`},

@@ -6,38 +6,96 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/airlockhq/airlock/wire"
 )
 
-const editFileDescription = `Replaces exact text in a file: old_string becomes new_string. Returns how many replacements were made.
+const editFileDescription = `Replaces exact text in a file: old_string becomes new_string. Returns how many replacements were made and a unified diff of the change.
 old_string must occur exactly once unless replace_all is true (then every occurrence is replaced); an absent or non-unique old_string is refused without changing the file, so include enough surrounding text to make it unique. Whitespace and indentation must match exactly.
-Limits: regular text files only, up to the file-size limit (64 MiB by default); the file keeps its mode; paths outside the allowed root are refused.`
+edits: several edits to one file in one call, [{"old_string", "new_string", "replace_all"}], instead of old_string/new_string/replace_all. Each applies to the text the previous ones left; if any is refused, nothing is written (all or none). dry_run: true returns the diff without writing the file.
+Limits: regular text files only, up to the file-size limit (64 MiB by default); at most 100 edits; the diff shown is capped (32 KiB); the file keeps its mode; paths outside the allowed root are refused.`
 
-// EditFileArgs are edit_file's arguments.
+// MaxEdits is the most edits one edit_file call may carry.
+const MaxEdits = 100
+
+// maxDiffBytes caps the diff edit_file returns.
+const maxDiffBytes = 32 << 10
+
+// Edit is one replacement of edit_file.
+type Edit struct {
+	OldString  string  `json:"old_string" desc:"the exact text to replace; must be unique in the file (as the previous edits left it) unless replace_all is true"`
+	NewString  *string `json:"new_string" desc:"the text to put in its place; must differ from old_string"`
+	ReplaceAll bool    `json:"replace_all,omitempty" desc:"replace every occurrence of old_string (default false)"`
+}
+
+// EditFileArgs are edit_file's arguments: one edit (old_string, new_string,
+// replace_all) or several (edits), never both.
 type EditFileArgs struct {
-	Path       string `json:"path" desc:"the file to edit, absolute or relative to the working directory"`
-	OldString  string `json:"old_string" desc:"the exact text to replace; must be unique in the file unless replace_all is true"`
-	NewString  string `json:"new_string" desc:"the text to put in its place; must differ from old_string"`
-	ReplaceAll bool   `json:"replace_all,omitempty" desc:"replace every occurrence of old_string (default false)"`
+	Path       string  `json:"path" desc:"the file to edit, absolute or relative to the working directory"`
+	OldString  string  `json:"old_string,omitempty" desc:"the exact text to replace; must be unique in the file unless replace_all is true (required unless edits is given)"`
+	NewString  *string `json:"new_string,omitempty" desc:"the text to put in its place; must differ from old_string (required with old_string)"`
+	ReplaceAll bool    `json:"replace_all,omitempty" desc:"replace every occurrence of old_string (default false)"`
+	Edits      []Edit  `json:"edits,omitempty" desc:"several edits applied in order, all or none, instead of old_string/new_string/replace_all"`
+	DryRun     bool    `json:"dry_run,omitempty" desc:"return the diff the edits would make without writing the file (default false)"`
 }
 
 func (a *EditFileArgs) validate() error {
 	if err := checkPath("path", a.Path, false); err != nil {
 		return err
 	}
-	if a.OldString == "" {
-		return fmt.Errorf("field %q: must not be empty", "old_string")
+	if len(a.Edits) > 0 {
+		switch {
+		case a.OldString != "":
+			return fmt.Errorf("field %q: give either edits or old_string/new_string, not both", "old_string")
+		case a.NewString != nil:
+			return fmt.Errorf("field %q: give either edits or old_string/new_string, not both", "new_string")
+		case a.ReplaceAll:
+			return fmt.Errorf("field %q: with edits, set replace_all on each edit", "replace_all")
+		case len(a.Edits) > MaxEdits:
+			return fmt.Errorf("field %q: at most %d edits in one call, got %d", "edits", MaxEdits, len(a.Edits))
+		}
+		for i, e := range a.Edits {
+			if err := checkEdit(fmt.Sprintf("edits[%d].", i), e); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if a.OldString == a.NewString {
-		return fmt.Errorf("field %q: must differ from old_string, got the same %d bytes", "new_string", len(a.NewString))
+	if a.Edits != nil {
+		return fmt.Errorf("field %q: must hold at least one edit", "edits")
+	}
+	if a.OldString == "" && a.NewString == nil {
+		return fmt.Errorf("field %q: required, but missing (or give edits)", "old_string")
+	}
+	return checkEdit("", Edit{OldString: a.OldString, NewString: a.NewString, ReplaceAll: a.ReplaceAll})
+}
+
+// checkEdit checks one edit; prefix names it in a list ("edits[2].").
+func checkEdit(prefix string, e Edit) error {
+	if e.OldString == "" {
+		return fmt.Errorf("field %q: must not be empty", prefix+"old_string")
+	}
+	if e.NewString == nil {
+		return fmt.Errorf("field %q: required, but missing", prefix+"new_string")
+	}
+	if e.OldString == *e.NewString {
+		return fmt.Errorf("field %q: must differ from old_string, got the same %d bytes", prefix+"new_string", len(*e.NewString))
 	}
 	return nil
 }
 
-// Access reports the one file modified.
+// edits returns the call's edits, the single form as a list of one.
+func (a EditFileArgs) edits() []Edit {
+	if len(a.Edits) > 0 {
+		return a.Edits
+	}
+	return []Edit{{OldString: a.OldString, NewString: a.NewString, ReplaceAll: a.ReplaceAll}}
+}
+
+// Access reports the one file modified (read only, for a dry run).
 func (a EditFileArgs) Access() Access {
-	return Access{Paths: []PathAccess{{Path: a.Path, Write: true}}}
+	return Access{Paths: []PathAccess{{Path: a.Path, Write: !a.DryRun}}}
 }
 
 var editFile = define("edit_file", editFileDescription, runEditFile)
@@ -48,7 +106,11 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 		return Failure("%v", err)
 	}
 	defer t.close()
-	f, fi, err := t.openRegular(os.O_RDWR)
+	mode := os.O_RDWR
+	if a.DryRun {
+		mode = os.O_RDONLY // a dry run may look at a read-only file
+	}
+	f, fi, err := t.openRegular(mode)
 	if err != nil {
 		return Failure("%v", err)
 	}
@@ -67,16 +129,43 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 	if bytes.IndexByte(old[:min(len(old), sniffBytes)], 0) >= 0 {
 		return Failure("field %q: %s is a binary file (%d bytes); edit_file edits text only", "path", t.shown, len(old))
 	}
-	k := bytes.Count(old, []byte(a.OldString))
-	switch {
-	case k == 0:
-		return Failure("field %q: not found in %s (it must match exactly, including whitespace)", "old_string", t.shown)
-	case k > 1 && !a.ReplaceAll:
-		return Failure("field %q: found %d times in %s; add surrounding text to make it unique, or set replace_all", "old_string", k, t.shown)
+	edits := a.edits()
+	updated, k := old, 0
+	for i, e := range edits {
+		field := "old_string"
+		if len(a.Edits) > 0 {
+			field = fmt.Sprintf("edits[%d].old_string", i)
+		}
+		n := bytes.Count(updated, []byte(e.OldString))
+		switch {
+		case n == 0 && i > 0:
+			return Failure("field %q: not found in %s after the edits before it (it must match exactly, including whitespace); nothing was written", field, t.shown)
+		case n == 0:
+			return Failure("field %q: not found in %s (it must match exactly, including whitespace)%s", field, t.shown, noneWritten(len(edits)))
+		case n > 1 && !e.ReplaceAll:
+			return Failure("field %q: found %d times in %s; add surrounding text to make it unique, or set replace_all%s", field, n, t.shown, noneWritten(len(edits)))
+		}
+		updated = bytes.ReplaceAll(updated, []byte(e.OldString), []byte(*e.NewString))
+		k += n
+		if int64(len(updated)) > limit {
+			nf := "new_string"
+			if len(a.Edits) > 0 {
+				nf = fmt.Sprintf("edits[%d].new_string", i)
+			}
+			return Failure("field %q: the edited file would be %d bytes, larger than the file-size limit of %d bytes", nf, len(updated), limit)
+		}
 	}
-	updated := bytes.ReplaceAll(old, []byte(a.OldString), []byte(a.NewString))
-	if int64(len(updated)) > limit {
-		return Failure("field %q: the edited file would be %d bytes, larger than the file-size limit of %d bytes", "new_string", len(updated), limit)
+	noun := "replacement"
+	if k > 1 {
+		noun = "replacements"
+	}
+	diff := capDiff(unifiedDiff(t.shown, old, updated))
+	meta := wire.Meta{Count: k, Bytes: int64(len(updated))}
+	if a.DryRun {
+		return wire.ToolOutput{
+			Content: fmt.Sprintf("dry run: would make %d %s in %s; nothing was written\n%s", k, noun, t.shown, diff),
+			Meta:    meta,
+		}
 	}
 	lf, err := t.resolveLeaf()
 	if err != nil {
@@ -89,12 +178,25 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 	if err := t.replace(lf, updated); err != nil {
 		return Failure("edit_file %v", err)
 	}
-	noun := "replacement"
-	if k > 1 {
-		noun = "replacements"
-	}
 	return wire.ToolOutput{
-		Content: fmt.Sprintf("made %d %s in %s", k, noun, t.shown),
-		Meta:    wire.Meta{Count: k, Bytes: int64(len(updated))},
+		Content: fmt.Sprintf("made %d %s in %s\n%s", k, noun, t.shown, diff),
+		Meta:    meta,
 	}
+}
+
+// noneWritten notes, for a call of several edits, that none was applied.
+func noneWritten(edits int) string {
+	if edits > 1 {
+		return "; nothing was written"
+	}
+	return ""
+}
+
+// capDiff cuts a diff at maxDiffBytes, on a line, saying how much was cut.
+func capDiff(d string) string {
+	if len(d) <= maxDiffBytes {
+		return d
+	}
+	cut := strings.LastIndexByte(d[:maxDiffBytes], '\n') + 1
+	return d[:cut] + fmt.Sprintf("[diff cut: %d more bytes]\n", len(d)-cut)
 }

@@ -3,8 +3,10 @@
 package tool
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -45,6 +47,23 @@ func TestEditFile(t *testing.T) {
 		{name: "symlink_outside", args: `{"path":"out-link","old_string":"C","new_string":"b"}`, want: check{isError: true, contains: []string{"leads outside the allowed root"}}},
 		{name: "missing_new_string", args: `{"path":"f.txt","old_string":"a"}`, want: check{isError: true, contains: []string{`field "new_string": required`}}},
 		{name: "wrong_type", args: `{"path":"f.txt","old_string":"a","new_string":"b","replace_all":"yes"}`, want: check{isError: true, contains: []string{`field "replace_all": expected bool`}}},
+		{name: "multi", content: "one\ntwo\nthree\n", args: `{"path":"f.txt","edits":[{"old_string":"one","new_string":"1"},{"old_string":"three","new_string":"3"},{"old_string":"1\ntwo","new_string":"1\n2"}]}`,
+			want: check{contains: []string{"made 3 replacements in", "-one\n-two\n-three\n+1\n+2\n+3\n"}}, after: "1\n2\n3\n", golden: true},
+		{name: "multi_all_or_none", content: "one\ntwo\n", args: `{"path":"f.txt","edits":[{"old_string":"one","new_string":"1"},{"old_string":"three","new_string":"3"}]}`,
+			want: check{isError: true, contains: []string{`field "edits[1].old_string": not found in`, "nothing was written"}}, after: "one\ntwo\n"},
+		{name: "multi_not_unique", content: "x x\n", args: `{"path":"f.txt","edits":[{"old_string":"x","new_string":"y","replace_all":true},{"old_string":"y","new_string":"z"}]}`,
+			want: check{isError: true, contains: []string{`field "edits[1].old_string": found 2 times`, "nothing was written"}}, after: "x x\n"},
+		{name: "dry_run", content: "alpha beta\n", args: `{"path":"f.txt","old_string":"beta","new_string":"BETA","dry_run":true}`,
+			want: check{contains: []string{"dry run: would make 1 replacement in", "nothing was written", "-alpha beta\n+alpha BETA\n"}}, after: "alpha beta\n", golden: true},
+		{name: "multi_dry_run", content: "a\nb\n", args: `{"path":"f.txt","edits":[{"old_string":"a","new_string":"A"},{"old_string":"b","new_string":"B"}],"dry_run":true}`,
+			want: check{contains: []string{"would make 2 replacements", "+A\n+B\n"}}, after: "a\nb\n"},
+		{name: "both_forms", content: "a\n", args: `{"path":"f.txt","old_string":"a","new_string":"b","edits":[{"old_string":"a","new_string":"c"}]}`,
+			want: check{isError: true, contains: []string{`field "old_string": give either edits or old_string/new_string, not both`}}, after: "a\n"},
+		{name: "empty_edits", content: "a\n", args: `{"path":"f.txt","edits":[]}`, want: check{isError: true, contains: []string{`field "edits": must hold at least one edit`}}, after: "a\n"},
+		{name: "edit_missing_new_string", content: "a\n", args: `{"path":"f.txt","edits":[{"old_string":"a"}]}`, want: check{isError: true, contains: []string{`field "edits[0].new_string": required, but missing`}}, after: "a\n"},
+		{name: "edit_unknown_field", content: "a\n", args: `{"path":"f.txt","edits":[{"old_string":"a","new_string":"b","regex":true}]}`, want: check{isError: true, contains: []string{`unknown field "edits[0].regex"`}}, after: "a\n"},
+		{name: "edit_same_strings", content: "a\n", args: `{"path":"f.txt","edits":[{"old_string":"a","new_string":"b"},{"old_string":"b","new_string":"b"}]}`, want: check{isError: true, contains: []string{`field "edits[1].new_string": must differ from old_string`}}, after: "a\n"},
+		{name: "no_edit", content: "a\n", args: `{"path":"f.txt"}`, want: check{isError: true, contains: []string{`field "old_string": required, but missing (or give edits)`}}, after: "a\n"},
 		{name: "case_only_key", args: `{"path":"f.txt","old_string":"a","New_String":"b"}`, want: check{isError: true, contains: []string{`use "new_string"`}}},
 	}
 	for _, tt := range tests {
@@ -78,5 +97,37 @@ func TestEditFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(w.outside, "secret.txt")); string(b) != canary+"\n" {
 		t.Errorf("the canary file changed: %q", b)
+	}
+}
+
+// TestEditFileAccess: a dry run only reads the file; an edit writes it.
+func TestEditFileAccess(t *testing.T) {
+	d, _ := Lookup("edit_file")
+	for _, tt := range []struct {
+		args  string
+		write bool
+	}{
+		{`{"path":"f.txt","old_string":"a","new_string":"b"}`, true},
+		{`{"path":"f.txt","edits":[{"old_string":"a","new_string":"b"}]}`, true},
+		{`{"path":"f.txt","old_string":"a","new_string":"b","dry_run":true}`, false},
+	} {
+		a, err := d.Parse(json.RawMessage(tt.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc := a.Access()
+		if len(acc.Paths) != 1 || acc.Paths[0].Path != "f.txt" || acc.Paths[0].Write != tt.write {
+			t.Errorf("Access(%s) = %+v, want f.txt write=%v", tt.args, acc, tt.write)
+		}
+	}
+}
+
+// TestEditFileDiffIsCapped: a large change returns a diff cut at 32 KiB.
+func TestEditFileDiffIsCapped(t *testing.T) {
+	w := newWorkspace(t)
+	w.write(t, "big.txt", strings.Repeat("line of text\n", 10000))
+	out := call(t, w.env(), "edit_file", `{"path":"big.txt","old_string":"line","new_string":"LINE","replace_all":true}`)
+	if out.IsError || len(out.Content) > maxDiffBytes+200 || !strings.Contains(out.Content, "[diff cut: ") {
+		t.Errorf("large edit: %d bytes, error %v, ends %q", len(out.Content), out.IsError, out.Content[max(0, len(out.Content)-80):])
 	}
 }

@@ -120,6 +120,7 @@ func golden(t *testing.T, name, got string) {
 type check struct {
 	isError  bool
 	contains []string // substrings of Content
+	exact    string   // the whole Content, when not empty
 }
 
 func (c check) verify(t *testing.T, out wire.ToolOutput) {
@@ -131,6 +132,9 @@ func (c check) verify(t *testing.T, out wire.ToolOutput) {
 		if !strings.Contains(out.Content, s) {
 			t.Errorf("content lacks %q; content:\n%s", s, out.Content)
 		}
+	}
+	if c.exact != "" && out.Content != c.exact {
+		t.Errorf("content = %q, want %q", out.Content, c.exact)
 	}
 	noCanary(t, out)
 }

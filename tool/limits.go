@@ -9,6 +9,14 @@ const (
 	defaultTimeout     = 120 * time.Second
 )
 
+// DefaultShellTimeout is the shell tool's timeout when a call names none
+// (never more than the call's time limit).
+const DefaultShellTimeout = defaultTimeout
+
+// ShellKillFactor is how many times its output cap a shell command may
+// write before it is killed.
+const ShellKillFactor = 8
+
 // outputCap is the cap on a result's Content.
 func outputCap(env Env) int {
 	if n := env.Limits.OutputBytes; n > 0 && n < 1<<30 {

@@ -16,19 +16,42 @@ import (
 )
 
 const readFileDescription = `Reads a text file and returns its raw contents (no line numbers added).
-path is absolute or relative to the working directory. offset is the 1-based first line to return and limit the number of lines; omit both to read from the start.
-Limits: only regular files holding UTF-8 text are read; a directory, device, FIFO, socket or binary file (a NUL byte in the first 8 KiB, or invalid UTF-8) is refused. Output is capped (1 MiB by default); when cut, it ends with "[truncated: N more bytes; read further with offset/limit]". Paths outside the allowed root are refused.`
+path is absolute or relative to the working directory. offset is the 1-based first line to return and limit the number of lines; omit both to read from the start. tail returns the last N lines instead (not with offset or limit).
+paths reads several files in one call instead of path: each result starts with a line "==> PATH <==", a file that cannot be read says why in its place without failing the others, and the output cap is shared between them.
+Limits: only regular files holding UTF-8 text are read; a directory, device, FIFO, socket or binary file (a NUL byte in the first 8 KiB, or invalid UTF-8) is refused. At most 50 paths. Output is capped (1 MiB by default, for all paths together); when cut, it ends with "[truncated: N more bytes; read further with offset/limit]" (a tail keeps its end and says so at its start). Paths outside the allowed root are refused.`
 
-// ReadFileArgs are read_file's arguments.
+// MaxReadPaths is the most paths one read_file call may name.
+const MaxReadPaths = 50
+
+// ReadFileArgs are read_file's arguments: one path or several.
 type ReadFileArgs struct {
-	Path   string `json:"path" desc:"the file to read, absolute or relative to the working directory"`
-	Offset int    `json:"offset,omitempty" desc:"1-based number of the first line to return (default 1)" min:"1"`
-	Limit  int    `json:"limit,omitempty" desc:"the number of lines to return (default: to the end, within the output cap)" min:"1"`
+	Path   string   `json:"path,omitempty" desc:"the file to read, absolute or relative to the working directory (required unless paths is given)"`
+	Paths  []string `json:"paths,omitempty" desc:"several files to read in one call, instead of path; each result is labelled with its path"`
+	Offset int      `json:"offset,omitempty" desc:"1-based number of the first line to return (default 1)" min:"1"`
+	Limit  int      `json:"limit,omitempty" desc:"the number of lines to return (default: to the end, within the output cap)" min:"1"`
+	Tail   int      `json:"tail,omitempty" desc:"return the last N lines (not with offset or limit)" min:"1"`
 }
 
 func (a *ReadFileArgs) validate() error {
-	if err := checkPath("path", a.Path, false); err != nil {
-		return err
+	switch {
+	case a.Path != "" && a.Paths != nil:
+		return fmt.Errorf("field %q: give either path or paths, not both", "paths")
+	case a.Paths != nil && len(a.Paths) == 0:
+		return fmt.Errorf("field %q: must name at least one path", "paths")
+	case len(a.Paths) > MaxReadPaths:
+		return fmt.Errorf("field %q: at most %d paths in one call, got %d", "paths", MaxReadPaths, len(a.Paths))
+	case a.Paths == nil:
+		if a.Path == "" {
+			return fmt.Errorf("field %q: required, but missing or empty (give path, or paths for several files)", "path")
+		}
+		if err := checkPath("path", a.Path, false); err != nil {
+			return err
+		}
+	}
+	for i, p := range a.Paths {
+		if err := checkPath(fmt.Sprintf("paths[%d]", i), p, false); err != nil {
+			return err
+		}
 	}
 	if a.Offset < 0 {
 		return fmt.Errorf("field %q: must be >= 1, got %d", "offset", a.Offset)
@@ -36,11 +59,33 @@ func (a *ReadFileArgs) validate() error {
 	if a.Limit < 0 {
 		return fmt.Errorf("field %q: must be >= 1, got %d", "limit", a.Limit)
 	}
+	switch {
+	case a.Tail < 0:
+		return fmt.Errorf("field %q: must be >= 1, got %d", "tail", a.Tail)
+	case a.Tail > 0 && a.Offset > 0:
+		return fmt.Errorf("field %q: tail counts from the end, offset from the start: give one, not both", "tail")
+	case a.Tail > 0 && a.Limit > 0:
+		return fmt.Errorf("field %q: tail already says how many lines: give tail or limit, not both", "tail")
+	}
 	return nil
 }
 
-// Access reports the one file read.
-func (a ReadFileArgs) Access() Access { return Access{Paths: []PathAccess{{Path: a.Path}}} }
+// paths returns every path the call reads.
+func (a ReadFileArgs) paths() []string {
+	if a.Paths != nil {
+		return a.Paths
+	}
+	return []string{a.Path}
+}
+
+// Access reports every file read.
+func (a ReadFileArgs) Access() Access {
+	var acc Access
+	for _, p := range a.paths() {
+		acc.Paths = append(acc.Paths, PathAccess{Path: p})
+	}
+	return acc
+}
 
 var readFile = define("read_file", readFileDescription, runReadFile)
 
@@ -48,7 +93,45 @@ var readFile = define("read_file", readFileDescription, runReadFile)
 const sniffBytes = 8 << 10
 
 func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
-	t, err := resolve(env, "path", a.Path)
+	cp := outputCap(env)
+	if a.Paths == nil {
+		return readOne(ctx, env, a, "path", a.Path, cp)
+	}
+	// Several files share the cap: each gets an equal part, so a large
+	// first file cannot crowd out the rest.
+	share := max(cp/len(a.Paths), 1)
+	var b strings.Builder
+	res := wire.ToolOutput{}
+	failed := 0
+	for i, p := range a.Paths {
+		out := readOne(ctx, env, a, fmt.Sprintf("paths[%d]", i), p, share)
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "==> %s <==\n", p)
+		b.WriteString(out.Content)
+		if !strings.HasSuffix(out.Content, "\n") {
+			b.WriteByte('\n')
+		}
+		if out.IsError {
+			failed++
+			continue
+		}
+		res.Meta.Count++
+		res.Meta.Bytes += out.Meta.Bytes
+		res.Meta.OmittedBytes += out.Meta.OmittedBytes
+		res.Truncated = res.Truncated || out.Truncated
+	}
+	res.Content = b.String()
+	// The call failed only when no file could be read.
+	res.IsError = failed == len(a.Paths)
+	return res
+}
+
+// readOne reads one file for read_file; field names the argument that gave
+// its path, cp caps what it returns.
+func readOne(ctx context.Context, env Env, a ReadFileArgs, field, path string, cp int) wire.ToolOutput {
+	t, err := resolve(env, field, path)
 	if err != nil {
 		return Failure("%v", err)
 	}
@@ -70,7 +153,10 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 	}
 	size = max(size, int64(len(head)))
 	if bytes.IndexByte(head, 0) >= 0 {
-		return Failure("field %q: %s is a binary file (%d bytes; a NUL byte in its first 8 KiB); read_file reads text only", "path", t.shown, size)
+		return Failure("field %q: %s is a binary file (%d bytes; a NUL byte in its first 8 KiB); read_file reads text only", field, t.shown, size)
+	}
+	if a.Tail > 0 {
+		return readTail(ctx, t, f, br, field, a.Tail, cp)
 	}
 
 	// Skip to the first line wanted, holding at most one buffer of it.
@@ -97,7 +183,6 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 		return Failure("%v", t.describe(err))
 	}
 
-	cp := outputCap(env)
 	var out bytes.Buffer
 	out.Grow(int(min(size-skipped, int64(cp)) + 64<<10)) // the cap plus one buffered line: no regrowth
 	lines, truncated := 0, false
@@ -126,7 +211,7 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 		omitted = max(size-skipped-int64(len(content)), int64(out.Len()-len(content)))
 	}
 	if !utf8.Valid(content) {
-		return Failure("field %q: %s is a binary file (%d bytes; not valid UTF-8); read_file reads text only", "path", t.shown, size)
+		return Failure("field %q: %s is a binary file (%d bytes; not valid UTF-8); read_file reads text only", field, t.shown, size)
 	}
 	res := wire.ToolOutput{Meta: wire.Meta{Bytes: int64(len(content))}}
 	if !truncated {
@@ -162,4 +247,86 @@ func cutText(b []byte, n int) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// readTail returns the last n lines of f, whose start br has buffered
+// (already sniffed as text). It reads the whole file once, keeping at most
+// n lines and at most cp bytes of them: a file in /proc has no size to seek
+// from, and a regular file is read at the speed of the disk. Past cp the
+// start of the tail is cut at a line, and the result says so first.
+func readTail(ctx context.Context, t target, f *os.File, br *bufio.Reader, field string, n, cp int) wire.ToolOutput {
+	var (
+		lines   [][]byte // the last lines kept, oldest first
+		held    int      // bytes in lines
+		cut     []int    // sizes of the lines before them cut for the cap, oldest first
+		partial []byte   // a line longer than the reader's buffer, so far
+	)
+	push := func(line []byte) {
+		lines = append(lines, line)
+		held += len(line)
+		if len(cut)+len(lines) > n { // the oldest is no longer among the last n
+			if len(cut) > 0 {
+				cut = cut[1:]
+			} else {
+				held -= len(lines[0])
+				lines = lines[1:]
+			}
+		}
+		for len(lines) > 1 && held > cp {
+			held -= len(lines[0])
+			cut = append(cut, len(lines[0]))
+			lines = lines[1:]
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return Failure("read_file stopped: %v", err)
+		}
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			partial = append(partial, chunk...)
+			if len(partial) > cp {
+				partial = partial[len(partial)-cp:] // only its end can be shown
+			}
+			continue
+		}
+		if len(chunk) > 0 || len(partial) > 0 {
+			line := append(partial, chunk...)
+			partial = nil
+			push(bytes.Clone(line))
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		return Failure("%v", t.describe(err))
+	}
+	var dropped int64
+	for _, c := range cut {
+		dropped += int64(c)
+	}
+	ordered := lines
+	content := bytes.Join(ordered, nil)
+	if len(content) > cp {
+		cut := len(content) - cp
+		for cut < len(content) && !utf8.RuneStart(content[cut]) {
+			cut++
+		}
+		dropped += int64(cut)
+		content = content[cut:]
+	}
+	if !utf8.Valid(content) {
+		return Failure("field %q: %s is a binary file (not valid UTF-8); read_file reads text only", field, t.shown)
+	}
+	res := wire.ToolOutput{Meta: wire.Meta{Bytes: int64(len(content)), Count: len(ordered)}}
+	if dropped == 0 {
+		res.Content = string(content)
+		return res
+	}
+	res.Content = fmt.Sprintf("[truncated: the %d bytes before this were cut to fit the output cap; read them with offset/limit]\n", dropped) + string(content)
+	res.Truncated = true
+	res.Meta.OmittedBytes = dropped
+	return res
 }

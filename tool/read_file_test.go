@@ -72,7 +72,20 @@ func TestReadFile(t *testing.T) {
 		{name: "wrong_type", args: `{"path":7}`, want: check{isError: true, contains: []string{`field "path": expected string, got JSON number`}}},
 		{name: "case_only_key", args: `{"Path":"hello.txt"}`, want: check{isError: true, contains: []string{`"Path"`, `use "path"`}}},
 		{name: "duplicate_key", args: `{"path":"hello.txt","path":"x"}`, want: check{isError: true, contains: []string{`duplicate key "path"`}}},
-		{name: "empty_path", args: `{"path":""}`, want: check{isError: true, contains: []string{`field "path": must not be empty`}}},
+		{name: "empty_path", args: `{"path":""}`, want: check{isError: true, contains: []string{`field "path": required, but missing or empty`}}},
+		{name: "paths", args: `{"paths":["hello.txt","missing.txt","sub/a.go"]}`, want: check{contains: []string{"==> hello.txt <==\nline one\nline two\nline three\n\n==> missing.txt <==\n", "no such file", "==> sub/a.go <==\npackage sub"}}, golden: true},
+		{name: "paths_all_fail", args: `{"paths":["missing.txt","bin.dat"]}`, want: check{isError: true, contains: []string{"==> missing.txt <==", "==> bin.dat <==", "binary file"}}},
+		{name: "paths_field_named", args: `{"paths":["hello.txt","../../etc/passwd"]}`, want: check{contains: []string{`field "paths[1]": "../../etc/passwd" lies outside the allowed root`, "line one"}}},
+		{name: "paths_share_the_cap", env: small, args: `{"paths":["many.txt","hello.txt"]}`, want: check{contains: []string{"==> many.txt <==", "[truncated: ", "==> hello.txt <==\nline one"}}},
+		{name: "path_and_paths", args: `{"path":"hello.txt","paths":["hello.txt"]}`, want: check{isError: true, contains: []string{`field "paths": give either path or paths, not both`}}},
+		{name: "empty_paths", args: `{"paths":[]}`, want: check{isError: true, contains: []string{`field "paths": must name at least one path`}}},
+		{name: "empty_path_in_paths", args: `{"paths":["hello.txt",""]}`, want: check{isError: true, contains: []string{`field "paths[1]"`}}},
+		{name: "tail", args: `{"path":"hello.txt","tail":2}`, want: check{exact: "line two\nline three\n"}, golden: true},
+		{name: "tail_more_than_the_file", args: `{"path":"hello.txt","tail":50}`, want: check{exact: "line one\nline two\nline three\n"}},
+		{name: "tail_cut_to_the_cap", env: small, args: `{"path":"many.txt","tail":5}`, want: check{contains: []string{"[truncated: the 22 bytes before this were cut", "0123456789\n0123456789\n0123456789\n"}}},
+		{name: "tail_with_offset", args: `{"path":"hello.txt","tail":2,"offset":1}`, want: check{isError: true, contains: []string{`field "tail": tail counts from the end, offset from the start`}}},
+		{name: "tail_with_limit", args: `{"path":"hello.txt","tail":2,"limit":1}`, want: check{isError: true, contains: []string{`field "tail": tail already says how many lines`}}},
+		{name: "tail_binary", args: `{"path":"bin.dat","tail":1}`, want: check{isError: true, contains: []string{"binary file"}}},
 		{name: "missing_path", args: `{}`, want: check{isError: true, contains: []string{`field "path": required, but missing`}}},
 		{name: "nul_in_path", args: `{"path":"a\u0000b"}`, want: check{isError: true, contains: []string{`field "path": must not contain a NUL byte`}}},
 	}
@@ -115,5 +128,19 @@ func TestReadFileHugeFileCostsTheCap(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 8*defaultOutputBytes {
 		t.Errorf("reading allocated %d bytes, want O(cap) (<= %d)", got, 8*defaultOutputBytes)
+	}
+}
+
+// TestReadFileAccessListsEveryPath: the grant check sees every path.
+func TestReadFileAccessListsEveryPath(t *testing.T) {
+	d, _ := Lookup("read_file")
+	a, err := d.Parse([]byte(`{"paths":["a","/etc/passwd","b/c"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.Access().Paths
+	want := []PathAccess{{Path: "a"}, {Path: "/etc/passwd"}, {Path: "b/c"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Access = %v, want %v", got, want)
 	}
 }

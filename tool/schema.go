@@ -14,29 +14,25 @@ import (
 //	desc:"..."              the property's description
 //	enum:"a,b,c"            allowed string values
 //	min:"0" max:"600"       numeric bounds
+//
+// A pointer field is its element (optional when tagged so; nil means absent),
+// a slice of structs is an array of objects derived the same way.
 func schemaFor(v any) json.RawMessage {
 	t := reflect.TypeOf(v)
+	b, err := json.Marshal(objectSchema(t))
+	if err != nil {
+		panic("tool: schema for " + t.Name() + ": " + err.Error())
+	}
+	return b
+}
+
+// objectSchema is the schema of struct type t.
+func objectSchema(t reflect.Type) map[string]any {
 	props := map[string]any{}
 	var required []string
 	for _, af := range argFields(t) {
 		f, name := af.field, af.name
-		p := map[string]any{}
-		switch f.Type.Kind() {
-		case reflect.String:
-			p["type"] = "string"
-		case reflect.Bool:
-			p["type"] = "boolean"
-		case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
-			p["type"] = "integer"
-		case reflect.Float32, reflect.Float64:
-			p["type"] = "number"
-		case reflect.Slice:
-			p["type"] = "array"
-			p["items"] = map[string]any{"type": "string"}
-		case reflect.Map:
-			p["type"] = "object"
-			p["additionalProperties"] = map[string]any{"type": "string"}
-		}
+		p := typeSchema(f.Type)
 		if d := f.Tag.Get("desc"); d != "" {
 			p["description"] = d
 		}
@@ -64,11 +60,35 @@ func schemaFor(v any) json.RawMessage {
 	if len(required) > 0 {
 		s["required"] = required
 	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic("tool: schema for " + t.Name() + ": " + err.Error())
+	return s
+}
+
+// typeSchema is the schema of one field's type.
+func typeSchema(t reflect.Type) map[string]any {
+	p := map[string]any{}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return typeSchema(t.Elem())
+	case reflect.String:
+		p["type"] = "string"
+	case reflect.Bool:
+		p["type"] = "boolean"
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
+		p["type"] = "integer"
+	case reflect.Float32, reflect.Float64:
+		p["type"] = "number"
+	case reflect.Slice:
+		p["type"] = "array"
+		if t.Elem().Kind() == reflect.Struct {
+			p["items"] = objectSchema(t.Elem())
+		} else {
+			p["items"] = typeSchema(t.Elem())
+		}
+	case reflect.Map:
+		p["type"] = "object"
+		p["additionalProperties"] = map[string]any{"type": "string"}
 	}
-	return b
+	return p
 }
 
 // argField is one JSON-visible field of an args struct.

@@ -50,7 +50,7 @@ func runCommand(ctx context.Context, command, dir string, timeout time.Duration,
 	kill := func() { killOnce.Do(func() { syscall.Kill(-pgid, syscall.SIGKILL) }) }
 
 	out := newHeadTail(maxOut)
-	hard := 8 * int64(maxOut)
+	hard := ShellKillFactor * int64(maxOut)
 	var overflow bool
 	readDone := make(chan struct{})
 	go func() {
@@ -119,8 +119,20 @@ func renderShell(out *headTail, waitErr error, end shellEnd) wire.ToolOutput {
 		res.Truncated = true
 		res.Meta.OmittedBytes = cut
 	}
-	if end.overflow {
+	var ee *exec.ExitError
+	var signalled bool
+	if errors.As(waitErr, &ee) {
+		ws, ok := ee.Sys().(syscall.WaitStatus)
+		signalled = ok && ws.Signaled()
+	}
+	if end.overflow && signalled {
 		fmt.Fprintf(&b, "[output passed %d bytes; the command was killed]\n", end.hard)
+		res.IsError = true
+		res.Meta.Limit = "output"
+	} else if end.overflow {
+		// It exited on its own before the kill landed: say what is true,
+		// not that it was killed.
+		fmt.Fprintf(&b, "[output passed %d bytes; the rest was dropped]\n", end.hard)
 		res.IsError = true
 		res.Meta.Limit = "output"
 	}
@@ -133,7 +145,6 @@ func renderShell(out *headTail, waitErr error, end shellEnd) wire.ToolOutput {
 		fmt.Fprintf(&b, "[stopped: %v]\n", end.ctxErr)
 		res.IsError = true
 	}
-	var ee *exec.ExitError
 	switch {
 	case waitErr == nil:
 		code := 0

@@ -102,6 +102,7 @@ type Meta struct {
 	Bytes        int64      `json:"bytes,omitempty"`         // bytes read or written
 	Count        int        `json:"count,omitempty"`         // matches, files or lines returned
 	WorkID       string     `json:"work_id,omitempty"`       // background work started by the call
+	WorkState    string     `json:"work_state,omitempty"`    // background_command: running, exited, stopped or failed
 	Limit        string     `json:"limit,omitempty"`         // the limit that ended the call, if any
 	LimitsHit    []string   `json:"limits_hit,omitempty"`    // every limit the call hit, Limit included
 	HTTPStatus   int        `json:"http_status,omitempty"`   // http_fetch: the final status

@@ -40,6 +40,9 @@ const (
 	TailBytes = 16 << 10
 	// StopGrace is how long stop waits after SIGTERM before SIGKILL.
 	StopGrace = 2 * time.Second
+	// KillWait is how long stop waits for the work to end after SIGKILL
+	// before it answers with the work's state as it is.
+	KillWait = 3 * time.Second
 	// backgroundOutputFactor: a background command may write this many times
 	// the grant's output limit to stdout (and, separately, stderr), as a
 	// foreground shell command may, before the output limit ends it.
@@ -238,7 +241,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
 	w := &work{
-		id: id, callID: c.id, command: s.redactor.String(a.Command), cwd: cwd, logPath: logPath,
+		id: id, callID: c.id, command: s.secrets.redact().String(a.Command), cwd: cwd, logPath: logPath,
 		started: time.Now(),
 		out:     newWorkOutput(f, s.opts.BackgroundLogCap),
 		stopCh:  make(chan struct{}),
@@ -259,7 +262,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 
 	rec := audit.Record{
 		Kind: audit.KindBackgroundStart, Session: s.id, CallID: c.id, Tool: c.tool, WorkID: id,
-		Args:     redactJSON(s.redactor, c.args),
+		Args:     redactJSON(s.secrets.redact(), c.args),
 		Decision: "allowed",
 		Class:    WorkRunning,
 		Backend:  s.opts.Backend.Report().Backend,
@@ -353,7 +356,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 		}
 	case res == nil:
 		info.State = WorkFailed
-		info.Detail = s.redactor.String(errString(err))
+		info.Detail = s.secrets.redact().String(errString(err))
 		w.fail = SentenceCannotRun
 		var mf *sandbox.MissingFeatureError
 		if errors.As(err, &mf) {
@@ -478,9 +481,12 @@ func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.Backgro
 	note := ""
 	switch a.Operation {
 	case tool.OpWait:
-		secs := a.WaitSecs
+		secs := tool.MaxWaitSeconds
+		if a.WaitSecs != nil {
+			secs = *a.WaitSecs
+		}
 		if secs == 0 {
-			secs = tool.MaxWaitSeconds
+			break // wait_secs 0: answer at once, as status does
 		}
 		t0 := time.Now()
 		t := time.NewTimer(time.Duration(secs) * time.Second)
@@ -497,7 +503,9 @@ func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.Backgro
 			note = "it had already ended; nothing was stopped"
 			break
 		}
-		s.stopWork(ctx, w, "stopped by background_command")
+		if !s.stopWork(ctx, w, "stopped by background_command") {
+			note = fmt.Sprintf("its processes had not all ended %v after SIGKILL; it is still being torn down (ask for its status again)", KillWait)
+		}
 	}
 	info := w.snapshot()
 	w.mu.Lock()
@@ -511,25 +519,35 @@ func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.Backgro
 }
 
 // stopWork sends SIGTERM to every process of the work's sandbox, SIGKILL
-// after StopGrace (at once if ctx ends), and returns once they are gone.
-func (s *Session) stopWork(ctx context.Context, w *work, why string) {
+// after StopGrace (at once if ctx ends), and returns once they are gone,
+// true; or false when they are not gone KillWait after the SIGKILL (a
+// process stuck in the kernel, a backend slow to tear down): the caller
+// answers with the state the work is in rather than wait without end.
+func (s *Session) stopWork(ctx context.Context, w *work, why string) bool {
 	w.requestStop(why)
 	t := time.NewTimer(StopGrace)
 	defer t.Stop()
 	select {
 	case <-w.done:
-		return
+		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	w.cancel()
-	<-w.done
+	k := time.NewTimer(KillWait)
+	defer k.Stop()
+	select {
+	case <-w.done:
+		return true
+	case <-k.C:
+		return false
+	}
 }
 
 // renderStatus is what the model reads about one work.
 func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, note string, tail tailOutput) wire.ToolOutput {
 	var b strings.Builder
-	out := wire.ToolOutput{Meta: wire.Meta{WorkID: i.ID, Limit: i.Limit, LimitsHit: i.LimitsHit, Signal: i.Signal, ExitCode: i.ExitCode, Bytes: i.Bytes}}
+	out := wire.ToolOutput{Meta: wire.Meta{WorkID: i.ID, WorkState: string(i.State), Limit: i.Limit, LimitsHit: i.LimitsHit, Signal: i.Signal, ExitCode: i.ExitCode, Bytes: i.Bytes}}
 	switch i.State {
 	case WorkRunning:
 		fmt.Fprintf(&b, "work %s: running for %.1fs\n", i.ID, time.Since(i.Started).Seconds())

@@ -159,7 +159,9 @@ func TestBackgroundWaitTimesOut(t *testing.T) {
 	t0 := time.Now()
 	res := workCall(t, s, "wait", id, `,"wait_secs":1`)
 	took := time.Since(t0)
-	if took < time.Second || took > 5*time.Second {
+	// It waited (at least the second asked for) and returned while the
+	// 30 s command still runs (a loose bound: a loaded machine is slow).
+	if took < time.Second || took > 25*time.Second {
 		t.Errorf("wait_secs 1 took %v", took)
 	}
 	if !strings.Contains(res.Output.Content, ": running for ") || !strings.Contains(res.Output.Content, "\nwaited 1.") {
@@ -181,7 +183,9 @@ func TestBackgroundStopTrappedSIGTERM(t *testing.T) {
 			t0 := time.Now()
 			res := workCall(t, s, "stop", id, "")
 			took := time.Since(t0)
-			if took < broker.StopGrace || took > broker.StopGrace+5*time.Second {
+			// The grace was given in full; then SIGKILL ended the loop
+			// (checked by the signal below), not a hang.
+			if took < broker.StopGrace {
 				t.Errorf("stop of a process that ignores SIGTERM took %v, want the %v grace and then SIGKILL", took, broker.StopGrace)
 			}
 			if !strings.Contains(res.Output.Content, "work "+id+": stopped (killed by signal 9) after ") {
@@ -217,11 +221,9 @@ func TestBackgroundStopDoubleForkedTree(t *testing.T) {
 	if len(processesMatching(t, marker)) < 2 {
 		t.Fatalf("the daemon is not running: %v", processesMatching(t, marker))
 	}
-	t0 := time.Now()
+	// Every process ended on SIGTERM: the status below names signal 15,
+	// not the SIGKILL that follows the grace.
 	res := workCall(t, s, "stop", id, "")
-	if took := time.Since(t0); took >= broker.StopGrace {
-		t.Errorf("stop took %v: every process should have ended on SIGTERM", took)
-	}
 	if !strings.Contains(lastOutput(res.Output.Content), "daemon got TERM") {
 		t.Errorf("the double-forked daemon never saw SIGTERM: %q", res.Output.Content)
 	}
@@ -543,4 +545,57 @@ func TestBackgroundRefusedStarts(t *testing.T) {
 			t.Errorf("third background command: %+v", res)
 		}
 	})
+}
+
+// TestBackgroundWaitZeroAnswersAtOnce: wait_secs 0 answers with the state
+// as it is, while a 30 s command still runs (absent means the default wait).
+func TestBackgroundWaitZeroAnswersAtOnce(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Unsandboxed(t), nil)
+	id := startWork(t, s, "sleep 30")
+	done := make(chan *broker.Result, 1)
+	go func() { done <- workCall(t, s, "wait", id, `,"wait_secs":0`) }()
+	var res *broker.Result
+	select {
+	case res = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("wait_secs 0 did not answer while the 30 s command ran: it waited")
+	}
+	if res.Output.IsError || res.Output.Meta.WorkState != broker.WorkRunning || !strings.Contains(res.Output.Content, ": running for ") {
+		t.Errorf("wait_secs 0 = %+v", res.Output)
+	}
+}
+
+// stuckBackend runs a sandbox that ignores SIGTERM and cancellation until
+// released, as a process stuck in the kernel would.
+type stuckBackend struct {
+	sandbox.Backend
+	release chan struct{}
+}
+
+func (b stuckBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	<-b.release
+	return &sandbox.Result{Signal: 9}, nil
+}
+
+// TestBackgroundStopIsBounded: stop gives SIGTERM its grace, then SIGKILL,
+// then waits KillWait at most; a work that has not ended by then is reported
+// in the state it is in (running), not waited for without end.
+func TestBackgroundStopIsBounded(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	b := stuckBackend{Backend: sandboxtest.Unsandboxed(t), release: make(chan struct{})}
+	s := f.open(t, b, nil)
+	defer close(b.release) // before the session's Close, registered earlier, runs
+	id := startWork(t, s, "sleep 1000")
+	done := make(chan *broker.Result, 1)
+	go func() { done <- workCall(t, s, "stop", id, "") }()
+	var res *broker.Result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("stop of a work that does not die never answered")
+	}
+	if res.Output.Meta.WorkState != broker.WorkRunning || !strings.Contains(res.Output.Content, "had not all ended 3s after SIGKILL") {
+		t.Errorf("stop of a stuck work = %+v", res.Output)
+	}
 }

@@ -63,8 +63,12 @@ type Options struct {
 	RecordsDir string
 	// ID names the session; empty generates "ses_<hex>".
 	ID string
-	// Secrets are the values of the grant's secrets, by name.
+	// Secrets are values of the grant's secrets, by name, given up front.
 	Secrets map[string]string
+	// LoadSecret reads a secret not in Secrets from its source when a call
+	// first needs it; nil means only Secrets are known. A secret that
+	// cannot be read fails only the calls that need it.
+	LoadSecret SecretLoader
 	// ToolRoot is the directory file tools resolve beneath: "/" in a sandbox
 	// (whose mounts hold only the grant), the granted directory when the
 	// backend does not isolate. Empty means "/".
@@ -125,12 +129,12 @@ func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []st
 
 // Session is one grant's calls. It is safe for concurrent use.
 type Session struct {
-	opts     Options
-	id       string
-	dir      string
-	log      *audit.Log
-	redactor *secret.Redactor
-	logger   *slog.Logger
+	opts    Options
+	id      string
+	dir     string
+	log     *audit.Log
+	secrets *secretStore
+	logger  *slog.Logger
 
 	slots   chan struct{}
 	waiting atomic.Int64
@@ -231,7 +235,7 @@ func Open(opts *Options) (*Session, error) {
 		id:        o.ID,
 		dir:       dir,
 		log:       lg,
-		redactor:  secret.NewRedactor(o.Secrets),
+		secrets:   newSecretStore(o.Secrets, o.LoadSecret),
 		logger:    logger.With("session", o.ID),
 		slots:     make(chan struct{}, o.MaxConcurrent),
 		bg:        background{works: map[string]*work{}},
@@ -240,6 +244,7 @@ func Open(opts *Options) (*Session, error) {
 		closeDone: make(chan struct{}),
 		live:      live,
 	}
+	s.secrets.preload(o.Grant.Secrets())
 	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant)}); err != nil {
 		lg.Close()
 		live.Close()
@@ -412,6 +417,10 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	if !d.Allowed {
 		return refuse(d, "")
 	}
+	secrets, err := s.secretsFor(c.tool, acc.Hosts)
+	if err != nil {
+		return refuse(grant.Decision{Rule: "secrets"}, err.Error())
+	}
 	if c.tool == "web_search" {
 		if most, set := s.opts.Grant.MaxSearches(); set {
 			if n := s.searches.Add(1); n > int64(most) {
@@ -462,7 +471,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		Context: wire.CallContext{
 			CallID:  c.id,
 			Session: s.id,
-			Secrets: s.secretsFor(c.tool, acc),
+			Secrets: secrets,
 			Root:    s.opts.ToolRoot,
 			Cwd:     s.opts.Grant.WorkDir(),
 			Limits: wire.ToolLimits{
@@ -521,23 +530,6 @@ func grantCall(name string, acc tool.Access, cwd string) grant.Call {
 	return gc
 }
 
-// secretsFor returns the secrets the grant gives this tool for the hosts the
-// call names.
-func (s *Session) secretsFor(name string, acc tool.Access) map[string]string {
-	var out map[string]string
-	for _, r := range s.opts.Grant.Secrets() {
-		v, ok := s.opts.Secrets[r.Name]
-		if !ok || !secretApplies(r, name, acc.Hosts) {
-			continue
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[r.Name] = v
-	}
-	return out
-}
-
 // record writes the call's audit record.
 func (s *Session) record(c *call, res *Result) error {
 	rec := audit.Record{
@@ -545,19 +537,19 @@ func (s *Session) record(c *call, res *Result) error {
 		Session:  s.id,
 		CallID:   c.id,
 		Tool:     c.tool,
-		Args:     shortenJSON(redactJSON(s.redactor, c.args)),
+		Args:     shortenJSON(redactJSON(s.secrets.redact(), c.args)),
 		Decision: "allowed",
 		Rule:     res.Decision.Rule,
 		Risks:    res.Decision.Risks,
 		Class:    c.out.Class,
-		Detail:   s.redactor.String(c.out.Detail),
+		Detail:   s.secrets.redact().String(c.out.Detail),
 		Duration: ms(time.Since(c.start)),
 		BytesOut: len(res.Output.Content),
 	}
 	rec.Truncated = res.Output.Truncated
 	rec.Cost = c.out.Output.Meta.Cost
 	if res.Class == ClassRefused {
-		rec.Decision, rec.Reason = "refused", s.redactor.String(res.Decision.Reason)
+		rec.Decision, rec.Reason = "refused", s.secrets.redact().String(res.Decision.Reason)
 	} else {
 		rec.Limits = &audit.Limits{
 			TimeMS:      c.limits.Time.Milliseconds(),

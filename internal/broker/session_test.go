@@ -299,13 +299,11 @@ func TestAdmissionRefusesFastBeyondTheQueue(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	start := time.Now()
+	// The third call is refused while the first two still hold the slot
+	// and the queue (they end only at cancel below): it did not wait.
 	res := call(t, s, "read_file", `{"path":"hello.txt"}`)
 	if !res.Refused() || !strings.Contains(res.Output.Content, "airlock is busy") {
 		t.Fatalf("third call: %+v", res.Output)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("refusal took %v; it must be fast", d)
 	}
 	cancel()
 	wg.Wait()

@@ -6,10 +6,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/wire"
 
 	"github.com/airlockhq/airlock/internal/printable"
+	"github.com/airlockhq/airlock/tool"
 )
 
 func callCommand() *command {
@@ -24,25 +30,41 @@ text the model would read, made safe for a terminal: control characters
 invisible format characters and bytes that are not UTF-8 are shown as escapes
 (\x1b, \r, \u202e, \xff), and "[airlock" in the tool's output is shown as
 "\[airlock", so only airlock's own label, the first line, starts that way.
---json prints the result exactly as the model gets it. Exit status: 0 when the call completed (even if the
-tool reports a failure such as a missing file), 1 when the grant refused it or
-the sandbox could not run it, 2 for bad usage.
+--json prints the result exactly as the model gets it.
 
-Example: airlock call read_file '{"path": "README.md"}'`,
+Exit status: 0 when the call completed, even if the tool reports a failure
+(a missing file, a command that exited non-zero: its status is in the
+result's "[exit N]" line); 1 when the grant refused it, the sandbox could not
+run it, or it hit a limit that ended it (time, memory, output: the reason is
+on stderr); 2 for bad usage.
+
+Example: airlock call read_file '{"path": "README.md"}'
+
+Tools: ` + strings.Join(tool.Names(), ", ") + `
+(airlock tools prints their schemas; airlock check explains a grant's decision).`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
 		var gf grantFlags
 		gf.register(fs)
 		asJSON := fs.Bool("json", false, "print the whole ToolOutput as JSON")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
-		if fs.NArg() < 1 || fs.NArg() > 2 {
-			fs.Usage()
-			return exitUsage
+		switch n := fs.NArg(); {
+		case n == 0:
+			return usageError(env, c, "missing TOOL: usage: airlock call [flags] TOOL 'JSON-ARGS' (tools: %s)", strings.Join(tool.Names(), ", "))
+		case n > 2:
+			return usageError(env, c, "too many arguments (%d): usage: airlock call [flags] TOOL 'JSON-ARGS' (quote the JSON)", n)
 		}
 		toolName, rawArgs := fs.Arg(0), "{}"
+		if _, ok := tool.Lookup(toolName); !ok {
+			hint := ""
+			if s := suggest(toolName, tool.Names()); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return usageError(env, c, "unknown tool %q%s; tools: %s", toolName, hint, strings.Join(tool.Names(), ", "))
+		}
 		if fs.NArg() == 2 {
 			rawArgs = fs.Arg(1)
 		}
@@ -73,12 +95,44 @@ Example: airlock call read_file '{"path": "README.md"}'`,
 		} else {
 			fmt.Fprintln(env.Stdout, forPerson(res.Output.Content))
 		}
-		if res.Class != "ok" {
+		meta := res.Output.Meta
+		for _, line := range callLimitSentences(toolName, rawArgs, meta, sess.Grant().LimitsFor(toolName)) {
+			fmt.Fprintf(env.Stderr, "airlock call: %s\n", line)
+		}
+		// One convention: 1 when the call did not complete or a limit ended
+		// what it ran, 0 otherwise (a tool-level failure, a non-zero exit
+		// or a limit hit that did not end the command included).
+		if res.Class != "ok" || meta.Limit != "" {
 			return exitFailure
 		}
 		return exitOK
 	}
 	return c
+}
+
+// callLimitSentences says which limits a call hit, as exec does: the
+// sandbox's (Meta.LimitsHit) and the shell tool's own timeout and output
+// cap (Meta.Limit "timeout", "output" with no sandbox limit hit).
+func callLimitSentences(toolName, rawArgs string, meta wire.Meta, lim grant.Limits) []string {
+	out := limitSentences(toolName, meta.LimitsHit, meta.Limit, lim)
+	if slices.Contains(meta.LimitsHit, meta.Limit) {
+		return out
+	}
+	switch meta.Limit {
+	case "timeout":
+		timeout := tool.DefaultShellTimeout
+		var a struct {
+			Timeout float64 `json:"timeout"`
+		}
+		if json.Unmarshal([]byte(rawArgs), &a) == nil && a.Timeout > 0 {
+			timeout = time.Duration(a.Timeout * float64(time.Second))
+		}
+		timeout = min(timeout, lim.Time)
+		out = append(out, fmt.Sprintf("%s ran past its timeout (%s) and was killed", toolName, timeout.Round(time.Millisecond)))
+	case "output":
+		out = append(out, fmt.Sprintf("%s wrote more than %d times its output limit (%s) and was stopped", toolName, tool.ShellKillFactor, grant.FormatSize(lim.Output)))
+	}
+	return out
 }
 
 // forPerson renders a result's content for a person's terminal. Everything

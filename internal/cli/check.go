@@ -27,12 +27,16 @@ does not accept that).`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
-		if fs.NArg() < 2 || fs.NArg() > 3 {
-			fs.Usage()
-			return exitUsage
+		switch n := fs.NArg(); {
+		case n == 0:
+			return usageError(env, c, "missing GRANT and TOOL: usage: airlock check GRANT TOOL ['JSON-ARGS'] (GRANT \"-\" is the default grant)")
+		case n == 1:
+			return usageError(env, c, "missing TOOL after the grant %q: usage: airlock check GRANT TOOL ['JSON-ARGS'] (tools: %s)", fs.Arg(0), strings.Join(tool.Names(), ", "))
+		case n > 3:
+			return usageError(env, c, "too many arguments (%d): usage: airlock check GRANT TOOL ['JSON-ARGS'] (quote the JSON)", n)
 		}
 		gf := grantFlags{grantFile: fs.Arg(0)}
 		if gf.grantFile == "-" {

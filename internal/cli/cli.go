@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// flagsOnly makes -h print only the flags section (for airlock help).
+	flagsOnly bool
 }
 
 // command is one subcommand.
@@ -26,6 +29,9 @@ type command struct {
 	summary string // one line for `airlock help`
 	usage   string // the synopsis and details for `airlock help NAME`
 	run     func(ctx context.Context, env *Env, args []string) int
+	// flagHints explain flags the command does not have but a user may
+	// expect (exec's --unsandboxed), by name.
+	flagHints map[string]string
 }
 
 // Exit statuses of the CLI itself (a wrapped command's status passes through).
@@ -48,6 +54,19 @@ func commands() []*command {
 		versionCommand(),
 		helpCommand(),
 	}
+}
+
+// didYouMean returns " (did you mean "exec"?)" for a misspelt command
+// name, or "".
+func didYouMean(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if s := suggest(name, names); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
 }
 
 func lookup(name string) *command {
@@ -77,34 +96,110 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(env.Stderr, "airlock: unknown command %q; run 'airlock help' for the list\n", name)
+		fmt.Fprintf(env.Stderr, "airlock: unknown command %q%s; run 'airlock help' for the list\n", name, didYouMean(name))
 		return exitUsage
 	}
 	return c.run(ctx, env, args[1:])
 }
 
-// newFlags returns a FlagSet for c that prints c's usage on error.
+// newFlags returns a FlagSet for c. It prints nothing itself: parseFlags
+// reports a bad flag in one line, and prints c's help for -h.
 func newFlags(c *command, env *Env) *flag.FlagSet {
 	fs := flag.NewFlagSet("airlock "+c.name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: %s\n", strings.TrimSpace(c.usage))
-		fmt.Fprintln(env.Stderr, "\nflags:")
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
 // parseFlags parses args into fs, returning a non-negative exit status when
-// the command should stop (help asked for, or bad flags).
-func parseFlags(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
+// the command should stop: help asked for (c's usage and flags on stdout,
+// status 0), or a bad flag (one line on stderr naming it, with a suggestion
+// for a misspelt one, status 2).
+func parseFlags(c *command, env *Env, fs *flag.FlagSet, args []string) int {
+	err := fs.Parse(args)
+	if err == nil {
+		return -1
 	}
-	return -1
+	if errors.Is(err, flag.ErrHelp) {
+		if !env.flagsOnly {
+			fmt.Fprintf(env.Stdout, "usage: %s\n", strings.TrimSpace(c.usage))
+		}
+		printFlags(env.Stdout, fs)
+		return exitOK
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		name = strings.TrimLeft(name, "-")
+		name, _, _ = strings.Cut(name, "=")
+		msg = "unknown flag --" + name
+		if h, ok := c.flagHints[name]; ok {
+			msg += ": " + h
+		} else if s := suggest(name, names); s != "" {
+			msg += " (did you mean --" + s + "?)"
+		}
+	}
+	return usageError(env, c, "%s", msg)
+}
+
+// usageError reports bad usage of c in one line, pointing at its help, and
+// returns the usage exit status.
+func usageError(env *Env, c *command, format string, args ...any) int {
+	fmt.Fprintf(env.Stderr, "airlock %s: %s; see 'airlock help %s'\n", c.name, fmt.Sprintf(format, args...), c.name)
+	return exitUsage
+}
+
+// printFlags prints the flags section of fs, or nothing when it has none.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nflags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// suggest returns the candidate closest to s when it is close enough to be
+// a misspelling of it (an edit or two, a swapped pair counting as one), or "".
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		d := editDistance(s, c)
+		if d < bestD && d <= (len(c)+1)/2 {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and transpositions of neighbours.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // multiFlag is a repeatable string flag.

@@ -28,12 +28,11 @@ Exit status 1 when a required feature is missing.`,
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		b, err := nativeBackend("")
 		var rep sandbox.Report

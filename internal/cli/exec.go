@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,31 +41,36 @@ HTTPS_PROXY and ALL_PROXY point at it, so curl, git, pip, npm and Go
 programs work; anything that ignores them has no route out, and names
 resolve only through the proxy. Refused connections are reported on stderr.
 
+The environment is built, not inherited: a fixed PATH, HOME=/tmp, LANG and
+TERM. Entries of the host's PATH that the sandbox can see (under /usr, /bin,
+/sbin, /lib*, or a granted path) are added after the fixed PATH, so tools
+such as /usr/local/go/bin/go are found; when the host's Go module cache
+(GOMODCACHE, $GOPATH/pkg/mod or ~/go/pkg/mod) is granted, GOMODCACHE names
+it. --inherit-env NAME passes one host variable, --env K=V sets one.
+
 Examples:
   airlock exec -- make test
-  airlock exec --ro ~/.cache --time 10m --memory 2GiB -- go test ./...
+  airlock exec --ro "$(go env GOMODCACHE)" --time 10m --memory 2GiB -- go test ./...
   airlock exec --env CI=1 -- sh -c 'env; ls -la /'
   airlock exec --allow-host pypi.org --allow-host files.pythonhosted.org -- pip download requests`,
+		flagHints: map[string]string{"unsandboxed": "exec always sandboxes (run the command directly instead)"},
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
-		var gf grantFlags
+		gf := grantFlags{sandboxOnly: true}
 		gf.register(fs)
 		wall := fs.Duration("time", 0, "wall-time limit (e.g. 30s, 10m); default: the grant's")
 		memory := fs.String("memory", "", "memory limit (e.g. 512MiB, 2GiB); default: the grant's")
 		pids := fs.Int("pids", 0, "process limit; default: the grant's")
-		var envs multiFlag
+		var envs, inherit multiFlag
 		fs.Var(&envs, "env", "set `K=V` in the sandbox (repeatable)")
-		if code := parseFlags(fs, args); code >= 0 {
+		fs.Var(&inherit, "inherit-env", "pass the host's variable `NAME` into the sandbox (repeatable)")
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		cmdArgs := fs.Args()
 		if len(cmdArgs) == 0 {
 			fmt.Fprintln(env.Stderr, "airlock exec: no command; usage: airlock exec [flags] -- CMD [ARGS...]")
-			return exitUsage
-		}
-		if gf.unsandboxed {
-			fmt.Fprintln(env.Stderr, "airlock exec: --unsandboxed is for tool calls; exec always sandboxes (run the command directly instead)")
 			return exitUsage
 		}
 		g, err := gf.load(env)
@@ -95,6 +101,20 @@ Examples:
 		// A wrapped command's output is the user's, not a model's: no cap
 		// beyond a generous one that protects the terminal's host.
 		spec.Limits.OutputBytes = 1 << 40
+		lim.Output = spec.Limits.OutputBytes
+		spec.Env = hostTools(spec.Env, g, env.Getenv)
+		for _, name := range inherit {
+			if name == "" || strings.Contains(name, "=") {
+				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %q: want a variable's name\n", name)
+				return exitUsage
+			}
+			v := env.Getenv(name)
+			if v == "" {
+				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %s: the variable is not set here (or empty; --env %s= sets an empty one)\n", name, name)
+				return exitUsage
+			}
+			spec.Env = setEnv(spec.Env, name+"="+v)
+		}
 		for _, kv := range envs {
 			k, _, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
@@ -141,20 +161,8 @@ Examples:
 			}
 			return 125
 		}
-		for _, hit := range res.LimitsHit {
-			ended := hit == res.Limit
-			switch {
-			case hit == sandbox.LimitTime:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s ran past its time limit (%s) and was killed\n", cmdArgs[0], lim.Time.Round(time.Millisecond))
-			case hit == sandbox.LimitMemory && ended:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s ran out of memory (limit %s) and was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
-			case hit == sandbox.LimitMemory:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s hit its memory limit (%s): a process was killed\n", cmdArgs[0], grant.FormatSize(lim.Memory))
-			case hit == sandbox.LimitProcesses:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s hit its process limit (%d): a fork was refused\n", cmdArgs[0], lim.Processes)
-			case hit == sandbox.LimitOutput:
-				fmt.Fprintf(env.Stderr, "airlock exec: %s passed the output limit and was killed\n", cmdArgs[0])
-			}
+		for _, line := range limitSentences(cmdArgs[0], res.LimitsHit, res.Limit, lim) {
+			fmt.Fprintf(env.Stderr, "airlock exec: %s\n", line)
 		}
 		if u := res.Isolation.Unenforced; len(u) > 0 {
 			fmt.Fprintf(env.Stderr, "airlock exec: NOT ENFORCED: %s (allowed by --allow-unenforced-limits or the grant's limits.unenforced; see airlock doctor)\n", describeLimits(u, lim))
@@ -201,6 +209,33 @@ func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.
 	return fwd
 }
 
+// limitSentences says, one sentence each, which limits what (a command or
+// a tool) hit, with their values: "sleep ran past its time limit (1s) and
+// was killed". ended is the limit that ended it, if any. exec and call
+// print the same sentences.
+func limitSentences(what string, hits []string, ended string, lim grant.Limits) []string {
+	var out []string
+	for _, hit := range hits {
+		switch {
+		case hit == sandbox.LimitTime:
+			out = append(out, fmt.Sprintf("%s ran past its time limit (%s) and was killed", what, lim.Time.Round(time.Millisecond)))
+		case hit == sandbox.LimitMemory && hit == ended:
+			out = append(out, fmt.Sprintf("%s ran out of memory (limit %s) and was killed", what, grant.FormatSize(lim.Memory)))
+		case hit == sandbox.LimitMemory:
+			out = append(out, fmt.Sprintf("%s hit its memory limit (%s): a process was killed", what, grant.FormatSize(lim.Memory)))
+		case hit == sandbox.LimitProcesses && hit == ended:
+			out = append(out, fmt.Sprintf("%s hit its process limit (%d) and was killed", what, lim.Processes))
+		case hit == sandbox.LimitProcesses:
+			out = append(out, fmt.Sprintf("%s hit its process limit (%d): a fork was refused", what, lim.Processes))
+		case hit == sandbox.LimitOutput:
+			out = append(out, fmt.Sprintf("%s passed the output limit (%s) and was killed", what, grant.FormatSize(lim.Output)))
+		default:
+			out = append(out, fmt.Sprintf("%s hit %s", what, describeLimits([]string{hit}, lim)))
+		}
+	}
+	return out
+}
+
 // describeLimits names limits with their values: "the memory limit (1GiB)
 // and the process limit (256)".
 func describeLimits(names []string, lim grant.Limits) string {
@@ -243,6 +278,72 @@ func reportEgress(env *Env) func(egress.Decision) {
 		defer mu.Unlock()
 		fmt.Fprintf(env.Stderr, "airlock exec: egress refused %s: %s\n", what, d.Reason)
 	}
+}
+
+// systemDirs are the host directories every sandbox sees read-only (the
+// Linux backend's list, internal/sandbox/linux/inside).
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// visible reports whether the sandbox of g sees dir: a system directory
+// or a granted path.
+func visible(g *grant.Grant, dir string) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	dir = filepath.Clean(dir)
+	for _, s := range systemDirs {
+		if dir == s || strings.HasPrefix(dir, s+"/") {
+			return true
+		}
+	}
+	return g.CheckPath(dir, false).Allowed
+}
+
+// hostTools lets a wrapped command find the host's tools the sandbox can
+// see, nothing more: each entry of the host's PATH that is visible in the
+// sandbox (a system directory such as /usr/local/go/bin, or a granted path)
+// is added after the sandbox's own PATH, and when the host's Go module cache
+// is granted GOMODCACHE names it (the sandbox's HOME is /tmp, where Go would
+// look for another). Nothing else of the host's environment passes
+// (--inherit-env and --env add more).
+func hostTools(list []string, g *grant.Grant, getenv func(string) string) []string {
+	var path string
+	for _, kv := range list {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	have := map[string]bool{}
+	for _, d := range filepath.SplitList(path) {
+		have[d] = true
+	}
+	for _, d := range filepath.SplitList(getenv("PATH")) {
+		if d != "" && !have[d] && visible(g, d) {
+			path += string(filepath.ListSeparator) + d
+			have[d] = true
+		}
+	}
+	list = setEnv(list, "PATH="+path)
+	if mc := goModCache(getenv); mc != "" && visible(g, mc) {
+		list = setEnv(list, "GOMODCACHE="+mc)
+	}
+	return list
+}
+
+// goModCache is where the host's Go keeps modules, as go env GOMODCACHE
+// says without running go: $GOMODCACHE, else the first $GOPATH's pkg/mod,
+// else ~/go/pkg/mod.
+func goModCache(getenv func(string) string) string {
+	if v := getenv("GOMODCACHE"); v != "" {
+		return v
+	}
+	if gp := filepath.SplitList(getenv("GOPATH")); len(gp) > 0 && gp[0] != "" {
+		return filepath.Join(gp[0], "pkg", "mod")
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, "go", "pkg", "mod")
+	}
+	return ""
 }
 
 // setEnv sets kv ("K=V") in list, replacing an existing K.

@@ -19,19 +19,24 @@ func helpCommand() *command {
 				printHelp(env.Stdout)
 				return exitOK
 			case 1:
-				c := lookup(args[0])
+				name := args[0]
+				switch name {
+				case "-h", "-help", "--help":
+					name = "help"
+				}
+				c := lookup(name)
 				if c == nil {
-					fmt.Fprintf(env.Stderr, "airlock help: unknown command %q\n", args[0])
+					fmt.Fprintf(env.Stderr, "airlock help: unknown command %q%s; run 'airlock help' for the list\n", name, didYouMean(name))
 					return exitUsage
 				}
 				fmt.Fprintf(env.Stdout, "airlock %s: %s\n\nusage: %s\n", c.name, c.summary, strings.TrimSpace(c.usage))
-				if c.run != nil {
-					// Print the flags by asking the command for its help.
-					c.run(ctx, &Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stdout, Getenv: env.Getenv}, []string{"-h"})
+				if c.name != "help" {
+					// The flags section, from the command's own FlagSet.
+					c.run(ctx, &Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, flagsOnly: true}, []string{"-h"})
 				}
 				return exitOK
 			}
-			fmt.Fprintln(env.Stderr, "usage: airlock help [COMMAND]")
+			fmt.Fprintln(env.Stderr, "airlock help: one command at most; usage: airlock help [COMMAND]")
 			return exitUsage
 		},
 	}

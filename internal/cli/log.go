@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -22,10 +23,20 @@ func logCommand() *command {
 	c := &command{
 		name:    "log",
 		summary: "show the audit log: every call, its decision and outcome",
-		usage: `airlock log [--session ID] [--follow] [--json] [--records DIR]
+		usage: `airlock log [--session ID] [--since WHEN] [--tail N] [--follow] [--json] [--records DIR]
 
-Shows the audit records of every session (or one), oldest first. --follow
-keeps printing records as they are written.`,
+Shows the audit records of every session (or one), oldest first, one row per
+call: when, session, call id, tool, how long it took, the outcome (a
+refusal with its reason, the limits hit) and its arguments. Egress
+decisions (with the proxy's reason for a refusal, such as "not a public
+address"), background work and the opening and closing of sessions have a
+row each. --since keeps records from a time on ("10m" for the last ten
+minutes, or "2026-01-02 15:04"), --tail N only the last N; --follow keeps
+printing records as they are written. Every field is shown printable:
+control characters and invisible format characters as escapes. A line of a
+records file that is not a record is named on stderr (file:line) and
+everything readable is shown. Exit status 1 when the records directory or
+the session does not exist.`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
@@ -33,12 +44,13 @@ keeps printing records as they are written.`,
 		follow := fs.Bool("follow", false, "keep printing new records")
 		asJSON := fs.Bool("json", false, "print records as JSON lines")
 		records := fs.String("records", "", "records `DIR` (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
-		if code := parseFlags(fs, args); code >= 0 {
+		since := fs.String("since", "", "show records from `WHEN` on: a duration back from now (10m, 2h) or a time (2026-01-02 15:04[:05], RFC 3339)")
+		tail := fs.Int("tail", 0, "show only the last `N` records (then follow, with --follow)")
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		dir, err := recordsDir(env, *records)
 		if err != nil {
@@ -49,12 +61,34 @@ keeps printing records as they are written.`,
 			fmt.Fprintf(env.Stderr, "airlock log: --session %q is not a session id\n", *session)
 			return exitUsage
 		}
-		p := &logPrinter{w: env.Stdout, errw: env.Stderr, json: *asJSON, offsets: map[string]int64{}, lines: map[string]int{}}
+		if *tail < 0 {
+			return usageError(env, c, "--tail %d: must be positive", *tail)
+		}
+		var from time.Time
+		if *since != "" {
+			t, err := parseSince(*since, time.Now())
+			if err != nil {
+				return usageError(env, c, "--since %q: %v", *since, err)
+			}
+			from = t
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			fmt.Fprintf(env.Stderr, "airlock log: the records directory %s does not exist (no call has been recorded there; --records or $AIRLOCK_STATE_DIR names another)\n", dir)
+			return exitFailure
+		}
+		if *session != "" {
+			if _, err := os.Stat(filepath.Join(dir, *session, audit.FileName)); err != nil {
+				fmt.Fprintf(env.Stderr, "airlock log: no session %q in %s (airlock log lists the sessions there)\n", *session, dir)
+				return exitFailure
+			}
+		}
+		p := &logPrinter{w: env.Stdout, errw: env.Stderr, json: *asJSON, offsets: map[string]int64{}, lines: map[string]int{}, since: from, tail: *tail}
 		if err := p.scan(dir, *session); err != nil {
 			fmt.Fprintf(env.Stderr, "airlock log: %v\n", err)
 			return exitFailure
 		}
 		p.flush()
+		p.tail = 0 // --tail applies to what is there now
 		if !*follow {
 			// A last line with no newline is torn: its writer died
 			// mid-write (a follower waits, it may still be finished).
@@ -88,6 +122,9 @@ type logPrinter struct {
 	lines   map[string]int   // lines read of each file
 	tails   map[string]int   // files whose last line has no newline yet: its line number
 	pending []audit.Record
+	since   time.Time // records before it are left out
+	tail    int       // when positive, only the last tail records of a flush
+	header  bool      // the header row was printed
 }
 
 func (p *logPrinter) scan(root, session string) error {
@@ -157,6 +194,12 @@ func (p *logPrinter) flush() {
 	recs := p.pending
 	p.pending = nil
 	sortRecords(recs)
+	if !p.since.IsZero() {
+		recs = slices.DeleteFunc(recs, func(r audit.Record) bool { return r.Time.Before(p.since) })
+	}
+	if p.tail > 0 && len(recs) > p.tail {
+		recs = recs[len(recs)-p.tail:]
+	}
 	if p.json {
 		for _, r := range recs {
 			b, _ := json.Marshal(r)
@@ -164,38 +207,75 @@ func (p *logPrinter) flush() {
 		}
 		return
 	}
-	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
-	for _, r := range recs {
-		fmt.Fprintln(tw, formatRecord(r))
+	if !p.header {
+		p.header = true
+		fmt.Fprintln(p.w, strings.TrimRight(formatRow("TIME", "SESSION", "CALL", "TOOL", "TOOK", "OUTCOME", "DETAILS"), " "))
 	}
-	tw.Flush()
+	for _, r := range recs {
+		fmt.Fprintln(p.w, formatRecord(r))
+	}
 }
 
 func sortRecords(recs []audit.Record) {
 	slices.SortStableFunc(recs, func(a, b audit.Record) int { return a.Time.Compare(b.Time) })
 }
 
-// formatRecord renders one record as a tab-separated line. Every field is
-// made printable on one line: a record holds text the model or a sandbox
-// chose (paths, commands, host names, refusal reasons), and a person reads
-// this.
+// formatRecord renders one record as one row. Every field is made
+// printable on one line: a record holds text the model or a sandbox chose
+// (paths, commands, host names, refusal reasons), and a person reads this.
 func formatRecord(r audit.Record) string {
 	ts := r.Time.Local().Format("2006-01-02 15:04:05.000")
+	call := r.CallID
+	if call == "" {
+		call = "-"
+	}
 	switch r.Kind {
 	case audit.KindSession:
-		return row(ts, r.Session, "session "+r.Decision, r.Backend, r.Rule)
-	case audit.KindEgress:
-		verdict := "allowed"
-		if r.Decision != "" {
-			verdict = r.Decision
+		outcome := "session " + r.Decision
+		if r.Decision == "open" {
+			outcome = "session opened"
+			if r.Backend != "" {
+				outcome += ": " + r.Backend
+			}
+			if r.Rule != "" {
+				outcome += ", grant " + r.Rule
+			}
+		} else if r.Decision == "close" {
+			outcome = "session closed"
 		}
-		return row(ts, r.Session, "egress", fmt.Sprintf("%s:%d → %s", r.Host, r.Port, r.Addr), verdict+" "+r.Rule)
+		return formatRow(ts, r.Session, "-", "-", "-", outcome, "")
+	case audit.KindEgress:
+		outcome := "egress allowed"
+		if r.Decision == "refused" {
+			outcome = "egress REFUSED"
+			if r.Reason != "" {
+				outcome += ": " + r.Reason
+			}
+		}
+		where := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+		if r.Addr != "" {
+			where += " → " + r.Addr
+		}
+		if r.Rule != "" {
+			where += " (" + r.Rule + ")"
+		}
+		return formatRow(ts, r.Session, call, orDash(r.Tool), "-", outcome, where)
 	case audit.KindBackgroundStart, audit.KindBackgroundEnd:
-		return row(ts, r.Session, string(r.Kind), r.WorkID, r.Class+" "+r.Detail)
+		outcome := "background started"
+		if r.Kind == audit.KindBackgroundEnd {
+			outcome = strings.TrimSpace("background ended: " + r.Class + " " + r.Detail)
+		}
+		took := "-"
+		if r.Kind == audit.KindBackgroundEnd && r.Duration > 0 {
+			took = humanDuration(r.Duration)
+		}
+		return formatRow(ts, r.Session, call, "shell", took, outcome, r.WorkID)
 	}
 	outcome := r.Class
 	if r.Decision == "refused" {
 		outcome = "REFUSED: " + r.Reason
+	} else if r.Class != "ok" && r.Detail != "" {
+		outcome += ": " + shorten(r.Detail, 120) // the why, for a person (redacted, never the model's)
 	}
 	if len(r.LimitsHit) > 0 {
 		outcome += " (hit: " + strings.Join(r.LimitsHit, ", ") + ")"
@@ -203,21 +283,86 @@ func formatRecord(r audit.Record) string {
 	if len(r.Unenforced) > 0 {
 		outcome += " (NOT ENFORCED: " + strings.Join(r.Unenforced, ", ") + ")"
 	}
-	args := string(r.Args)
-	if len(args) > 80 {
-		cut := 77
-		for cut > 0 && !utf8.RuneStart(args[cut]) {
-			cut--
-		}
-		args = args[:cut] + "..."
-	}
-	return row(ts, r.Session, r.CallID, r.Tool, outcome, fmt.Sprintf("%.1fms", r.Duration), args)
+	return formatRow(ts, r.Session, call, orDash(r.Tool), humanDuration(r.Duration), outcome, shorten(string(r.Args), 80))
 }
 
-// row joins cells with tabs, each made printable on one line.
-func row(cells ...string) string {
-	for i, c := range cells {
-		cells[i] = printable.Line(c)
+// shorten cuts s to at most n bytes, on a character, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return strings.Join(cells, "\t")
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// logColumns are the widths of the columns of airlock log's table but the
+// last (time, session, call, tool, took, outcome), so rows printed apart
+// (--follow) line up under one header; a longer cell pushes the rest of its
+// row along.
+var logColumns = []int{23, 20, 21, 18, 7, 20}
+
+// formatRow lays out one row: the fixed columns padded, then the outcome
+// and the details, each cell made printable on one line.
+func formatRow(cells ...string) string {
+	var b strings.Builder
+	for i, c := range cells {
+		c = printable.Line(c)
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		switch {
+		case i == 4: // took: right-aligned
+			fmt.Fprintf(&b, "%*s", logColumns[i], c)
+		case i < len(logColumns):
+			fmt.Fprintf(&b, "%-*s", logColumns[i], c)
+		default:
+			b.WriteString(c)
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// humanDuration renders milliseconds for a person: 0.4ms, 41ms, 1.2s, 2m3s.
+func humanDuration(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch {
+	case ms <= 0:
+		return "-"
+	case ms < 1:
+		return fmt.Sprintf("%.1fms", ms)
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// parseSince reads --since: a duration back from now, or a time.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("a duration back from now must be positive")
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("want a duration (10m, 2h) or a time (2026-01-02 15:04[:05], or RFC 3339)")
 }

@@ -36,12 +36,11 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 		gf.register(fs)
 		verbose := fs.Bool("v", false, "log sessions and calls to stderr")
 		shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long calls in flight may finish before they are stopped")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		level := slog.LevelWarn
 		if *verbose {
@@ -80,7 +79,8 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 	return c
 }
 
-// newMCPServer loads the grant, the backend and the secrets once, and returns
+// newMCPServer loads the grant and the backend once (secrets are read when a
+// call needs one), and returns
 // an MCP server that opens one broker session per MCP session with them.
 func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, *sessionParts, error) {
 	p, err := f.prepare(env)
@@ -101,7 +101,7 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 		o.Backend, o.Logger = timed, logger
 		return broker.Open(o)
 	}
-	srv, err := mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger})
+	srv, err := mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger, Grant: g})
 	if err != nil {
 		p.close()
 		return nil, nil, err

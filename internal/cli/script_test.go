@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -25,11 +26,16 @@ func TestMain(m *testing.M) {
 // TestScripts drives the CLI as a user would, one txtar script per scenario
 // in testdata/script. Run with -update to rewrite the golden parts.
 func TestScripts(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") == "1",
 		RequireExplicitExec: false,
 		Setup: func(e *testscript.Env) error {
+			e.Setenv("REPO", repo)
 			e.Setenv("AIRLOCK_STATE_DIR", e.WorkDir+"/.state")
 			e.Setenv("HOME", e.WorkDir+"/home")
 			return nil

@@ -58,12 +58,14 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		maxBody := fs.Int64("max-body-bytes", mcpserver.DefaultMaxBodyBytes, "refuse request bodies larger than `N` bytes (413)")
 		idle := fs.Duration("idle-timeout", time.Hour, "end an MCP session after this long without a request (0: never)")
 		quiet := fs.Bool("q", false, "log only warnings and errors")
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
-		if fs.NArg() != 0 || *listen == "" {
-			fs.Usage()
-			return exitUsage
+		if fs.NArg() != 0 {
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
+		}
+		if *listen == "" {
+			return usageError(env, c, "--listen ADDR is required (e.g. --listen 127.0.0.1:8765)")
 		}
 		level := slog.LevelInfo
 		if *quiet {

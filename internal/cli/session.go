@@ -12,7 +12,6 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/direct"
-	"github.com/airlockhq/airlock/internal/secret"
 )
 
 // grantFlags are the flags every command that runs calls shares.
@@ -30,11 +29,15 @@ type grantFlags struct {
 	// allowUnenforced runs calls whose memory and process limits the host
 	// cannot enforce, instead of refusing them.
 	allowUnenforced bool
+	// sandboxOnly leaves out --unsandboxed (exec always sandboxes).
+	sandboxOnly bool
 }
 
 func (f *grantFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.grantFile, "grant", "", "grant `FILE` (TOML); default: the current directory read-write, no network")
-	fs.BoolVar(&f.unsandboxed, "unsandboxed", false, "run WITHOUT a sandbox (no isolation; every result is labelled UNSANDBOXED)")
+	if !f.sandboxOnly {
+		fs.BoolVar(&f.unsandboxed, "unsandboxed", false, "run WITHOUT a sandbox (no isolation; every result is labelled UNSANDBOXED)")
+	}
 	fs.StringVar(&f.root, "root", "", "`DIR` to grant read-write instead of the current directory")
 	fs.Var(&f.readWrite, "rw", "grant `PATH` read-write (repeatable)")
 	fs.Var(&f.readOnly, "ro", "grant `PATH` read-only (repeatable)")
@@ -106,14 +109,14 @@ func backendFor(f *grantFlags, g *grant.Grant, records string) (sandbox.Backend,
 
 // sessionParts is what every session a command opens shares: the grant,
 // the backend, the root file tools resolve beneath, the records directory and
-// the grant's secret values.
+// how the grant's secrets are read.
 type sessionParts struct {
-	grant   *grant.Grant
-	backend sandbox.Backend
-	root    string
-	records string
-	secrets map[string]string
-	private []string
+	grant      *grant.Grant
+	backend    sandbox.Backend
+	root       string
+	records    string
+	loadSecret broker.SecretLoader
+	private    []string
 }
 
 // prepare loads what the flags describe, once.
@@ -130,15 +133,9 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	secrets := map[string]string{}
-	for _, r := range g.Secrets() {
-		v, err := secret.Load(r.Source, env.Getenv)
-		if err != nil {
-			return nil, fmt.Errorf("grant secret %q: %w", r.Name, err)
-		}
-		secrets[r.Name] = v
-	}
-	return &sessionParts{grant: g, backend: backend, root: root, records: dir, secrets: secrets, private: f.private}, nil
+	// Secrets are read when a call needs one (broker.SecretLoader), so a
+	// grant's secret that is not set fails only the calls that carry it.
+	return &sessionParts{grant: g, backend: backend, root: root, records: dir, loadSecret: broker.LoadSecretFrom(env.Getenv), private: f.private}, nil
 }
 
 // close closes the backend when it holds anything (the Linux backend's
@@ -153,7 +150,7 @@ func (p *sessionParts) close() {
 
 // options returns broker options for one session over p.
 func (p *sessionParts) options() *broker.Options {
-	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets, Private: p.private}
+	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, LoadSecret: p.loadSecret, Private: p.private}
 }
 
 // openSession opens a broker session for the flags, for one call (no warm

@@ -14,22 +14,25 @@ func toolsCommand() *command {
 	c := &command{
 		name:    "tools",
 		summary: "print the enabled tools' schemas for MCP, OpenAI or Anthropic tool calling",
-		usage: `airlock tools [--grant FILE] [--format mcp|openai|anthropic]
+		usage: `airlock tools [--grant FILE] [--format mcp|openai|openai-responses|anthropic]
 
 Prints the JSON schema and description of every tool the grant enables, in the
-shape the named API takes, so any agent loop can offer airlock's tools.`,
+shape the named API takes, so any agent loop can offer airlock's tools:
+  mcp               {"tools": [{"name", "title", "description", "inputSchema", "annotations"}]}
+  openai            Chat Completions: [{"type": "function", "function": {"name", ...}}]
+  openai-responses  Responses API: [{"type": "function", "name", "description", "parameters"}]
+  anthropic         Messages API: [{"name", "description", "input_schema"}]`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
 		var gf grantFlags
 		fs.StringVar(&gf.grantFile, "grant", "", "grant `FILE`; its [tools] enabled list decides which tools are shown")
-		format := fs.String("format", "mcp", "output shape: mcp, openai or anthropic")
-		if code := parseFlags(fs, args); code >= 0 {
+		format := fs.String("format", "mcp", "output shape: mcp, openai (Chat Completions), openai-responses (Responses API) or anthropic")
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
-			fs.Usage()
-			return exitUsage
+			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
 		g, err := gf.load(env)
 		if err != nil {
@@ -86,6 +89,21 @@ func renderTools(defs []*tool.Def, format string) ([]byte, error) {
 			list = append(list, oaTool{"function", fn{d.Name, d.Description, d.Schema, false}})
 		}
 		v = list
+	case "openai-responses":
+		// The Responses API takes a flat function tool: no "function"
+		// wrapper object.
+		type respTool struct {
+			Type        string          `json:"type"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+			Strict      bool            `json:"strict"`
+		}
+		list := []respTool{}
+		for _, d := range defs {
+			list = append(list, respTool{"function", d.Name, d.Description, d.Schema, false})
+		}
+		v = list
 	case "anthropic":
 		type anTool struct {
 			Name        string          `json:"name"`
@@ -98,7 +116,7 @@ func renderTools(defs []*tool.Def, format string) ([]byte, error) {
 		}
 		v = list
 	default:
-		return nil, fmt.Errorf("--format %q: want mcp, openai or anthropic", format)
+		return nil, fmt.Errorf("--format %q: want mcp, openai (Chat Completions), openai-responses (Responses API) or anthropic", format)
 	}
 	return json.MarshalIndent(v, "", "  ")
 }

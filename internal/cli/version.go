@@ -37,7 +37,7 @@ func versionCommand() *command {
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
-		if code := parseFlags(fs, args); code >= 0 {
+		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		fmt.Fprintln(env.Stdout, versionString())

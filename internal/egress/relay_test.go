@@ -61,30 +61,40 @@ func TestIdleTimeout(t *testing.T) {
 	c := h.conn()
 	socksOpen(t, c, socksName("a.test", 80))
 
-	// Traffic one way only keeps the whole tunnel open.
+	// Traffic one way only keeps the whole tunnel open. Every bound is
+	// measured from events, never from a window: the tunnel may be closed
+	// only once a whole IdleTimeout passed after the start of the last
+	// write (the proxy saw that byte no earlier), so a slow machine can
+	// only make it close later, never fail the test.
 	closed := make(chan time.Time, 1)
 	go func() {
 		io.ReadAll(c)
 		closed <- time.Now()
 	}()
+	var last time.Time
 	for i := 0; i < 16; i++ {
+		select {
+		case at := <-closed:
+			if gap := at.Sub(last); gap < idle {
+				t.Fatalf("an active tunnel was closed as idle %v after its last byte (idle timeout %v)", gap, idle)
+			}
+			// The machine stalled longer than the timeout between two
+			// writes: the tunnel was idle, and closing it was right.
+			t.Skipf("writes were %v apart on this loaded machine, past the idle timeout", at.Sub(last))
+		default:
+		}
+		last = time.Now()
 		if _, err := io.WriteString(c, "tick"); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
 		time.Sleep(idle / 6)
 	}
 	select {
-	case <-closed:
-		t.Fatal("an active tunnel was closed as idle")
-	default:
-	}
-	stopped := time.Now()
-	select {
 	case at := <-closed:
-		if d := at.Sub(stopped); d < idle || d > 3*idle {
-			t.Fatalf("closed %v after the last byte, want between %v and %v", d, idle, 3*idle)
+		if d := at.Sub(last); d < idle {
+			t.Fatalf("closed %v after the last byte was written, before the idle timeout (%v)", d, idle)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("idle tunnel never closed")
 	}
 }

@@ -75,6 +75,9 @@ func newFixtureBroker(t testing.TB, backend sandbox.Backend, opts *mcpserver.Opt
 		return broker.Open(bo)
 	}
 	o.Open = f.open
+	if o.Grant == nil {
+		o.Grant = g
+	}
 	f.srv, err = mcpserver.New(&o)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +47,11 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Grant, when set, is described in the instructions the client gets at
+	// initialize (Instructions): the granted paths and their modes, the
+	// working directory and the hosts, so the model knows what it may
+	// touch. Denied paths and secrets are not mentioned.
+	Grant *grant.Grant
 }
 
 // Server is airlock's MCP server. One Server serves any number of MCP
@@ -101,9 +108,7 @@ func New(opts *Options) (*Server, error) {
 		sessions: map[*mcp.ServerSession]*binding{},
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "airlock", Version: o.Version}, &mcp.ServerOptions{
-		Instructions: "airlock runs each tool call in a fresh, locked-down sandbox limited to a grant. " +
-			"Every result starts with an [airlock: ...] label naming the tool, the sandbox and the grant; " +
-			"a call outside the grant is refused with the reason.",
+		Instructions: Instructions(o.Grant),
 		// No logging capability: airlock does not send log messages.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		Logger:       logger,
@@ -114,6 +119,28 @@ func New(opts *Options) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// Instructions is what the MCP server tells a client at initialize: how
+// airlock labels and refuses calls, and, for a grant g (nil for none), what
+// the calls may touch: the granted paths with their modes, the working
+// directory and the hosts. It names nothing the grant hides (denied paths,
+// secrets).
+func Instructions(g *grant.Grant) string {
+	s := "airlock runs each tool call in a fresh, locked-down sandbox limited to a grant. " +
+		"Every result starts with an [airlock: ...] label naming the tool, the sandbox and the grant; " +
+		"a call outside the grant is refused with the reason."
+	if g == nil {
+		return s
+	}
+	s += "\nGranted paths: " + g.PathSummary() + "; anything else is refused (some paths inside them may be hidden or read-only too)." +
+		"\nWorking directory (relative paths start here): " + g.WorkDir() + "."
+	if h := g.Hosts(); len(h) > 0 {
+		s += "\nNetwork: only " + strings.Join(h, ", ") + "."
+	} else {
+		s += "\nNetwork: none."
+	}
+	return s
 }
 
 // addTool registers d with its raw schema and a handler that calls the broker.

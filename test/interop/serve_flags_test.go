@@ -39,7 +39,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"no listen", nil, nil, "usage: airlock serve"},
+		{"no listen", nil, nil, "--listen ADDR is required"},
 		{"no auth on all interfaces", []string{"--listen", "0.0.0.0:0", "--insecure-no-auth"}, nil, "--insecure-no-auth needs a loopback address"},
 		{"no auth on a wildcard port", []string{"--listen", ":0", "--insecure-no-auth"}, nil, "--insecure-no-auth needs a loopback address"},
 		{"short token file", []string{"--listen", "127.0.0.1:0", "--token-file", short}, nil, "shorter than 16"},
