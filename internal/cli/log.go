@@ -15,8 +15,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/printable"
+	"github.com/airlockhq/airlock/wire"
 )
 
 func logCommand() *command {
@@ -125,6 +127,8 @@ type logPrinter struct {
 	since   time.Time // records before it are left out
 	tail    int       // when positive, only the last tail records of a flush
 	header  bool      // the header row was printed
+	// totals sums the cost of each session's calls, shown when it closes.
+	totals map[string]*wire.Cost
 }
 
 func (p *logPrinter) scan(root, session string) error {
@@ -211,9 +215,53 @@ func (p *logPrinter) flush() {
 		p.header = true
 		fmt.Fprintln(p.w, strings.TrimRight(formatRow("TIME", "SESSION", "CALL", "TOOL", "TOOK", "OUTCOME", "DETAILS"), " "))
 	}
-	for _, r := range recs {
-		fmt.Fprintln(p.w, formatRecord(r))
+	if p.totals == nil {
+		p.totals = map[string]*wire.Cost{}
 	}
+	for _, r := range recs {
+		line := formatRecord(r)
+		switch {
+		case r.Kind == audit.KindCall && r.Cost != nil:
+			t := p.totals[r.Session]
+			if t == nil {
+				t = &wire.Cost{}
+				p.totals[r.Session] = t
+			}
+			t.Add(r.Cost)
+		case r.Kind == audit.KindSession && r.Decision == "close":
+			if t := p.totals[r.Session]; t != nil {
+				line = strings.TrimRight(line, " ") + "  total: " + printable.Line(costString(t, true))
+				delete(p.totals, r.Session)
+			}
+		}
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// costString says what a call (or, with wall, a session) spent, the parts
+// that apply: "1 search, 12KiB fetched, cpu 0.02s, peak 3.1MiB".
+func costString(c *wire.Cost, wall bool) string {
+	var parts []string
+	switch c.Searches {
+	case 0:
+	case 1:
+		parts = append(parts, "1 search")
+	default:
+		parts = append(parts, strconv.Itoa(c.Searches)+" searches")
+	}
+	if c.BytesFetched > 0 {
+		parts = append(parts, grant.FormatSize(c.BytesFetched)+" fetched")
+	}
+	if c.CPUSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("cpu %.2fs", c.CPUSeconds))
+	}
+	if c.PeakMemory > 0 {
+		parts = append(parts, "peak "+grant.FormatSize(c.PeakMemory))
+	}
+	if wall && c.WallSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("sandbox time %.2fs", c.WallSeconds))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sortRecords(recs []audit.Record) {
@@ -283,7 +331,13 @@ func formatRecord(r audit.Record) string {
 	if len(r.Unenforced) > 0 {
 		outcome += " (NOT ENFORCED: " + strings.Join(r.Unenforced, ", ") + ")"
 	}
-	return formatRow(ts, r.Session, call, orDash(r.Tool), humanDuration(r.Duration), outcome, shorten(string(r.Args), 80))
+	details := shorten(string(r.Args), 80)
+	if r.Cost != nil {
+		if c := costString(r.Cost, false); c != "" {
+			details += " [" + c + "]"
+		}
+	}
+	return formatRow(ts, r.Session, call, orDash(r.Tool), humanDuration(r.Duration), outcome, details)
 }
 
 // shorten cuts s to at most n bytes, on a character, marking the cut.
