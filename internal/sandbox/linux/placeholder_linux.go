@@ -23,7 +23,9 @@ const placeholderXattr = "user.airlock.placeholder"
 // placeholders manages the empty directories the backend creates on the host
 // for protected paths that do not exist yet (.git/hooks, .bashrc, .vscode,
 // ...), so that the init can mount them read-only and the sandbox cannot
-// create them. They are created on the host before the sandbox starts.
+// create them. They are created on the host before the sandbox is
+// protected: before a cold sandbox starts, and when a call claims a warm
+// one (a waiting warm sandbox holds none).
 //
 // Sharing, within a process and across processes:
 //   - every sandbox that relies on a placeholder holds it; this process keeps
@@ -220,6 +222,19 @@ func (p *placeholders) release(held []string) {
 		h.f.Close()
 	}
 	p.forget()
+}
+
+// holding reports whether host path p, whose lstat is st, is a
+// placeholder this process holds for a sandbox.
+func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.refs[path]
+	if h == nil {
+		return false
+	}
+	var hs unix.Stat_t
+	return unix.Fstat(int(h.f.Fd()), &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
 }
 
 func marked(f *os.File) bool {

@@ -71,13 +71,15 @@ type pathState struct {
 }
 
 // grantPaths lists the host paths behind cfg's mounts, masks and
-// protected paths, and their state now.
-func grantPaths(cfg *initproto.Config) []pathState {
+// protected paths, and their state now. A placeholder this backend holds
+// for a call counts as missing: calls come and go while a warm sandbox
+// waits, and it will get its own placeholders when claimed.
+func (b *Backend) grantPaths(cfg *initproto.Config) []pathState {
 	var out []pathState
 	add := func(p string) {
 		st := pathState{path: p}
 		var s unix.Stat_t
-		if err := unix.Lstat(p, &s); err == nil {
+		if err := unix.Lstat(p, &s); err == nil && !b.placeholders.holding(p, &s) {
 			st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
 			if st.mode != unix.S_IFDIR {
 				st.size = s.Size
@@ -113,8 +115,8 @@ func hostPath(mounts []initproto.Mount, p string) (string, bool) {
 }
 
 // samePaths reports whether the grant's host paths are as they were.
-func samePaths(was []pathState, cfg *initproto.Config) bool {
-	now := grantPaths(cfg)
+func (b *Backend) samePaths(was []pathState, cfg *initproto.Config) bool {
+	now := b.grantPaths(cfg)
 	if len(now) != len(was) {
 		return false
 	}
@@ -155,8 +157,11 @@ type shape struct {
 	cancel   context.CancelFunc
 }
 
-// pool holds warm sandboxes: built ahead of time for a shape, each blocked
-// on its stdin until one call takes it, then destroyed after that call.
+// pool holds warm sandboxes: built ahead of time for a shape, each with
+// its grant mounts made and its init waiting for the claim (see initproto)
+// until one call takes it, then destroyed after that call. A waiting
+// sandbox holds no placeholder in the user's tree: the call that claims it
+// makes them, and the init protects and locks down only then.
 type pool struct {
 	b      *Backend
 	mu     sync.Mutex
@@ -204,7 +209,7 @@ func (p *pool) take(k shapeKey) *box {
 		p.clock++
 		sh.used = p.clock
 		p.mu.Unlock()
-		if alive(x) && samePaths(x.paths, x.cfg) {
+		if alive(x) && p.b.samePaths(x.paths, x.cfg) {
 			return x
 		}
 		p.b.log.Debug("warm sandbox discarded", "pid", x.c.proc.Pid, "alive", alive(x))
@@ -289,14 +294,14 @@ func (p *pool) build(sh *shape) {
 	var x *box
 	var err error
 	for try := 0; try < 2 && x == nil && sh.ctx.Err() == nil; try++ {
-		x, _, err = p.b.build(sh.ctx, &sandbox.Spec{}, sh.cfg, sh.l, start.Add(warmSetupTimeout), start, true)
+		x, _, err = p.b.build(sh.ctx, &sandbox.Spec{}, copyConfig(sh.cfg), sh.l, start.Add(warmSetupTimeout), start, true)
 		if x == nil {
 			if err == nil {
 				err = errors.New("setup timed out")
 			}
 			break
 		}
-		if !samePaths(x.paths, sh.cfg) {
+		if !p.b.samePaths(x.paths, sh.cfg) {
 			p.destroy(x)
 			x, err = nil, errors.New("the grant's host paths changed during setup")
 		}
@@ -466,6 +471,7 @@ func copyConfig(cfg *initproto.Config) *initproto.Config {
 	c.ReadOnly = append([]string(nil), cfg.ReadOnly...)
 	c.ReadOnlyDirs = append([]string(nil), cfg.ReadOnlyDirs...)
 	c.Env = append([]string{}, cfg.Env...)
+	c.Placeholders = nil
 	c.Command = nil
 	return &c
 }

@@ -255,9 +255,10 @@ func takePoolState(t testing.TB, placeholder string) poolState {
 	return poolState{Procs: descendants(os.Getpid()), Cgroups: names, Placeholders: err == nil}
 }
 
-// TestPoolDrain checks that a grant change drains the old grant's warm
-// sandboxes and Close drains everything: no process, cgroup or
-// placeholder is left.
+// TestPoolDrain checks that warm sandboxes waiting in the pool hold no
+// placeholder, that a grant change drains the old grant's warm sandboxes
+// and that Close drains everything: no process, cgroup or placeholder is
+// left.
 func TestPoolDrain(t *testing.T) {
 	d1, d2 := newDirs(t), newDirs(t)
 	s1, s2 := toolSpec(d1), toolSpec(d2)
@@ -271,8 +272,8 @@ func TestPoolDrain(t *testing.T) {
 	}
 	waitWarm(t, b, s1, 2)
 	st := takePoolState(t, ph)
-	if st.Procs < 2 || !st.Placeholders || cg && len(st.Cgroups) != 2 {
-		t.Fatalf("with two warm sandboxes: %+v", st)
+	if st.Procs < 2 || st.Placeholders || cg && len(st.Cgroups) != 2 {
+		t.Fatalf("with two warm sandboxes: %+v, want two processes, two cgroups and no placeholder", st)
 	}
 	if err := b.Prewarm(s2); err != nil {
 		t.Fatal(err)
