@@ -536,10 +536,12 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	defer stopCtx()
+	t0 := time.Now()
 	var err error
 	if x.held, err = b.placeholders.hold(x.cfg); err != nil {
 		return err
 	}
+	tHeld := time.Now()
 	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
 	if err != nil {
 		return err
@@ -559,7 +561,8 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 		return errors.New("the warm sandbox's init did not report ready")
 	}
 	x.ready(st)
-	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "phases", st.Phases)
+	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "hold_ns", tHeld.Sub(t0).Nanoseconds(),
+		"claim_ns", time.Since(t0).Nanoseconds(), "phases", st.Phases)
 	return nil
 }
 

@@ -11,8 +11,9 @@
 //	 |  exec /proc/self/fd/5 (sealed memfd) ------>|  close fd 5, CLOEXEC fds > 2
 //	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
 //	 |  write Config JSON on fd 3 ---------------->|  decode Config
-//	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits
-//	 |                                             |
+//	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits,
+//	 |                                             |  empty bounding and ambient sets,
+//	 |                                             |  securebits, no_new_privs
 //	 |  -- only with Config.Claim (a warm sandbox waiting in the pool) --
 //	 |<------------- Status{Staged} on fd 4 -------|  read(fd 3) blocks, capabilities kept
 //	 |  ... the sandbox waits; no placeholder ...  |
@@ -20,7 +21,7 @@
 //	 |  write Claim JSON on fd 3, close ---------->|  decode Claim
 //	 |  -----------------------------------------------
 //	 |                                             |  masks, protected paths, pins,
-//	 |                                             |  pivot_root, caps, no_new_privs,
+//	 |                                             |  pivot_root, clear all capabilities,
 //	 |                                             |  Landlock, seccomp
 //	 |<------------- Status{Ready} on fd 4 --------|  (or Status{Error}, then exit 125)
 //	 |  copy stdout/stderr, enforce limits         |  run the payload, reap, forward signals
@@ -31,8 +32,8 @@
 // The claim exists so that a warm sandbox holds nothing in the user's tree
 // while it waits: the placeholders for missing protected and denied paths
 // (empty .bashrc, .vscode, .env, ...) are made by the host only once a call
-// has taken the sandbox, and the init mounts over them, and drops every
-// privilege, only then. Everything fixed by the grant alone (the grant
+// has taken the sandbox, and the init mounts over them, and gives up its
+// last capabilities, only then. Everything fixed by the grant alone (the grant
 // mounts, the system directories, /dev, /proc) is built ahead of time.
 //
 // Every status is one JSON object on its own line.

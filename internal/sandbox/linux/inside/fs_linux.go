@@ -294,7 +294,7 @@ func (b *builder) tmpfs(dst int, opts string, attrs uint64) error {
 // denied and protected paths (see protect), which may wait for a claim
 // (initproto.Config.Claim). The caller calls close once done with b.
 func build(cfg *initproto.Config) (_ *builder, err error) {
-	b := &builder{cfg: cfg, newAPI: true, devNull: -1, empty: -1}
+	b := &builder{cfg: cfg, newAPI: true, root: -1, devNull: -1, empty: -1}
 	defer func() {
 		if err != nil {
 			b.close()
@@ -517,7 +517,7 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 
 // close releases the descriptors protect needs.
 func (b *builder) close() {
-	for _, fd := range []*int{&b.empty, &b.devNull} {
+	for _, fd := range []*int{&b.empty, &b.devNull, &b.root} {
 		if *fd >= 0 {
 			unix.Close(*fd)
 			*fd = -1
@@ -603,9 +603,11 @@ func (b *builder) buildDev(devs map[string]int) error {
 	return nil
 }
 
-// pivot makes the stage the root, detaches the old root, makes the new
-// root read-only and enters cwd.
-func (b *builder) pivot(cwd string, mounts []initproto.Mount) error {
+// pivot makes the stage the root and detaches the old root. b.root is
+// then the new root, still writable (protect may yet create mount points
+// in it), and b.devNull the sandbox's own /dev/null: the host's is on the
+// detached tree, which no mount may be cloned from.
+func (b *builder) pivot() error {
 	if err := unix.Fchdir(b.root); err != nil {
 		return fmt.Errorf("entering the new root: %w", err)
 	}
@@ -615,10 +617,22 @@ func (b *builder) pivot(cwd string, mounts []initproto.Mount) error {
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the old root: %w", err)
 	}
-	unix.Close(b.root)
 	if err := unix.Chdir("/"); err != nil {
 		return fmt.Errorf("chdir /: %w", err)
 	}
+	null, err := b.walkPath("/dev/null")
+	if err != nil {
+		return fmt.Errorf("opening the sandbox's /dev/null: %w", err)
+	}
+	unix.Close(b.devNull)
+	b.devNull = null
+	return nil
+}
+
+// seal makes the new root read-only and enters cwd, once protect is done.
+func (b *builder) seal(cwd string, mounts []initproto.Mount) error {
+	unix.Close(b.root)
+	b.root = -1
 	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("making / read-only: %w", err)
 	}

@@ -154,6 +154,11 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		st.Features = append(st.Features, "mount-api")
 	}
 	phase("mounts")
+	if err := b.pivot(); err != nil {
+		return nil, err
+	}
+	st.Features = append(st.Features, "pivot_root")
+	phase("pivot")
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return nil, fmt.Errorf("setting the hostname: %w", err)
 	}
@@ -171,6 +176,15 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		return nil, err
 	}
 	st.Features = append(st.Features, "rlimits")
+	// Nothing the init still has to do needs the bounding set, or gaining
+	// privileges at exec: these go before a warm sandbox waits.
+	if err := dropBounding(lastCap()); err != nil {
+		return nil, err
+	}
+	if err := noNewPrivs(); err != nil {
+		return nil, err
+	}
+	phase("bounding")
 	if cfg.Claim {
 		if err := claim(); err != nil {
 			return nil, err
@@ -183,20 +197,14 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		return nil, err
 	}
 	st.Created = b.created
+	if err := b.seal(cfg.Cwd, cfg.Mounts); err != nil {
+		return nil, err
+	}
 	phase("protect")
-	if err := b.pivot(cfg.Cwd, cfg.Mounts); err != nil {
+	if err := clearCaps(); err != nil {
 		return nil, err
 	}
-	st.Features = append(st.Features, "pivot_root")
-	phase("pivot")
-	if err := dropCaps(lastCap()); err != nil {
-		return nil, err
-	}
-	st.Features = append(st.Features, "caps-dropped")
-	if err := noNewPrivs(); err != nil {
-		return nil, err
-	}
-	st.Features = append(st.Features, "no_new_privs")
+	st.Features = append(st.Features, "caps-dropped", "no_new_privs")
 	phase("caps")
 	ll, err := applyLandlock(cfg)
 	if err != nil {
