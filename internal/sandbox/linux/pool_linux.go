@@ -26,6 +26,10 @@ const (
 	maxShapes = 4
 	// warmSetupTimeout bounds the setup of a sandbox built for the pool.
 	warmSetupTimeout = 30 * time.Second
+	// maxExtra is how many warm sandboxes a shape may keep beyond the
+	// pool's size when calls come faster than sandboxes are built: each
+	// call that finds its shape empty adds one (see shape.extra).
+	maxExtra = 4
 )
 
 // shapeKey names what a warm sandbox was built for. full covers
@@ -152,9 +156,13 @@ type shape struct {
 	l        limits
 	ready    []*box
 	building int
-	used     uint64 // pool.clock at the last take or refill
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// extra grows by one, up to maxExtra, each time a call finds no
+	// ready sandbox: back-to-back calls then find one built while the
+	// previous ran, instead of waiting for a cold build.
+	extra  int
+	used   uint64 // pool.clock at the last take or refill
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // pool holds warm sandboxes: built ahead of time for a shape, each with
@@ -201,6 +209,9 @@ func (p *pool) take(k shapeKey) *box {
 		p.mu.Lock()
 		sh := p.shapes[k.full]
 		if sh == nil || len(sh.ready) == 0 {
+			if sh != nil && sh.extra < maxExtra && p.size() > 0 {
+				sh.extra++
+			}
 			p.mu.Unlock()
 			return nil
 		}
@@ -270,7 +281,7 @@ func (p *pool) refill(k shapeKey, cfg *initproto.Config, l limits) {
 	}
 	p.clock++
 	sh.used = p.clock
-	for ; len(sh.ready)+sh.building < n; sh.building++ {
+	for ; len(sh.ready)+sh.building < n+sh.extra; sh.building++ {
 		p.wg.Add(1)
 		go p.build(sh)
 	}
@@ -308,7 +319,7 @@ func (p *pool) build(sh *shape) {
 	}
 	p.mu.Lock()
 	sh.building--
-	keep := x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil && len(sh.ready) < p.size()
+	keep := x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil && len(sh.ready) < p.size()+sh.extra
 	if keep {
 		sh.ready = append(sh.ready, x)
 	}
@@ -357,10 +368,12 @@ func (p *pool) drainAll() {
 	p.wg.Wait()
 }
 
-// Pool asks the backend to keep size warm sandboxes (at most) of each
-// shape it runs in tool mode, until release is called: each Run of a
-// spec without Command, TTY or egress proxy then takes a warm sandbox of
-// its shape when one is ready, and the pool refills in the background.
+// Pool asks the backend to keep size warm sandboxes of each shape it runs
+// in tool mode, until release is called: each Run of a spec without
+// Command, TTY or egress proxy then takes a warm sandbox of its shape when
+// one is ready, and the pool refills in the background. A shape whose
+// calls find no sandbox ready (calls faster than builds) keeps one more
+// each time, up to four more than size.
 // Several holders may hold the pool (sessions sharing a backend); the size
 // is the largest asked for, and the pool is drained when the last holder
 // releases it (unless Options.PoolSize keeps it on). A size <= 0 holds
