@@ -201,6 +201,27 @@ func TestPoolLimits(t *testing.T) {
 	waitNoProcs(t, "987702")
 }
 
+// TestPoolGrowsWhenOutrun checks that a shape whose call finds no warm
+// sandbox ready keeps one more from then on, so back-to-back calls stop
+// waiting for cold builds.
+func TestPoolGrowsWhenOutrun(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 1)
+	callWith(t, b, spec, "hello") // creates the shape; its first build starts now
+	// The next call comes before that build can have finished.
+	if o := callWith(t, b, spec, "hello"); warm(o) {
+		t.Skip("the pool's first build finished between two back-to-back calls")
+	}
+	waitWarm(t, b, spec, 2)
+	for range 3 {
+		waitWarm(t, b, spec, 2)
+		if o := callWith(t, b, spec, "hello"); !warm(o) {
+			t.Fatalf("a call with two warm sandboxes ready ran cold: %v", o.res.Isolation.Features)
+		}
+	}
+}
+
 // TestPoolStaleGrantPaths checks that a warm sandbox built before a
 // denied path existed is not used once it does: the call gets a sandbox
 // that masks it, as a cold one would.
