@@ -2,12 +2,15 @@
 # bench/run.sh — measure airlock against direct exec and peer sandboxes in ONE run.
 #
 #   bench/run.sh            full run: installs the peers it lacks (apt: bubblewrap, firejail,
-#                           hyperfine, socat, ripgrep; npm into bench/.peers: srt, codex)
+#                           hyperfine, socat, ripgrep; npm into bench/.peers: srt, codex,
+#                           @modelcontextprotocol/server-filesystem)
 #   bench/run.sh --smoke    a couple of iterations per cell, installs nothing, skips the npm
 #                           peers; finishes in well under a minute (CI runs this)
 #   options: --runs N (timed runs per cell, default 40), --out DIR (default bench/results),
 #            --rev REV (build airlock from committed revision REV, e.g. HEAD, instead of the
-#            working tree, so a run describes a commit; REV must contain bench/)
+#            working tree, so a run describes a commit; REV must contain bench/),
+#            --only mcp (run only the MCP read_file section: airlock mcp against cat spawned by
+#            the same client and the reference MCP filesystem server)
 #
 # Writes DIR/results.md and DIR/results.json. Every system gets a row for every workload it
 # can run, or a "skipped: reason" row; nothing is dropped silently. See bench/README.md.
@@ -20,6 +23,7 @@ OUT=$BENCH/results
 SMOKE=0
 RUNS=40
 REV=""
+ONLY=""
 
 # The systems, in report order. "airlock call (unsandboxed)" separates the CLI's own cost
 # (process start, session open, audit) from the sandbox's, for read_file.
@@ -36,7 +40,8 @@ parse_args() {
 		--runs) RUNS=$2; shift ;;
 		--out) OUT=$2; shift ;;
 		--rev) REV=$2; shift ;;
-		-h | --help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
+		--only) ONLY=$2; shift ;;
+		-h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
 		*) log "unknown argument $1"; exit 2 ;;
 		esac
 		shift
@@ -55,6 +60,12 @@ install_peers() {
 		log "smoke: installing nothing"
 		return
 	fi
+	if [[ $ONLY == mcp ]]; then
+		[[ -x $PEERS/node_modules/.bin/mcp-server-filesystem ]] ||
+			npm install --silent --no-audit --no-fund --prefix "$PEERS" @modelcontextprotocol/server-filesystem >&2 ||
+			log "npm install failed; the MCP filesystem server is reported as skipped"
+		return
+	fi
 	local missing=()
 	command -v bwrap >/dev/null || missing+=(bubblewrap)
 	command -v firejail >/dev/null || missing+=(firejail)
@@ -66,11 +77,12 @@ install_peers() {
 		apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null ||
 			log "apt-get failed; the peers it would have installed are reported as skipped"
 	fi
-	if [[ ! -x $PEERS/node_modules/.bin/srt || ! -x $PEERS/node_modules/.bin/codex ]]; then
-		log "npm install --prefix $PEERS @anthropic-ai/sandbox-runtime @openai/codex"
+	if [[ ! -x $PEERS/node_modules/.bin/srt || ! -x $PEERS/node_modules/.bin/codex ||
+		! -x $PEERS/node_modules/.bin/mcp-server-filesystem ]]; then
+		log "npm install --prefix $PEERS @anthropic-ai/sandbox-runtime @openai/codex @modelcontextprotocol/server-filesystem"
 		npm install --silent --no-audit --no-fund --prefix "$PEERS" \
-			@anthropic-ai/sandbox-runtime @openai/codex >&2 ||
-			log "npm install failed; srt and codex are reported as skipped"
+			@anthropic-ai/sandbox-runtime @openai/codex @modelcontextprotocol/server-filesystem >&2 ||
+			log "npm install failed; srt, codex and the MCP filesystem server are reported as skipped"
 	fi
 }
 
@@ -331,6 +343,23 @@ measure_latency() {
 	done
 }
 
+# measure_mcp: sequential read_file of the 4 KiB file through `airlock mcp` and through the
+# reference MCP filesystem server, each driven by a real MCP client (the Go SDK's, over stdio),
+# against cat spawned by that same client process, interleaved call by call.
+measure_mcp() {
+	local servers=(-server "airlock mcp=$AIRLOCK mcp --records $STATE")
+	log "mcp read_file: airlock mcp, cat, the reference filesystem server"
+	if ((SMOKE)); then
+		skip latency mcp_read_file "server-filesystem (MCP)" "smoke run: peers installed by the bench (npm) are skipped"
+	elif [[ -x $PEERS/node_modules/.bin/mcp-server-filesystem ]]; then
+		servers+=(-server "server-filesystem (MCP)=$PEERS/node_modules/.bin/mcp-server-filesystem $WORK")
+	else
+		skip latency mcp_read_file "server-filesystem (MCP)" "not installed (npm install failed)"
+	fi
+	cell latency mcp_read_file "airlock mcp" "$CB" -mode mcp -out "$CELLS" -dir "$WORK" \
+		-workload mcp_read_file -file data.txt -n "$((RUNS * 5))" -warmup "$WARMUP" "${servers[@]}"
+}
+
 measure_bursts() {
 	local s fn
 	for s in "${SYSTEMS[@]}"; do
@@ -401,13 +430,15 @@ versions() {
 	if ((!SMOKE)); then
 		[[ -x $PEERS/node_modules/.bin/srt ]] && VERSIONS+="; srt: $("$PEERS/node_modules/.bin/srt" --version)"
 		[[ -x $PEERS/node_modules/.bin/codex ]] && VERSIONS+="; $("$PEERS/node_modules/.bin/codex" --version)"
+		local fsjson=$PEERS/node_modules/@modelcontextprotocol/server-filesystem/package.json
+		[[ -f $fsjson ]] && VERSIONS+="; server-filesystem: $(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$fsjson" | head -1)"
 	fi
 	return 0
 }
 
 report() {
 	local sys
-	sys=$(IFS=,; echo "${SYSTEMS[*]}")
+	sys=$(IFS=,; echo "${SYSTEMS[*]},airlock mcp,server-filesystem (MCP)")
 	"$BT" report -cells "$CELLS" -json "$OUT/results.json" -md "$OUT/results.md" -systems "$sys" \
 		-meta "date=$(date -u '+%Y-%m-%d %H:%M UTC')" \
 		-meta "command=bench/run.sh$(((SMOKE)) && echo " --smoke") --runs $RUNS${REV:+ --rev $REV}" \
@@ -428,10 +459,15 @@ main() {
 	build
 	make_workdir
 	versions
-	measure_latency
-	measure_bursts
-	measure_throughput
-	measure_memory
+	if [[ $ONLY == mcp ]]; then
+		measure_mcp
+	else
+		measure_latency
+		measure_mcp
+		measure_bursts
+		measure_throughput
+		measure_memory
+	fi
 	report
 }
 

@@ -54,7 +54,7 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, want := range []struct{ workload, system string }{
 		{"true", "direct"}, {"true", "airlock exec"}, {"read_file", "airlock call"},
-		{"read_file", "airlock session"},
+		{"read_file", "airlock session"}, {"mcp_read_file", "airlock mcp"}, {"mcp_read_file", "direct"},
 	} {
 		if !hasNumbers(res.Rows, want.workload, want.system) {
 			t.Errorf("no latency numbers for %s on %s", want.workload, want.system)

@@ -1,9 +1,6 @@
 package broker
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -11,8 +8,11 @@ import (
 )
 
 // DefaultPool is the number of warm sandboxes a session keeps per shape
-// when its backend can keep them and Options.Pool is zero, provided every
-// protected path of the grant exists (see openPool).
+// when its backend can keep them and Options.Pool is zero. A warm sandbox
+// waiting for its call holds nothing in the user's tree: the placeholders
+// for missing protected and denied paths are made only when a call takes
+// it (see the claim in internal/sandbox/linux/initproto), so every tree
+// gets the pool.
 const DefaultPool = 2
 
 // pooler is a backend that keeps warm sandboxes: built ahead of time for
@@ -38,15 +38,6 @@ func (s *Session) openPool() {
 	n := s.opts.Pool
 	if n == 0 {
 		n = DefaultPool
-		// A warm sandbox holds the placeholders of missing protected paths
-		// (empty .git, .bashrc, .vscode, ... directories in the user's tree)
-		// for as long as it waits. By default a session does not leave them
-		// in the tree between calls: it runs cold instead. Options.Pool > 0
-		// accepts the placeholders for the session's lifetime.
-		if missing := missingProtected(s.opts.Grant.Protected()); len(missing) > 0 {
-			s.logger.Info("no warm pool by default: the grant has missing protected paths that warm sandboxes would hold placeholders for", "missing", len(missing))
-			n = -1
-		}
 	}
 	s.releasePool = p.Pool(max(n, 0))
 	if n <= 0 {
@@ -82,15 +73,4 @@ func (s *Session) closePool() {
 	if s.releasePool != nil {
 		s.releasePool()
 	}
-}
-
-// missingProtected returns the protected paths that do not exist on the host.
-func missingProtected(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			out = append(out, p)
-		}
-	}
-	return out
 }

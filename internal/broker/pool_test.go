@@ -85,25 +85,49 @@ func TestPooledSession(t *testing.T) {
 	}
 }
 
-// TestNoDefaultPoolWithPlaceholders: by default a session keeps no warm
-// sandbox when that would leave placeholders for missing protected paths in
-// the user's tree between calls; its calls run cold and the tree is clean.
-func TestNoDefaultPoolWithPlaceholders(t *testing.T) {
+// TestDefaultPoolNoPlaceholders: by default a session keeps warm
+// sandboxes even where the grant's protected paths are missing, and while
+// they wait the tree holds no placeholder; a call served warm still finds
+// those paths held, and the tree is clean again between calls.
+func TestDefaultPoolNoPlaceholders(t *testing.T) {
 	b, w := pooledBackend(t)
 	f := newFixture(t, grant.Limits{})
+	var missing []string
+	for _, p := range f.grant.Protected() {
+		if _, err := os.Lstat(p); err != nil && strings.HasPrefix(p, f.ws+"/") {
+			missing = append(missing, p)
+		}
+	}
+	if !slices.Contains(missing, filepath.Join(f.ws, ".bashrc")) {
+		t.Fatalf("the fixture's missing protected paths %v lack .bashrc", missing)
+	}
 	s := f.open(t, b, nil)
-	res := call(t, s, "read_file", `{"path":"hello.txt"}`)
-	if res.Class != broker.ClassOK {
-		t.Fatalf("read_file: %s %q", res.Class, res.Output.Content)
+	clean := func(when string) {
+		t.Helper()
+		entries, _ := os.ReadDir(f.ws)
+		if len(entries) != 1 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Fatalf("%s the tree holds %v, want only hello.txt", when, names)
+		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := w.Warm(broker.SpecFor(f.grant, f.grant.LimitsFor("read_file"))); n != 0 {
-		t.Fatalf("%d warm sandboxes by default with missing protected paths, want 0", n)
+	for i := range 3 {
+		waitWarm(t, w, f.grant, broker.DefaultPool)
+		clean("with warm sandboxes waiting,")
+		res := call(t, s, "shell", `{"command":"echo x > .bashrc || echo refused; test -f .bashrc && echo held"}`)
+		if iso := res.Output.Meta.Isolation; res.Class != broker.ClassOK || iso == nil || !slices.Contains(iso.Features, "warm") {
+			t.Fatalf("call %d: class %s isolation %+v, want a warm sandbox", i, res.Class, iso)
+		}
+		if !strings.Contains(res.Output.Content, "refused") || !strings.Contains(res.Output.Content, "held") {
+			t.Fatalf("call %d: .bashrc was not held read-only in the warm sandbox: %q", i, res.Output.Content)
+		}
 	}
-	entries, _ := os.ReadDir(f.ws)
-	if len(entries) != 1 {
-		t.Fatalf("the tree holds %d entries between calls, want only hello.txt", len(entries))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
+	clean("after Close")
 }
 
 // TestPoolOff checks that Pool < 0 keeps no warm sandbox.

@@ -89,10 +89,8 @@ type Options struct {
 	// (resolver, dialer, extra environment); nil means the defaults.
 	Egress *EgressOptions
 	// Pool is the number of warm sandboxes kept per shape when the backend
-	// can keep them (see pool.go): zero means DefaultPool when the grant
-	// needs no placeholders for missing protected paths, and none
-	// otherwise; negative means none; positive keeps that many and accepts
-	// the placeholders in the tree for the session's lifetime.
+	// can keep them (see pool.go): zero means DefaultPool, negative means
+	// none. A waiting warm sandbox holds no placeholder in the tree.
 	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger

@@ -7,6 +7,11 @@
 //	callbench -mode burst   -out F -dir D -workload W -tool T -args JSON [-c 50] [-rounds R]
 //	callbench -mode rate    -out F -dir D -workload W -tool T -args JSON [-c C] [-d DUR]
 //	callbench -mode mem     -out F -dir D [-inflight 16]
+//	callbench -mode mcp     -out F -dir D -workload W -file F -server 'NAME=CMD ARGS' ... [-n N] [-pause DUR]
+//
+// The mcp mode reads -file through each -server (an MCP server on stdio,
+// driven by the Go SDK's client) and spawns `cat` of it, interleaved call
+// by call, and appends a row for each.
 //
 // The native backend starts this same binary as each sandbox's init, so main
 // runs the hidden sandbox and runner modes first, as cmd/airlock does.

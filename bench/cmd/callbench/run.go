@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,12 +21,20 @@ type config struct {
 	mode, out, dir, records, system, workload, tool, args, note string
 	n, warmup, conc, rounds, inflight                           int
 	dur                                                         time.Duration
+	file                                                        string
+	pause                                                       time.Duration
 }
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ", ") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func run(argv []string) error {
 	var c config
 	fs := flag.NewFlagSet("callbench", flag.ContinueOnError)
-	fs.StringVar(&c.mode, "mode", "latency", "latency, burst, rate or mem")
+	fs.StringVar(&c.mode, "mode", "latency", "latency, burst, rate, mem or mcp")
 	fs.StringVar(&c.out, "out", "", "JSON-lines file to append the row to")
 	fs.StringVar(&c.dir, "dir", "", "directory granted read-write")
 	fs.StringVar(&c.records, "records", "", "audit records directory (default: a temporary one)")
@@ -40,8 +49,18 @@ func run(argv []string) error {
 	fs.IntVar(&c.rounds, "rounds", 5, "bursts timed")
 	fs.IntVar(&c.inflight, "inflight", 16, "calls in flight (mem)")
 	fs.DurationVar(&c.dur, "d", 5*time.Second, "how long to run (rate)")
+	fs.StringVar(&c.file, "file", "", "file to read, relative to -dir (mcp)")
+	fs.DurationVar(&c.pause, "pause", 0, "pause between rounds of calls (mcp)")
+	var servers multi
+	fs.Var(&servers, "server", "`NAME=COMMAND ARGS` of an MCP server to time (mcp; repeatable)")
 	if err := fs.Parse(argv); err != nil {
 		return err
+	}
+	if c.mode == "mcp" {
+		if c.out == "" || c.dir == "" {
+			return errors.New("-out and -dir are required")
+		}
+		return mcpLatency(&c, servers)
 	}
 	if c.out == "" || c.dir == "" {
 		return errors.New("-out and -dir are required")

@@ -242,10 +242,19 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	if k, ok := shapeOf(spec, cfg, l); ok && b.pool.on() {
 		defer b.pool.refill(k, cfg, l)
-		if x := b.pool.take(k); x != nil {
+		for x := b.pool.take(k); x != nil; x = b.pool.take(k) {
 			taken := time.Now()
+			if err := b.claim(ctx, x, taken.Add(l.wall)); err != nil {
+				b.pool.destroy(x)
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("sandbox cancelled during setup: %w", ctx.Err())
+				}
+				b.log.Debug("warm sandbox not claimed", "err", err)
+				continue
+			}
+			claimed := time.Now()
 			x.iso.Features = append(x.iso.Features, "warm")
-			res, err := b.finish(ctx, spec, x, l, taken.Add(l.wall), start, taken.Sub(start))
+			res, err := b.finish(ctx, spec, x, l, claimed.Add(l.wall), start, claimed.Sub(start))
 			b.end(x, &res, &err)
 			return res, err
 		}
@@ -379,8 +388,10 @@ func (b *Backend) teardown(x *box, res **sandbox.Result, err *error) {
 // everything down and returns either a Result (the deadline passed during
 // setup: a time limit) or an error.
 //
-// For the pool (warm set), it records the state of the grant's host paths
-// once the placeholders exist and before the init builds its mounts.
+// For the pool (warm set), cfg is the sandbox's own copy: it sets
+// cfg.Claim, so the init stops before protecting the sandbox (see claim),
+// makes no placeholder, and records the state of the grant's host paths
+// before the init builds its mounts.
 func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, deadline, start time.Time, warm bool) (*box, *sandbox.Result, error) {
 	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
 	var err error
@@ -396,16 +407,19 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		x.iso.Missing = append(x.iso.Missing, "cgroups")
 		x.iso.Unenforced = append([]string(nil), unenforcedLimits...)
 	}
-	x.held, err = b.placeholders.hold(cfg)
-	if err != nil {
-		b.placeholders.release(x.held)
-		if cerr := x.cg.destroy(); cerr != nil {
-			b.log.Debug("cgroup teardown", "err", cerr)
-		}
-		return nil, nil, err
-	}
 	if warm {
-		x.paths = grantPaths(cfg)
+		// A warm sandbox makes no placeholder until a call claims it.
+		cfg.Claim = true
+		x.paths = b.grantPaths(cfg)
+	} else {
+		x.held, err = b.placeholders.hold(cfg)
+		if err != nil {
+			b.placeholders.release(x.held)
+			if cerr := x.cg.destroy(); cerr != nil {
+				b.log.Debug("cgroup teardown", "err", cerr)
+			}
+			return nil, nil, err
+		}
 	}
 	res, err := b.setup(ctx, x, deadline, start)
 	if err != nil || res != nil {
@@ -454,8 +468,10 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 		return nil, err
 	}
 	_, werr := c.cfgW.Write(cfgJSON)
-	c.cfgW.Close()
-	c.cfgW = nil
+	if !x.cfg.Claim {
+		c.cfgW.Close()
+		c.cfgW = nil
+	}
 
 	statuses := make(chan initproto.Status, 2)
 	go func() {
@@ -471,7 +487,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 	}()
 	x.statuses = statuses
 	first, ok := <-statuses
-	if !ok || first.Error != "" || !first.Ready || werr != nil {
+	if !ok || first.Error != "" || first.Ready == x.cfg.Claim || first.Staged != x.cfg.Claim || werr != nil {
 		x.kill("setup")
 		_, _ = c.proc.Wait()
 		if x.reason() == "time" {
@@ -492,13 +508,62 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 		}
 		return nil, errors.New("sandbox setup: the init exited without a status")
 	}
-	x.first = first
-	x.iso.Features = append(x.iso.Features, first.Features...)
-	x.iso.Missing = append(x.iso.Missing, first.Missing...)
+	if x.cfg.Claim {
+		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
+		return nil, nil
+	}
+	x.ready(first)
 	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
 		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
 		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tCgroupMono), "phases", first.Phases)
 	return nil, nil
+}
+
+// ready records the init's Ready status.
+func (x *box) ready(st initproto.Status) {
+	x.first = st
+	x.iso.Features = append(x.iso.Features, st.Features...)
+	x.iso.Missing = append(x.iso.Missing, st.Missing...)
+}
+
+// claim hands the warm sandbox x to a call: it makes the placeholders x's
+// denied and protected paths need now, sends them in the Claim and waits
+// until the init has protected the sandbox and locked it down (Ready).
+// It kills x at deadline or when ctx ends. On failure the caller destroys
+// x, which releases what claim held.
+func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
+	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
+	defer stopCtx()
+	t0 := time.Now()
+	var err error
+	if x.held, err = b.placeholders.hold(x.cfg); err != nil {
+		return err
+	}
+	tHeld := time.Now()
+	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
+	if err != nil {
+		return err
+	}
+	_, werr := x.c.cfgW.Write(msg)
+	x.c.cfgW.Close()
+	x.c.cfgW = nil
+	st, ok := <-x.statuses
+	switch {
+	case !ok:
+		return errors.New("the warm sandbox's init exited before it was ready")
+	case st.Error != "":
+		return fmt.Errorf("sandbox setup: %s", st.Error)
+	case werr != nil:
+		return fmt.Errorf("claiming the warm sandbox: %w", werr)
+	case !st.Ready:
+		return errors.New("the warm sandbox's init did not report ready")
+	}
+	x.ready(st)
+	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "hold_ns", tHeld.Sub(t0).Nanoseconds(),
+		"claim_ns", time.Since(t0).Nanoseconds(), "phases", st.Phases)
+	return nil
 }
 
 // finish runs a built sandbox to its end: it relays the streams, enforces

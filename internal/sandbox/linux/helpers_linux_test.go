@@ -156,3 +156,39 @@ func hasCgroups(b interface{ Report() sandbox.Report }) bool {
 	}
 	return false
 }
+
+// inModes runs f twice, as subtests: "cold" with a command-mode spec run
+// on the shared backend, and "warm" with the same script run from the
+// in-process tool of a sandbox taken from a pool, which is built before the
+// call and protected only when the call claims it. f gets the runner of
+// its mode; a script is the shell script the spec's command would run.
+func inModes(t *testing.T, f func(t *testing.T, run func(spec *sandbox.Spec, script string) out)) {
+	t.Run("cold", func(t *testing.T) {
+		f(t, func(spec *sandbox.Spec, script string) out {
+			s := *spec
+			s.Command = []string{"/bin/sh", "-c", script}
+			return run(t, &s)
+		})
+	})
+	t.Run("warm", func(t *testing.T) {
+		b := pooled(t, 1)
+		f(t, func(spec *sandbox.Spec, script string) out {
+			s := *spec
+			s.Command = nil
+			if s.Limits.Wall == 0 {
+				s.Limits.Wall = 30 * time.Second
+			}
+			s.Limits.AllowUnenforced = acceptUnenforced
+			if err := b.Prewarm(&s); err != nil {
+				t.Fatal(err)
+			}
+			waitWarm(t, b, &s, 1)
+			o := callWith(t, b, &s, "sh:"+script)
+			if !warm(o) {
+				t.Fatalf("the call was not warm: %v", o.res.Isolation.Features)
+			}
+			b.Pool(0)() // waits for the call's teardown
+			return o
+		})
+	})
+}

@@ -90,45 +90,44 @@ func TestHostileRenameAncestor(t *testing.T) {
 		attack:  "mv a x; cat x/b/secret; mv a/b a/c; cat a/c/secret; rm -rf a",
 		keep:    map[string]string{"a/b/secret": "CANARY", "a/b/other": "o"},
 	}}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			d := newDirs(t)
-			files := map[string]string{}
-			for p, v := range c.files {
-				files[p] = strings.ReplaceAll(v, "CANARY", d.canary)
-			}
-			writeTree(t, d.W, files)
-			spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: d.W, Writable: true}}, Cwd: d.W, Env: []string{"PATH=/usr/bin:/bin", "W=" + d.W}}
-			for _, p := range c.roGrant {
-				spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: filepath.Join(d.W, p)})
-			}
-			for _, p := range c.masks {
-				spec.Masks = append(spec.Masks, filepath.Join(d.W, p))
-			}
-			for _, p := range c.ro {
-				spec.ReadOnly = append(spec.ReadOnly, filepath.Join(d.W, p))
-			}
-			spec.Command = []string{"/bin/sh", "-c", c.attack + "; true"}
-			o := run(t, spec)
-			d.noCanary(t, o)
-			for p, want := range c.keep {
-				want = strings.ReplaceAll(want, "CANARY", d.canary)
-				got, err := os.ReadFile(filepath.Join(d.W, p))
-				if err != nil || string(got) != want {
-					t.Errorf("host %s = %q, %v; want %q (attack output %q %q)", p, got, err, want, o.stdout, o.stderr)
+	inModes(t, func(t *testing.T, run func(*sandbox.Spec, string) out) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				d := newDirs(t)
+				files := map[string]string{}
+				for p, v := range c.files {
+					files[p] = strings.ReplaceAll(v, "CANARY", d.canary)
 				}
-			}
-			if !strings.Contains(o.stderr, "busy") {
-				t.Errorf("no rename was refused as busy: stderr %q", o.stderr)
-			}
-			// A later call still sees every protection where it was.
-			if len(c.masks) > 0 {
-				again := *spec
-				again.Command = []string{"/bin/sh", "-c", "cat " + spec.Masks[0] + "; true"}
-				d.noCanary(t, run(t, &again))
-			}
-		})
-	}
+				writeTree(t, d.W, files)
+				spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: d.W, Writable: true}}, Cwd: d.W, Env: []string{"PATH=/usr/bin:/bin", "W=" + d.W}}
+				for _, p := range c.roGrant {
+					spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: filepath.Join(d.W, p)})
+				}
+				for _, p := range c.masks {
+					spec.Masks = append(spec.Masks, filepath.Join(d.W, p))
+				}
+				for _, p := range c.ro {
+					spec.ReadOnly = append(spec.ReadOnly, filepath.Join(d.W, p))
+				}
+				o := run(spec, c.attack+"; true")
+				d.noCanary(t, o)
+				for p, want := range c.keep {
+					want = strings.ReplaceAll(want, "CANARY", d.canary)
+					got, err := os.ReadFile(filepath.Join(d.W, p))
+					if err != nil || string(got) != want {
+						t.Errorf("host %s = %q, %v; want %q (attack output %q %q)", p, got, err, want, o.stdout, o.stderr)
+					}
+				}
+				if !strings.Contains(o.stderr, "busy") {
+					t.Errorf("no rename was refused as busy: stderr %q", o.stderr)
+				}
+				// A later call still sees every protection where it was.
+				if len(c.masks) > 0 {
+					d.noCanary(t, run(spec, "cat "+spec.Masks[0]+"; true"))
+				}
+			})
+		}
+	})
 }
 
 // TestProtectedSymlinkCovered: a symlink planted at a protected or denied
@@ -136,33 +135,34 @@ func TestHostileRenameAncestor(t *testing.T) {
 // nothing follows it, nothing can replace it, the call still runs, and the
 // host's link is unchanged. (Issue 19.5: it used to fail every call.)
 func TestProtectedSymlinkCovered(t *testing.T) {
-	d := newDirs(t)
-	writeTree(t, d.W, map[string]string{"sub/": "", "data": "mine"})
-	for link, to := range map[string]string{"sub/.bashrc": "/nonexistent", ".vscode": d.O, "secret": d.O + "/canary", "anc": d.O} {
-		if err := os.Symlink(to, filepath.Join(d.W, link)); err != nil {
-			t.Fatal(err)
+	inModes(t, func(t *testing.T, run func(*sandbox.Spec, string) out) {
+		d := newDirs(t)
+		writeTree(t, d.W, map[string]string{"sub/": "", "data": "mine"})
+		for link, to := range map[string]string{"sub/.bashrc": "/nonexistent", ".vscode": d.O, "secret": d.O + "/canary", "anc": d.O} {
+			if err := os.Symlink(to, filepath.Join(d.W, link)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	spec := &sandbox.Spec{
-		Mounts:   []sandbox.Mount{{Source: d.W, Writable: true}},
-		ReadOnly: []string{filepath.Join(d.W, "sub/.bashrc"), filepath.Join(d.W, ".vscode"), filepath.Join(d.W, "anc/.git/hooks")},
-		Masks:    []string{filepath.Join(d.W, "secret")},
-		Cwd:      d.W,
-		Env:      []string{"PATH=/usr/bin:/bin"},
-		Command: []string{"/bin/sh", "-c", "cat sub/.bashrc .vscode/x secret anc/canary; ls .vscode; " +
-			"rm -f sub/.bashrc; ln -sf /etc/passwd sub/.bashrc; echo evil > sub/.bashrc; mv .vscode v; echo ok > data; cat data"},
-	}
-	o := run(t, spec)
-	d.noCanary(t, o)
-	if !strings.Contains(o.stdout, "ok") {
-		t.Fatalf("the call did not run normally: %q %q", o.stdout, o.stderr)
-	}
-	for link, to := range map[string]string{"sub/.bashrc": "/nonexistent", ".vscode": d.O, "secret": d.O + "/canary", "anc": d.O} {
-		got, err := os.Readlink(filepath.Join(d.W, link))
-		if err != nil || got != to {
-			t.Errorf("host link %s = %q, %v; want it unchanged (%q)", link, got, err, to)
+		spec := &sandbox.Spec{
+			Mounts:   []sandbox.Mount{{Source: d.W, Writable: true}},
+			ReadOnly: []string{filepath.Join(d.W, "sub/.bashrc"), filepath.Join(d.W, ".vscode"), filepath.Join(d.W, "anc/.git/hooks")},
+			Masks:    []string{filepath.Join(d.W, "secret")},
+			Cwd:      d.W,
+			Env:      []string{"PATH=/usr/bin:/bin"},
 		}
-	}
+		o := run(spec, "cat sub/.bashrc .vscode/x secret anc/canary; ls .vscode; "+
+			"rm -f sub/.bashrc; ln -sf /etc/passwd sub/.bashrc; echo evil > sub/.bashrc; mv .vscode v; echo ok > data; cat data")
+		d.noCanary(t, o)
+		if !strings.Contains(o.stdout, "ok") {
+			t.Fatalf("the call did not run normally: %q %q", o.stdout, o.stderr)
+		}
+		for link, to := range map[string]string{"sub/.bashrc": "/nonexistent", ".vscode": d.O, "secret": d.O + "/canary", "anc": d.O} {
+			got, err := os.Readlink(filepath.Join(d.W, link))
+			if err != nil || got != to {
+				t.Errorf("host link %s = %q, %v; want it unchanged (%q)", link, got, err, to)
+			}
+		}
+	})
 }
 
 // TestPlaceholderKinds: a missing protected name is held as the right kind
@@ -171,32 +171,33 @@ func TestProtectedSymlinkCovered(t *testing.T) {
 // file nor a directory of that name can be created; the sandbox finds the
 // list of placeholders at /run/airlock/placeholders; nothing stays behind.
 func TestPlaceholderKinds(t *testing.T) {
-	d := newDirs(t)
-	rc, vscode, env := filepath.Join(d.W, ".bashrc"), filepath.Join(d.W, ".vscode"), filepath.Join(d.W, ".env")
-	spec := &sandbox.Spec{
-		Mounts:       []sandbox.Mount{{Source: d.W, Writable: true}},
-		ReadOnly:     []string{rc, vscode},
-		ReadOnlyDirs: []string{vscode},
-		Masks:        []string{env},
-		Cwd:          d.W,
-		Env:          []string{"PATH=/usr/bin:/bin"},
-		Command: []string{"/bin/sh", "-c", "test -f .bashrc && echo rc-file; test -d .vscode && echo vscode-dir; cat .bashrc; " +
-			"echo x > .bashrc || echo rc-refused; mkdir .vscode/a || echo vscode-refused; echo KEY=1 > .env || echo env-refused; mkdir .env || echo envdir-refused; " +
-			"cat /run/airlock/placeholders"},
-	}
-	o := run(t, spec)
-	for _, want := range []string{"rc-file", "vscode-dir", "rc-refused", "vscode-refused", "env-refused", "envdir-refused", rc + "\n", vscode + "\n", env + "\n"} {
-		if !strings.Contains(o.stdout, want) {
-			t.Errorf("want %q in stdout %q (stderr %q)", want, o.stdout, o.stderr)
+	inModes(t, func(t *testing.T, run func(*sandbox.Spec, string) out) {
+		d := newDirs(t)
+		rc, vscode, env := filepath.Join(d.W, ".bashrc"), filepath.Join(d.W, ".vscode"), filepath.Join(d.W, ".env")
+		spec := &sandbox.Spec{
+			Mounts:       []sandbox.Mount{{Source: d.W, Writable: true}},
+			ReadOnly:     []string{rc, vscode},
+			ReadOnlyDirs: []string{vscode},
+			Masks:        []string{env},
+			Cwd:          d.W,
+			Env:          []string{"PATH=/usr/bin:/bin"},
 		}
-	}
-	entries, err := os.ReadDir(d.W)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		t.Errorf("left in the tree: %s", e.Name())
-	}
+		o := run(spec, "test -f .bashrc && echo rc-file; test -d .vscode && echo vscode-dir; cat .bashrc; "+
+			"echo x > .bashrc || echo rc-refused; mkdir .vscode/a || echo vscode-refused; echo KEY=1 > .env || echo env-refused; mkdir .env || echo envdir-refused; "+
+			"cat /run/airlock/placeholders")
+		for _, want := range []string{"rc-file", "vscode-dir", "rc-refused", "vscode-refused", "env-refused", "envdir-refused", rc + "\n", vscode + "\n", env + "\n"} {
+			if !strings.Contains(o.stdout, want) {
+				t.Errorf("want %q in stdout %q (stderr %q)", want, o.stdout, o.stderr)
+			}
+		}
+		entries, err := os.ReadDir(d.W)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			t.Errorf("left in the tree: %s", e.Name())
+		}
+	})
 }
 
 // TestProtectedHardLinkRefused: a protected or denied file with another

@@ -23,7 +23,9 @@ const placeholderXattr = "user.airlock.placeholder"
 // placeholders manages the empty directories the backend creates on the host
 // for protected paths that do not exist yet (.git/hooks, .bashrc, .vscode,
 // ...), so that the init can mount them read-only and the sandbox cannot
-// create them. They are created on the host before the sandbox starts.
+// create them. They are created on the host before the sandbox is
+// protected: before a cold sandbox starts, and when a call claims a warm
+// one (a waiting warm sandbox holds none).
 //
 // Sharing, within a process and across processes:
 //   - every sandbox that relies on a placeholder holds it; this process keeps
@@ -73,6 +75,12 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	var held []string
 	cfg.Placeholders = nil
 	p.note(p.candidates(cfg))
+	roots := map[string]*os.Root{} // one per writable mount
+	defer func() {
+		for _, r := range roots {
+			r.Close()
+		}
+	}()
 	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
 		m, ok := writableMountOf(cfg.Mounts, ro)
 		if !ok {
@@ -82,9 +90,13 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 		leafDir := slices.Contains(cfg.ReadOnlyDirs, ro) || slices.ContainsFunc(append(slices.Clone(cfg.Masks), cfg.ReadOnly...), func(o string) bool {
 			return strings.HasPrefix(o, ro+"/")
 		})
-		root, err := os.OpenRoot(m.Source)
-		if err != nil {
-			return held, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
+		root := roots[m.Source]
+		if root == nil {
+			r, err := os.OpenRoot(m.Source)
+			if err != nil {
+				return held, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
+			}
+			root, roots[m.Source] = r, r
 		}
 		parts := strings.Split(strings.TrimPrefix(ro, m.Target+"/"), "/")
 		for i := range parts {
@@ -98,7 +110,6 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			}
 			h, err := lockPlaceholder(root, sub, i < len(parts)-1 || leafDir)
 			if err != nil {
-				root.Close()
 				return held, fmt.Errorf("protected path %s: %w", host, err)
 			}
 			if h == nil {
@@ -108,7 +119,6 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			held = append(held, host)
 			cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
 		}
-		root.Close()
 	}
 	slices.Sort(cfg.Placeholders)
 	cfg.Placeholders = slices.Compact(cfg.Placeholders)
@@ -143,36 +153,46 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 // (exists and is not marked as a placeholder, or is not of the kind asked).
 func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
+		// Most placeholders are missing files: one openat creates and
+		// opens them (each call makes them anew, on the call's clock).
+		var f *os.File
+		var err error
 		created := false
-		fi, err := root.Lstat(sub)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if dir {
-				err = root.Mkdir(sub, 0o755)
-			} else {
-				var f *os.File
-				f, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-				if err == nil {
-					f.Close()
-				}
-			}
-			if err != nil && !errors.Is(err, fs.ErrExist) {
-				return nil, fmt.Errorf("creating a placeholder: %w", err)
-			}
+		if !dir {
+			f, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o644)
 			created = err == nil
-		case errors.Is(err, syscall.ENOTDIR):
-			return nil, nil // a file of the user's stands above it: nothing can be created there
-		case err != nil:
-			return nil, err
-		case fi.IsDir() != dir || (!dir && !fi.Mode().IsRegular()):
-			return nil, nil // the user's own; the init binds or covers it
 		}
-		f, err := root.OpenFile(sub, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed under us; start again
+		if f == nil {
+			fi, err := root.Lstat(sub)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				if dir {
+					err = root.Mkdir(sub, 0o755)
+				} else {
+					var nf *os.File
+					if nf, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o644); err == nil {
+						f = nf
+					}
+				}
+				if err != nil && !errors.Is(err, fs.ErrExist) {
+					return nil, fmt.Errorf("creating a placeholder: %w", err)
+				}
+				created = err == nil
+			case errors.Is(err, syscall.ENOTDIR):
+				return nil, nil // a file of the user's stands above it: nothing can be created there
+			case err != nil:
+				return nil, err
+			case fi.IsDir() != dir || (!dir && !fi.Mode().IsRegular()):
+				return nil, nil // the user's own; the init binds or covers it
 			}
-			return nil, err
+		}
+		if f == nil {
+			if f, err = root.OpenFile(sub, os.O_RDONLY|syscall.O_NOFOLLOW, 0); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed under us; start again
+				}
+				return nil, err
+			}
 		}
 		if created {
 			// Best effort: without user xattrs the mark is simply absent.
@@ -220,6 +240,19 @@ func (p *placeholders) release(held []string) {
 		h.f.Close()
 	}
 	p.forget()
+}
+
+// holding reports whether host path p, whose lstat is st, is a
+// placeholder this process holds for a sandbox.
+func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.refs[path]
+	if h == nil {
+		return false
+	}
+	var hs unix.Stat_t
+	return unix.Fstat(int(h.f.Fd()), &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
 }
 
 func marked(f *os.File) bool {

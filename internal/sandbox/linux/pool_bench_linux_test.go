@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 	"github.com/airlockhq/airlock/wire"
@@ -149,4 +150,26 @@ func BenchmarkShellCold(b *testing.B) {
 	d, p := benchFile(b)
 	spec := toolSpec(d)
 	benchCall(b, backend(b), spec, toolFrame(b, "shell", map[string]string{"command": "cat " + p}, d.W), "airlock", false)
+}
+
+// protectedSpec is toolSpec(d) with the default grant's protected and
+// denied paths of d.W, none of which exists: each call's placeholders are
+// made when it claims its sandbox.
+func protectedSpec(b testing.TB, d dirs) *sandbox.Spec {
+	g, err := grant.FromFlags(d.W, grant.Flags{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := toolSpec(d)
+	spec.Masks, spec.ReadOnly, spec.ReadOnlyDirs = g.Masks(), g.Protected(), g.ProtectedDirs()
+	return spec
+}
+
+// BenchmarkReadFileWarmProtected is BenchmarkReadFileWarm in a tree where
+// every protected path of the default grant is missing, as in a plain
+// directory.
+func BenchmarkReadFileWarmProtected(b *testing.B) {
+	d, p := benchFile(b)
+	be := pooled(b, 2)
+	benchCall(b, be, protectedSpec(b, d), toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", true)
 }

@@ -26,6 +26,10 @@ const (
 	maxShapes = 4
 	// warmSetupTimeout bounds the setup of a sandbox built for the pool.
 	warmSetupTimeout = 30 * time.Second
+	// maxExtra is how many warm sandboxes a shape may keep beyond the
+	// pool's size when calls come faster than sandboxes are built: each
+	// call that finds its shape empty adds one (see shape.extra).
+	maxExtra = 4
 )
 
 // shapeKey names what a warm sandbox was built for. full covers
@@ -71,13 +75,15 @@ type pathState struct {
 }
 
 // grantPaths lists the host paths behind cfg's mounts, masks and
-// protected paths, and their state now.
-func grantPaths(cfg *initproto.Config) []pathState {
+// protected paths, and their state now. A placeholder this backend holds
+// for a call counts as missing: calls come and go while a warm sandbox
+// waits, and it will get its own placeholders when claimed.
+func (b *Backend) grantPaths(cfg *initproto.Config) []pathState {
 	var out []pathState
 	add := func(p string) {
 		st := pathState{path: p}
 		var s unix.Stat_t
-		if err := unix.Lstat(p, &s); err == nil {
+		if err := unix.Lstat(p, &s); err == nil && !b.placeholders.holding(p, &s) {
 			st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
 			if st.mode != unix.S_IFDIR {
 				st.size = s.Size
@@ -113,8 +119,8 @@ func hostPath(mounts []initproto.Mount, p string) (string, bool) {
 }
 
 // samePaths reports whether the grant's host paths are as they were.
-func samePaths(was []pathState, cfg *initproto.Config) bool {
-	now := grantPaths(cfg)
+func (b *Backend) samePaths(was []pathState, cfg *initproto.Config) bool {
+	now := b.grantPaths(cfg)
 	if len(now) != len(was) {
 		return false
 	}
@@ -150,13 +156,20 @@ type shape struct {
 	l        limits
 	ready    []*box
 	building int
-	used     uint64 // pool.clock at the last take or refill
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// extra grows by one, up to maxExtra, each time a call finds no
+	// ready sandbox: back-to-back calls then find one built while the
+	// previous ran, instead of waiting for a cold build.
+	extra  int
+	used   uint64 // pool.clock at the last take or refill
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-// pool holds warm sandboxes: built ahead of time for a shape, each blocked
-// on its stdin until one call takes it, then destroyed after that call.
+// pool holds warm sandboxes: built ahead of time for a shape, each with
+// its grant mounts made and its init waiting for the claim (see initproto)
+// until one call takes it, then destroyed after that call. A waiting
+// sandbox holds no placeholder in the user's tree: the call that claims it
+// makes them, and the init protects and locks down only then.
 type pool struct {
 	b      *Backend
 	mu     sync.Mutex
@@ -196,6 +209,9 @@ func (p *pool) take(k shapeKey) *box {
 		p.mu.Lock()
 		sh := p.shapes[k.full]
 		if sh == nil || len(sh.ready) == 0 {
+			if sh != nil && sh.extra < maxExtra && p.size() > 0 {
+				sh.extra++
+			}
 			p.mu.Unlock()
 			return nil
 		}
@@ -204,7 +220,7 @@ func (p *pool) take(k shapeKey) *box {
 		p.clock++
 		sh.used = p.clock
 		p.mu.Unlock()
-		if alive(x) && samePaths(x.paths, x.cfg) {
+		if alive(x) && p.b.samePaths(x.paths, x.cfg) {
 			return x
 		}
 		p.b.log.Debug("warm sandbox discarded", "pid", x.c.proc.Pid, "alive", alive(x))
@@ -265,7 +281,7 @@ func (p *pool) refill(k shapeKey, cfg *initproto.Config, l limits) {
 	}
 	p.clock++
 	sh.used = p.clock
-	for ; len(sh.ready)+sh.building < n; sh.building++ {
+	for ; len(sh.ready)+sh.building < n+sh.extra; sh.building++ {
 		p.wg.Add(1)
 		go p.build(sh)
 	}
@@ -289,21 +305,21 @@ func (p *pool) build(sh *shape) {
 	var x *box
 	var err error
 	for try := 0; try < 2 && x == nil && sh.ctx.Err() == nil; try++ {
-		x, _, err = p.b.build(sh.ctx, &sandbox.Spec{}, sh.cfg, sh.l, start.Add(warmSetupTimeout), start, true)
+		x, _, err = p.b.build(sh.ctx, &sandbox.Spec{}, copyConfig(sh.cfg), sh.l, start.Add(warmSetupTimeout), start, true)
 		if x == nil {
 			if err == nil {
 				err = errors.New("setup timed out")
 			}
 			break
 		}
-		if !samePaths(x.paths, sh.cfg) {
+		if !p.b.samePaths(x.paths, sh.cfg) {
 			p.destroy(x)
 			x, err = nil, errors.New("the grant's host paths changed during setup")
 		}
 	}
 	p.mu.Lock()
 	sh.building--
-	keep := x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil && len(sh.ready) < p.size()
+	keep := x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil && len(sh.ready) < p.size()+sh.extra
 	if keep {
 		sh.ready = append(sh.ready, x)
 	}
@@ -352,10 +368,12 @@ func (p *pool) drainAll() {
 	p.wg.Wait()
 }
 
-// Pool asks the backend to keep size warm sandboxes (at most) of each
-// shape it runs in tool mode, until release is called: each Run of a
-// spec without Command, TTY or egress proxy then takes a warm sandbox of
-// its shape when one is ready, and the pool refills in the background.
+// Pool asks the backend to keep size warm sandboxes of each shape it runs
+// in tool mode, until release is called: each Run of a spec without
+// Command, TTY or egress proxy then takes a warm sandbox of its shape when
+// one is ready, and the pool refills in the background. A shape whose
+// calls find no sandbox ready (calls faster than builds) keeps one more
+// each time, up to four more than size.
 // Several holders may hold the pool (sessions sharing a backend); the size
 // is the largest asked for, and the pool is drained when the last holder
 // releases it (unless Options.PoolSize keeps it on). A size <= 0 holds
@@ -466,6 +484,7 @@ func copyConfig(cfg *initproto.Config) *initproto.Config {
 	c.ReadOnly = append([]string(nil), cfg.ReadOnly...)
 	c.ReadOnlyDirs = append([]string(nil), cfg.ReadOnlyDirs...)
 	c.Env = append([]string{}, cfg.Env...)
+	c.Placeholders = nil
 	c.Command = nil
 	return &c
 }

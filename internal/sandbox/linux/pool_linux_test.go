@@ -201,6 +201,27 @@ func TestPoolLimits(t *testing.T) {
 	waitNoProcs(t, "987702")
 }
 
+// TestPoolGrowsWhenOutrun checks that a shape whose call finds no warm
+// sandbox ready keeps one more from then on, so back-to-back calls stop
+// waiting for cold builds.
+func TestPoolGrowsWhenOutrun(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 1)
+	callWith(t, b, spec, "hello") // creates the shape; its first build starts now
+	// The next call comes before that build can have finished.
+	if o := callWith(t, b, spec, "hello"); warm(o) {
+		t.Skip("the pool's first build finished between two back-to-back calls")
+	}
+	waitWarm(t, b, spec, 2)
+	for range 3 {
+		waitWarm(t, b, spec, 2)
+		if o := callWith(t, b, spec, "hello"); !warm(o) {
+			t.Fatalf("a call with two warm sandboxes ready ran cold: %v", o.res.Isolation.Features)
+		}
+	}
+}
+
 // TestPoolStaleGrantPaths checks that a warm sandbox built before a
 // denied path existed is not used once it does: the call gets a sandbox
 // that masks it, as a cold one would.
@@ -255,9 +276,10 @@ func takePoolState(t testing.TB, placeholder string) poolState {
 	return poolState{Procs: descendants(os.Getpid()), Cgroups: names, Placeholders: err == nil}
 }
 
-// TestPoolDrain checks that a grant change drains the old grant's warm
-// sandboxes and Close drains everything: no process, cgroup or
-// placeholder is left.
+// TestPoolDrain checks that warm sandboxes waiting in the pool hold no
+// placeholder, that a grant change drains the old grant's warm sandboxes
+// and that Close drains everything: no process, cgroup or placeholder is
+// left.
 func TestPoolDrain(t *testing.T) {
 	d1, d2 := newDirs(t), newDirs(t)
 	s1, s2 := toolSpec(d1), toolSpec(d2)
@@ -271,8 +293,8 @@ func TestPoolDrain(t *testing.T) {
 	}
 	waitWarm(t, b, s1, 2)
 	st := takePoolState(t, ph)
-	if st.Procs < 2 || !st.Placeholders || cg && len(st.Cgroups) != 2 {
-		t.Fatalf("with two warm sandboxes: %+v", st)
+	if st.Procs < 2 || st.Placeholders || cg && len(st.Cgroups) != 2 {
+		t.Fatalf("with two warm sandboxes: %+v, want two processes, two cgroups and no placeholder", st)
 	}
 	if err := b.Prewarm(s2); err != nil {
 		t.Fatal(err)

@@ -10,14 +10,31 @@
 //	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
 //	 |  exec /proc/self/fd/5 (sealed memfd) ------>|  close fd 5, CLOEXEC fds > 2
 //	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
-//	 |  write Config JSON on fd 3, close --------->|  decode Config
-//	 |                                             |  mounts, pivot_root, lo, rlimits,
-//	 |                                             |  caps, no_new_privs, Landlock, seccomp
+//	 |  write Config JSON on fd 3 ---------------->|  decode Config
+//	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits,
+//	 |                                             |  empty bounding and ambient sets,
+//	 |                                             |  securebits, no_new_privs
+//	 |  -- only with Config.Claim (a warm sandbox waiting in the pool) --
+//	 |<------------- Status{Staged} on fd 4 -------|  read(fd 3) blocks, capabilities kept
+//	 |  ... the sandbox waits; no placeholder ...  |
+//	 |  a call takes it: create the placeholders   |
+//	 |  write Claim JSON on fd 3, close ---------->|  decode Claim
+//	 |  -----------------------------------------------
+//	 |                                             |  masks, protected paths, pins,
+//	 |                                             |  pivot_root, clear all capabilities,
+//	 |                                             |  Landlock, seccomp
 //	 |<------------- Status{Ready} on fd 4 --------|  (or Status{Error}, then exit 125)
 //	 |  copy stdout/stderr, enforce limits         |  run the payload, reap, forward signals
 //	 |<------------- Status{Exit} on fd 4 ---------|  then exit (tool mode: after killing
 //	 |                                             |  the rest and closing fds 0-2)
 //	 |  wait, read cgroup events, remove cgroups   |
+//
+// The claim exists so that a warm sandbox holds nothing in the user's tree
+// while it waits: the placeholders for missing protected and denied paths
+// (empty .bashrc, .vscode, .env, ...) are made by the host only once a call
+// has taken the sandbox, and the init mounts over them, and gives up its
+// last capabilities, only then. Everything fixed by the grant alone (the grant
+// mounts, the system directories, /dev, /proc) is built ahead of time.
 //
 // Every status is one JSON object on its own line.
 package initproto
@@ -77,6 +94,20 @@ type Config struct {
 	// Seccomp asks the init to install the seccomp filter; the host sets
 	// it whenever the init binary has one.
 	Seccomp bool `json:"seccomp"`
+
+	// Claim makes the init stop after the grant mounts, report Staged and
+	// wait for a Claim on ConfigFD before it protects the sandbox and
+	// locks it down (a warm sandbox of the pool). Placeholders then come
+	// with the Claim.
+	Claim bool `json:"claim,omitempty"`
+}
+
+// Claim is what the host sends on ConfigFD, after Config, when a call
+// takes a warm sandbox (Config.Claim).
+type Claim struct {
+	// Placeholders are as in Config.Placeholders: the host made them just
+	// before sending the claim.
+	Placeholders []string `json:"placeholders,omitempty"`
 }
 
 // Phase is the duration of one setup step, for profiling setup time.
@@ -91,6 +122,9 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Ready reports that setup finished and the payload is starting.
 	Ready bool `json:"ready,omitempty"`
+	// Staged reports (with Config.Claim) that the grant mounts are built
+	// and the init waits for its Claim.
+	Staged bool `json:"staged,omitempty"`
 	// Features and Missing are the isolation features the init applied
 	// and the ones it could not.
 	Features []string `json:"features,omitempty"`
@@ -101,7 +135,8 @@ type Status struct {
 	Created []string `json:"created,omitempty"`
 	Phases  []Phase  `json:"phases,omitempty"`
 	// MainAt and ConfigAt are CLOCK_MONOTONIC times (ns) at which the
-	// init entered Main and had read its config, for profiling.
+	// init entered Main and had read its config, for profiling (in Ready,
+	// and in Staged).
 	MainAt   int64 `json:"main_at,omitempty"`
 	ConfigAt int64 `json:"config_at,omitempty"`
 

@@ -290,12 +290,14 @@ func (b *builder) tmpfs(dst int, opts string, attrs uint64) error {
 	return nil
 }
 
-// build assembles the new root on the stage and returns its features.
-func build(cfg *initproto.Config) (*builder, error) {
-	b := &builder{cfg: cfg, newAPI: true, devNull: -1, empty: -1}
+// build assembles the new root on the stage, all but the protection of
+// denied and protected paths (see protect), which may wait for a claim
+// (initproto.Config.Claim). The caller calls close once done with b.
+func build(cfg *initproto.Config) (_ *builder, err error) {
+	b := &builder{cfg: cfg, newAPI: true, root: -1, devNull: -1, empty: -1}
 	defer func() {
-		if b.empty >= 0 {
-			unix.Close(b.empty)
+		if err != nil {
+			b.close()
 		}
 	}()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -347,7 +349,9 @@ func build(cfg *initproto.Config) (*builder, error) {
 		}
 		devs[d] = fd
 	}
-	b.devNull = devs["null"]
+	if b.devNull, err = unix.FcntlInt(uintptr(devs["null"]), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+		return nil, fmt.Errorf("duplicating /dev/null: %w", err)
+	}
 	defer func() {
 		for _, m := range []map[string]int{sys, etc, devs} {
 			for _, fd := range m {
@@ -460,13 +464,7 @@ func build(cfg *initproto.Config) (*builder, error) {
 		}
 	}
 
-	// 7-8. Denied paths are hidden and protected paths made read-only,
-	// then every ancestor of them inside a writable grant is pinned.
-	if err := b.protect(); err != nil {
-		return nil, err
-	}
-
-	// 9. The egress proxy's socket, alone in /run/airlock.
+	// 7. The egress proxy's socket, alone in /run/airlock.
 	if fd := proxyFD; fd >= 0 {
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
@@ -481,12 +479,12 @@ func build(cfg *initproto.Config) (*builder, error) {
 		}
 	}
 
-	// 10. /dev: a small tmpfs with the safe host devices, then read-only.
+	// 8. /dev: a small tmpfs with the safe host devices, then read-only.
 	if err := b.buildDev(devs); err != nil {
 		return nil, err
 	}
 
-	// 11. A new /proc with its writable knobs made read-only.
+	// 9. A new /proc with its writable knobs made read-only.
 	procFd, err := b.target("/proc", true, false)
 	if err != nil {
 		return nil, err
@@ -512,7 +510,19 @@ func build(cfg *initproto.Config) (*builder, error) {
 			return nil, fmt.Errorf("masking %s: %w", p, err)
 		}
 	}
+	// 10. protect, called by setup (after the claim of a warm sandbox),
+	// hides the denied paths and makes the protected ones read-only.
 	return b, nil
+}
+
+// close releases the descriptors protect needs.
+func (b *builder) close() {
+	for _, fd := range []*int{&b.empty, &b.devNull, &b.root} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
 }
 
 // bindAt binds src on sandbox path p, creating the mount point.
@@ -593,9 +603,11 @@ func (b *builder) buildDev(devs map[string]int) error {
 	return nil
 }
 
-// pivot makes the stage the root, detaches the old root, makes the new
-// root read-only and enters cwd.
-func (b *builder) pivot(cwd string, mounts []initproto.Mount) error {
+// pivot makes the stage the root and detaches the old root. b.root is
+// then the new root, still writable (protect may yet create mount points
+// in it), and b.devNull the sandbox's own /dev/null: the host's is on the
+// detached tree, which no mount may be cloned from.
+func (b *builder) pivot() error {
 	if err := unix.Fchdir(b.root); err != nil {
 		return fmt.Errorf("entering the new root: %w", err)
 	}
@@ -605,10 +617,22 @@ func (b *builder) pivot(cwd string, mounts []initproto.Mount) error {
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detaching the old root: %w", err)
 	}
-	unix.Close(b.root)
 	if err := unix.Chdir("/"); err != nil {
 		return fmt.Errorf("chdir /: %w", err)
 	}
+	null, err := b.walkPath("/dev/null")
+	if err != nil {
+		return fmt.Errorf("opening the sandbox's /dev/null: %w", err)
+	}
+	unix.Close(b.devNull)
+	b.devNull = null
+	return nil
+}
+
+// seal makes the new root read-only and enters cwd, once protect is done.
+func (b *builder) seal(cwd string, mounts []initproto.Mount) error {
+	unix.Close(b.root)
+	b.root = -1
 	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return fmt.Errorf("making / read-only: %w", err)
 	}

@@ -94,10 +94,12 @@ func lastCap() int {
 	return n
 }
 
-// dropCaps locks the securebits so uid 0 gains nothing at exec, empties
-// the bounding and ambient sets, and clears effective, permitted and
-// inheritable capabilities, on every thread.
-func dropCaps(last int) error {
+// dropBounding locks the securebits so uid 0 gains nothing at exec and
+// empties the bounding and ambient sets, on every thread. The capabilities
+// the init holds now (effective and permitted) are unchanged: it may still
+// mount, and a warm sandbox does this before it waits for its claim, so
+// that only clearCaps is left for the call's clock.
+func dropBounding(last int) error {
 	const secbits = 0x2f // NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP(+LOCKED), KEEP_CAPS_LOCKED
 	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
 		return fmt.Errorf("setting securebits: %w", err)
@@ -110,6 +112,12 @@ func dropCaps(last int) error {
 	if err := allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
+	return nil
+}
+
+// clearCaps clears the effective, permitted and inheritable capabilities
+// of every thread.
+func clearCaps() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := allThreads(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); err != nil {

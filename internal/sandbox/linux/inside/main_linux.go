@@ -1,7 +1,6 @@
 package inside
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,13 +36,29 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	status := os.NewFile(initproto.StatusFD, "status")
 	cfgFile := os.NewFile(initproto.ConfigFD, "config")
 	var cfg initproto.Config
-	err := json.NewDecoder(bufio.NewReader(cfgFile)).Decode(&cfg)
-	cfgFile.Close()
+	dec := json.NewDecoder(cfgFile)
+	err := dec.Decode(&cfg)
+	if err != nil || !cfg.Claim {
+		cfgFile.Close()
+	}
 	if err != nil {
 		return fail(status, fmt.Errorf("reading the sandbox config: %w", err))
 	}
 	configAt := mono()
-	st, err := setup(&cfg)
+	// claim waits, in a warm sandbox, until a call takes it.
+	claim := func() error {
+		defer cfgFile.Close()
+		if err := send(status, &initproto.Status{Staged: true, MainAt: mainAt, ConfigAt: configAt}); err != nil {
+			return err
+		}
+		var c initproto.Claim
+		if err := dec.Decode(&c); err != nil {
+			return fmt.Errorf("waiting for the claim: %w", err)
+		}
+		cfg.Placeholders = c.Placeholders
+		return nil
+	}
+	st, err := setup(&cfg, claim)
 	if err != nil {
 		return fail(status, err)
 	}
@@ -117,8 +132,12 @@ func fail(status *os.File, err error) int {
 	return initproto.ExitSetupFailed
 }
 
-// setup builds the sandbox and applies every restriction, in order.
-func setup(cfg *initproto.Config) (*initproto.Status, error) {
+// setup builds the sandbox and applies every restriction, in order. With
+// cfg.Claim it calls claim once everything the grant alone decides is
+// built, and protects and locks down only when claim returns: until then
+// the init keeps its capabilities (in its own user namespace) and the host
+// keeps no placeholder in the user's tree for it.
+func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error) {
 	st := &initproto.Status{}
 	t := time.Now()
 	phase := func(name string) {
@@ -130,12 +149,12 @@ func setup(cfg *initproto.Config) (*initproto.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.Created = b.created
+	defer b.close()
 	if b.newAPI {
 		st.Features = append(st.Features, "mount-api")
 	}
 	phase("mounts")
-	if err := b.pivot(cfg.Cwd, cfg.Mounts); err != nil {
+	if err := b.pivot(); err != nil {
 		return nil, err
 	}
 	st.Features = append(st.Features, "pivot_root")
@@ -157,14 +176,35 @@ func setup(cfg *initproto.Config) (*initproto.Status, error) {
 		return nil, err
 	}
 	st.Features = append(st.Features, "rlimits")
-	if err := dropCaps(lastCap()); err != nil {
+	// Nothing the init still has to do needs the bounding set, or gaining
+	// privileges at exec: these go before a warm sandbox waits.
+	if err := dropBounding(lastCap()); err != nil {
 		return nil, err
 	}
-	st.Features = append(st.Features, "caps-dropped")
 	if err := noNewPrivs(); err != nil {
 		return nil, err
 	}
-	st.Features = append(st.Features, "no_new_privs")
+	phase("bounding")
+	if cfg.Claim {
+		if err := claim(); err != nil {
+			return nil, err
+		}
+		t = time.Now() // the wait is no setup phase
+	}
+	// Denied paths are hidden and protected paths made read-only, then
+	// every ancestor of them inside a writable grant is pinned.
+	if err := b.protect(); err != nil {
+		return nil, err
+	}
+	st.Created = b.created
+	if err := b.seal(cfg.Cwd, cfg.Mounts); err != nil {
+		return nil, err
+	}
+	phase("protect")
+	if err := clearCaps(); err != nil {
+		return nil, err
+	}
+	st.Features = append(st.Features, "caps-dropped", "no_new_privs")
 	phase("caps")
 	ll, err := applyLandlock(cfg)
 	if err != nil {

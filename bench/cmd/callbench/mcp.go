@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/bench/internal/results"
+	"github.com/airlockhq/airlock/bench/internal/stats"
+)
+
+// mcpServer is one MCP server the mcp mode drives: a command that speaks
+// MCP on stdio, and the read_file-like tool it calls.
+type mcpServer struct {
+	system string
+	argv   []string
+	tool   string
+	args   map[string]any
+	note   string
+	cs     *mcp.ClientSession
+}
+
+// mcpLatency is the mcp mode: sequential reads of one file through real MCP
+// clients (the Go SDK's, over stdio) of `airlock mcp` and of the peer
+// servers named by -server, and spawns of `cat` of the same file from this
+// same process, interleaved call by call so that the machine's load falls
+// on every system alike. It appends one row per system.
+func mcpLatency(c *config, servers []string) error {
+	if c.file == "" {
+		return errors.New("-file is required with -mode mcp")
+	}
+	abs := filepath.Join(c.dir, c.file)
+	want, err := os.ReadFile(abs)
+	if err != nil {
+		return fmt.Errorf("reading the file to serve: %w", err)
+	}
+	var list []*mcpServer
+	for _, s := range servers {
+		name, argv, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("-server %q: want NAME=COMMAND [ARGS...]", s)
+		}
+		srv := &mcpServer{system: name, argv: strings.Fields(argv), tool: "read_file", args: map[string]any{"path": c.file}}
+		if strings.Contains(name, "server-filesystem") {
+			// The reference server reads paths relative to its working
+			// directory too, but names the tool read_text_file.
+			srv.tool, srv.args = "read_text_file", map[string]any{"path": abs}
+			srv.note = "reference MCP filesystem server (node), no sandbox"
+		} else {
+			srv.note = "warm: one `airlock mcp` session, Go SDK client over stdio"
+		}
+		list = append(list, srv)
+	}
+	ctx := context.Background()
+	for _, s := range list {
+		cmd := exec.Command(s.argv[0], s.argv[1:]...)
+		cmd.Dir, cmd.Stderr = c.dir, os.Stderr
+		cl := mcp.NewClient(&mcp.Implementation{Name: "callbench", Version: "1"}, nil)
+		cs, err := cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			return fmt.Errorf("%s: connecting: %w", s.system, err)
+		}
+		defer cs.Close()
+		s.cs = cs
+	}
+	read := func(s *mcpServer) error {
+		res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: s.tool, Arguments: s.args})
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.system, err)
+		}
+		if res.IsError || len(res.Content) == 0 {
+			b, _ := json.Marshal(res)
+			return fmt.Errorf("%s: the call failed: %s", s.system, b)
+		}
+		if t, ok := res.Content[0].(*mcp.TextContent); !ok || !strings.Contains(t.Text, string(want[:64])) {
+			return fmt.Errorf("%s: the answer lacks the file's text", s.system)
+		}
+		return nil
+	}
+	spawn := func() error {
+		out, err := exec.Command("cat", abs).Output()
+		if err == nil && len(out) != len(want) {
+			err = fmt.Errorf("cat read %d bytes, want %d", len(out), len(want))
+		}
+		return err
+	}
+	samples := make([][]time.Duration, len(list)+1)
+	pause := c.pause
+	for i := range c.warmup + c.n {
+		for j := 0; j <= len(list); j++ {
+			start := time.Now()
+			if j == 0 {
+				err = spawn()
+			} else {
+				err = read(list[j-1])
+			}
+			d := time.Since(start)
+			if err != nil {
+				return err
+			}
+			if i >= c.warmup {
+				samples[j] = append(samples[j], d)
+			}
+		}
+		// Between an agent's calls there is the model's turn; -pause
+		// stands for it (zero: back to back).
+		time.Sleep(pause)
+	}
+	rows := []results.Row{{Section: results.Latency, Workload: c.workload, System: results.Floor, Timer: "callbench mcp",
+		Note: "cat of the file, spawned by the MCP client's own process", Latency: ptr(stats.Summarise(samples[0]))}}
+	for j, s := range list {
+		rows = append(rows, results.Row{Section: results.Latency, Workload: c.workload, System: s.system, Timer: "callbench mcp",
+			Note: s.note, Latency: ptr(stats.Summarise(samples[j+1]))})
+	}
+	for _, r := range rows {
+		if err := results.Append(c.out, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
