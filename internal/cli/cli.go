@@ -41,6 +41,7 @@ func commands() []*command {
 		execCommand(),
 		callCommand(),
 		mcpCommand(), serveCommand(),
+		toolServerCommand(),
 		checkCommand(),
 		toolsCommand(),
 		logCommand(),

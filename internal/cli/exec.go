@@ -116,7 +116,7 @@ Examples:
 			defer stopEgress()
 		}
 		records, _ := recordsDir(env, gf.records) // none: no placeholder journal
-		backend, err := nativeBackend(records)
+		backend, err := execBackend(ctx, env, &gf, records, envs)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure

@@ -168,6 +168,9 @@ type Result struct {
 	Setup time.Duration
 	// Duration is the wall time of the whole run.
 	Duration time.Duration
+	// Remote names the remote hands that ran the sandbox (endpoint and
+	// identity); empty for a sandbox on this host.
+	Remote string
 }
 
 // Backend builds a fresh sandbox for each Spec. Implementations are safe for
@@ -225,3 +228,8 @@ func (r Report) Ready() bool {
 	}
 	return true
 }
+
+// ErrLost is returned by a backend whose sandbox was lost with the call in
+// it (remote hands that crashed or became unreachable) when the call may
+// not run again: whether it took effect is unknown.
+var ErrLost = errors.New("the sandbox was lost while the call ran")
