@@ -66,8 +66,8 @@ type Backend struct {
 	endpoint string // for records: the endpoint without a token or command arguments
 
 	mu      sync.Mutex
-	link    *link             // the live connection; nil while reconnecting
-	up      chan struct{}     // closed when link is set
+	link    *link         // the live connection; nil while reconnecting
+	up      chan struct{} // closed when link is set
 	pending map[string]*pending
 	report  sandbox.Report
 	closed  bool
@@ -421,7 +421,9 @@ func (b *Backend) heartbeat(l *link) {
 				return
 			}
 			seq++
-			ctx, cancel := context.WithTimeout(context.Background(), l.iv)
+			// A write that cannot finish in the dead-peer window ends the
+			// link (the WebSocket closes on a cancelled write), as silence would.
+			ctx, cancel := context.WithTimeout(context.Background(), DeadAfter*l.iv)
 			_ = l.send(ctx, &Frame{Type: TypeHeartbeat, Heartbeat: &Heartbeat{Seq: seq}})
 			cancel()
 		}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,7 +66,15 @@ type Server struct {
 	identity string
 	logger   *slog.Logger
 	cache    *resultCache
+	running  atomic.Int64
+	runs     atomic.Int64
 }
+
+// Running is the number of sandboxes running now.
+func (s *Server) Running() int { return int(s.running.Load()) }
+
+// Runs is the number of sandboxes started since the server started.
+func (s *Server) Runs() int { return int(s.runs.Load()) }
 
 // NewServer returns a tool-server.
 func NewServer(opts *ServerOptions) (*Server, error) {
@@ -387,7 +396,10 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 			defer r.stdin.close()
 		}
 	}
+	s.running.Add(1)
+	s.runs.Add(1)
 	res, err := s.opts.Backend.Run(ctx, spec)
+	s.running.Add(-1)
 	if err != nil {
 		out := &Result{Error: err.Error()}
 		var mf *sandbox.MissingFeatureError
