@@ -80,7 +80,7 @@ type child struct {
 }
 
 // startChild starts a tool-server process on addr and waits until it listens.
-func startChild(t *testing.T, addr, root string) *child {
+func startChild(t testing.TB, addr, root string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "TOOLSERVER_TEST_CHILD="+addr, "TOOLSERVER_TEST_ROOT="+root)
@@ -110,7 +110,7 @@ func (c *child) kill() {
 }
 
 // freeAddr returns a loopback address with a free port.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -127,7 +127,7 @@ type workspace struct {
 	grant         *grant.Grant
 }
 
-func newWorkspace(t *testing.T) *workspace {
+func newWorkspace(t testing.TB) *workspace {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -142,7 +142,7 @@ func newWorkspace(t *testing.T) *workspace {
 }
 
 // reset puts the workspace's files back as they were at the start.
-func (w *workspace) reset(t *testing.T) {
+func (w *workspace) reset(t testing.TB) {
 	t.Helper()
 	entries, _ := os.ReadDir(w.root)
 	for _, e := range entries {
@@ -167,7 +167,7 @@ func (w *workspace) reset(t *testing.T) {
 }
 
 // session opens a broker session over backend.
-func (w *workspace) session(t *testing.T, backend sandbox.Backend) *broker.Session {
+func (w *workspace) session(t testing.TB, backend sandbox.Backend) *broker.Session {
 	t.Helper()
 	s, err := broker.Open(&broker.Options{Grant: w.grant, Backend: backend, RecordsDir: w.records, Pool: -1})
 	if err != nil {
@@ -178,7 +178,7 @@ func (w *workspace) session(t *testing.T, backend sandbox.Backend) *broker.Sessi
 }
 
 // inProcess serves a tool-server in this process on a loopback WebSocket.
-func inProcess(t *testing.T, w *workspace) (*toolserver.Server, string) {
+func inProcess(t testing.TB, w *workspace) (*toolserver.Server, string) {
 	t.Helper()
 	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: w.grant, Backend: sandboxtest.Native(t), Name: "test", Heartbeat: testHeartbeat})
 	if err != nil {
@@ -195,7 +195,7 @@ func inProcess(t *testing.T, w *workspace) (*toolserver.Server, string) {
 }
 
 // remote connects a remote backend to url.
-func remote(t *testing.T, url string, local sandbox.Backend) *toolserver.Backend {
+func remote(t testing.TB, url string, local sandbox.Backend) *toolserver.Backend {
 	t.Helper()
 	b, err := toolserver.New(context.Background(), &toolserver.Options{
 		Endpoint: url, Token: testToken, Local: local,
@@ -210,7 +210,7 @@ func remote(t *testing.T, url string, local sandbox.Backend) *toolserver.Backend
 
 // waitFor polls cond until it holds, failing after a generous deadline:
 // an event to wait on, not a time window asserted.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
@@ -237,7 +237,7 @@ type frameProxy struct {
 	pairs []*websocket.Conn
 }
 
-func newFrameProxy(t *testing.T, upstream string) *frameProxy {
+func newFrameProxy(t testing.TB, upstream string) *frameProxy {
 	t.Helper()
 	p := &frameProxy{upstream: upstream}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -309,7 +309,7 @@ func (p *frameProxy) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // rawFrame encodes f for a hook that injects frames.
-func rawFrame(t *testing.T, f *toolserver.Frame) []byte {
+func rawFrame(t testing.TB, f *toolserver.Frame) []byte {
 	t.Helper()
 	b, err := json.Marshal(f)
 	if err != nil {
