@@ -35,6 +35,7 @@ type Grant struct {
 	allowUnenforced bool // limits.unenforced = "allow"
 	tools           map[string]bool
 	secrets         []SecretRule
+	remote          Remote
 }
 
 // spec is a grant as written, before validation: from TOML or from Flags.
@@ -49,6 +50,8 @@ type spec struct {
 	tools                                        []string
 	toolsSet                                     bool
 	secrets                                      []secretSpec
+	remote                                       Remote // [remote] as written
+	remoteSet                                    bool
 }
 
 var (
@@ -96,6 +99,9 @@ func build(s *spec, ps *problems) *Grant {
 		return nil
 	}
 	g.base = base.path
+	if s.remoteSet {
+		g.remote = checkRemote(s.remote, g.base, ps)
+	}
 
 	// Paths.
 	seen := map[string][]string{}

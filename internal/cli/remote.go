@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secret"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
@@ -22,6 +24,18 @@ type remoteFlags struct {
 	tokenFile string
 	caFile    string
 	heartbeat time.Duration
+	// tokenSource is the grant's [remote] token: "env:VAR" or "file:PATH".
+	tokenSource string
+}
+
+// fromGrant returns f, or the grant's [remote] table when no --remote flag
+// names an endpoint.
+func (f remoteFlags) fromGrant(g *grant.Grant) remoteFlags {
+	if f.endpoint != "" {
+		return f
+	}
+	r := g.Remote()
+	return remoteFlags{endpoint: r.Endpoint, caFile: r.CA, tokenSource: r.Token, heartbeat: f.heartbeat}
 }
 
 func (f *remoteFlags) register(fs *flag.FlagSet) {
@@ -38,6 +52,16 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 	o := &toolserver.Options{Endpoint: f.endpoint, Local: local, Heartbeat: f.heartbeat, Stderr: env.Stderr}
 	if strings.HasPrefix(f.endpoint, "ws://") || strings.HasPrefix(f.endpoint, "wss://") {
 		tok := env.Getenv("AIRLOCK_REMOTE_TOKEN")
+		if f.tokenSource != "" {
+			v, err := secret.Load(f.tokenSource, env.Getenv)
+			if err != nil {
+				return nil, fmt.Errorf("the grant's remote.token: %w", err)
+			}
+			tok = strings.TrimSpace(v)
+			if p, ok := strings.CutPrefix(f.tokenSource, "file:"); ok {
+				*private = append(*private, p)
+			}
+		}
 		if f.tokenFile != "" {
 			b, err := os.ReadFile(f.tokenFile)
 			if err != nil {
@@ -71,13 +95,14 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 
 // execBackend is exec's backend: the native one, on remote hands when
 // --remote says so.
-func execBackend(ctx context.Context, env *Env, gf *grantFlags, records string, envs []string) (sandbox.Backend, error) {
-	if gf.remote.endpoint == "" {
+func execBackend(ctx context.Context, env *Env, gf *grantFlags, g *grant.Grant, records string, envs []string) (sandbox.Backend, error) {
+	rf := gf.remote.fromGrant(g)
+	if rf.endpoint == "" {
 		return nativeBackend(records)
 	}
 	if len(envs) > 0 {
 		return nil, errors.New("--env with --remote: the hands get no environment from the broker")
 	}
 	// A command carries no secret: nothing runs locally.
-	return gf.remote.wrap(ctx, env, nil, &gf.private)
+	return rf.wrap(ctx, env, nil, &gf.private)
 }

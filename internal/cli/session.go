@@ -100,7 +100,7 @@ func recordsDir(env *Env, flagValue string) (string, error) {
 // backendFor returns the sandbox backend the flags ask for, and the root
 // file tools resolve beneath.
 func backendFor(env *Env, f *grantFlags, g *grant.Grant, records string) (sandbox.Backend, string, error) {
-	if f.remote.endpoint != "" {
+	if rf := f.remote.fromGrant(g); rf.endpoint != "" {
 		if f.unsandboxed {
 			return nil, "", errors.New("--unsandboxed with --remote: remote hands always sandbox")
 		}
@@ -110,7 +110,7 @@ func backendFor(env *Env, f *grantFlags, g *grant.Grant, records string) (sandbo
 		if err != nil {
 			local = nil
 		}
-		b, err := f.remote.wrap(context.Background(), env, local, &f.private)
+		b, err := rf.wrap(context.Background(), env, local, &f.private)
 		return b, "/", err
 	}
 	if f.unsandboxed {

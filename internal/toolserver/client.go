@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os/exec"
 	"strings"
 	"sync"
@@ -148,6 +150,13 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
 		if o.Token == "" {
 			return nil, fmt.Errorf("remote %s: a WebSocket tool-server needs its bearer token", describeEndpoint(ep))
 		}
+		u, err := url.Parse(ep)
+		if err != nil {
+			return nil, fmt.Errorf("remote %s: %w", describeEndpoint(ep), err)
+		}
+		if u.Scheme == "ws" && !loopbackHost(u.Hostname()) {
+			return nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
+		}
 		hdr := http.Header{"Authorization": {"Bearer " + o.Token}}
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: o.TLS, Proxy: nil}}
 		return func(ctx context.Context) (Conn, error) {
@@ -162,6 +171,15 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT or wss://HOST:PORT", describeEndpoint(ep))
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // spawn starts a stdio tool-server. It gets no environment of the
