@@ -534,3 +534,45 @@ func TestRefusedByHandsGrant(t *testing.T) {
 }
 
 var _ = errors.Is
+
+// TestRemoteCommand: a command (airlock exec, background work) runs on the
+// hands with its stdin, stdout, stderr and exit status relayed, and a stop
+// reaches its processes.
+func TestRemoteCommand(t *testing.T) {
+	w := newWorkspace(t)
+	_, url := inProcess(t, w)
+	b := remote(t, url, nil)
+	spec := broker.SpecFor(w.grant, w.grant.LimitsFor("shell"))
+	spec.Command = []string{"/bin/sh", "-c", "cat; echo err >&2; exit 7"}
+	var stdout, stderr bytes.Buffer
+	spec.Stdin = strings.NewReader(strings.Repeat("in\n", 20000))
+	spec.Stdout, spec.Stderr = &stdout, &stderr
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 7 || stdout.String() != strings.Repeat("in\n", 20000) || stderr.String() != "err\n" {
+		t.Fatalf("exit %d, stdout %d bytes, stderr %q", res.ExitCode, stdout.Len(), stderr.String())
+	}
+
+	spec = broker.SpecFor(w.grant, w.grant.LimitsFor("shell"))
+	spec.Command = []string{"/bin/sh", "-c", "trap 'echo stopped; exit 3' TERM; touch up; while :; do sleep 0.05; done"}
+	stdout.Reset()
+	spec.Stdout = &stdout
+	stop := make(chan struct{})
+	spec.Stop = stop
+	done := make(chan *sandbox.Result)
+	go func() {
+		res, err := b.Run(context.Background(), spec)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	waitFor(t, "the command to start", func() bool { _, err := os.Stat(filepath.Join(w.root, "up")); return err == nil })
+	close(stop)
+	res = <-done
+	if res == nil || res.ExitCode != 3 || stdout.String() != "stopped\n" {
+		t.Fatalf("after stop: %+v, stdout %q", res, stdout.String())
+	}
+}
