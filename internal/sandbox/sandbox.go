@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -86,6 +87,11 @@ type Network struct {
 	// bridges to it. When empty the sandbox has loopback only.
 	ProxySocket string
 	ProxyPort   int
+	// OnDecision, when set, receives the decisions of an egress proxy the
+	// backend runs on its own side instead of reaching ProxySocket (remote
+	// hands run their own proxy), so they reach the broker's audit log
+	// like those of its own proxy.
+	OnDecision func(egress.Decision)
 }
 
 // Spec is everything a backend needs to run one call.

@@ -483,7 +483,9 @@ func (b *Backend) sendCall(p *pending, l *link) {
 	}
 }
 
-// control sends a call-level control to the hands running p, if any.
+// control sends a call-level control to the hands running p, if any,
+// once p's call frame is out (a control ahead of its call would be
+// ignored).
 func (b *Backend) control(p *pending, c *Control) {
 	b.mu.Lock()
 	l := p.link
@@ -492,6 +494,11 @@ func (b *Backend) control(p *pending, c *Control) {
 	}
 	b.mu.Unlock()
 	if l == nil {
+		return
+	}
+	select {
+	case <-p.sent:
+	case <-l.dead:
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.iv*DeadAfter)
@@ -626,6 +633,11 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	if r.Error != "" {
 		return nil, fmt.Errorf("the hands at %s did not run the call: %s", b.endpoint, r.Error)
+	}
+	if f := spec.Network.OnDecision; f != nil {
+		for _, d := range r.Egress {
+			f(d)
+		}
 	}
 	if p.sink != nil {
 		p.sink.wait(r.Chunks, ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -106,6 +107,9 @@ type Result struct {
 	// Chunks is the number of output frames a command sent before its
 	// result: the broker writes that many before it returns.
 	Chunks int64 `json:"chunks,omitempty"`
+	// Egress are the decisions of the hands' egress proxy for the call,
+	// for the broker's audit log.
+	Egress []egress.Decision `json:"egress,omitempty"`
 	// Error is why the call did not run; Missing, when the reason is a
 	// feature the hands' host lacks.
 	Error   string                       `json:"error,omitempty"`

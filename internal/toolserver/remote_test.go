@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/egresstest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"github.com/airlockhq/airlock/internal/toolserver"
@@ -533,7 +535,6 @@ func TestRefusedByHandsGrant(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
 
 // TestRemoteCommand: a command (airlock exec, background work) runs on the
 // hands with its stdin, stdout, stderr and exit status relayed, and a stop
@@ -574,5 +575,59 @@ func TestRemoteCommand(t *testing.T) {
 	res = <-done
 	if res == nil || res.ExitCode != 3 || stdout.String() != "stopped\n" {
 		t.Fatalf("after stop: %+v, stdout %q", res, stdout.String())
+	}
+}
+
+// TestRemoteEgress: an http_fetch and a shell command that reach the
+// network run on the hands through the hands' own egress proxy: the model
+// reads what a local call reads, and the broker's audit log holds the
+// hands' egress decisions.
+func TestRemoteEgress(t *testing.T) {
+	fx := egresstest.Serve(t, nil, "fixture.test", nil)
+	w := newWorkspace(t)
+	port := strconv.Itoa(fx.Port)
+	g, err := grant.Parse([]byte(`[paths]
+read_write = ["`+w.root+`"]
+[network]
+private = ["127.0.0.1:`+port+`"]
+plain_http = ["127.0.0.1:`+port+`"]
+`), "net.toml", w.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.grant = g
+	calls := []call{
+		{"http_fetch", `{"url":"http://127.0.0.1:` + port + `/"}`},
+		{"shell", `{"command":"curl -sS http://127.0.0.1:` + port + `/"}`},
+	}
+	run := func(backend sandbox.Backend) ([]string, []byte) {
+		s := w.session(t, backend)
+		var out []string
+		for _, c := range calls {
+			res, err := s.Call(context.Background(), c.tool, json.RawMessage(c.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, res.Class+" "+res.Output.Content)
+		}
+		b, _ := os.ReadFile(filepath.Join(s.Dir(), "audit.jsonl"))
+		return out, b
+	}
+	want, _ := run(sandboxtest.Native(t))
+	srv, url := inProcess(t, w)
+	got, audit := run(remote(t, url, nil))
+	for _, o := range want {
+		if !strings.HasPrefix(o, "ok ") || !strings.Contains(o, "404 page not found") {
+			t.Errorf("the local call did not reach the fixture: %q", o)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("local and remote differ (-local +remote):\n%s", diff)
+	}
+	if srv.Runs() != 2 {
+		t.Errorf("the hands ran %d calls, want 2", srv.Runs())
+	}
+	if n := bytes.Count(audit, []byte(`"kind":"egress"`)); n < 2 {
+		t.Errorf("%d egress records in the broker's log, want the hands' decisions:\n%s", n, audit)
 	}
 }

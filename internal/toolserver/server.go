@@ -25,6 +25,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
@@ -356,8 +357,13 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 		return &Result{Error: err.Error()}
 	}
 	spec.Stop = r.stop
+	var stopEgress func()
 	if len(call.Command) > 0 {
 		spec.Signal = r.signal
+	}
+	var decisions struct {
+		sync.Mutex
+		list []egress.Decision
 	}
 	if call.Network && s.opts.Grant.HasNetwork() {
 		var o broker.EgressOptions
@@ -365,6 +371,17 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 			o = *s.opts.Egress
 		}
 		o.Sandbox = id
+		next := o.OnDecision
+		o.OnDecision = func(d egress.Decision) {
+			if next != nil {
+				next(d)
+			}
+			decisions.Lock()
+			if len(decisions.list) < maxDecisions {
+				decisions.list = append(decisions.list, d)
+			}
+			decisions.Unlock()
+		}
 		if o.Logger == nil {
 			o.Logger = s.logger
 		}
@@ -373,6 +390,7 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 			return &Result{Error: "starting the egress proxy: " + err.Error()}
 		}
 		defer stop()
+		stopEgress = stop
 		if in != nil && in.Context.Egress != nil {
 			in.Context.Egress = &wire.Egress{Proxy: in.Context.Egress.Proxy, PlainHTTP: s.opts.Grant.PlainHTTPHosts()}
 		}
@@ -408,6 +426,12 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 		}
 		return out
 	}
+	if stopEgress != nil {
+		stopEgress() // every decision is in before the result goes
+	}
+	decisions.Lock()
+	egressList := decisions.list
+	decisions.Unlock()
 	var chunks int64
 	if ow != nil {
 		ow.mu.Lock()
@@ -416,6 +440,7 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 	}
 	return &Result{
 		Chunks:   chunks,
+		Egress:   egressList,
 		ExitCode: res.ExitCode, Signal: res.Signal, Limit: res.Limit, LimitsHit: res.LimitsHit,
 		OutputTruncated: res.OutputTruncated, Isolation: res.Isolation,
 		SetupUS: res.Setup.Microseconds(), DurationUS: res.Duration.Microseconds(),
@@ -510,14 +535,23 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	spec.ReadOnlyDirs = union(call.ReadOnlyDirs, under(spec.ReadOnlyDirs))
 	l := &spec.Limits
 	l.Wall = time.Duration(smaller(int64(l.Wall), call.Limits.WallMS*int64(time.Millisecond)))
-	if len(call.Command) > 0 && call.Limits.WallMS > 0 {
-		// A command's wall time is the broker's (background work runs
-		// longer than a tool call); the hands' grant bounds tool calls.
-		l.Wall = time.Duration(call.Limits.WallMS) * time.Millisecond
+	if len(call.Command) > 0 {
+		// A command's wall time and output cap are the broker's (exec
+		// relays a user's output, background work runs longer than a tool
+		// call); the output streams to the broker, never held here. The
+		// hands' grant bounds tool calls.
+		if call.Limits.WallMS > 0 {
+			l.Wall = time.Duration(call.Limits.WallMS) * time.Millisecond
+		}
+		if call.Limits.OutputBytes > 0 {
+			l.OutputBytes = call.Limits.OutputBytes
+		}
 	}
 	l.MemoryBytes = smaller(l.MemoryBytes, call.Limits.MemoryBytes)
 	l.Pids = int(smaller(int64(l.Pids), int64(call.Limits.Pids)))
-	l.OutputBytes = smaller(l.OutputBytes, call.Limits.OutputBytes)
+	if len(call.Command) == 0 {
+		l.OutputBytes = smaller(l.OutputBytes, call.Limits.OutputBytes)
+	}
 	l.FileBytes = smaller(l.FileBytes, call.Limits.FileBytes)
 	l.TmpBytes = smaller(l.TmpBytes, call.Limits.TmpBytes)
 	l.OpenFiles = int(smaller(int64(l.OpenFiles), int64(call.Limits.OpenFiles)))
@@ -530,6 +564,9 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	}
 	return spec, in, nil
 }
+
+// maxDecisions bounds the egress decisions one call reports.
+const maxDecisions = 1000
 
 // smaller is the smaller of two limits where 0 means "not set".
 func smaller(a, b int64) int64 {
