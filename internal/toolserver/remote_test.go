@@ -535,7 +535,6 @@ func TestRefusedByHandsGrant(t *testing.T) {
 	}
 }
 
-
 // TestRemoteCommand: a command (airlock exec, background work) runs on the
 // hands with its stdin, stdout, stderr and exit status relayed, and a stop
 // reaches its processes.
