@@ -3,7 +3,6 @@ package toolserver_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -306,14 +305,4 @@ func (p *frameProxy) serve(w http.ResponseWriter, r *http.Request) {
 	down.CloseNow()
 	up.CloseNow()
 	<-done
-}
-
-// rawFrame encodes f for a hook that injects frames.
-func rawFrame(t testing.TB, f *toolserver.Frame) []byte {
-	t.Helper()
-	b, err := json.Marshal(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/grant"
@@ -628,5 +630,62 @@ plain_http = ["127.0.0.1:`+port+`"]
 	}
 	if n := bytes.Count(audit, []byte(`"kind":"egress"`)); n < 2 {
 		t.Errorf("%d egress records in the broker's log, want the hands' decisions:\n%s", n, audit)
+	}
+}
+
+// TestRetryAnsweredFromRecord: the link drops (the hands live on) after
+// the hands ran a read_file but before its result got through; the broker
+// reconnects and asks again under the same id, and the hands answer from
+// their record instead of running it again.
+func TestRetryAnsweredFromRecord(t *testing.T) {
+	w := newWorkspace(t)
+	srv, url := inProcess(t, w)
+	p := newFrameProxy(t, url)
+	held := make(chan string, 1)
+	p.setHook(holdResults("read_file", held))
+	s := w.session(t, remote(t, p.url, nil))
+	done := make(chan *broker.Result)
+	go func() {
+		res, err := s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt"}`))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-held
+	p.cut()
+	res := <-done
+	if res.Class != broker.ClassOK || !strings.HasSuffix(res.Output.Content, "\nalpha\nbeta\ngamma\n") {
+		t.Fatalf("got %s %q", res.Class, res.Output.Content)
+	}
+	if n := srv.Runs(); n != 1 {
+		t.Fatalf("the hands ran the call %d times, want once", n)
+	}
+	if n := p.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (one reconnect)", n)
+	}
+}
+
+// TestNoCommonVersion: a broker that speaks only another protocol version
+// is refused with a frame naming both sides' versions.
+func TestNoCommonVersion(t *testing.T) {
+	w := newWorkspace(t)
+	_, url := inProcess(t, w)
+	c, _, err := websocket.Dial(context.Background(), url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	hello, _ := toolserver.EncodeFrame(&toolserver.Frame{Type: toolserver.TypeControl, Control: &toolserver.Control{Op: toolserver.OpHello, Versions: []int{99}}})
+	if err := c.Write(context.Background(), websocket.MessageBinary, hello); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := toolserver.DecodeFrame(b)
+	if err != nil || f.Control == nil || f.Control.Op != toolserver.OpError || !strings.Contains(f.Control.Message, "the broker speaks [99], these hands speak 1") {
+		t.Fatalf("answer %s, %v", b, err)
 	}
 }

@@ -103,6 +103,10 @@ func TestMCPRemoteHandsCrash(t *testing.T) {
 	if first == 0 {
 		t.Fatal("no tool-server child of airlock mcp")
 	}
+	// The hands get nothing of the broker's environment.
+	if env, err := os.ReadFile("/proc/" + strconv.Itoa(first) + "/environ"); err != nil || bytes.Contains(env, []byte("AIRLOCK_STATE_DIR")) {
+		t.Fatalf("the hands' environment (%v): %q", err, env)
+	}
 	got := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "echo run >> runs.log; sleep 600"}})
