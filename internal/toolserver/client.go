@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -226,6 +227,14 @@ type link struct {
 	dead     chan struct{}
 	once     sync.Once
 	alive    chan struct{}
+	// writing counts the writes in progress; beating is set while a
+	// heartbeat is being written.
+	writing atomic.Int64
+	beating atomic.Bool
+	// decoding is set while the reader decodes a frame (a large one takes
+	// a while): the peer's next frames wait unread meanwhile, and their
+	// absence is not silence.
+	decoding atomic.Bool
 }
 
 func (l *link) kill() {
@@ -240,6 +249,15 @@ func (l *link) send(ctx context.Context, f *Frame) error {
 	if err != nil {
 		return err
 	}
+	return l.write(ctx, b)
+}
+
+// write sends one payload; a failed write ends the link. A write waits as
+// long as the link lives (a large frame on a slow link takes what it
+// takes): the heartbeats in the other direction decide when it is dead.
+func (l *link) write(ctx context.Context, b []byte) error {
+	l.writing.Add(1)
+	defer l.writing.Add(-1)
 	if err := l.conn.Send(ctx, b); err != nil {
 		l.kill()
 		return err
@@ -289,6 +307,12 @@ func (b *Backend) connect(ctx context.Context) (*link, error) {
 // install makes l the live connection: its reader and heartbeat start, and
 // every call waiting for a connection is sent on it.
 func (b *Backend) install(l *link) {
+	Alive(l.conn, func() {
+		select {
+		case l.alive <- struct{}{}:
+		default:
+		}
+	})
 	go b.read(l)
 	go b.heartbeat(l)
 	b.mu.Lock()
@@ -377,11 +401,9 @@ func (b *Backend) read(l *link) {
 		if err != nil {
 			return
 		}
-		select {
-		case l.alive <- struct{}{}:
-		default:
-		}
+		l.decoding.Store(true)
 		f, err := DecodeFrame(p)
+		l.decoding.Store(false)
 		if err != nil {
 			b.logger.Error("the hands sent a bad frame; dropping the connection", "err", err)
 			return
@@ -433,17 +455,26 @@ func (b *Backend) heartbeat(l *link) {
 		case <-l.alive:
 			last = time.Now()
 		case <-t.C:
+			if l.decoding.Load() {
+				last = time.Now()
+			}
 			if time.Since(last) > DeadAfter*l.iv {
 				b.logger.Warn("the hands stopped answering heartbeats", "hands", l.identity)
 				l.kill()
 				return
 			}
+			// While a frame is being written the hands see its bytes
+			// arrive, which is as good as a heartbeat; a heartbeat is
+			// written from a goroutine, so a write that blocks never
+			// stops this loop from noticing silence.
+			if l.writing.Load() > 0 || !l.beating.CompareAndSwap(false, true) {
+				continue
+			}
 			seq++
-			// A write that cannot finish in the dead-peer window ends the
-			// link (the WebSocket closes on a cancelled write), as silence would.
-			ctx, cancel := context.WithTimeout(context.Background(), DeadAfter*l.iv)
-			_ = l.send(ctx, &Frame{Type: TypeHeartbeat, Heartbeat: &Heartbeat{Seq: seq}})
-			cancel()
+			go func(seq int64) {
+				defer l.beating.Store(false)
+				_ = l.send(context.Background(), &Frame{Type: TypeHeartbeat, Heartbeat: &Heartbeat{Seq: seq}})
+			}(seq)
 		}
 	}
 }
@@ -468,11 +499,9 @@ type pending struct {
 }
 
 func (b *Backend) sendCall(p *pending, l *link) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := l.conn.Send(ctx, p.frame); err != nil {
-		l.kill() // settle decides the call's fate
-		return
+	ctx := context.Background()
+	if err := l.write(ctx, p.frame); err != nil {
+		return // the link is dead: settle decides the call's fate
 	}
 	p.sentO.Do(func() { close(p.sent) })
 	b.mu.Lock()
@@ -501,9 +530,7 @@ func (b *Backend) control(p *pending, c *Control) {
 	case <-l.dead:
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.iv*DeadAfter)
-	defer cancel()
-	_ = l.send(ctx, &Frame{Type: TypeControl, ID: p.id, Control: c})
+	_ = l.send(context.Background(), &Frame{Type: TypeControl, ID: p.id, Control: c})
 }
 
 // Run runs spec on the hands; a tool call that carries a secret runs on

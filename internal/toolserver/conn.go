@@ -21,6 +21,34 @@ type Conn interface {
 	Close() error
 }
 
+// progressReader calls progress whenever bytes arrive, so a peer sending
+// one large frame is seen alive long before the frame is whole.
+type progressReader struct {
+	r        io.Reader
+	progress func()
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 && p.progress != nil {
+		p.progress()
+	}
+	return n, err
+}
+
+// Alive wraps c so that alive is called whenever bytes arrive from the
+// peer, not only when a frame is complete. Only Conns made by this
+// package support it; others are returned as they are.
+func Alive(c Conn, alive func()) Conn {
+	switch x := c.(type) {
+	case *streamConn:
+		x.r = &progressReader{r: x.r, progress: alive}
+	case *wsConn:
+		x.progress = alive
+	}
+	return c
+}
+
 // StreamConn returns a Conn over a byte stream (a child's stdin and stdout,
 // `podman exec -i`, `ssh`): each payload is one wire frame. closer, when
 // not nil, is closed by Close (it should unblock r).
@@ -56,8 +84,9 @@ func (s *streamConn) Close() error {
 
 // wsConn is a Conn over a WebSocket: each payload is one binary message.
 type wsConn struct {
-	c    *websocket.Conn
-	once sync.Once
+	c        *websocket.Conn
+	once     sync.Once
+	progress func()
 }
 
 func newWSConn(c *websocket.Conn) *wsConn {
@@ -80,7 +109,7 @@ func (w *wsConn) Send(ctx context.Context, p []byte) error {
 }
 
 func (w *wsConn) Recv(ctx context.Context) ([]byte, error) {
-	typ, p, err := w.c.Read(ctx)
+	typ, r, err := w.c.Reader(ctx)
 	if err != nil {
 		if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
 			return nil, io.EOF
@@ -89,6 +118,13 @@ func (w *wsConn) Recv(ctx context.Context) ([]byte, error) {
 	}
 	if typ != websocket.MessageBinary {
 		return nil, errors.New("reading frame: a text message where binary frames are expected")
+	}
+	p, err := io.ReadAll(&progressReader{r: r, progress: w.progress})
+	if err != nil {
+		return nil, fmt.Errorf("reading frame: %w", err)
+	}
+	if len(p) == 0 {
+		return nil, fmt.Errorf("reading frame: %w", wire.ErrEmptyFrame)
 	}
 	return p, nil
 }

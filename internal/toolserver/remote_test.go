@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -687,5 +688,40 @@ func TestNoCommonVersion(t *testing.T) {
 	f, err := toolserver.DecodeFrame(b)
 	if err != nil || f.Control == nil || f.Control.Op != toolserver.OpError || !strings.Contains(f.Control.Message, "the broker speaks [99], these hands speak 1") {
 		t.Fatalf("answer %s, %v", b, err)
+	}
+}
+
+// TestLargeCall: a call near the broker's cap on arguments (16 MiB) goes
+// through as one frame each way. It runs with the default heartbeat: on a
+// loaded machine (or under -race) moving and decoding 15 MiB several times
+// over takes longer than the quick heartbeats of the other tests allow.
+func TestLargeCall(t *testing.T) {
+	w := newWorkspace(t)
+	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: w.grant, Backend: sandboxtest.Native(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler(testToken)}
+	go hs.Serve(ln)
+	defer hs.Close()
+	b, err := toolserver.New(context.Background(), &toolserver.Options{Endpoint: "ws://" + ln.Addr().String(), Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := w.session(t, b)
+	content := strings.Repeat("0123456789abcde\n", 15<<16) // 15 MiB
+	args, _ := json.Marshal(map[string]string{"path": "big.txt", "content": content})
+	res, err := s.Call(context.Background(), "write_file", args)
+	if err != nil || res.Class != broker.ClassOK {
+		t.Fatalf("write_file: %v %+v", err, res)
+	}
+	got, err := os.ReadFile(filepath.Join(w.root, "big.txt"))
+	if err != nil || string(got) != content {
+		t.Fatalf("big.txt: %d bytes, %v", len(got), err)
 	}
 }

@@ -146,6 +146,12 @@ func (s *Server) ServeConn(ctx context.Context, c Conn) error {
 		return err
 	}
 	alive := make(chan struct{}, 1)
+	Alive(c, func() {
+		select {
+		case alive <- struct{}{}:
+		default:
+		}
+	})
 	go sc.heartbeat(ctx, alive, cancel)
 	for {
 		p, err := c.Recv(ctx)
@@ -155,11 +161,9 @@ func (s *Server) ServeConn(ctx context.Context, c Conn) error {
 			}
 			return fmt.Errorf("reading from the broker: %w", err)
 		}
-		select {
-		case alive <- struct{}{}:
-		default:
-		}
+		sc.decoding.Store(true)
 		f, err := DecodeFrame(p)
+		sc.decoding.Store(false)
 		if err != nil {
 			sc.send(ctx, &Frame{Type: TypeControl, Control: &Control{Op: OpError, Message: err.Error()}})
 			return err
@@ -190,6 +194,13 @@ type serverConn struct {
 	calls map[string]*running
 	// iv is the heartbeat timeout's base: the longer of both intervals.
 	iv time.Duration
+	// writing counts writes in progress; beating is set while a heartbeat
+	// is being written.
+	writing atomic.Int64
+	beating atomic.Bool
+	// decoding is set while the reader decodes a frame: the broker's next
+	// frames wait unread meanwhile, and their absence is not silence.
+	decoding atomic.Bool
 }
 
 // running is one call on the hands.
@@ -206,6 +217,8 @@ func (sc *serverConn) send(ctx context.Context, f *Frame) error {
 	if err != nil {
 		return err
 	}
+	sc.writing.Add(1)
+	defer sc.writing.Add(-1)
 	return sc.c.Send(ctx, b)
 }
 
@@ -248,18 +261,28 @@ func (sc *serverConn) heartbeat(ctx context.Context, alive <-chan struct{}, dead
 		case <-alive:
 			last = time.Now()
 		case <-t.C:
+			if sc.decoding.Load() {
+				last = time.Now()
+			}
 			if time.Since(last) > DeadAfter*sc.iv {
 				sc.s.logger.Warn("the broker stopped answering; ending its connection and its calls")
 				dead()
 				sc.c.Close()
 				return
 			}
-			seq++
-			if err := sc.send(ctx, &Frame{Type: TypeHeartbeat, Heartbeat: &Heartbeat{Seq: seq}}); err != nil {
-				dead()
-				sc.c.Close()
-				return
+			// A frame being written is as good as a heartbeat; one that
+			// blocks never stops this loop from noticing silence.
+			if sc.writing.Load() > 0 || !sc.beating.CompareAndSwap(false, true) {
+				continue
 			}
+			seq++
+			go func(seq int64) {
+				defer sc.beating.Store(false)
+				if err := sc.send(ctx, &Frame{Type: TypeHeartbeat, Heartbeat: &Heartbeat{Seq: seq}}); err != nil {
+					dead()
+					sc.c.Close()
+				}
+			}(seq)
 		}
 	}
 }
