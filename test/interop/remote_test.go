@@ -215,3 +215,80 @@ func TestCallOverWebSocketTLS(t *testing.T) {
 		t.Fatalf("plain ws on 0.0.0.0: %v\n%s", err, out2)
 	}
 }
+
+// descendants returns pid's descendants, recursively.
+func descendants(pid int) []int {
+	var out []int
+	for _, c := range childrenOf(pid) {
+		out = append(out, c)
+		out = append(out, descendants(c)...)
+	}
+	return out
+}
+
+// running reports whether a descendant of pid has argv exactly args.
+func running(pid int, args ...string) bool {
+	want := []byte(strings.Join(args, "\x00") + "\x00")
+	for _, d := range descendants(pid) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(d) + "/cmdline"); bytes.Equal(b, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMCPRemoteCancel: an MCP cancel of a call on remote hands kills its
+// sandbox there, and closing the session ends its remote background work.
+func TestMCPRemoteCancel(t *testing.T) {
+	needNative(t)
+	w := newWorkspace(t)
+	bin := airlock(t)
+	cmd := exec.Command(bin, "mcp", "--root", w.root, "--remote", "stdio:"+bin+" tool-server --root "+w.root)
+	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-client", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "exec sleep 601"}})
+		done <- err
+	}()
+	eventually(t, 30*time.Second, "the command to run on the hands", func() bool { return running(cmd.Process.Pid, "sleep", "601") })
+	cancel()
+	<-done
+	eventually(t, 30*time.Second, "the cancelled sandbox to go", func() bool { return !running(cmd.Process.Pid, "sleep", "601") })
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "exec sleep 602", "run_in_background": true}})
+	if err != nil || res.IsError {
+		t.Fatalf("background start: %v %q", err, text(res))
+	}
+	eventually(t, 30*time.Second, "the background command to run on the hands", func() bool { return running(cmd.Process.Pid, "sleep", "602") })
+	hands := toolServerChild(cmd.Process.Pid)
+	if err := cs.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	cmd.Wait()
+	eventually(t, 30*time.Second, "the background sandbox to go", func() bool {
+		return !running(hands, "sleep", "602") && syscall.Kill(hands, 0) != nil
+	})
+	classes, _, _ := auditClasses(t, w.records)
+	if len(classes) != 2 || classes[0] != "cancelled" {
+		t.Errorf("audit classes %v, want cancelled and the background start", classes)
+	}
+}
