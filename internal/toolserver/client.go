@@ -69,8 +69,7 @@ type Backend struct {
 	endpoint string // for records: the endpoint without a token or command arguments
 
 	mu      sync.Mutex
-	link    *link         // the live connection; nil while reconnecting
-	up      chan struct{} // closed when link is set
+	link    *link // the live connection; nil while reconnecting
 	pending map[string]*pending
 	report  sandbox.Report
 	closed  bool
@@ -97,7 +96,7 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	}
 	b := &Backend{
 		opts: o, logger: logger, endpoint: describeEndpoint(o.Endpoint),
-		up: make(chan struct{}), pending: map[string]*pending{},
+		pending: map[string]*pending{},
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	if o.Dial == nil {
@@ -318,7 +317,6 @@ func (b *Backend) install(l *link) {
 	b.mu.Lock()
 	b.link = l
 	b.report = l.report
-	close(b.up)
 	var send []*pending
 	for _, p := range b.pending {
 		if p.link == nil {
@@ -375,7 +373,6 @@ func (b *Backend) settle(l *link) {
 	defer b.mu.Unlock()
 	if b.link == l {
 		b.link = nil
-		b.up = make(chan struct{})
 	}
 	for id, p := range b.pending {
 		if p.link != l {
