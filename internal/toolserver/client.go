@@ -535,7 +535,7 @@ func (b *Backend) control(p *pending, c *Control) {
 // connection.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	if spec.TTY {
-		return nil, errors.New("a terminal (exec -t) is not available on remote hands")
+		return nil, errors.New("a terminal is not available on remote hands: give the command a stdin that is not a terminal (a pipe, a file, < /dev/null)")
 	}
 	call := &Call{
 		Command: spec.Command, Cwd: spec.Cwd,
