@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,11 +83,17 @@ type Options struct {
 	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Remote, when set, runs the sandboxes on remote hands (see Remote);
+	// when nil, the grant's [remote] table may name them. Neither: the
+	// sandboxes run on this host.
+	Remote *Remote
 }
 
 // Session runs tool calls under one grant. It is safe for concurrent use.
 type Session struct {
 	s *broker.Session
+	// remote is the connection to remote hands, closed with the session.
+	remote io.Closer
 }
 
 // Open starts a session. It returns ErrNoInit when Init was not called.
@@ -139,7 +146,23 @@ func Open(opts *Options) (*Session, error) {
 		root    = "/"
 		err     error
 	)
-	if o.Unsandboxed {
+	var remote io.Closer
+	if o.Remote != nil || g.Remote().Endpoint != "" {
+		if o.Unsandboxed {
+			return nil, errors.New("airlock: Unsandboxed with remote hands: the hands always sandbox")
+		}
+		// The local sandbox runs only the calls that carry a secret; a
+		// host without one refuses those.
+		local, lerr := nativeBackend(records)
+		if lerr != nil {
+			local = nil
+		}
+		rb, rerr := remoteBackend(&o, g, local)
+		if rerr != nil {
+			return nil, fmt.Errorf("airlock: %w", rerr)
+		}
+		backend, remote = rb, rb
+	} else if o.Unsandboxed {
 		backend, err = direct.New(nil)
 		root = g.WorkDir()
 	} else {
@@ -153,9 +176,12 @@ func Open(opts *Options) (*Session, error) {
 		MaxConcurrent: o.MaxConcurrent, MaxQueue: o.MaxQueue, Pool: o.Pool, Logger: o.Logger,
 	})
 	if err != nil {
+		if remote != nil {
+			remote.Close()
+		}
 		return nil, fmt.Errorf("airlock: %w", err)
 	}
-	return &Session{s: s}, nil
+	return &Session{s: s, remote: remote}, nil
 }
 
 // ID returns the session's id, as the audit log records it.
@@ -176,7 +202,8 @@ type Result struct {
 	// Truncated reports that Text was cut at the output cap.
 	Truncated bool
 	// Class is the outcome: "ok", "refused", "timeout", "memory",
-	// "processes", "output", "killed", "cancelled", "runner" or "sandbox".
+	// "processes", "output", "killed", "cancelled", "runner", "sandbox" or
+	// "lost" (remote hands lost with the call in flight: outcome unknown).
 	Class string
 	// Meta holds structured data: exit code, isolation that ran, ...
 	Meta wire.Meta
@@ -221,7 +248,15 @@ func rawArgs(args any) (json.RawMessage, error) {
 }
 
 // Close ends every call in flight and closes the records. It is idempotent.
-func (s *Session) Close() error { return s.s.Close() }
+func (s *Session) Close() error {
+	err := s.s.Close()
+	if s.remote != nil {
+		if cerr := s.remote.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
 
 // Tool describes one tool for a model.
 type Tool struct {

@@ -40,6 +40,7 @@ type Grant struct {
 	searchHost  string  // its endpoint's host:port
 	maxSearches int     // limits.searches
 	searchesSet bool
+	remote      Remote
 }
 
 // spec is a grant as written, before validation: from TOML or from Flags.
@@ -57,6 +58,8 @@ type spec struct {
 	searchProvider, searchEndpoint               string // tools.web_search
 	searches                                     int    // limits.searches
 	searchesSet                                  bool
+	remote                                       Remote // [remote] as written
+	remoteSet                                    bool
 }
 
 var (
@@ -104,6 +107,9 @@ func build(s *spec, ps *problems) *Grant {
 		return nil
 	}
 	g.base = base.path
+	if s.remoteSet {
+		g.remote = checkRemote(s.remote, g.base, ps)
+	}
 
 	// Paths.
 	seen := map[string][]string{}

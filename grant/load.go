@@ -131,8 +131,10 @@ func specFromTOML(tree map[string]any, ps *problems) *spec {
 			toolsFromTOML(s, v, key, ps)
 		case "secrets":
 			secretsFromTOML(s, v, key, ps)
+		case "remote":
+			remoteFromTOML(s, v, key, ps)
 		default:
-			unknownKey(key, k, []string{"paths", "network", "limits", "tools", "secrets"}, ps)
+			unknownKey(key, k, []string{"paths", "network", "limits", "tools", "secrets", "remote"}, ps)
 		}
 	}
 	return s

@@ -51,7 +51,10 @@ type Record struct {
 	// Backend and Isolation say what sandbox ran the call.
 	Backend   string   `json:"backend,omitempty"`
 	Isolation []string `json:"isolation,omitempty"`
-	Limits    *Limits  `json:"limits,omitempty"`
+	// Remote names the remote hands that ran the call (endpoint and
+	// identity); empty for a sandbox on the broker's host.
+	Remote string  `json:"remote,omitempty"`
+	Limits *Limits `json:"limits,omitempty"`
 	// Unenforced names limits the call asked for that the host could not
 	// enforce, run anyway because the grant accepted that.
 	Unenforced []string `json:"unenforced_limits,omitempty"`

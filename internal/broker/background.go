@@ -55,6 +55,7 @@ const (
 	WorkExited  = "exited"  // the command ended on its own (or a limit ended it)
 	WorkStopped = "stopped" // stop, or the session closing, ended it
 	WorkFailed  = "failed"  // the sandbox could not be built; nothing ran
+	WorkLost    = "lost"    // the sandbox was lost with the command in it (remote hands rebuilt); the outcome is unknown
 )
 
 // WorkInfo describes one background command.
@@ -354,6 +355,10 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 			// Killed at the end of the grace (or by the session closing).
 			info.Signal = 9
 		}
+	case errors.Is(err, sandbox.ErrLost):
+		info.State = WorkLost
+		info.Detail = s.secrets.redact().String(errString(err))
+		w.fail = fmt.Sprintf("background work %s was lost with the sandbox running it; its outcome is unknown", w.id)
 	case res == nil:
 		info.State = WorkFailed
 		info.Detail = s.secrets.redact().String(errString(err))
@@ -392,6 +397,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 		rec.Backend, rec.Isolation = res.Isolation.Backend, res.Isolation.Features
 		rec.SetupMS = ms(res.Setup)
 		rec.LimitsHit, rec.Unenforced = res.LimitsHit, res.Isolation.Unenforced
+		rec.Remote = res.Remote
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record of a background end lost", "work", w.id, "err", err)
@@ -553,6 +559,9 @@ func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, no
 		fmt.Fprintf(&b, "work %s: running for %.1fs\n", i.ID, time.Since(i.Started).Seconds())
 	case WorkFailed:
 		fmt.Fprintf(&b, "work %s: failed: %s\n", i.ID, fail)
+		out.IsError = true
+	case WorkLost:
+		fmt.Fprintf(&b, "work %s: lost: %s\n", i.ID, fail)
 		out.IsError = true
 	default:
 		fmt.Fprintf(&b, "work %s: %s (%s) after %.1fs\n", i.ID, i.State, describeEnd(i), i.Ended.Sub(i.Started).Seconds())

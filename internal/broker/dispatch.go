@@ -22,6 +22,10 @@ const (
 	SentenceKilled    = "the tool was stopped: it ran out of memory or was killed"
 	SentenceCannotRun = "the tool could not run"
 	SentenceCancelled = "the call was cancelled"
+	// SentenceLost is said of a call in flight when its sandbox was lost
+	// (remote hands that crashed or became unreachable) and the call may
+	// not be run again.
+	SentenceLost = "the sandbox running this call was lost; the outcome is unknown: the call may or may not have taken effect, so check before repeating it"
 )
 
 // Outcome classes recorded in the audit log.
@@ -36,6 +40,7 @@ const (
 	ClassRunner    = "runner"    // the runner exited with a failure code
 	ClassSandbox   = "sandbox"   // the sandbox could not be built
 	ClassRefused   = "refused"   // the grant refused it; nothing ran
+	ClassLost      = "lost"      // the sandbox was lost with the call in it; the outcome is unknown
 )
 
 // An Outcome is a classified run of one call.
@@ -68,6 +73,9 @@ func dispatch(ctx context.Context, backend sandbox.Backend, spec *sandbox.Spec, 
 	res, err := backend.Run(ctx, spec)
 	if err != nil && ctx.Err() != nil {
 		return Outcome{Output: failure(SentenceCancelled), Class: ClassCancelled, Detail: err.Error(), Result: res}
+	}
+	if errors.Is(err, sandbox.ErrLost) {
+		return Outcome{Output: failure(SentenceLost), Class: ClassLost, Detail: err.Error(), Result: res}
 	}
 	if err != nil {
 		o := Outcome{Output: failure(SentenceCannotRun), Class: ClassSandbox, Detail: err.Error(), Result: res}

@@ -94,7 +94,7 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 			opts.Logger.Warn("egress proxy stopped", "sandbox", opts.Sandbox, "err", err)
 		}
 	}()
-	spec.Network = sandbox.Network{ProxySocket: sock, ProxyPort: ProxyPort}
+	spec.Network = sandbox.Network{ProxySocket: sock, ProxyPort: ProxyPort, OnDecision: opts.OnDecision}
 	for _, kv := range append(ProxyEnv(), opts.Env...) {
 		spec.Env = setEnv(spec.Env, kv)
 	}

@@ -566,6 +566,7 @@ func (s *Session) record(c *call, res *Result) error {
 		rec.SetupMS = ms(r.Setup)
 		rec.LimitsHit = r.LimitsHit
 		rec.Unenforced = r.Isolation.Unenforced
+		rec.Remote = r.Remote
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record lost; refusing further calls", "call", c.id, "err", err)

@@ -47,6 +47,7 @@ func commands() []*command {
 		execCommand(),
 		callCommand(),
 		mcpCommand(), serveCommand(),
+		toolServerCommand(),
 		checkCommand(),
 		toolsCommand(),
 		logCommand(),

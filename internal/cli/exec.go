@@ -136,7 +136,7 @@ Examples:
 			defer stopEgress()
 		}
 		records, _ := recordsDir(env, gf.records) // none: no placeholder journal
-		backend, err := nativeBackend(records)
+		backend, err := execBackend(ctx, env, &gf, g, records, envs)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure

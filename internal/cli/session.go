@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +32,8 @@ type grantFlags struct {
 	allowUnenforced bool
 	// sandboxOnly leaves out --unsandboxed (exec always sandboxes).
 	sandboxOnly bool
+	// remote picks remote hands for the sandboxes (remote.go).
+	remote remoteFlags
 }
 
 func (f *grantFlags) register(fs *flag.FlagSet) {
@@ -44,6 +47,7 @@ func (f *grantFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.allowHosts, "allow-host", "let the network reach `HOST[:PORT]` (repeatable; *.suffix allowed)")
 	fs.StringVar(&f.records, "records", "", "records `DIR` for audit logs (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
 	fs.BoolVar(&f.allowUnenforced, "allow-unenforced-limits", false, "run even where the host cannot enforce the memory and process limits (no cgroup this user may manage; see airlock doctor); every result says NOT ENFORCED")
+	f.remote.register(fs)
 }
 
 // load builds the grant the flags describe.
@@ -98,7 +102,20 @@ func recordsDir(env *Env, flagValue string) (string, error) {
 
 // backendFor returns the sandbox backend the flags ask for, and the root
 // file tools resolve beneath.
-func backendFor(f *grantFlags, g *grant.Grant, records string) (sandbox.Backend, string, error) {
+func backendFor(env *Env, f *grantFlags, g *grant.Grant, records string) (sandbox.Backend, string, error) {
+	if rf := f.remote.fromGrant(g); rf.endpoint != "" {
+		if f.unsandboxed {
+			return nil, "", errors.New("--unsandboxed with --remote: remote hands always sandbox")
+		}
+		// The local sandbox runs the calls that carry a secret; a host
+		// without one (macOS) refuses those and sends the rest.
+		local, err := nativeBackend(records)
+		if err != nil {
+			local = nil
+		}
+		b, err := rf.wrap(context.Background(), env, local, &f.private)
+		return b, "/", err
+	}
 	if f.unsandboxed {
 		b, err := direct.New(nil)
 		return b, g.WorkDir(), err
@@ -129,7 +146,7 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	backend, root, err := backendFor(f, g, dir)
+	backend, root, err := backendFor(env, f, g, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -104,3 +104,17 @@ func allowedBy(list []string, path string) bool {
 	}
 	return false
 }
+
+// TestBrokerKnowsNoRemote keeps remote mode behind the sandbox.Backend
+// interface: neither the broker nor any backend may import the
+// tool-server package (DESIGN.md §7, §8).
+func TestBrokerKnowsNoRemote(t *testing.T) {
+	const mod = "github.com/airlockhq/airlock"
+	for _, pkg := range []string{mod + "/internal/broker", mod + "/internal/sandbox/...", mod + "/internal/runner"} {
+		for _, d := range goList(t, "-deps", pkg) {
+			if d.ImportPath == mod+"/internal/toolserver" {
+				t.Errorf("%s depends on %s: remote mode is a backend, reached only through sandbox.Backend", pkg, d.ImportPath)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -86,6 +87,11 @@ type Network struct {
 	// bridges to it. When empty the sandbox has loopback only.
 	ProxySocket string
 	ProxyPort   int
+	// OnDecision, when set, receives the decisions of an egress proxy the
+	// backend runs on its own side instead of reaching ProxySocket (remote
+	// hands run their own proxy), so they reach the broker's audit log
+	// like those of its own proxy.
+	OnDecision func(egress.Decision)
 }
 
 // Spec is everything a backend needs to run one call.
@@ -173,6 +179,9 @@ type Result struct {
 	// measures them (zero otherwise).
 	CPU        time.Duration
 	PeakMemory int64
+	// Remote names the remote hands that ran the sandbox (endpoint and
+	// identity); empty for a sandbox on this host.
+	Remote string
 }
 
 // Backend builds a fresh sandbox for each Spec. Implementations are safe for
@@ -230,3 +239,8 @@ func (r Report) Ready() bool {
 	}
 	return true
 }
+
+// ErrLost is returned by a backend whose sandbox was lost with the call in
+// it (remote hands that crashed or became unreachable) when the call may
+// not run again: whether it took effect is unknown.
+var ErrLost = errors.New("the sandbox was lost while the call ran")

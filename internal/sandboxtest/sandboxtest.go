@@ -84,3 +84,8 @@ func RunHiddenMode() {
 		}
 	}
 }
+
+// New returns a new native backend running the test binary, for a test
+// binary re-run as a helper process (a tool-server), where no testing.TB
+// exists. It returns sandbox.ErrUnsupported where there is none.
+func New() (sandbox.Backend, error) { return newNative() }

@@ -1,0 +1,87 @@
+package grant
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Remote says where a session's sandboxes run when they are not on this
+// host: remote hands (an `airlock tool-server`), from the grant's [remote]
+// table. The zero Remote means the local sandbox.
+type Remote struct {
+	// Endpoint is "stdio:CMD ARGS...", "ws://HOST:PORT[/PATH]" or
+	// "wss://HOST:PORT[/PATH]".
+	Endpoint string
+	// Token is where the WebSocket bearer token comes from, as a secret's
+	// source: "env:VAR" or "file:/absolute/path". Never the token itself.
+	Token string
+	// CA is the PEM file of the CA that signed a wss:// endpoint's
+	// certificate (absolute); empty means the system's roots.
+	CA string
+}
+
+// Remote returns the grant's [remote] table; the zero Remote when it has none.
+func (g *Grant) Remote() Remote { return g.remote }
+
+// remoteFromTOML reads the [remote] table.
+func remoteFromTOML(s *spec, v any, key []string, ps *problems) {
+	str := func(dst *string) func(any, []string) {
+		return func(v any, key []string) {
+			x, ok := v.(string)
+			if !ok {
+				ps.add(key, "must be a string, not %s", tomlType(v))
+				return
+			}
+			*dst = x
+		}
+	}
+	walkTable(v, key, ps, map[string]func(any, []string){
+		"endpoint": str(&s.remote.Endpoint),
+		"token":    str(&s.remote.Token),
+		"ca":       str(&s.remote.CA),
+	})
+	s.remoteSet = true
+}
+
+// checkRemote validates the [remote] table against base (the directory
+// relative paths start from).
+func checkRemote(r Remote, base string, ps *problems) Remote {
+	key := func(k string) []string { return []string{"remote", k} }
+	ep := r.Endpoint
+	switch {
+	case ep == "":
+		ps.add(key("endpoint"), "is required: \"stdio:CMD ARGS...\", \"ws://HOST:PORT\" or \"wss://HOST:PORT\"")
+	case strings.HasPrefix(ep, "stdio:"):
+		if strings.TrimSpace(ep[len("stdio:"):]) == "" {
+			ps.add(key("endpoint"), "%q names no command", ep)
+		}
+		if r.Token != "" {
+			ps.add(key("token"), "a stdio endpoint takes no token")
+		}
+	case strings.HasPrefix(ep, "ws://"), strings.HasPrefix(ep, "wss://"):
+		if r.Token == "" {
+			ps.add(key("token"), "is required for a WebSocket endpoint: \"env:VAR\" or \"file:PATH\"")
+		}
+	default:
+		ps.add(key("endpoint"), "%q is not stdio:CMD, ws://HOST:PORT or wss://HOST:PORT", ep)
+	}
+	switch {
+	case r.Token == "":
+	case strings.HasPrefix(r.Token, "env:") && validSecretName(r.Token[len("env:"):]):
+	case strings.HasPrefix(r.Token, "file:") && len(r.Token) > len("file:"):
+		p := r.Token[len("file:"):]
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		r.Token = "file:" + filepath.Clean(p)
+	default:
+		ps.add(key("token"), "%q is not \"env:VAR\" or \"file:PATH\" (the token itself never goes in a grant)", r.Token)
+	}
+	if r.CA != "" {
+		if !filepath.IsAbs(r.CA) {
+			r.CA = filepath.Join(base, r.CA)
+		}
+		r.CA = filepath.Clean(r.CA)
+	}
+	return r
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/internal/toolserver"
+)
+
+// remoteFlags pick remote hands (airlock tool-server) for a command's
+// sandboxes: the brain (grant, secrets, audit) stays here.
+type remoteFlags struct {
+	endpoint  string
+	tokenFile string
+	caFile    string
+	heartbeat time.Duration
+	// tokenSource is the grant's [remote] token: "env:VAR" or "file:PATH".
+	tokenSource string
+}
+
+// fromGrant returns f, or the grant's [remote] table when no --remote flag
+// names an endpoint.
+func (f remoteFlags) fromGrant(g *grant.Grant) remoteFlags {
+	if f.endpoint != "" {
+		return f
+	}
+	r := g.Remote()
+	return remoteFlags{endpoint: r.Endpoint, caFile: r.CA, tokenSource: r.Token, heartbeat: f.heartbeat}
+}
+
+func (f *remoteFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.endpoint, "remote", "", "run sandboxes on remote hands: `stdio:CMD ARGS...`, ws://HOST:PORT or wss://HOST:PORT (an airlock tool-server)")
+	fs.StringVar(&f.tokenFile, "remote-token-file", "", "`FILE` holding the WebSocket tool-server's bearer token (default $AIRLOCK_REMOTE_TOKEN)")
+	fs.StringVar(&f.caFile, "remote-ca", "", "PEM `FILE` of the CA that signed a wss:// tool-server's certificate (default: the system's roots)")
+	fs.DurationVar(&f.heartbeat, "remote-heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval on the remote connection; hands silent for 3 intervals are taken for dead")
+}
+
+// wrap returns a backend that runs sandboxes on the remote hands, and
+// local for the calls that carry a secret. private collects the files no
+// sandbox may see (the token file).
+func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend, private *[]string) (sandbox.Backend, error) {
+	o := &toolserver.Options{Endpoint: f.endpoint, Local: local, Heartbeat: f.heartbeat, Stderr: env.Stderr}
+	if strings.HasPrefix(f.endpoint, "ws://") || strings.HasPrefix(f.endpoint, "wss://") {
+		tok := env.Getenv("AIRLOCK_REMOTE_TOKEN")
+		if f.tokenSource != "" {
+			v, err := secret.Load(f.tokenSource, env.Getenv)
+			if err != nil {
+				return nil, fmt.Errorf("the grant's remote.token: %w", err)
+			}
+			tok = strings.TrimSpace(v)
+			if p, ok := strings.CutPrefix(f.tokenSource, "file:"); ok {
+				*private = append(*private, p)
+			}
+		}
+		if f.tokenFile != "" {
+			b, err := os.ReadFile(f.tokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("--remote-token-file: %w", err)
+			}
+			tok = strings.TrimSpace(string(b))
+			*private = append(*private, f.tokenFile)
+		}
+		if tok == "" {
+			return nil, errors.New("--remote " + f.endpoint + ": a WebSocket tool-server needs its token: --remote-token-file FILE or $AIRLOCK_REMOTE_TOKEN")
+		}
+		o.Token = tok
+	}
+	if f.caFile != "" {
+		pem, err := os.ReadFile(f.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--remote-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--remote-ca %s: no PEM certificate in it", f.caFile)
+		}
+		o.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	b, err := toolserver.New(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// execBackend is exec's backend: the native one, on remote hands when
+// --remote says so.
+func execBackend(ctx context.Context, env *Env, gf *grantFlags, g *grant.Grant, records string, envs []string) (sandbox.Backend, error) {
+	rf := gf.remote.fromGrant(g)
+	if rf.endpoint == "" {
+		return nativeBackend(records)
+	}
+	if len(envs) > 0 {
+		return nil, errors.New("--env with --remote: the hands get no environment from the broker")
+	}
+	// A command carries no secret: nothing runs locally.
+	return rf.wrap(ctx, env, nil, &gf.private)
+}

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/toolserver"
+)
+
+func toolServerCommand() *command {
+	c := &command{
+		name:    "tool-server",
+		summary: "be the remote hands of a broker: run its calls in sandboxes here",
+		usage: `airlock tool-server [--root DIR | --grant FILE] [--listen ADDR --token-file FILE [--tls-cert F --tls-key F]] [flags]
+
+Runs where the sandboxes are (another machine, a container). A broker
+(airlock mcp, serve, call or exec with --remote) keeps the grant, the
+secrets and the audit log and sends each call here over one connection;
+every call runs in a fresh native sandbox, checked first against this
+server's own grant, which caps whatever a broker asks.
+
+Without --listen it speaks on stdin and stdout (the broker spawns it:
+--remote "stdio:airlock tool-server --root DIR", or through podman exec -i,
+kubectl exec -i, ssh). With --listen it serves WebSocket; every connection
+needs the bearer token in --token-file, and plain ws:// is served only on a
+loopback address unless --insecure-plain says otherwise: use --tls-cert and
+--tls-key. See docs/remote.md.`,
+	}
+	c.run = func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(c, env)
+		var gf grantFlags
+		gf.register(fs)
+		listen := fs.String("listen", "", "serve WebSocket on `ADDR` (host:port) instead of stdio")
+		tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token every WebSocket connection must present")
+		certFile := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM) for --listen")
+		keyFile := fs.String("tls-key", "", "TLS key `FILE` (PEM) for --listen")
+		insecure := fs.Bool("insecure-plain", false, "serve plain ws:// on a non-loopback address (the token crosses the network in clear)")
+		name := fs.String("name", "", "name of these hands in the brokers' audit records (default: the host name)")
+		heartbeat := fs.Duration("heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval; a broker silent for 3 intervals is taken for dead and its sandboxes killed")
+		verbose := fs.Bool("v", false, "log connections and calls to stderr")
+		if code := parseFlags(c, env, fs, args); code >= 0 {
+			return code
+		}
+		fail := func(err error) int {
+			fmt.Fprintf(env.Stderr, "airlock tool-server: %v\n", err)
+			return exitFailure
+		}
+		if fs.NArg() != 0 {
+			fs.Usage()
+			return exitUsage
+		}
+		if gf.unsandboxed || gf.remote.endpoint != "" {
+			fmt.Fprintln(env.Stderr, "airlock tool-server: the hands always run calls in their own native sandboxes (no --unsandboxed, no --remote)")
+			return exitUsage
+		}
+		level := slog.LevelWarn
+		if *verbose {
+			level = slog.LevelInfo
+		}
+		logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+		g, err := gf.load(env)
+		if err != nil {
+			return fail(err)
+		}
+		state, err := recordsDir(env, gf.records)
+		if err != nil {
+			state = ""
+		}
+		var token string
+		var private []string
+		if *listen != "" {
+			if *tokenFile == "" {
+				fmt.Fprintln(env.Stderr, "airlock tool-server: --listen needs --token-file: every connection must present the token")
+				return exitUsage
+			}
+			b, err := os.ReadFile(*tokenFile)
+			if err != nil {
+				return fail(fmt.Errorf("--token-file: %w", err))
+			}
+			if token = strings.TrimSpace(string(b)); len(token) < 16 {
+				return fail(fmt.Errorf("--token-file %s: the token must be at least 16 characters", *tokenFile))
+			}
+			private = append(private, *tokenFile)
+			if (*certFile == "") != (*keyFile == "") {
+				fmt.Fprintln(env.Stderr, "airlock tool-server: --tls-cert and --tls-key go together")
+				return exitUsage
+			}
+			if *keyFile != "" {
+				private = append(private, *keyFile)
+			}
+			if *certFile == "" && !*insecure && !loopback(*listen) {
+				return fail(fmt.Errorf("--listen %s: plain ws:// only on a loopback address; give --tls-cert and --tls-key (or --insecure-plain)", *listen))
+			}
+		}
+		// The sandboxes never see this server's token, key or state.
+		hide, keep := broker.OwnFiles(g, state, private)
+		if state == "" {
+			hide = hide[1:]
+		}
+		if g, err = g.Guard(hide, keep); err != nil {
+			return fail(err)
+		}
+		backend, err := nativeBackend(state)
+		if err != nil {
+			return fail(err)
+		}
+		srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: backend, Name: *name, Heartbeat: *heartbeat, Logger: logger})
+		if err != nil {
+			return fail(err)
+		}
+		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if *listen == "" {
+			conn := toolserver.StreamConn(env.Stdin, env.Stdout, nil)
+			if err := srv.ServeConn(sig, conn); err != nil && sig.Err() == nil {
+				return fail(err)
+			}
+			return exitOK
+		}
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fail(err)
+		}
+		hs := &http.Server{Handler: srv.Handler(token), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		scheme := "ws"
+		if *certFile != "" {
+			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+			if err != nil {
+				return fail(fmt.Errorf("--tls-cert/--tls-key: %w", err))
+			}
+			hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			ln = tls.NewListener(ln, hs.TLSConfig)
+			scheme = "wss"
+		}
+		// The one line a supervisor or a test reads to find the address.
+		fmt.Fprintf(env.Stderr, "airlock tool-server: listening on %s://%s as %s\n", scheme, ln.Addr(), srv.Identity())
+		done := make(chan error, 1)
+		go func() { done <- hs.Serve(ln) }()
+		select {
+		case err = <-done:
+		case <-sig.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), defaultShutdownTimeout)
+			_ = hs.Shutdown(sctx)
+			cancel()
+			err = <-done
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fail(err)
+		}
+		return exitOK
+	}
+	return c
+}
+
+// loopback reports whether addr (host:port) names a loopback address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

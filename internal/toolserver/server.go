@@ -1,0 +1,677 @@
+package toolserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// DefaultHeartbeat is the heartbeat interval of both ends when none is set.
+// A peer silent for DeadAfter intervals is taken for dead.
+const (
+	DefaultHeartbeat = time.Second
+	DeadAfter        = 3
+)
+
+// ServerOptions configure a tool-server. NewServer copies them.
+type ServerOptions struct {
+	// Grant caps whatever any broker asks: every mount, path, cwd and limit
+	// of a call must fit in it. Required.
+	Grant *grant.Grant
+	// Backend runs each call in a fresh sandbox (the native backend).
+	// Required.
+	Backend sandbox.Backend
+	// Name names these hands in the brokers' audit records (default: the
+	// host name). Each process adds an instance id of its own.
+	Name string
+	// Heartbeat is the interval of the server's heartbeats (default
+	// DefaultHeartbeat).
+	Heartbeat time.Duration
+	// Egress configures the egress proxy of calls that reach the network.
+	Egress *broker.EgressOptions
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the hands' end: it serves connections from brokers and runs
+// each of their calls in a sandbox of its own. It is safe for concurrent
+// use; each connection is independent, but a call id run once is answered
+// from the record of that run on any connection.
+type Server struct {
+	opts     ServerOptions
+	identity string
+	logger   *slog.Logger
+	cache    *resultCache
+	running  atomic.Int64
+	runs     atomic.Int64
+}
+
+// Running is the number of sandboxes running now.
+func (s *Server) Running() int { return int(s.running.Load()) }
+
+// Runs is the number of sandboxes started since the server started.
+func (s *Server) Runs() int { return int(s.runs.Load()) }
+
+// NewServer returns a tool-server.
+func NewServer(opts *ServerOptions) (*Server, error) {
+	if opts == nil || opts.Grant == nil || opts.Backend == nil {
+		return nil, errors.New("toolserver: ServerOptions need Grant and Backend")
+	}
+	o := *opts
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.Name == "" {
+		o.Name, _ = os.Hostname()
+		if o.Name == "" {
+			o.Name = "hands"
+		}
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		opts:     o,
+		identity: o.Name + "/" + randomHex(6),
+		logger:   logger,
+		cache:    newResultCache(1024, 64<<20),
+	}, nil
+}
+
+// Identity is the hands' name and this process's instance id.
+func (s *Server) Identity() string { return s.identity }
+
+// Handler serves the protocol over WebSocket at any path. Every request
+// must carry "Authorization: Bearer TOKEN"; anything else is refused with
+// 401 before the upgrade.
+func (s *Server) Handler(token string) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			s.logger.Warn("refused a connection without the right token", "remote", r.RemoteAddr)
+			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			s.logger.Warn("websocket upgrade", "remote", r.RemoteAddr, "err", err)
+			return
+		}
+		conn := newWSConn(c)
+		defer conn.Close()
+		if err := s.ServeConn(r.Context(), conn); err != nil {
+			s.logger.Info("connection ended", "remote", r.RemoteAddr, "err", err)
+		}
+	})
+}
+
+// ServeConn serves one broker's connection until it ends or ctx is
+// cancelled. When it ends, every call of the connection still running is
+// killed (its sandbox, background work included): a sandbox outlives
+// neither its call nor its broker.
+func (s *Server) ServeConn(ctx context.Context, c Conn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sc := &serverConn{s: s, c: c, calls: map[string]*running{}}
+	defer sc.wg.Wait()
+	defer c.Close()
+	if err := sc.handshake(ctx); err != nil {
+		return err
+	}
+	alive := make(chan struct{}, 1)
+	Alive(c, func() {
+		select {
+		case alive <- struct{}{}:
+		default:
+		}
+	})
+	go sc.heartbeat(ctx, alive, cancel)
+	for {
+		p, err := c.Recv(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading from the broker: %w", err)
+		}
+		sc.decoding.Store(true)
+		f, err := DecodeFrame(p)
+		sc.decoding.Store(false)
+		if err != nil {
+			sc.send(ctx, &Frame{Type: TypeControl, Control: &Control{Op: OpError, Message: err.Error()}})
+			return err
+		}
+		switch f.Type {
+		case TypeHeartbeat:
+		case TypeCall:
+			sc.start(ctx, f.ID, f.Call, p)
+		case TypeInput:
+			sc.input(f.ID, f.Input)
+		case TypeControl:
+			sc.control(f.ID, f.Control)
+		default:
+			err := fmt.Errorf("a broker sends no %s frames", f.Type)
+			sc.send(ctx, &Frame{Type: TypeControl, Control: &Control{Op: OpError, Message: err.Error()}})
+			return err
+		}
+	}
+}
+
+// serverConn is one broker's connection.
+type serverConn struct {
+	s  *Server
+	c  Conn
+	wg sync.WaitGroup
+	mu sync.Mutex
+	// calls are the calls of this connection running now, by id.
+	calls map[string]*running
+	// iv is the heartbeat timeout's base: the longer of both intervals.
+	iv time.Duration
+	// writing counts writes in progress; beating is set while a heartbeat
+	// is being written.
+	writing atomic.Int64
+	beating atomic.Bool
+	// decoding is set while the reader decodes a frame: the broker's next
+	// frames wait unread meanwhile, and their absence is not silence.
+	decoding atomic.Bool
+}
+
+// running is one call on the hands.
+type running struct {
+	cancel context.CancelFunc
+	stop   chan struct{}
+	stopMu sync.Once
+	signal chan syscall.Signal
+	stdin  *inputQueue
+}
+
+func (sc *serverConn) send(ctx context.Context, f *Frame) error {
+	b, err := EncodeFrame(f)
+	if err != nil {
+		return err
+	}
+	sc.writing.Add(1)
+	defer sc.writing.Add(-1)
+	return sc.c.Send(ctx, b)
+}
+
+func (sc *serverConn) handshake(ctx context.Context) error {
+	p, err := sc.c.Recv(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the broker's hello: %w", err)
+	}
+	f, err := DecodeFrame(p)
+	if err == nil && (f.Type != TypeControl || f.Control.Op != OpHello) {
+		err = errors.New("the first frame must be a hello")
+	}
+	if err == nil && !slices.Contains(f.Control.Versions, Version) {
+		err = fmt.Errorf("no protocol version in common: the broker speaks %v, these hands speak %d", f.Control.Versions, Version)
+	}
+	if err != nil {
+		sc.send(ctx, &Frame{Type: TypeControl, Control: &Control{Op: OpError, Message: err.Error()}})
+		return err
+	}
+	sc.iv = max(sc.s.opts.Heartbeat, time.Duration(f.Control.HeartbeatMS)*time.Millisecond)
+	rep := sc.s.opts.Backend.Report()
+	return sc.send(ctx, &Frame{Type: TypeControl, Control: &Control{
+		Op: OpWelcome, Version: Version, Identity: sc.s.identity, Report: &rep,
+		HeartbeatMS: sc.s.opts.Heartbeat.Milliseconds(),
+	}})
+}
+
+// heartbeat sends a heartbeat every interval and ends the connection when
+// the broker has been silent for DeadAfter intervals.
+func (sc *serverConn) heartbeat(ctx context.Context, alive <-chan struct{}, dead context.CancelFunc) {
+	iv := sc.s.opts.Heartbeat
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	var seq int64
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-alive:
+			last = time.Now()
+		case <-t.C:
+			if sc.decoding.Load() {
+				last = time.Now()
+			}
+			if time.Since(last) > DeadAfter*sc.iv {
+				sc.s.logger.Warn("the broker stopped answering; ending its connection and its calls")
+				dead()
+				sc.c.Close()
+				return
+			}
+			// A frame being written is as good as a heartbeat; one that
+			// blocks never stops this loop from noticing silence.
+			if sc.writing.Load() > 0 || !sc.beating.CompareAndSwap(false, true) {
+				continue
+			}
+			seq++
+			go func(seq int64) {
+				defer sc.beating.Store(false)
+				if err := sc.send(ctx, &Frame{Type: TypeHeartbeat, Heartbeat: &Heartbeat{Seq: seq}}); err != nil {
+					dead()
+					sc.c.Close()
+				}
+			}(seq)
+		}
+	}
+}
+
+// start runs a call, or answers it from the record of its first run.
+func (sc *serverConn) start(ctx context.Context, id string, call *Call, raw []byte) {
+	sum := sha256.Sum256(raw)
+	sc.mu.Lock()
+	if _, dup := sc.calls[id]; dup {
+		// The same call twice on one connection (a duplicated frame): the
+		// run in progress answers it.
+		sc.mu.Unlock()
+		return
+	}
+	r := &running{stop: make(chan struct{}), signal: make(chan syscall.Signal, 4)}
+	if call.Stdin {
+		r.stdin = newInputQueue(maxQueuedInput)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	sc.calls[id] = r
+	sc.wg.Add(1)
+	sc.mu.Unlock()
+	go func() {
+		defer sc.wg.Done()
+		defer func() {
+			sc.mu.Lock()
+			delete(sc.calls, id)
+			sc.mu.Unlock()
+			cancel()
+		}()
+		var res *Result
+		if call.Input != nil {
+			// Tool calls are recorded: a second ask of the same id gets
+			// the first answer, never a second run.
+			res = sc.s.cache.do(cctx, id, sum, func() (*Result, bool) {
+				res := sc.s.run(cctx, id, call, r, nil)
+				// A run cut short by its connection ending is not an
+				// answer: a retry on a new connection runs it again.
+				return res, ctx.Err() == nil
+			})
+		} else {
+			res = sc.s.run(cctx, id, call, r, func(stream int, seq int64, p []byte) error {
+				return sc.send(ctx, &Frame{Type: TypeOutput, ID: id, Output: &Chunk{Seq: seq, Stream: stream, Data: p}})
+			})
+		}
+		if res == nil {
+			return // the connection ended
+		}
+		if err := sc.send(ctx, &Frame{Type: TypeResult, ID: id, Result: res}); err != nil {
+			sc.s.logger.Info("result not delivered; the broker will ask again or call it lost", "call", id, "err", err)
+		}
+	}()
+}
+
+func (sc *serverConn) input(id string, ch *Chunk) {
+	sc.mu.Lock()
+	r := sc.calls[id]
+	sc.mu.Unlock()
+	if r == nil || r.stdin == nil {
+		return
+	}
+	if !r.stdin.put(ch) {
+		sc.s.logger.Warn("a command's stdin outran it past the queue; killing it", "call", id)
+		r.cancel()
+	}
+}
+
+func (sc *serverConn) control(id string, c *Control) {
+	sc.mu.Lock()
+	r := sc.calls[id]
+	sc.mu.Unlock()
+	if r == nil {
+		return
+	}
+	switch c.Op {
+	case OpCancel:
+		r.cancel()
+	case OpStop:
+		r.stopMu.Do(func() { close(r.stop) })
+	case OpSignal:
+		select {
+		case r.signal <- syscall.Signal(c.Signal):
+		default:
+		}
+	}
+}
+
+// run checks call against the hands' grant and runs it in a fresh sandbox.
+// out, for a command, receives its stdout (1) and stderr (2) in order.
+func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out func(stream int, seq int64, p []byte) error) *Result {
+	spec, in, err := s.specFor(call)
+	if err != nil {
+		s.logger.Warn("refused a call", "call", id, "err", err)
+		return &Result{Error: err.Error()}
+	}
+	spec.Stop = r.stop
+	var stopEgress func()
+	if len(call.Command) > 0 {
+		spec.Signal = r.signal
+	}
+	var decisions struct {
+		sync.Mutex
+		list []egress.Decision
+	}
+	if call.Network && s.opts.Grant.HasNetwork() {
+		var o broker.EgressOptions
+		if s.opts.Egress != nil {
+			o = *s.opts.Egress
+		}
+		o.Sandbox = id
+		next := o.OnDecision
+		o.OnDecision = func(d egress.Decision) {
+			if next != nil {
+				next(d)
+			}
+			decisions.Lock()
+			if len(decisions.list) < maxDecisions {
+				decisions.list = append(decisions.list, d)
+			}
+			decisions.Unlock()
+		}
+		if o.Logger == nil {
+			o.Logger = s.logger
+		}
+		stop, err := broker.AttachEgress(ctx, s.opts.Grant, spec, &o)
+		if err != nil {
+			return &Result{Error: "starting the egress proxy: " + err.Error()}
+		}
+		defer stop()
+		stopEgress = stop
+		if in != nil && in.Context.Egress != nil {
+			in.Context.Egress = &wire.Egress{Proxy: in.Context.Egress.Proxy, PlainHTTP: s.opts.Grant.PlainHTTPHosts()}
+		}
+	} else if in != nil {
+		in.Context.Egress = nil
+	}
+	var stdout, stderr bytes.Buffer
+	var ow *orderedWriters
+	if in != nil {
+		b, err := marshalInput(in)
+		if err != nil {
+			return &Result{Error: err.Error()}
+		}
+		spec.Stdin = bytes.NewReader(b)
+		spec.Stdout, spec.Stderr = &stdout, &limited{max: 64 << 10, buf: &stderr}
+	} else {
+		ow = &orderedWriters{send: out}
+		spec.Stdout, spec.Stderr = ow.writer(1), ow.writer(2)
+		if r.stdin != nil {
+			spec.Stdin = r.stdin
+			defer r.stdin.close()
+		}
+	}
+	s.running.Add(1)
+	s.runs.Add(1)
+	res, err := s.opts.Backend.Run(ctx, spec)
+	s.running.Add(-1)
+	if err != nil {
+		out := &Result{Error: err.Error()}
+		var mf *sandbox.MissingFeatureError
+		if errors.As(err, &mf) {
+			out.Missing = mf
+		}
+		return out
+	}
+	if stopEgress != nil {
+		stopEgress() // every decision is in before the result goes
+	}
+	decisions.Lock()
+	egressList := decisions.list
+	decisions.Unlock()
+	var chunks int64
+	if ow != nil {
+		ow.mu.Lock()
+		chunks = ow.seq
+		ow.mu.Unlock()
+	}
+	return &Result{
+		Chunks:   chunks,
+		Egress:   egressList,
+		ExitCode: res.ExitCode, Signal: res.Signal, Limit: res.Limit, LimitsHit: res.LimitsHit,
+		OutputTruncated: res.OutputTruncated, Isolation: res.Isolation,
+		SetupUS: res.Setup.Microseconds(), DurationUS: res.Duration.Microseconds(),
+		CPUUS: res.CPU.Microseconds(), PeakMemory: res.PeakMemory,
+		Stdout: stdout.Bytes(), Stderr: stderr.Bytes(),
+	}
+}
+
+// specFor builds the sandbox Spec of call within the hands' grant: every
+// mount, the cwd and a tool call's paths must be allowed by it, the limits
+// are the smaller of the broker's and the grant's, the grant's denied and
+// protected paths are added to the broker's, and the environment is the
+// hands' own (nothing of the broker's).
+func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
+	g := s.opts.Grant
+	name := "shell"
+	var in *wire.ToolInput
+	if call.Input != nil {
+		cp := *call.Input
+		in = &cp
+		name = in.Tool
+	}
+	def, ok := tool.Lookup(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown tool %q", name)
+	}
+	if def.Broker {
+		return nil, nil, fmt.Errorf("tool %q runs in the broker, never on the hands", name)
+	}
+	if !g.ToolEnabled(name) {
+		return nil, nil, fmt.Errorf("tool %q is not enabled by the hands' grant", name)
+	}
+	if !filepath.IsAbs(call.Cwd) {
+		return nil, nil, fmt.Errorf("cwd %q is not absolute", call.Cwd)
+	}
+	gc := grant.Call{Tool: name, Cwd: call.Cwd, Exec: len(call.Command) > 0}
+	if in != nil {
+		if len(in.Context.Secrets) > 0 {
+			return nil, nil, errors.New("a call to the hands carries no secrets")
+		}
+		args, err := def.Parse(in.Args)
+		if err != nil {
+			return nil, nil, fmt.Errorf("arguments: %w", err)
+		}
+		acc := args.Access()
+		gc.Exec, gc.Hosts = acc.Exec, acc.Hosts
+		for _, p := range acc.Paths {
+			gc.Paths = append(gc.Paths, grant.PathUse{Path: p.Path, Write: p.Write})
+		}
+		if in.Context.Cwd != "" && in.Context.Cwd != call.Cwd {
+			return nil, nil, fmt.Errorf("the tool's cwd %q is not the call's %q", in.Context.Cwd, call.Cwd)
+		}
+		// The sandbox holds only the granted mounts: tools resolve from /.
+		in.Context.Root = "/"
+	}
+	if d := g.Check(gc); !d.Allowed {
+		return nil, nil, fmt.Errorf("refused by the hands' grant (%s): %s", d.Rule, d.Reason)
+	}
+	gl := g.LimitsFor(name)
+	spec := broker.SpecFor(g, gl)
+	spec.Cwd = call.Cwd
+	spec.Command = call.Command
+	var mounts []string
+	spec.Mounts = nil
+	for _, m := range call.Mounts {
+		if m.Target != "" && m.Target != m.Source {
+			return nil, nil, fmt.Errorf("mount %s: a target other than the source is not accepted", m.Source)
+		}
+		if d := g.CheckPath(m.Source, m.Writable); !d.Allowed {
+			mode := "read-only"
+			if m.Writable {
+				mode = "read-write"
+			}
+			return nil, nil, fmt.Errorf("mount %s %s is outside the hands' grant: %s", m.Source, mode, d.Reason)
+		}
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: m.Source, Writable: m.Writable})
+		mounts = append(mounts, m.Source)
+	}
+	under := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			for _, m := range mounts {
+				if p == m || strings.HasPrefix(p, strings.TrimSuffix(m, "/")+"/") {
+					out = append(out, p)
+					break
+				}
+			}
+		}
+		return out
+	}
+	spec.Masks = union(call.Masks, under(spec.Masks))
+	spec.ReadOnly = union(call.ReadOnly, under(spec.ReadOnly))
+	spec.ReadOnlyDirs = union(call.ReadOnlyDirs, under(spec.ReadOnlyDirs))
+	l := &spec.Limits
+	l.Wall = time.Duration(smaller(int64(l.Wall), call.Limits.WallMS*int64(time.Millisecond)))
+	if len(call.Command) > 0 {
+		// A command's wall time and output cap are the broker's (exec
+		// relays a user's output, background work runs longer than a tool
+		// call); the output streams to the broker, never held here. The
+		// hands' grant bounds tool calls.
+		if call.Limits.WallMS > 0 {
+			l.Wall = time.Duration(call.Limits.WallMS) * time.Millisecond
+		}
+		if call.Limits.OutputBytes > 0 {
+			l.OutputBytes = call.Limits.OutputBytes
+		}
+	}
+	l.MemoryBytes = smaller(l.MemoryBytes, call.Limits.MemoryBytes)
+	l.Pids = int(smaller(int64(l.Pids), int64(call.Limits.Pids)))
+	if len(call.Command) == 0 {
+		l.OutputBytes = smaller(l.OutputBytes, call.Limits.OutputBytes)
+	}
+	l.FileBytes = smaller(l.FileBytes, call.Limits.FileBytes)
+	l.TmpBytes = smaller(l.TmpBytes, call.Limits.TmpBytes)
+	l.OpenFiles = int(smaller(int64(l.OpenFiles), int64(call.Limits.OpenFiles)))
+	l.AllowUnenforced = l.AllowUnenforced && call.Limits.AllowUnenforced
+	if in != nil {
+		tl := &in.Context.Limits
+		tl.OutputBytes = smaller(tl.OutputBytes, gl.Output)
+		tl.FileBytes = smaller(tl.FileBytes, gl.FileSize)
+		tl.TimeoutMS = smaller(tl.TimeoutMS, gl.Time.Milliseconds())
+	}
+	return spec, in, nil
+}
+
+// maxDecisions bounds the egress decisions one call reports.
+const maxDecisions = 1000
+
+// smaller is the smaller of two limits where 0 means "not set".
+func smaller(a, b int64) int64 {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, p := range b {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func marshalInput(in *wire.ToolInput) ([]byte, error) {
+	var buf bytes.Buffer
+	p, err := jsonMarshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encoding tool input: %w", err)
+	}
+	if err := wire.WriteFrame(&buf, p); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// limited keeps the first max bytes written and drops the rest.
+type limited struct {
+	max int
+	buf *bytes.Buffer
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// orderedWriters send a command's two streams as output chunks numbered
+// in one sequence, so the broker writes them in the order they came.
+type orderedWriters struct {
+	mu   sync.Mutex
+	seq  int64
+	send func(stream int, seq int64, p []byte) error
+}
+
+func (o *orderedWriters) writer(stream int) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for len(p) > 0 {
+			n := min(len(p), 1<<20)
+			// A lost link ends the call anyway; the sandbox is not held
+			// up by a send that failed.
+			_ = o.send(stream, o.seq, bytes.Clone(p[:n]))
+			o.seq++
+			p = p[n:]
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	n := len(p)
+	_, err := f(p)
+	return n, err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,72 @@
+package airlock
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/internal/toolserver"
+)
+
+// Remote runs a session's sandboxes on remote hands, an `airlock
+// tool-server` on another machine or in a container, over one persistent
+// connection: the grant, the secrets and the audit log stay in this
+// process. A call that carries a secret still runs in a local sandbox.
+// See docs/remote.md.
+type Remote struct {
+	// Endpoint is "stdio:CMD ARGS..." (spawn CMD and speak over its stdin
+	// and stdout), "ws://HOST:PORT" (loopback only) or "wss://HOST:PORT".
+	Endpoint string
+	// Token is a WebSocket endpoint's bearer token.
+	Token string
+	// TLS configures a wss:// endpoint (RootCAs for a private CA); nil
+	// means the system's roots.
+	TLS *tls.Config
+	// Heartbeat is the connection's heartbeat interval (default 1s); hands
+	// silent for three intervals are taken for dead and reconnected to.
+	Heartbeat time.Duration
+}
+
+// remoteBackend connects to the hands that o.Remote, or else the grant's
+// [remote] table, names; nil when neither names any.
+func remoteBackend(o *Options, g *grant.Grant, local sandbox.Backend) (*toolserver.Backend, error) {
+	var r Remote
+	switch {
+	case o.Remote != nil:
+		r = *o.Remote
+	case g.Remote().Endpoint != "":
+		gr := g.Remote()
+		r.Endpoint = gr.Endpoint
+		if gr.Token != "" {
+			v, err := secret.Load(gr.Token, os.Getenv)
+			if err != nil {
+				return nil, fmt.Errorf("the grant's remote.token: %w", err)
+			}
+			r.Token = strings.TrimSpace(v)
+		}
+		if gr.CA != "" {
+			pem, err := os.ReadFile(gr.CA)
+			if err != nil {
+				return nil, fmt.Errorf("the grant's remote.ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("the grant's remote.ca %s holds no PEM certificate", gr.CA)
+			}
+			r.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+	default:
+		return nil, nil
+	}
+	return toolserver.New(context.Background(), &toolserver.Options{
+		Endpoint: r.Endpoint, Token: r.Token, TLS: r.TLS, Heartbeat: r.Heartbeat,
+		Local: local, Logger: o.Logger,
+	})
+}
