@@ -99,6 +99,9 @@ type Options struct {
 	// MaxInFlightBytes caps those of all calls in flight at once (default
 	// DefaultMaxInFlightBytes). A call past either is refused before it runs.
 	MaxCallBytes, MaxInFlightBytes int
+	// Capsule names the WebAssembly capsule whose calls the session
+	// serves (airlock run); its records carry it. Nil for other sessions.
+	Capsule *audit.Capsule
 }
 
 // OwnFiles returns what a session keeps from its sandboxes, for
@@ -235,7 +238,7 @@ func Open(opts *Options) (*Session, error) {
 		closeDone: make(chan struct{}),
 		live:      live,
 	}
-	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant)}); err != nil {
+	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant), Capsule: o.Capsule}); err != nil {
 		lg.Close()
 		live.Close()
 		cancel()
@@ -501,6 +504,7 @@ func (s *Session) record(c *call, res *Result) error {
 		Detail:   s.redactor.String(c.out.Detail),
 		Duration: ms(time.Since(c.start)),
 		BytesOut: len(res.Output.Content),
+		Capsule:  s.opts.Capsule,
 	}
 	rec.Truncated = res.Output.Truncated
 	if res.Class == ClassRefused {

@@ -39,6 +39,7 @@ const (
 func commands() []*command {
 	return []*command{
 		execCommand(),
+		runCommand(),
 		callCommand(),
 		mcpCommand(), serveCommand(),
 		checkCommand(),
