@@ -522,7 +522,9 @@ func (r *rootFile) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
 }
 
 // unimplemented answers ENOSYS for what rootFile does not implement.
-type unimplemented struct{ experimentalsys.UnimplementedFile }
+type unimplemented struct {
+	experimentalsys.UnimplementedFile
+}
 
 // seeker carries rootFile's Seek, which experimentalsys.File requires with
 // an Errno result. It is generic only because go vet's stdmethods check
