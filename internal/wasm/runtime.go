@@ -308,11 +308,12 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 }
 
 // trapOf picks the trap and the innermost function out of a wazero
-// runtime error: "wasm error: unreachable\nwasm stack trace:\n\tmain.f(...)".
+// runtime error: "module[] function[_start] failed: wasm error:
+// unreachable\nwasm stack trace:\n\t.main.f(...)".
 func trapOf(err error) (trap, fn string) {
 	msg := err.Error()
 	first, rest, _ := strings.Cut(msg, "\n")
-	t, ok := strings.CutPrefix(first, "wasm error: ")
+	_, t, ok := strings.Cut(first, "wasm error: ")
 	if !ok {
 		return "", ""
 	}
@@ -321,7 +322,7 @@ func trapOf(err error) (trap, fn string) {
 		if i := strings.IndexByte(line, '('); i > 0 {
 			line = line[:i]
 		}
-		fn = strings.TrimSpace(line)
+		fn = strings.TrimPrefix(strings.TrimSpace(line), ".") // an anonymous module's functions are ".name"
 	}
 	return t, fn
 }
