@@ -198,6 +198,14 @@ func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMod
 	if e != 0 {
 		return nil, e
 	}
+	if oflag&experimentalsys.O_NOFOLLOW != 0 {
+		// os.Root follows a final symlink (inside the root) whatever the
+		// flags; a guest that asks not to follow one must see ELOOP, as
+		// from openat, to resolve it itself (Go's own os.Root does).
+		if fi, err := f.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, experimentalsys.ELOOP
+		}
+	}
 	file, err := f.root.OpenFile(p, osFlag(oflag), perm)
 	if err != nil {
 		return nil, errno(err)
@@ -263,6 +271,9 @@ func (f *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Rename implements experimentalsys.FS.
 func (f *rootFS) Rename(from, to string) experimentalsys.Errno {
+	if dotted(from) || dotted(to) {
+		return experimentalsys.EINVAL
+	}
 	from, e := f.check(from, true, false)
 	if e != 0 {
 		return e
@@ -274,8 +285,20 @@ func (f *rootFS) Rename(from, to string) experimentalsys.Errno {
 	return errno(f.root.Rename(from, to))
 }
 
+// dotted reports whether a path ends in "." or "..", which rmdir, unlink
+// and rename refuse (EINVAL), as POSIX says: "dir/." must not remove dir,
+// and "." must not remove the preopen itself.
+func dotted(p string) bool {
+	p = strings.TrimRight(p, "/")
+	b := path.Base(p)
+	return p == "" || b == "." || b == ".."
+}
+
 // Rmdir implements experimentalsys.FS.
 func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
+	if dotted(p) {
+		return experimentalsys.EINVAL
+	}
 	p, e := f.check(p, true, false)
 	if e != 0 {
 		return e
@@ -292,6 +315,9 @@ func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
 
 // Unlink implements experimentalsys.FS.
 func (f *rootFS) Unlink(p string) experimentalsys.Errno {
+	if dotted(p) {
+		return experimentalsys.EISDIR
+	}
 	p, e := f.check(p, true, false)
 	if e != 0 {
 		return e
