@@ -83,7 +83,7 @@ func TestStdlib(t *testing.T) {
 					{Host: tmp, Guest: filepath.ToSlash(tmp)},
 				},
 				Stdout: &out, Stderr: &out,
-				Time:   5 * time.Minute,
+				Time: 5 * time.Minute,
 			})
 			if err != nil {
 				t.Fatal(err)
