@@ -34,6 +34,7 @@ type Grant struct {
 	toolLimits      map[string]Limits
 	allowUnenforced bool // limits.unenforced = "allow"
 	tools           map[string]bool
+	wasmTools       []WasmTool
 	secrets         []SecretRule
 }
 
@@ -48,6 +49,7 @@ type spec struct {
 	unenforced                                   string // limits.unenforced as written; "" = unset
 	tools                                        []string
 	toolsSet                                     bool
+	wasmTools                                    []wasmToolSpec
 	secrets                                      []secretSpec
 }
 
@@ -239,6 +241,7 @@ func build(s *spec, ps *problems) *Grant {
 		g.toolLimits[t] = g.limits.over(l)
 	}
 	g.tools = checkTools(s, ps)
+	g.buildWasmTools(s.wasmTools, ps)
 
 	// Secrets.
 	allowed := append(slices.Clone(g.hosts), g.private...)
@@ -333,7 +336,7 @@ func (g *Grant) ProtectedDirs() []string {
 func (g *Grant) BaseDir() string { return g.base }
 
 // ToolEnabled reports whether the grant enables the tool.
-func (g *Grant) ToolEnabled(name string) bool { return g.tools[name] }
+func (g *Grant) ToolEnabled(name string) bool { return g.tools[name] || g.hasWasmTool(name) }
 
 // EnabledTools returns the enabled tools in the order of ToolNames.
 func (g *Grant) EnabledTools() []string {
@@ -434,6 +437,7 @@ func (g *Grant) String() string {
 			fmt.Fprintf(&b, "tool %s limits %s\n", t, g.LimitsFor(t))
 		}
 	}
+	b.WriteString(g.wasmToolsString())
 	for _, s := range g.secrets {
 		fmt.Fprintf(&b, "secret %s\n", s)
 	}

@@ -72,7 +72,7 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 		}
 	}
 	for _, t := range a.Tools {
-		if !g.tools[t] {
+		if !g.ToolEnabled(t) {
 			why := "not enabled by the grant"
 			if !slices.Contains(toolNames, t) {
 				why = fmt.Sprintf("not a tool (tools: %v)", toolNames)
@@ -111,11 +111,18 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 		limits:            g.limits.over(lim),
 		unenforced:        old.unenforced,
 		toolLimits:        map[string]Limits{},
-		tools:             slices.Clone(a.Tools),
 		toolsSet:          true,
+		tools:             []string{},
 	}
-	if s.tools == nil {
-		s.tools = []string{}
+	for _, t := range a.Tools {
+		if slices.Contains(toolNames, t) {
+			s.tools = append(s.tools, t)
+		}
+	}
+	for _, w := range absWasmTools(old.wasmTools, old.base) {
+		if slices.Contains(a.Tools, w.name) {
+			s.wasmTools = append(s.wasmTools, w)
+		}
 	}
 	for _, p := range a.ReadWrite {
 		s.readWrite = append(s.readWrite, abs(p))
