@@ -99,6 +99,8 @@ type Options struct {
 	// MaxInFlightBytes caps those of all calls in flight at once (default
 	// DefaultMaxInFlightBytes). A call past either is refused before it runs.
 	MaxCallBytes, MaxInFlightBytes int
+	// WasmCall runs the grant's wasm tools; nil refuses them as unknown.
+	WasmCall WasmCall
 	// Capsule names the WebAssembly capsule whose calls the session
 	// serves (airlock run); its records carry it. Nil for other sessions.
 	Capsule *audit.Capsule
@@ -377,6 +379,9 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	}
 	def, ok := tool.Lookup(c.tool)
 	if !ok {
+		if w, isWasm := s.opts.Grant.WasmTool(c.tool); isWasm && s.opts.WasmCall != nil {
+			return s.runWasm(ctx, c, w, refuse)
+		}
 		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("unknown tool %q", c.tool))
 	}
 	// Memory: each call's arguments are held a few times over (decoded,

@@ -248,6 +248,10 @@ func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule)
 		secrets[r.Name] = v
 	}
 	p := &sessionParts{grant: g, backend: backend, root: root, records: records, secrets: secrets, private: gf.private}
+	if err := p.openWasm(env); err != nil {
+		p.close()
+		return nil, nil, err
+	}
 	o := p.options()
 	o.Capsule = &audit.Capsule{Name: cp.Name, Version: cp.Version, SHA256: cp.SHA256}
 	o.Pool = -1

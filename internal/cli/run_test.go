@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -228,4 +229,104 @@ func exampleCapsule(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// wasmToolGrant writes a grant file adding the test tool "upper" (built
+// from internal/wasm/testdata/upper) and returns its path.
+func wasmToolGrant(t *testing.T, ws string) string {
+	t.Helper()
+	mod := wasmtest.Build(t, "../wasm/testdata/upper")
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	g := filepath.Join(t.TempDir(), "grant.toml")
+	text := `[paths]
+read_write = ["` + ws + `"]
+[tools]
+enabled = ["read_file"]
+[tools.wasm.upper]
+module = "` + mod + `"
+sha256 = "` + hex.EncodeToString(h[:]) + `"
+description = "Upper-cases the text it is given."
+schema = '{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}'
+time = "20s"
+`
+	if err := os.WriteFile(g, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestWasmToolIsListedAndCalled(t *testing.T) {
+	state := runEnv(t)
+	ws := t.TempDir()
+	g := wasmToolGrant(t, ws)
+	code, stdout, stderr := runCLI(t, ws, "tools", "--grant", g)
+	if code != 0 || !strings.Contains(stdout, `"name": "upper"`) || !strings.Contains(stdout, "Upper-cases the text") || !strings.Contains(stdout, `"required"`) {
+		t.Errorf("airlock tools: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for i := 0; i < 2; i++ {
+		code, stdout, stderr = runCLI(t, ws, "call", "--unsandboxed", "--grant", g, "upper", `{"text":"hi"}`)
+		if code != 0 || !strings.Contains(stdout, "HI (calls 1)") || !strings.Contains(stdout, "upper · wasm sandbox") {
+			t.Errorf("call %d: exit %d\n%s\n%s", i, code, stdout, stderr)
+		}
+	}
+	var seen bool
+	for _, r := range records(t, state) {
+		if r.Kind == audit.KindCall && r.Tool == "upper" {
+			seen = true
+			if r.Backend != "wasm" || r.Class != "ok" {
+				t.Errorf("record %+v", r)
+			}
+		}
+	}
+	if !seen {
+		t.Error("no audit record of the wasm tool")
+	}
+	// Not a JSON object: refused before the module runs.
+	code, stdout, _ = runCLI(t, ws, "call", "--unsandboxed", "--grant", g, "upper", `[1]`)
+	if code != exitFailure || !strings.Contains(stdout, "must be a JSON object") {
+		t.Errorf("array arguments: exit %d %q", code, stdout)
+	}
+}
+
+func TestWasmToolInMCPToolsList(t *testing.T) {
+	runEnv(t)
+	ws := t.TempDir()
+	g := wasmToolGrant(t, ws)
+	t.Chdir(ws)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int)
+	var stderr bytes.Buffer
+	go func() {
+		done <- Main(context.Background(), []string{"mcp", "--unsandboxed", "--grant", g}, inR, outW, &stderr)
+		outW.Close()
+	}()
+	replies := bufio.NewScanner(outR)
+	replies.Buffer(nil, 1<<20)
+	ask := func(lines ...string) string {
+		for _, l := range lines {
+			if _, err := io.WriteString(inW, l+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !replies.Scan() {
+			t.Fatalf("no reply: %v\n%s", replies.Err(), stderr.String())
+		}
+		return replies.Text()
+	}
+	ask(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	list := ask(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if !strings.Contains(list, `"name":"upper"`) || !strings.Contains(list, "Upper-cases the text") {
+		t.Errorf("tools/list lacks the wasm tool:\n%s", list)
+	}
+	res := ask(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"upper","arguments":{"text":"via mcp"}}}`)
+	if !strings.Contains(res, "VIA MCP (calls 1)") {
+		t.Errorf("tools/call of the wasm tool:\n%s", res)
+	}
+	inW.Close()
+	<-done
 }

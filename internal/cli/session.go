@@ -114,6 +114,7 @@ type sessionParts struct {
 	records string
 	secrets map[string]string
 	private []string
+	wasm    *wasmParts // the grant's wasm tools, if any
 }
 
 // prepare loads what the flags describe, once.
@@ -138,7 +139,12 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 		}
 		secrets[r.Name] = v
 	}
-	return &sessionParts{grant: g, backend: backend, root: root, records: dir, secrets: secrets, private: f.private}, nil
+	p := &sessionParts{grant: g, backend: backend, root: root, records: dir, secrets: secrets, private: f.private}
+	if err := p.openWasm(env); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // close closes the backend when it holds anything (the Linux backend's
@@ -149,11 +155,12 @@ func (p *sessionParts) close() {
 	if c, ok := p.backend.(io.Closer); ok {
 		_ = c.Close()
 	}
+	p.closeWasm()
 }
 
 // options returns broker options for one session over p.
 func (p *sessionParts) options() *broker.Options {
-	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets, Private: p.private}
+	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, Secrets: p.secrets, Private: p.private, WasmCall: p.wasmCall()}
 }
 
 // openSession opens a broker session for the flags, for one call (no warm

@@ -350,10 +350,8 @@ func (m *memory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	if size > uint64(cap(m.buf)) {
-		n := min(max(size, 2*uint64(cap(m.buf))), m.limit)
-		nb := make([]byte, size, n)
-		copy(nb, m.buf)
-		m.buf = nb
+		// Grown as wazero's own memory grows: append's amortised growth.
+		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
 	} else {
 		m.buf = m.buf[:size]
 	}

@@ -179,3 +179,29 @@ func HostCaller() []byte {
 		))),
 	)
 }
+
+// Echo is the smallest useful WASI program: _start reads up to 65000 bytes
+// of stdin once and writes them to stdout. It measures the runtime's own
+// cost per instance, with no language runtime to start.
+func Echo() []byte {
+	i32 := byte(0x7f)
+	fdType := []byte{0x60, 4, i32, i32, i32, i32, 1, i32}
+	code := []byte{
+		0x41, 0x00, 0x41, 0x10, 0x36, 0x02, 0x00, // iov.buf = 16
+		0x41, 0x04, 0x41, 0xe8, 0xfb, 0x03, 0x36, 0x02, 0x00, // iov.len = 65000
+		0x41, 0x00, 0x41, 0x00, 0x41, 0x01, 0x41, 0x08, 0x10, 0x00, 0x1a, // fd_read(0, iovs, 1, &n)
+		0x41, 0x04, 0x41, 0x08, 0x28, 0x02, 0x00, 0x36, 0x02, 0x00, // iov.len = n
+		0x41, 0x01, 0x41, 0x00, 0x41, 0x01, 0x41, 0x0c, 0x10, 0x01, 0x1a, // fd_write(1, iovs, 1, &m)
+	}
+	return Module(
+		Section(SecType, Vec(fdType, []byte{0x60, 0, 0})),
+		Section(SecImport, Vec(
+			append(append(Name("wasi_snapshot_preview1"), Name("fd_read")...), 0x00, 0),
+			append(append(Name("wasi_snapshot_preview1"), Name("fd_write")...), 0x00, 0),
+		)),
+		Section(SecFunction, Vec([]byte{1})),
+		Section(SecMemory, Vec([]byte{0x00, 1})),
+		Section(SecExport, Vec(append(Name("_start"), 0x00, 2), append(Name("memory"), 0x02, 0))),
+		Section(SecCode, Vec(Body(code...))),
+	)
+}
