@@ -58,18 +58,3 @@ func Call(tool string, args any) (*Output, error) {
 // Raw runs one tool with raw JSON arguments and returns the raw JSON of its
 // ToolOutput.
 func Raw(tool string, args []byte) ([]byte, error) { return call(tool, args) }
-
-// codeError turns a negative host code into an error.
-func codeError(tool string, code int64) error {
-	switch code {
-	case -1:
-		return fmt.Errorf("guest: calling %s: a buffer outside the module's memory", tool)
-	case -2:
-		return fmt.Errorf("guest: calling %q: not a tool name (1 to 64 bytes of UTF-8)", tool)
-	case -3:
-		return fmt.Errorf("guest: calling %s: the arguments are larger than 16 MiB", tool)
-	case -4:
-		return fmt.Errorf("guest: calling %s: the host holds no result", tool)
-	}
-	return fmt.Errorf("guest: calling %s: host error %d", tool, code)
-}

@@ -67,7 +67,8 @@ func TestEveryPackageHasDoc(t *testing.T) {
 
 // TestBoundaryImports pins what the packages that cross the sandbox boundary
 // may import: wire only the standard library; tool only wire and a few
-// well-kept libraries; the runner only wire and tool.
+// well-kept libraries; the runner only wire and tool; a capsule's guest
+// package only wire; the wasm runtime no broker.
 func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	allowed := map[string][]string{
@@ -75,6 +76,12 @@ func TestBoundaryImports(t *testing.T) {
 		mod + "/tool":            {mod + "/wire", "golang.org/x/sys/"},
 		mod + "/internal/runner": {mod + "/wire", mod + "/tool", "golang.org/x/sys/"},
 		mod + "/grant":           {"github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/"},
+		// What capsule authors import is compiled into their modules:
+		// only the wire contract.
+		mod + "/capsule/guest": {mod + "/wire"},
+		// The wasm runtime is a backend: wazero, the grant and the wire
+		// contract, never the broker.
+		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
 	}
 	for pkg, ok := range allowed {
 		for _, d := range goList(t, "-deps", pkg) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func TestStdlib(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the standard library suite compiles three test binaries")
 	}
-	goroot := runtime.GOROOT()
+	goroot := wasmtest.GOROOT(t)
 	pkgs := []string{"os", "io/fs", "path/filepath"}
 	if p := os.Getenv("AIRLOCK_STDLIB_PKGS"); p != "" {
 		pkgs = strings.Fields(p)

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -20,12 +20,25 @@ var (
 	builds = map[string]string{}
 )
 
-// GoTool returns the go command of the toolchain running the tests.
+// GoTool returns the go command: $GOROOT/bin/go when GOROOT is set (as
+// go test sets it), else the one on PATH.
 func GoTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
+	if r := os.Getenv("GOROOT"); r != "" {
+		if p := filepath.Join(r, "bin", "go"); fileExists(p) {
+			return p
+		}
 	}
 	return "go"
+}
+
+// GOROOT returns the toolchain's GOROOT (go env GOROOT).
+func GOROOT(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(GoTool(), "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
