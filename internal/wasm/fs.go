@@ -19,13 +19,18 @@ import (
 // plants itself), resolves outside it; the kernel walk is the os package's,
 // component by component. On top, paths the grant denies inside the
 // directory are invisible (ENOENT) and protected ones refuse writes
-// (EACCES), judged on the path after symlinks inside the root are followed.
+// (EACCES), judged on the path after symlinks inside the root are followed,
+// and, where the platform tells (Linux: /proc/self/fd), once more on the
+// path of the file actually opened: a directory swapped for a symlink
+// between the check and the open (by a concurrent writer in the same
+// tree) is caught there.
 //
 // A read-only preopen is rootFS wrapped in wazero's ReadFS, which refuses
 // every write before it reaches rootFS.
 type rootFS struct {
 	experimentalsys.UnimplementedFS
 	root      *os.Root
+	dir       string   // the host directory
 	deny      []string // slash paths relative to the root, cleaned
 	protected []string
 }
@@ -35,7 +40,7 @@ func newRootFS(dir string, deny, protected []string) (*rootFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs := &rootFS{root: r}
+	fs := &rootFS{root: r, dir: dir}
 	rel := func(p string) (string, bool) {
 		x, err := filepath.Rel(dir, p)
 		if err != nil || x == "." || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
@@ -58,6 +63,47 @@ func newRootFS(dir string, deny, protected []string) (*rootFS, error) {
 
 func (f *rootFS) close() { _ = f.root.Close() }
 
+// guardedOp runs one of the race-free entry operations (openat_linux.go)
+// when the root has denied or protected paths to keep; ok is false when it
+// did not run, and the caller goes through the root by name.
+func (f *rootFS) guardedOp(op func() (experimentalsys.Errno, bool)) (experimentalsys.Errno, bool) {
+	if len(f.deny)+len(f.protected) == 0 {
+		return 0, false
+	}
+	if beforeOpen != nil {
+		beforeOpen()
+	}
+	return op()
+}
+
+// beforeOpen, when set (by tests), runs between the checks of OpenFile and
+// its open, where a concurrent writer could change the tree.
+var beforeOpen func()
+
+// verifyOpened applies the deny and protected rules to where file really
+// is, when the platform can say.
+func (f *rootFS) verifyOpened(file *os.File, write bool) experimentalsys.Errno {
+	if len(f.deny) == 0 && (!write || len(f.protected) == 0) {
+		return 0
+	}
+	real, ok := openedPath(file)
+	if !ok {
+		return 0
+	}
+	x, err := filepath.Rel(f.dir, real)
+	if err != nil || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
+		return experimentalsys.EPERM // outside the root: os.Root makes this impossible
+	}
+	x = filepath.ToSlash(x)
+	if under(x, f.deny) {
+		return experimentalsys.ENOENT
+	}
+	if write && under(x, f.protected) {
+		return experimentalsys.EACCES
+	}
+	return 0
+}
+
 // clean turns a guest path (relative to the preopen) into one os.Root takes.
 func clean(p string) string {
 	p = path.Clean("/" + p)
@@ -72,6 +118,20 @@ func under(p string, list []string) bool {
 	for _, x := range list {
 		if p == x || strings.HasPrefix(p, x+"/") {
 			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether p is an ancestor of (or is) a denied or protected
+// path: renaming or removing it would carry that path's contents to a name
+// no rule covers (and renaming it back would bring them home changed).
+func (f *rootFS) holds(p string) bool {
+	for _, list := range [][]string{f.deny, f.protected} {
+		for _, x := range list {
+			if p == "." || x == p || strings.HasPrefix(x, p+"/") {
+				return true
+			}
 		}
 	}
 	return false
@@ -206,9 +266,40 @@ func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMod
 			return nil, experimentalsys.ELOOP
 		}
 	}
-	file, err := f.root.OpenFile(p, osFlag(oflag), perm)
-	if err != nil {
-		return nil, errno(err)
+	if beforeOpen != nil {
+		beforeOpen()
+	}
+	flag := osFlag(oflag)
+	guarded := len(f.deny)+len(f.protected) > 0
+	var file *os.File
+	if guarded && writes(oflag) {
+		fl, e, handled := f.openForWrite(p, flag, perm)
+		if handled && e != 0 {
+			return nil, e
+		}
+		file = fl
+	}
+	if file == nil {
+		// Truncation waits until the file opened has been checked.
+		trunc := guarded && flag&os.O_TRUNC != 0
+		if trunc {
+			flag &^= os.O_TRUNC
+		}
+		fl, err := f.root.OpenFile(p, flag, perm)
+		if err != nil {
+			return nil, errno(err)
+		}
+		if e := f.verifyOpened(fl, writes(oflag)); e != 0 {
+			_ = fl.Close()
+			return nil, e
+		}
+		if trunc {
+			if err := fl.Truncate(0); err != nil {
+				_ = fl.Close()
+				return nil, errno(err)
+			}
+		}
+		file = fl
 	}
 	if oflag&experimentalsys.O_DIRECTORY != 0 {
 		if fi, err := file.Stat(); err == nil && !fi.IsDir() {
@@ -253,6 +344,12 @@ func (f *rootFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 	if e != 0 {
 		return e
 	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.mkdirAt(p, perm) }); ok {
+		if e == experimentalsys.ENOTDIR {
+			e = experimentalsys.ENOENT
+		}
+		return e
+	}
 	e = errno(f.root.Mkdir(p, perm))
 	if e == experimentalsys.ENOTDIR {
 		e = experimentalsys.ENOENT
@@ -280,6 +377,12 @@ func (f *rootFS) Rename(from, to string) experimentalsys.Errno {
 	}
 	to, e = f.check(to, true, false)
 	if e != 0 {
+		return e
+	}
+	if f.holds(from) || f.holds(to) {
+		return experimentalsys.EACCES
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.renameAt(from, to) }); ok {
 		return e
 	}
 	return errno(f.root.Rename(from, to))
@@ -310,6 +413,12 @@ func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
 	if !fi.IsDir() {
 		return experimentalsys.ENOTDIR
 	}
+	if f.holds(p) {
+		return experimentalsys.EACCES
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.removeAt(p, true) }); ok {
+		return e
+	}
 	return errno(f.root.Remove(p))
 }
 
@@ -329,6 +438,9 @@ func (f *rootFS) Unlink(p string) experimentalsys.Errno {
 	if fi.IsDir() {
 		return experimentalsys.EISDIR
 	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.removeAt(p, false) }); ok {
+		return e
+	}
 	return errno(f.root.Remove(p))
 }
 
@@ -342,6 +454,9 @@ func (f *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	if e != 0 {
 		return e
 	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.linkAt(oldPath, newPath) }); ok {
+		return e
+	}
 	return errno(f.root.Link(oldPath, newPath))
 }
 
@@ -353,6 +468,9 @@ func (f *rootFS) Symlink(target, link string) experimentalsys.Errno {
 	}
 	link, e := f.check(link, true, false)
 	if e != 0 {
+		return e
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.symlinkAt(target, link) }); ok {
 		return e
 	}
 	return errno(f.root.Symlink(target, link))
