@@ -53,7 +53,8 @@ the capsule, and every call is in the audit log with the capsule's name,
 version and hash.
 
 Exit status: the capsule's own; 124 when it ran past its time limit, 134
-when it trapped, 1 when it was refused or could not start, 2 for bad usage.
+when it trapped, 130 when SIGINT or SIGTERM stopped it, 1 when it was
+refused or could not start, 2 for bad usage.
 
 Examples:
   airlock run ./examples/capsule-agent -- TODO
@@ -191,6 +192,9 @@ Examples:
 		switch {
 		case out.Hit("time"):
 			return exitRunTime
+		case ctx.Err() != nil:
+			fmt.Fprintf(env.Stderr, "airlock run: %s was stopped by a signal\n", cp.Name)
+			return 130
 		case out.Trap != "":
 			where := ""
 			if out.Func != "" {
