@@ -61,7 +61,7 @@ func refuse(rule, format string, args ...any) Decision {
 // grants; protected paths and read-only grants refuse writes; anything outside
 // every granted path is refused.
 func (g *Grant) Check(c Call) Decision {
-	if !g.tools[c.Tool] {
+	if !g.ToolEnabled(c.Tool) {
 		return refuse("tools.enabled", "the tool %q is not enabled by the grant", c.Tool)
 	}
 	rules := []string{"tools.enabled " + c.Tool}

@@ -34,6 +34,7 @@ type Grant struct {
 	toolLimits      map[string]Limits
 	allowUnenforced bool // limits.unenforced = "allow"
 	tools           map[string]bool
+	wasmTools       []WasmTool
 	secrets         []SecretRule
 
 	search      *Search // web_search's provider, nil without one
@@ -54,6 +55,7 @@ type spec struct {
 	unenforced                                   string // limits.unenforced as written; "" = unset
 	tools                                        []string
 	toolsSet                                     bool
+	wasmTools                                    []wasmToolSpec
 	secrets                                      []secretSpec
 	searchProvider, searchEndpoint               string // tools.web_search
 	searches                                     int    // limits.searches
@@ -254,6 +256,7 @@ func build(s *spec, ps *problems) *Grant {
 	}
 	g.tools = checkTools(s, ps)
 	g.checkSearch(s, ps)
+	g.buildWasmTools(s.wasmTools, ps)
 
 	// Secrets.
 	allowed := append(slices.Clone(g.hosts), g.private...)
@@ -367,7 +370,7 @@ func (g *Grant) ProtectedDirs() []string {
 func (g *Grant) BaseDir() string { return g.base }
 
 // ToolEnabled reports whether the grant enables the tool.
-func (g *Grant) ToolEnabled(name string) bool { return g.tools[name] }
+func (g *Grant) ToolEnabled(name string) bool { return g.tools[name] || g.hasWasmTool(name) }
 
 // EnabledTools returns the enabled tools in the order of ToolNames.
 func (g *Grant) EnabledTools() []string {
@@ -468,6 +471,7 @@ func (g *Grant) String() string {
 			fmt.Fprintf(&b, "tool %s limits %s\n", t, g.LimitsFor(t))
 		}
 	}
+	b.WriteString(g.wasmToolsString())
 	for _, s := range g.secrets {
 		fmt.Fprintf(&b, "secret %s\n", s)
 	}

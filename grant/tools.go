@@ -53,8 +53,10 @@ func toolsFromTOML(s *spec, v any, key []string, ps *problems) {
 				s.toolLimits = map[string]Limits{}
 			}
 			s.toolLimits[k] = limitsFromTOML(t[k], sub, ps)
+		case k == "wasm":
+			wasmToolsFromTOML(s, t[k], sub, ps)
 		default:
-			unknownKey(sub, k, append([]string{"enabled"}, toolNames...), ps)
+			unknownKey(sub, k, append([]string{"enabled", "wasm"}, toolNames...), ps)
 		}
 	}
 }
@@ -68,7 +70,7 @@ func checkTools(s *spec, ps *problems) map[string]bool {
 	set := map[string]bool{}
 	for _, n := range names {
 		switch {
-		case !slices.Contains(toolNames, n):
+		case !slices.Contains(toolNames, n) && !slices.ContainsFunc(s.wasmTools, func(w wasmToolSpec) bool { return w.name == n }):
 			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %v)", n, toolNames)
 		case set[n]:
 			ps.addValue([]string{"tools", "enabled"}, n, "%q is listed twice", n)

@@ -47,6 +47,7 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 		searchEndpoint:    old.searchEndpoint,
 		searches:          old.searches,
 		searchesSet:       old.searchesSet,
+		wasmTools:         absWasmTools(old.wasmTools, old.base),
 	}
 	for t, l := range old.toolLimits {
 		s.toolLimits[t] = l.over(f.Limits)

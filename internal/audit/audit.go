@@ -74,6 +74,9 @@ type Record struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// WorkID names background work (background-start/-end records).
 	WorkID string `json:"work_id,omitempty"`
+	// Capsule names the WebAssembly capsule whose calls these are
+	// (airlock run), on its session's records and each of its calls.
+	Capsule *Capsule `json:"capsule,omitempty"`
 	// Egress decisions.
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`

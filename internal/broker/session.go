@@ -101,6 +101,11 @@ type Options struct {
 	// MaxInFlightBytes caps those of all calls in flight at once (default
 	// DefaultMaxInFlightBytes). A call past either is refused before it runs.
 	MaxCallBytes, MaxInFlightBytes int
+	// WasmCall runs the grant's wasm tools; nil refuses them as unknown.
+	WasmCall WasmCall
+	// Capsule names the WebAssembly capsule whose calls the session
+	// serves (airlock run); its records carry it. Nil for other sessions.
+	Capsule *audit.Capsule
 }
 
 // OwnFiles returns what a session keeps from its sandboxes, for
@@ -243,7 +248,7 @@ func Open(opts *Options) (*Session, error) {
 		live:      live,
 	}
 	s.secrets.preload(o.Grant.Secrets())
-	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant)}); err != nil {
+	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant), Capsule: o.Capsule}); err != nil {
 		lg.Close()
 		live.Close()
 		cancel()
@@ -382,6 +387,9 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	}
 	def, ok := tool.Lookup(c.tool)
 	if !ok {
+		if w, isWasm := s.opts.Grant.WasmTool(c.tool); isWasm && s.opts.WasmCall != nil {
+			return s.runWasm(ctx, c, w, refuse)
+		}
 		return refuse(grant.Decision{Rule: "tools"}, fmt.Sprintf("unknown tool %q", c.tool))
 	}
 	// Memory: each call's arguments are held a few times over (decoded,
@@ -543,6 +551,7 @@ func (s *Session) record(c *call, res *Result) error {
 		Detail:   s.secrets.redact().String(c.out.Detail),
 		Duration: ms(time.Since(c.start)),
 		BytesOut: len(res.Output.Content),
+		Capsule:  s.opts.Capsule,
 	}
 	rec.Truncated = res.Output.Truncated
 	rec.Cost = c.out.Output.Meta.Cost

@@ -58,12 +58,12 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			return usageError(env, c, "too many arguments (%d): usage: airlock call [flags] TOOL 'JSON-ARGS' (quote the JSON)", n)
 		}
 		toolName, rawArgs := fs.Arg(0), "{}"
-		if _, ok := tool.Lookup(toolName); !ok {
+		if names := callableTools(&gf); !slices.Contains(names, toolName) {
 			hint := ""
-			if s := suggest(toolName, tool.Names()); s != "" {
+			if s := suggest(toolName, names); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			return usageError(env, c, "unknown tool %q%s; tools: %s", toolName, hint, strings.Join(tool.Names(), ", "))
+			return usageError(env, c, "unknown tool %q%s; tools: %s", toolName, hint, strings.Join(names, ", "))
 		}
 		if fs.NArg() == 2 {
 			rawArgs = fs.Arg(1)
@@ -160,4 +160,20 @@ func runsInBackground(raw string) bool {
 		RunInBackground bool `json:"run_in_background"`
 	}
 	return json.Unmarshal([]byte(raw), &a) == nil && a.RunInBackground
+}
+
+// callableTools names the tools a call may name: airlock's, and the wasm
+// tools of the grant file, if one is given and loads (a grant that does not
+// load is reported when the session opens).
+func callableTools(gf *grantFlags) []string {
+	names := tool.Names()
+	if gf.grantFile == "" {
+		return names
+	}
+	if g, err := grant.Load(gf.grantFile); err == nil {
+		for _, w := range g.WasmTools() {
+			names = append(names, w.Name)
+		}
+	}
+	return names
 }

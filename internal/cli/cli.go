@@ -45,6 +45,7 @@ const (
 func commands() []*command {
 	return []*command{
 		execCommand(),
+		runCommand(),
 		callCommand(),
 		mcpCommand(), serveCommand(),
 		toolServerCommand(),

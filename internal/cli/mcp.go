@@ -94,6 +94,7 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 			tools = append(tools, d)
 		}
 	}
+	tools = append(tools, wasmDefs(g)...)
 	metrics := mcpserver.NewMetrics()
 	timed := metrics.Backend(p.backend)
 	open := func(ctx context.Context) (*broker.Session, error) {

@@ -41,6 +41,7 @@ var readmeCommands = map[string]readmeCommand{
 	`airlock doctor`:                   {dir: "proj"},
 	`claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`: {skip: "needs Claude Code"},
 	`airlock mcp --grant grant.toml`:                                      {dir: "proj"}, // stdin is empty: it serves until EOF
+	`airlock run ./examples/capsule-agent -- TODO`:                        {skip: "the example's module is built by examples/capsule-agent/build.sh; TestRunExampleCapsule builds and runs it"},
 }
 
 // readmeShellCommands returns the command lines of the ```sh blocks of the

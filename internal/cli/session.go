@@ -134,6 +134,7 @@ type sessionParts struct {
 	records    string
 	loadSecret broker.SecretLoader
 	private    []string
+	wasm       *wasmParts // the grant's wasm tools, if any
 }
 
 // prepare loads what the flags describe, once.
@@ -152,7 +153,12 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	}
 	// Secrets are read when a call needs one (broker.SecretLoader), so a
 	// grant's secret that is not set fails only the calls that carry it.
-	return &sessionParts{grant: g, backend: backend, root: root, records: dir, loadSecret: broker.LoadSecretFrom(env.Getenv), private: f.private}, nil
+	p := &sessionParts{grant: g, backend: backend, root: root, records: dir, loadSecret: broker.LoadSecretFrom(env.Getenv), private: f.private}
+	if err := p.openWasm(env); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // close closes the backend when it holds anything (the Linux backend's
@@ -163,11 +169,12 @@ func (p *sessionParts) close() {
 	if c, ok := p.backend.(io.Closer); ok {
 		_ = c.Close()
 	}
+	p.closeWasm()
 }
 
 // options returns broker options for one session over p.
 func (p *sessionParts) options() *broker.Options {
-	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, LoadSecret: p.loadSecret, Private: p.private}
+	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, LoadSecret: p.loadSecret, Private: p.private, WasmCall: p.wasmCall()}
 }
 
 // openSession opens a broker session for the flags, for one call (no warm

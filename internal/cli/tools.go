@@ -45,6 +45,7 @@ shape the named API takes, so any agent loop can offer airlock's tools:
 				defs = append(defs, d)
 			}
 		}
+		defs = append(defs, wasmDefs(g)...)
 		out, err := renderTools(defs, *format)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock tools: %v\n", err)

@@ -70,7 +70,8 @@ func TestEveryPackageHasDoc(t *testing.T) {
 // well-kept libraries; the runner only wire and tool; the Linux sandbox's
 // init only its protocol, its seccomp filter, the in-sandbox half of egress
 // (the forwarder, standard library only, so the init runs the forwarder
-// that is tested rather than a copy) and the syscall libraries.
+// that is tested rather than a copy) and the syscall libraries; a capsule's
+// guest package only wire; the wasm runtime no broker.
 func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	allowed := map[string][]string{
@@ -83,6 +84,12 @@ func TestBoundaryImports(t *testing.T) {
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},
 		mod + "/grant": {"github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/"},
+		// What capsule authors import is compiled into their modules:
+		// only the wire contract.
+		mod + "/capsule/guest": {mod + "/wire"},
+		// The wasm runtime is a backend: wazero, the grant and the wire
+		// contract, never the broker.
+		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
 	}
 	for pkg, ok := range allowed {
 		for _, d := range goList(t, "-deps", pkg) {

@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// WasmCall runs one call of a grant's wasm tool ([tools.wasm.NAME]) in a
+// fresh instance of its module and reports how it ended (internal/wasm
+// does the work; the CLI joins the two). It must be safe for concurrent
+// use.
+type WasmCall func(ctx context.Context, name string, args json.RawMessage) WasmOutcome
+
+// WasmOutcome is how a wasm tool call ended.
+type WasmOutcome struct {
+	Stdout    []byte
+	ExitCode  int
+	Trap      string   // the wasm trap that ended it, if any
+	LimitsHit []string // "time", "memory", "output"
+	Omitted   int64    // output bytes past the cap
+	Detail    string   // for the audit record: stderr, the trap's function
+	Err       error    // the module could not be run at all
+}
+
+// wasmIsolation is what a wasm tool call runs under.
+var wasmIsolation = wire.Isolation{Backend: "wasm", Features: []string{"wasi-preview1", "preopens-only", "no-sockets", "memory-pages", "wall-time", "fresh-instance"}}
+
+// runWasm runs a call of a wasm tool: the checks every call gets (size,
+// grant, audit, admission), then the module.
+func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse func(grant.Decision, string) *Result) *Result {
+	if n := len(c.args); n > s.opts.MaxCallBytes {
+		return refuse(grant.Decision{Rule: "limits.call_bytes"}, fmt.Sprintf("the call's arguments are %d bytes; the most one call may carry is %d bytes", n, s.opts.MaxCallBytes))
+	}
+	n := int64(len(c.args))
+	if s.inflight.Add(n) > int64(s.opts.MaxInFlightBytes) {
+		s.inflight.Add(-n)
+		return refuse(grant.Decision{Rule: "admission"}, "airlock is busy: the calls in flight carry too much; try again when they finish")
+	}
+	defer s.inflight.Add(-n)
+	var obj map[string]json.RawMessage
+	if len(c.args) > 0 && json.Unmarshal(c.args, &obj) != nil {
+		return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: the arguments must be a JSON object", c.tool))
+	}
+	d := s.opts.Grant.Check(grant.Call{Tool: c.tool})
+	if !d.Allowed {
+		return refuse(d, "")
+	}
+	d.Rule += "; tools.wasm." + c.tool
+	c.limits = w.Limits
+	if err := s.live.Begin(audit.InFlight{Kind: audit.KindCall, CallID: c.id, Tool: c.tool}); err != nil {
+		return refuse(grant.Decision{Rule: "audit"}, fmt.Sprintf("the audit records cannot be written (%v), so nothing runs; free space in the records directory", err))
+	}
+	c.begun = true
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
+		return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, &wasmIsolation, true)}
+	}
+	s.running.Add(1)
+	defer func() { s.running.Add(-1); <-s.slots }()
+
+	args := c.args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	o := s.opts.WasmCall(ctx, c.tool, args)
+	res := &sandbox.Result{ExitCode: o.ExitCode, LimitsHit: o.LimitsHit, Isolation: wasmIsolation}
+	out := wire.ToolOutput{Content: string(o.Stdout), IsError: o.ExitCode != 0}
+	class := ClassOK
+	switch {
+	case o.Err != nil:
+		class, out = ClassSandbox, failure(SentenceCannotRun)
+		o.Detail = o.Err.Error()
+	case ctx.Err() != nil && !hit(o.LimitsHit, "time"):
+		class, out = ClassCancelled, failure(SentenceCancelled)
+	case hit(o.LimitsHit, "time"):
+		class, out = ClassTimeout, failure(SentenceTimeout)
+		res.Limit = sandbox.LimitTime
+	case hit(o.LimitsHit, "memory") && o.ExitCode != 0:
+		class, out = ClassMemory, failure(SentenceMemory)
+		res.Limit = sandbox.LimitMemory
+	case o.Trap != "":
+		class, out = ClassRunner, failure(SentenceCannotRun)
+	case hit(o.LimitsHit, "output"):
+		out.Truncated = true
+		out.Meta.OmittedBytes = o.Omitted
+		res.OutputTruncated = true
+	}
+	if out.IsError && out.Content == "" {
+		out.Content = fmt.Sprintf("the tool failed (exit %d)", o.ExitCode)
+	}
+	out.Meta.LimitsHit = o.LimitsHit
+	if res.Limit != "" {
+		out.Meta.Limit = res.Limit
+	}
+	c.out = Outcome{Output: out, Class: class, Detail: s.secrets.redact().String(o.Detail), Result: res}
+	iso := wasmIsolation
+	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.label(c.tool, out, &iso, class != ClassOK)}
+}
+
+func hit(list []string, name string) bool {
+	for _, l := range list {
+		if l == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,819 @@
+package wasm
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// rootFS is one preopen: a host directory opened as an os.Root, so that no
+// path the guest gives, ".." and symlinks included (also ones the guest
+// plants itself), resolves outside it; the kernel walk is the os package's,
+// component by component. On top, paths the grant denies inside the
+// directory are invisible (ENOENT) and protected ones refuse writes
+// (EACCES), judged on the path after symlinks inside the root are followed,
+// and, where the platform tells (Linux: /proc/self/fd), once more on the
+// path of the file actually opened: a directory swapped for a symlink
+// between the check and the open (by a concurrent writer in the same
+// tree) is caught there.
+//
+// A read-only preopen is rootFS wrapped in wazero's ReadFS, which refuses
+// every write before it reaches rootFS.
+type rootFS struct {
+	experimentalsys.UnimplementedFS
+	root      *os.Root
+	dir       string   // the host directory
+	deny      []string // slash paths relative to the root, cleaned
+	protected []string
+}
+
+func newRootFS(dir string, deny, protected []string) (*rootFS, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	fs := &rootFS{root: r, dir: dir}
+	rel := func(p string) (string, bool) {
+		x, err := filepath.Rel(dir, p)
+		if err != nil || x == "." || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
+			return "", false
+		}
+		return filepath.ToSlash(x), true
+	}
+	for _, d := range deny {
+		if x, ok := rel(d); ok {
+			fs.deny = append(fs.deny, x)
+		}
+	}
+	for _, p := range protected {
+		if x, ok := rel(p); ok {
+			fs.protected = append(fs.protected, x)
+		}
+	}
+	return fs, nil
+}
+
+func (f *rootFS) close() { _ = f.root.Close() }
+
+// guardedOp runs one of the race-free entry operations (openat_linux.go)
+// when the root has denied or protected paths to keep; ok is false when it
+// did not run, and the caller goes through the root by name.
+func (f *rootFS) guardedOp(op func() (experimentalsys.Errno, bool)) (experimentalsys.Errno, bool) {
+	if len(f.deny)+len(f.protected) == 0 {
+		return 0, false
+	}
+	if beforeOpen != nil {
+		beforeOpen()
+	}
+	return op()
+}
+
+// beforeOpen, when set (by tests), runs between the checks of OpenFile and
+// its open, where a concurrent writer could change the tree.
+var beforeOpen func()
+
+// verifyOpened applies the deny and protected rules to where file really
+// is, when the platform can say.
+func (f *rootFS) verifyOpened(file *os.File, write bool) experimentalsys.Errno {
+	if len(f.deny) == 0 && (!write || len(f.protected) == 0) {
+		return 0
+	}
+	real, ok := openedPath(file)
+	if !ok {
+		return 0
+	}
+	x, err := filepath.Rel(f.dir, real)
+	if err != nil || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
+		return experimentalsys.EPERM // outside the root: os.Root makes this impossible
+	}
+	x = filepath.ToSlash(x)
+	if under(x, f.deny) {
+		return experimentalsys.ENOENT
+	}
+	if write && under(x, f.protected) {
+		return experimentalsys.EACCES
+	}
+	return 0
+}
+
+// clean turns a guest path (relative to the preopen) into one os.Root takes.
+func clean(p string) string {
+	p = path.Clean("/" + p)
+	if p == "/" {
+		return "."
+	}
+	return p[1:]
+}
+
+// under reports whether p is list[i] or below it.
+func under(p string, list []string) bool {
+	for _, x := range list {
+		if p == x || strings.HasPrefix(p, x+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether p is an ancestor of (or is) a denied or protected
+// path: renaming or removing it would carry that path's contents to a name
+// no rule covers (and renaming it back would bring them home changed).
+func (f *rootFS) holds(p string) bool {
+	for _, list := range [][]string{f.deny, f.protected} {
+		for _, x := range list {
+			if p == "." || x == p || strings.HasPrefix(x, p+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxLinks bounds the symlinks followed in one path, as the kernel does.
+const maxLinks = 40
+
+// resolved returns p with every symlink inside the root followed (as far as
+// the path exists), for the deny and protected checks. follow says whether
+// the last component is followed too.
+func (f *rootFS) resolved(p string, follow bool) (string, experimentalsys.Errno) {
+	if len(f.deny) == 0 && len(f.protected) == 0 {
+		return p, 0
+	}
+	parts := strings.Split(p, "/")
+	done := "."
+	links := 0
+	for len(parts) > 0 {
+		c := parts[0]
+		parts = parts[1:]
+		if c == "" || c == "." {
+			continue
+		}
+		next := clean(done + "/" + c)
+		if c == ".." {
+			done = next
+			continue
+		}
+		if len(parts) == 0 && !follow {
+			done = next
+			break
+		}
+		fi, err := f.root.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", experimentalsys.ELOOP
+		}
+		t, err := f.root.Readlink(next)
+		if err != nil {
+			return "", experimentalsys.UnwrapOSError(err)
+		}
+		t = filepath.ToSlash(t)
+		if strings.HasPrefix(t, "/") {
+			// os.Root refuses absolute links; judge the name as given.
+			done = next
+			continue
+		}
+		parts = append(strings.Split(t, "/"), parts...)
+	}
+	return done, 0
+}
+
+// check applies the grant's deny and protected rules to a guest path.
+func (f *rootFS) check(p string, write, follow bool) (string, experimentalsys.Errno) {
+	p = clean(p)
+	r, errno := f.resolved(p, follow)
+	if errno != 0 {
+		return "", errno
+	}
+	for _, x := range []string{p, r} {
+		if under(x, f.deny) {
+			return "", experimentalsys.ENOENT
+		}
+		if write && under(x, f.protected) {
+			return "", experimentalsys.EACCES
+		}
+	}
+	return p, 0
+}
+
+func errno(err error) experimentalsys.Errno {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return experimentalsys.ENOENT
+	}
+	e := experimentalsys.UnwrapOSError(err)
+	if e == experimentalsys.EIO && strings.Contains(err.Error(), "path escapes from parent") {
+		return experimentalsys.EPERM
+	}
+	return e
+}
+
+func osFlag(oflag experimentalsys.Oflag) int {
+	var flag int
+	switch oflag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDWR:
+		flag |= os.O_RDWR
+	case experimentalsys.O_WRONLY:
+		flag |= os.O_WRONLY
+	default:
+		flag |= os.O_RDONLY
+	}
+	if oflag&experimentalsys.O_APPEND != 0 {
+		flag |= os.O_APPEND
+	}
+	if oflag&experimentalsys.O_CREAT != 0 {
+		flag |= os.O_CREATE
+	}
+	if oflag&experimentalsys.O_EXCL != 0 {
+		flag |= os.O_EXCL
+	}
+	if oflag&experimentalsys.O_SYNC != 0 {
+		flag |= os.O_SYNC
+	}
+	if oflag&experimentalsys.O_TRUNC != 0 {
+		flag |= os.O_TRUNC
+	}
+	return flag | platformFlag(oflag)
+}
+
+func writes(oflag experimentalsys.Oflag) bool {
+	return oflag&(experimentalsys.O_RDWR|experimentalsys.O_WRONLY|experimentalsys.O_APPEND|experimentalsys.O_CREAT|experimentalsys.O_TRUNC) != 0
+}
+
+// OpenFile implements experimentalsys.FS.
+func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	p, e := f.check(p, writes(oflag), oflag&experimentalsys.O_NOFOLLOW == 0)
+	if e != 0 {
+		return nil, e
+	}
+	if oflag&experimentalsys.O_NOFOLLOW != 0 {
+		// os.Root follows a final symlink (inside the root) whatever the
+		// flags; a guest that asks not to follow one must see ELOOP, as
+		// from openat, to resolve it itself (Go's own os.Root does).
+		if fi, err := f.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, experimentalsys.ELOOP
+		}
+	}
+	if beforeOpen != nil {
+		beforeOpen()
+	}
+	flag := osFlag(oflag)
+	guarded := len(f.deny)+len(f.protected) > 0
+	var file *os.File
+	if guarded && writes(oflag) {
+		fl, e, handled := f.openForWrite(p, flag, perm)
+		if handled && e != 0 {
+			return nil, e
+		}
+		file = fl
+	}
+	if file == nil {
+		// Truncation waits until the file opened has been checked.
+		trunc := guarded && flag&os.O_TRUNC != 0
+		if trunc {
+			flag &^= os.O_TRUNC
+		}
+		fl, err := f.root.OpenFile(p, flag, perm)
+		if err != nil {
+			return nil, errno(err)
+		}
+		if e := f.verifyOpened(fl, writes(oflag)); e != 0 {
+			_ = fl.Close()
+			return nil, e
+		}
+		if trunc {
+			if err := fl.Truncate(0); err != nil {
+				_ = fl.Close()
+				return nil, errno(err)
+			}
+		}
+		file = fl
+	}
+	if oflag&experimentalsys.O_DIRECTORY != 0 {
+		if fi, err := file.Stat(); err == nil && !fi.IsDir() {
+			_ = file.Close()
+			return nil, experimentalsys.ENOTDIR
+		}
+	}
+	rf := &rootFile{fs: f, path: p, flag: oflag, file: file}
+	rf.seeker.f = rf
+	return rf, 0
+}
+
+// Lstat implements experimentalsys.FS.
+func (f *rootFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	p, e := f.check(p, false, false)
+	if e != 0 {
+		return sys.Stat_t{}, e
+	}
+	fi, err := f.root.Lstat(p)
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Stat implements experimentalsys.FS.
+func (f *rootFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	p, e := f.check(p, false, true)
+	if e != 0 {
+		return sys.Stat_t{}, e
+	}
+	fi, err := f.root.Stat(p)
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Mkdir implements experimentalsys.FS.
+func (f *rootFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	p, e := f.check(p, true, false)
+	if e != 0 {
+		return e
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.mkdirAt(p, perm) }); ok {
+		if e == experimentalsys.ENOTDIR {
+			e = experimentalsys.ENOENT
+		}
+		return e
+	}
+	e = errno(f.root.Mkdir(p, perm))
+	if e == experimentalsys.ENOTDIR {
+		e = experimentalsys.ENOENT
+	}
+	return e
+}
+
+// Chmod implements experimentalsys.FS.
+func (f *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	p, e := f.check(p, true, true)
+	if e != 0 {
+		return e
+	}
+	return errno(f.root.Chmod(p, perm))
+}
+
+// Rename implements experimentalsys.FS.
+func (f *rootFS) Rename(from, to string) experimentalsys.Errno {
+	if dotted(from) || dotted(to) {
+		return experimentalsys.EINVAL
+	}
+	from, e := f.check(from, true, false)
+	if e != 0 {
+		return e
+	}
+	to, e = f.check(to, true, false)
+	if e != 0 {
+		return e
+	}
+	if f.holds(from) || f.holds(to) {
+		return experimentalsys.EACCES
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.renameAt(from, to) }); ok {
+		return e
+	}
+	return errno(f.root.Rename(from, to))
+}
+
+// dotted reports whether a path ends in "." or "..", which rmdir, unlink
+// and rename refuse (EINVAL), as POSIX says: "dir/." must not remove dir,
+// and "." must not remove the preopen itself.
+func dotted(p string) bool {
+	p = strings.TrimRight(p, "/")
+	b := path.Base(p)
+	return p == "" || b == "." || b == ".."
+}
+
+// Rmdir implements experimentalsys.FS.
+func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
+	if dotted(p) {
+		return experimentalsys.EINVAL
+	}
+	p, e := f.check(p, true, false)
+	if e != 0 {
+		return e
+	}
+	fi, err := f.root.Lstat(p)
+	if err != nil {
+		return errno(err)
+	}
+	if !fi.IsDir() {
+		return experimentalsys.ENOTDIR
+	}
+	if f.holds(p) {
+		return experimentalsys.EACCES
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.removeAt(p, true) }); ok {
+		return e
+	}
+	return errno(f.root.Remove(p))
+}
+
+// Unlink implements experimentalsys.FS.
+func (f *rootFS) Unlink(p string) experimentalsys.Errno {
+	if dotted(p) {
+		return experimentalsys.EISDIR
+	}
+	p, e := f.check(p, true, false)
+	if e != 0 {
+		return e
+	}
+	fi, err := f.root.Lstat(p)
+	if err != nil {
+		return errno(err)
+	}
+	if fi.IsDir() {
+		return experimentalsys.EISDIR
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.removeAt(p, false) }); ok {
+		return e
+	}
+	return errno(f.root.Remove(p))
+}
+
+// Link implements experimentalsys.FS.
+func (f *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	oldPath, e := f.check(oldPath, true, false)
+	if e != 0 {
+		return e
+	}
+	newPath, e = f.check(newPath, true, false)
+	if e != 0 {
+		return e
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.linkAt(oldPath, newPath) }); ok {
+		return e
+	}
+	return errno(f.root.Link(oldPath, newPath))
+}
+
+// Symlink implements experimentalsys.FS. An absolute target is refused, as
+// WASI path resolution says.
+func (f *rootFS) Symlink(target, link string) experimentalsys.Errno {
+	if path.IsAbs(target) {
+		return experimentalsys.EPERM
+	}
+	link, e := f.check(link, true, false)
+	if e != 0 {
+		return e
+	}
+	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.symlinkAt(target, link) }); ok {
+		return e
+	}
+	return errno(f.root.Symlink(target, link))
+}
+
+// Readlink implements experimentalsys.FS.
+func (f *rootFS) Readlink(p string) (string, experimentalsys.Errno) {
+	p, e := f.check(p, false, false)
+	if e != 0 {
+		return "", e
+	}
+	t, err := f.root.Readlink(p)
+	if err != nil {
+		return "", errno(err)
+	}
+	return filepath.ToSlash(t), 0
+}
+
+// Utimens implements experimentalsys.FS.
+func (f *rootFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	p, e := f.check(p, true, true)
+	if e != 0 {
+		return e
+	}
+	fi, err := f.root.Stat(p)
+	if err != nil {
+		return errno(err)
+	}
+	st := sys.NewStat_t(fi)
+	a, m := times(atim, st.Atim), times(mtim, st.Mtim)
+	return errno(f.root.Chtimes(p, a, m))
+}
+
+// times turns a WASI timestamp (or UTIME_OMIT) into a time; wazero has
+// already turned "now" into one.
+func times(t, cur int64) time.Time {
+	if t == experimentalsys.UTIME_OMIT {
+		return time.Unix(0, cur)
+	}
+	return time.Unix(0, t)
+}
+
+// rootFile is an open file of a rootFS.
+type rootFile struct {
+	unimplemented // one level deeper than seeker, so its Seek gives way
+	seeker[int64]
+	fs     *rootFS
+	path   string
+	flag   experimentalsys.Oflag
+	file   *os.File
+	closed bool
+	// rewound: the directory was sought to its start; reopen before the
+	// next Readdir (os.File cannot rewind a directory listing).
+	rewound bool
+	st      *sys.Stat_t
+}
+
+func (r *rootFile) stat() (sys.Stat_t, experimentalsys.Errno) {
+	if r.st == nil {
+		st, e := r.Stat()
+		if e != 0 {
+			return st, e
+		}
+	}
+	return *r.st, 0
+}
+
+// Dev implements experimentalsys.File.
+func (r *rootFile) Dev() (uint64, experimentalsys.Errno) {
+	st, e := r.stat()
+	return st.Dev, e
+}
+
+// Ino implements experimentalsys.File.
+func (r *rootFile) Ino() (sys.Inode, experimentalsys.Errno) {
+	st, e := r.stat()
+	return st.Ino, e
+}
+
+// IsDir implements experimentalsys.File.
+func (r *rootFile) IsDir() (bool, experimentalsys.Errno) {
+	st, e := r.stat()
+	return st.Mode.IsDir(), e
+}
+
+// IsAppend implements experimentalsys.File.
+func (r *rootFile) IsAppend() bool { return r.flag&experimentalsys.O_APPEND != 0 }
+
+// SetAppend implements experimentalsys.File by reopening the file with
+// the new flag at the same offset.
+func (r *rootFile) SetAppend(enable bool) experimentalsys.Errno {
+	if r.closed {
+		return experimentalsys.EBADF
+	}
+	flag := r.flag &^ (experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_EXCL)
+	if enable {
+		flag |= experimentalsys.O_APPEND
+	} else {
+		flag &^= experimentalsys.O_APPEND
+	}
+	return r.reopen(flag)
+}
+
+func (r *rootFile) reopen(flag experimentalsys.Oflag) experimentalsys.Errno {
+	isDir, e := r.IsDir()
+	if e != 0 {
+		return e
+	}
+	var off int64
+	if !isDir {
+		o, err := r.file.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return errno(err)
+		}
+		off = o
+	}
+	nf, err := r.fs.root.OpenFile(r.path, osFlag(flag), 0)
+	if err != nil {
+		return errno(err)
+	}
+	a, err1 := r.file.Stat()
+	b, err2 := nf.Stat()
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		_ = nf.Close()
+		return experimentalsys.ENOENT
+	}
+	if !isDir {
+		if _, err := nf.Seek(off, io.SeekStart); err != nil {
+			_ = nf.Close()
+			return errno(err)
+		}
+	}
+	_ = r.file.Close()
+	r.file, r.flag = nf, flag
+	return 0
+}
+
+// Stat implements experimentalsys.File.
+func (r *rootFile) Stat() (sys.Stat_t, experimentalsys.Errno) {
+	if r.closed {
+		return sys.Stat_t{}, experimentalsys.EBADF
+	}
+	fi, err := r.file.Stat()
+	if err != nil {
+		return sys.Stat_t{}, errno(err)
+	}
+	st := sys.NewStat_t(fi)
+	r.st = &st
+	return st, 0
+}
+
+func (r *rootFile) fileErr(err error) experimentalsys.Errno {
+	if r.closed {
+		return experimentalsys.EBADF
+	}
+	e := errno(err)
+	if e == experimentalsys.EISDIR || e == experimentalsys.EINVAL {
+		if isDir, _ := r.IsDir(); isDir {
+			return experimentalsys.EISDIR
+		}
+	}
+	return e
+}
+
+// Read implements experimentalsys.File.
+func (r *rootFile) Read(buf []byte) (int, experimentalsys.Errno) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	n, err := r.file.Read(buf)
+	if err == io.EOF {
+		err = nil
+	}
+	if err != nil {
+		return n, r.fileErr(err)
+	}
+	return n, 0
+}
+
+// Pread implements experimentalsys.File.
+func (r *rootFile) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	n, err := r.file.ReadAt(buf, off)
+	if err == io.EOF {
+		err = nil
+	}
+	if err != nil {
+		return n, r.fileErr(err)
+	}
+	return n, 0
+}
+
+// unimplemented answers ENOSYS for what rootFile does not implement.
+type unimplemented struct {
+	experimentalsys.UnimplementedFile
+}
+
+// seeker carries rootFile's Seek, which experimentalsys.File requires with
+// an Errno result. It is generic only because go vet's stdmethods check
+// wants io.Seeker's signature of every method named Seek it can match, and
+// passes over a parameter whose declared type is a type parameter.
+type seeker[Off ~int64] struct{ f *rootFile }
+
+// Seek implements experimentalsys.File.
+func (s seeker[Off]) Seek(offset Off, whence int) (int64, experimentalsys.Errno) {
+	return s.f.seek(int64(offset), whence)
+}
+
+func (r *rootFile) seek(offset int64, whence int) (int64, experimentalsys.Errno) {
+	if r.closed {
+		return 0, experimentalsys.EBADF
+	}
+	if whence < io.SeekStart || whence > io.SeekEnd {
+		return 0, experimentalsys.EINVAL
+	}
+	if isDir, _ := r.IsDir(); isDir {
+		if offset == 0 && whence == io.SeekStart {
+			r.rewound = true
+			return 0, 0
+		}
+		return 0, experimentalsys.EISDIR
+	}
+	n, err := r.file.Seek(offset, whence)
+	if err != nil {
+		return n, r.fileErr(err)
+	}
+	return n, 0
+}
+
+// Readdir implements experimentalsys.File.
+func (r *rootFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) {
+	if r.closed {
+		return nil, experimentalsys.EBADF
+	}
+	if isDir, _ := r.IsDir(); !isDir {
+		return nil, experimentalsys.EBADF
+	}
+	if r.rewound {
+		r.rewound = false
+		if e := r.reopen(r.flag); e != 0 {
+			return nil, e
+		}
+	}
+	list, err := r.file.ReadDir(n)
+	if err != nil && err != io.EOF {
+		return nil, r.fileErr(err)
+	}
+	out := make([]experimentalsys.Dirent, 0, len(list))
+	dir := clean(r.path)
+	for _, d := range list {
+		name := d.Name()
+		if under(clean(dir+"/"+name), r.fs.deny) {
+			continue
+		}
+		var ino sys.Inode
+		if fi, err := d.Info(); err == nil {
+			ino = sys.NewStat_t(fi).Ino
+		}
+		out = append(out, experimentalsys.Dirent{Name: name, Ino: ino, Type: d.Type()})
+	}
+	return out, 0
+}
+
+// Write implements experimentalsys.File.
+func (r *rootFile) Write(buf []byte) (int, experimentalsys.Errno) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	n, err := r.file.Write(buf)
+	if err != nil {
+		return n, r.fileErr(err)
+	}
+	return n, 0
+}
+
+// Pwrite implements experimentalsys.File.
+func (r *rootFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
+	if len(buf) == 0 {
+		return 0, 0
+	}
+	n, err := r.file.WriteAt(buf, off)
+	if err != nil {
+		return n, r.fileErr(err)
+	}
+	return n, 0
+}
+
+// Truncate implements experimentalsys.File.
+func (r *rootFile) Truncate(size int64) experimentalsys.Errno {
+	if size < 0 {
+		return experimentalsys.EINVAL
+	}
+	if err := r.file.Truncate(size); err != nil {
+		return r.fileErr(err)
+	}
+	return 0
+}
+
+// Sync implements experimentalsys.File.
+func (r *rootFile) Sync() experimentalsys.Errno {
+	if r.closed {
+		return experimentalsys.EBADF
+	}
+	if err := r.file.Sync(); err != nil {
+		if isDir, _ := r.IsDir(); isDir {
+			return 0 // some systems cannot sync a directory
+		}
+		return errno(err)
+	}
+	return 0
+}
+
+// Datasync implements experimentalsys.File.
+func (r *rootFile) Datasync() experimentalsys.Errno { return r.Sync() }
+
+// Utimens implements experimentalsys.File.
+func (r *rootFile) Utimens(atim, mtim int64) experimentalsys.Errno {
+	if r.closed {
+		return experimentalsys.EBADF
+	}
+	st, e := r.Stat()
+	if e != 0 {
+		return e
+	}
+	if r.fs.protectedOrDenied(r.path) {
+		return experimentalsys.EACCES
+	}
+	return errno(r.fs.root.Chtimes(r.path, times(atim, st.Atim), times(mtim, st.Mtim)))
+}
+
+// protectedOrDenied reports whether a write to p is refused.
+func (f *rootFS) protectedOrDenied(p string) bool {
+	_, e := f.check(p, true, true)
+	return e != 0
+}
+
+// Close implements experimentalsys.File.
+func (r *rootFile) Close() experimentalsys.Errno {
+	if r.closed {
+		return 0
+	}
+	r.closed = true
+	return errno(r.file.Close())
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package wasm
+
+import experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+
+// platformFlag returns the open flags with no os package name: none here
+// (O_DIRECTORY is checked after the open).
+func platformFlag(experimentalsys.Oflag) int { return 0 }

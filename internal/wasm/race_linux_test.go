@@ -1,0 +1,121 @@
+package wasm
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// TestSwapBetweenCheckAndOpen swaps a directory for a symlink to a denied
+// (or protected) one at the worst moment, between OpenFile's checks and its
+// open, as a concurrent writer in the same tree could: the file opened is
+// checked again where it really is.
+func TestSwapBetweenCheckAndOpen(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"private", "hooks", "a"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(dir, "private", "key"), "SECRET")
+	write(t, filepath.Join(dir, "hooks", "pre-commit"), "#!/bin/sh\n")
+	write(t, filepath.Join(dir, "a", "key"), "fine")
+	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
+	fs, err := newRootFS(dir, []string{filepath.Join(dir, "private")}, []string{filepath.Join(dir, "hooks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.close()
+	swapTo := func(target string) {
+		beforeOpen = func() {
+			os.RemoveAll(filepath.Join(dir, "a"))
+			if err := os.Symlink(target, filepath.Join(dir, "a")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { beforeOpen = nil }()
+
+	swapTo("private")
+	if f, e := fs.OpenFile("a/key", experimentalsys.O_RDONLY, 0); e != experimentalsys.ENOENT {
+		if f != nil {
+			buf := make([]byte, 16)
+			n, _ := f.Read(buf)
+			t.Errorf("read a denied file through a swapped directory: %q (errno %v)", buf[:n], e)
+		} else {
+			t.Errorf("errno %v, want ENOENT", e)
+		}
+	}
+	os.Remove(filepath.Join(dir, "a"))
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
+	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
+	swapTo("hooks")
+	if _, e := fs.OpenFile("a/pre-commit", experimentalsys.O_WRONLY|experimentalsys.O_TRUNC, 0); e != experimentalsys.EACCES {
+		t.Errorf("opening a protected file for writing through a swapped directory: errno %v, want EACCES", e)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "hooks", "pre-commit")); string(b) != "#!/bin/sh\n" {
+		t.Errorf("the protected file changed: %q", b)
+	}
+	os.Remove(filepath.Join(dir, "a"))
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
+	swapTo("hooks")
+	if _, e := fs.OpenFile("a/post-checkout", experimentalsys.O_WRONLY|experimentalsys.O_CREAT, 0o755); e != experimentalsys.EACCES {
+		t.Errorf("creating a file in a protected directory through a swapped directory: errno %v, want EACCES", e)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "hooks", "post-checkout")); err == nil {
+		t.Error("a file was created in the protected directory")
+	}
+	// Without a swap, writes where the grant allows work, truncation included.
+	beforeOpen = nil
+	os.Remove(filepath.Join(dir, "a"))
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
+	write(t, filepath.Join(dir, "a", "f"), "old content")
+	f, e := fs.OpenFile("a/f", experimentalsys.O_WRONLY|experimentalsys.O_TRUNC, 0)
+	if e != 0 {
+		t.Fatalf("an allowed write: errno %v", e)
+	}
+	f.Write([]byte("new"))
+	f.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, "a", "f")); string(b) != "new" {
+		t.Errorf("after a truncating write: %q", b)
+	}
+}
+
+// TestAncestorsOfProtectedPathsStay: renaming or removing a directory that
+// holds a protected or denied path is refused, or its contents could be
+// changed under another name and brought back.
+func TestAncestorsOfProtectedPathsStay(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := newRootFS(dir, nil, []string{filepath.Join(dir, ".git", "hooks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.close()
+	for _, tc := range []struct {
+		name string
+		e    experimentalsys.Errno
+	}{
+		{"rename .git", fs.Rename(".git", "moved")},
+		{"rename .git/hooks", fs.Rename(".git/hooks", "moved")},
+		{"rename onto .git", fs.Rename("empty", ".git")},
+		{"rmdir .git/hooks", fs.Rmdir(".git/hooks")},
+	} {
+		if tc.e != experimentalsys.EACCES {
+			t.Errorf("%s: errno %v, want EACCES", tc.name, tc.e)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "hooks")); err != nil {
+		t.Errorf("the protected directory moved: %v", err)
+	}
+	if e := fs.Rename("empty", "other"); e != 0 {
+		t.Errorf("an ordinary rename: errno %v", e)
+	}
+}

@@ -1,0 +1,396 @@
+// Package wasm runs WebAssembly (WASI preview 1) modules under wazero with
+// nothing but what a grant gives them: preopens for granted directories
+// (read-only ones truly read-only, see fs.go), the environment and
+// arguments the caller builds, stdio, a clock and randomness, and no
+// sockets. Memory (in wasm pages, per instance), wall time (the module is
+// stopped at the deadline, even in a tight loop) and output are capped. A
+// host module, "airlock" (host.go), lets a module call the session's tools
+// through a caller-supplied function: the broker, for capsules.
+//
+// An Engine compiles each module once (with wazero's compilation cache on
+// disk when given a directory) and instantiates it afresh for every Run:
+// nothing of one run survives into the next.
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// PageSize is the size of one wasm memory page.
+const PageSize = 64 << 10
+
+// maxMemory is the most a wasm32 module can address.
+const maxMemory = 65536 * PageSize
+
+// Engine compiles and runs modules. It is safe for concurrent use.
+type Engine struct {
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+
+	mu   sync.Mutex
+	mods map[[32]byte]*Module
+}
+
+// Options configure an Engine; nil means the defaults.
+type Options struct {
+	// CacheDir keeps compiled modules on disk between processes; empty
+	// keeps them in memory only.
+	CacheDir string
+}
+
+// NewEngine returns an engine. Close it to free compiled code.
+func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	var cache wazero.CompilationCache
+	if o.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(o.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the wasm compilation cache %q: %w", o.CacheDir, err)
+		}
+		cache = c
+		cfg = cfg.WithCompilationCache(c)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("instantiating WASI: %w", err)
+	}
+	if err := instantiateHost(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("instantiating the airlock host module: %w", err)
+	}
+	return &Engine{rt: rt, cache: cache, mods: map[[32]byte]*Module{}}, nil
+}
+
+// Close frees the engine's compiled modules and closes the cache.
+func (e *Engine) Close(ctx context.Context) error {
+	err := e.rt.Close(ctx)
+	if e.cache != nil {
+		if cerr := e.cache.Close(ctx); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Module is a compiled module, ready to be instantiated.
+type Module struct {
+	compiled wazero.CompiledModule
+	// SHA256 is the hash of the module's bytes.
+	SHA256 [32]byte
+	minMem uint64 // bytes its memory starts with
+}
+
+// Compile compiles a module once; compiling the same bytes again returns
+// the same Module.
+func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	sum := sha256.Sum256(wasm)
+	e.mu.Lock()
+	m, ok := e.mods[sum]
+	e.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	c, err := e.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("compiling the wasm module: %w", err)
+	}
+	for name, imp := range c.ImportedFunctions() {
+		mod, fn, _ := imp.Import()
+		if mod != wasi_snapshot_preview1.ModuleName && mod != HostModule {
+			c.Close(ctx)
+			return nil, fmt.Errorf("the module imports %s.%s (%v), which airlock does not provide (only %s and %s)", mod, fn, name, wasi_snapshot_preview1.ModuleName, HostModule)
+		}
+	}
+	m = &Module{compiled: c, SHA256: sum}
+	for _, d := range c.ExportedMemories() {
+		m.minMem = uint64(d.Min()) * PageSize
+	}
+	for _, d := range c.ImportedMemories() {
+		c.Close(ctx)
+		mod, name, _ := d.Import()
+		return nil, fmt.Errorf("the module imports memory %s.%s; airlock provides none", mod, name)
+	}
+	e.mu.Lock()
+	if old, ok := e.mods[sum]; ok {
+		e.mu.Unlock()
+		c.Close(ctx)
+		return old, nil
+	}
+	e.mods[sum] = m
+	e.mu.Unlock()
+	return m, nil
+}
+
+// Dir is one granted directory, preopened for the module.
+type Dir struct {
+	Host  string // host directory (absolute)
+	Guest string // where the module sees it (absolute, slash-separated)
+	// ReadOnly refuses every write below it.
+	ReadOnly bool
+	// Deny are host paths below Host the module must not see; Protected
+	// are host paths below Host it must not write.
+	Deny, Protected []string
+}
+
+// Config is one run of a module.
+type Config struct {
+	Args   []string // argv, program name first
+	Env    []string // K=V, exactly what the module sees
+	Dirs   []Dir
+	Stdin  io.Reader // nil: empty
+	Stdout io.Writer // nil: discarded
+	Stderr io.Writer // nil: discarded
+	// Memory caps the module's linear memory in bytes (rounded down to
+	// whole pages); zero means the most wasm32 addresses (4 GiB).
+	Memory int64
+	// Time is the wall-time limit; zero means none beyond ctx.
+	Time time.Duration
+	// Output caps the bytes written to stdout and stderr together; zero
+	// means no cap. Past it the rest is counted, not written.
+	Output int64
+	// Tools serves the module's calls of the airlock host module; nil
+	// refuses them all.
+	Tools ToolFunc
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	ExitCode uint32 // the module's exit status (0 when it returned from _start)
+	// Trap is the wasm trap that ended the run ("unreachable", "out of
+	// bounds memory access", ...), with Func the function it happened in
+	// when wazero names one.
+	Trap, Func string
+	// LimitsHit names the limits the run hit: "time", "memory", "output".
+	LimitsHit []string
+	// PeakMemory is the largest the module's memory grew, in bytes.
+	PeakMemory uint64
+	// OmittedBytes is the output past the Output cap.
+	OmittedBytes int64
+}
+
+// Hit reports whether the run hit the named limit.
+func (o *Outcome) Hit(limit string) bool {
+	for _, l := range o.LimitsHit {
+		if l == limit {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrMemory is returned by Run when the module's initial memory exceeds
+// the memory limit.
+var ErrMemory = errors.New("the module's initial memory exceeds the memory limit")
+
+// Run instantiates m afresh under cfg and runs its _start to the end.
+// The error is for runs that could not start (bad configuration, a
+// directory that cannot be opened); how a started run ended, traps and
+// limits included, is in the Outcome.
+func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, error) {
+	limit := uint64(maxMemory)
+	if cfg.Memory > 0 && uint64(cfg.Memory) < limit {
+		limit = uint64(cfg.Memory) / PageSize * PageSize
+	}
+	if m.minMem > limit {
+		return nil, fmt.Errorf("%w: it needs %d bytes, the limit is %d", ErrMemory, m.minMem, limit)
+	}
+	out := &capWriter{w: cfg.Stdout, left: cfg.Output, capped: cfg.Output > 0}
+	errw := &capWriter{w: cfg.Stderr, shared: out}
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(cfg.Args...).
+		WithStdout(out).WithStderr(errw).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	if cfg.Stdin != nil {
+		mc = mc.WithStdin(cfg.Stdin)
+	}
+	for _, kv := range cfg.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("environment entry %q is not K=V", kv)
+		}
+		mc = mc.WithEnv(k, v)
+	}
+	fsc := wazero.NewFSConfig()
+	var roots []*rootFS
+	defer func() {
+		for _, r := range roots {
+			r.close()
+		}
+	}()
+	for _, d := range cfg.Dirs {
+		r, err := newRootFS(d.Host, d.Deny, d.Protected)
+		if err != nil {
+			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
+		}
+		roots = append(roots, r)
+		var f experimentalsys.FS = r
+		if d.ReadOnly {
+			f = &sysfs.ReadFS{FS: r}
+		}
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(f, d.Guest)
+	}
+	mc = mc.WithFSConfig(fsc)
+
+	if cfg.Time > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Time)
+		defer cancel()
+	}
+	mem := &memory{limit: limit}
+	ctx = experimental.WithMemoryAllocator(ctx, mem)
+	host := &hostState{tools: cfg.Tools}
+	ctx = withHost(ctx, host)
+
+	o := &Outcome{}
+	inst, err := e.rt.InstantiateModule(ctx, m.compiled, mc)
+	if inst != nil {
+		_ = inst.Close(context.WithoutCancel(ctx))
+	}
+	o.PeakMemory = mem.peak
+	if mem.refused {
+		o.LimitsHit = append(o.LimitsHit, "memory")
+	}
+	if out.omitted > 0 {
+		o.LimitsHit = append(o.LimitsHit, "output")
+		o.OmittedBytes = out.omitted
+	}
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			o.LimitsHit = append(o.LimitsHit, "time")
+			o.ExitCode = exit.ExitCode()
+		case sys.ExitCodeContextCanceled:
+			o.ExitCode = exit.ExitCode()
+			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+				o.LimitsHit = append(o.LimitsHit, "time")
+			}
+		default:
+			o.ExitCode = exit.ExitCode()
+		}
+	default:
+		if ctx.Err() != nil {
+			o.LimitsHit = append(o.LimitsHit, "time")
+			o.ExitCode = sys.ExitCodeDeadlineExceeded
+			break
+		}
+		o.Trap, o.Func = trapOf(err)
+		if o.Trap == "" {
+			return nil, fmt.Errorf("instantiating the wasm module: %w", err)
+		}
+		o.ExitCode = 1
+	}
+	return o, nil
+}
+
+// trapOf picks the trap and the innermost function out of a wazero
+// runtime error: "module[] function[_start] failed: wasm error:
+// unreachable\nwasm stack trace:\n\t.main.f(...)".
+func trapOf(err error) (trap, fn string) {
+	msg := err.Error()
+	first, rest, _ := strings.Cut(msg, "\n")
+	_, t, ok := strings.Cut(first, "wasm error: ")
+	if !ok {
+		return "", ""
+	}
+	if _, trace, ok := strings.Cut(rest, "wasm stack trace:\n"); ok {
+		line, _, _ := strings.Cut(strings.TrimSpace(trace), "\n")
+		if i := strings.IndexByte(line, '('); i > 0 {
+			line = line[:i]
+		}
+		fn = strings.TrimPrefix(strings.TrimSpace(line), ".") // an anonymous module's functions are ".name"
+	}
+	return t, fn
+}
+
+// memory is a linear memory that grows up to limit and no further, and
+// remembers how large it grew and whether a grow was refused.
+type memory struct {
+	limit   uint64
+	buf     []byte
+	peak    uint64
+	refused bool
+}
+
+// Allocate implements experimental.MemoryAllocator: one memory per run
+// (a module has at most one).
+func (m *memory) Allocate(capacity, _ uint64) experimental.LinearMemory {
+	m.buf = make([]byte, 0, min(capacity, m.limit))
+	return m
+}
+
+// Reallocate implements experimental.LinearMemory.
+func (m *memory) Reallocate(size uint64) []byte {
+	if size > m.limit {
+		m.refused = true
+		return nil
+	}
+	if size > uint64(cap(m.buf)) {
+		// Grown as wazero's own memory grows: append's amortised growth.
+		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
+	} else {
+		m.buf = m.buf[:size]
+	}
+	m.peak = max(m.peak, size)
+	return m.buf
+}
+
+// Free implements experimental.LinearMemory.
+func (m *memory) Free() { m.buf = nil }
+
+// capWriter writes to w until the shared budget of the pair is spent, then
+// counts what it drops. A nil w discards.
+type capWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	shared  *capWriter // stderr shares stdout's budget
+	left    int64
+	capped  bool
+	omitted int64
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	b := c
+	if c.shared != nil {
+		b = c.shared
+	}
+	b.mu.Lock()
+	n := int64(len(p))
+	keep := n
+	if b.capped {
+		keep = min(n, b.left)
+		b.left -= keep
+		b.omitted += n - keep
+	}
+	b.mu.Unlock()
+	if c.w != nil && keep > 0 {
+		if _, err := c.w.Write(p[:keep]); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}

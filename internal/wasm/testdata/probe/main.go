@@ -1,0 +1,118 @@
+// Command probe is a test capsule: each subcommand tries one thing and
+// prints what happened, one line per attempt, "ok ..." or "err ...".
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/capsule/guest"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Println("usage: probe CMD ...")
+		os.Exit(2)
+	}
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "ls":
+		ents, err := os.ReadDir(args[0])
+		if err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+		fmt.Println("ok", strings.Join(names, " "))
+	case "read":
+		for _, p := range args {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				fmt.Println("err", p, err)
+				continue
+			}
+			fmt.Printf("ok %s %q\n", p, b)
+		}
+	case "write":
+		if err := os.WriteFile(args[0], []byte(args[1]), 0o644); err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		fmt.Println("ok")
+	case "mutate":
+		// Every kind of write on one path.
+		p := args[0]
+		try := func(what string, err error) {
+			if err != nil {
+				fmt.Println("err", what, err)
+			} else {
+				fmt.Println("ok", what)
+			}
+		}
+		try("create", os.WriteFile(filepath.Join(p, "new.txt"), []byte("x"), 0o644))
+		f, err := os.OpenFile(filepath.Join(p, "file.txt"), os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			f.Close()
+		}
+		try("append", err)
+		try("mkdir", os.Mkdir(filepath.Join(p, "d"), 0o755))
+		try("remove", os.Remove(filepath.Join(p, "file.txt")))
+		try("rename", os.Rename(filepath.Join(p, "file.txt"), filepath.Join(p, "moved.txt")))
+		try("chmod", os.Chmod(filepath.Join(p, "file.txt"), 0o777))
+		try("symlink", os.Symlink("file.txt", filepath.Join(p, "link")))
+		try("chtimes", os.Chtimes(filepath.Join(p, "file.txt"), time.Unix(0, 0), time.Unix(0, 0)))
+		try("truncate", os.Truncate(filepath.Join(p, "file.txt"), 0))
+	case "symlink":
+		if err := os.Symlink(args[0], args[1]); err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		fmt.Println("ok")
+	case "env":
+		env := os.Environ()
+		sort.Strings(env)
+		fmt.Println("ok", strings.Join(env, " "))
+	case "args":
+		fmt.Println("ok", strings.Join(os.Args, " "))
+	case "membomb":
+		var keep [][]byte
+		for i := 0; ; i++ {
+			b := make([]byte, 8<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			keep = append(keep, b)
+			fmt.Println("allocated", (i+1)*8, "MiB")
+		}
+	case "loop":
+		fmt.Println("looping")
+		n := 0
+		for {
+			n++
+		}
+	case "tool":
+		out, err := guest.Call(args[0], json.RawMessage(args[1]))
+		if err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		b, _ := json.Marshal(out)
+		fmt.Println("ok", string(b))
+	case "exit":
+		var n int
+		fmt.Sscan(args[0], &n)
+		os.Exit(n)
+	default:
+		fmt.Println("unknown", os.Args[1])
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,134 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
+)
+
+// toolGrant is a grant with one wasm tool of the given module, reading
+// data read-only.
+func toolGrant(t testing.TB, module, data string) *grant.Grant {
+	t.Helper()
+	b, err := os.ReadFile(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	base := filepath.Dir(data)
+	g, err := grant.Parse([]byte(fmt.Sprintf(`
+[paths]
+read_only = [%q]
+[tools.wasm.upper]
+module = %q
+sha256 = %q
+description = "Upper-cases text."
+read_only = [%q]
+time = "10s"
+`, data, module, hex.EncodeToString(sum[:]), data)), "grant.toml", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestWasmToolRunsFreshEachCall(t *testing.T) {
+	data := t.TempDir()
+	write(t, filepath.Join(data, "in.txt"), "from a file\nsecond line")
+	tools, err := NewTools(context.Background(), testEngine(t), toolGrant(t, wasmtest.Build(t, "testdata/upper"), data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		r, err := tools.Call(context.Background(), "upper", json.RawMessage(`{"text":"hi"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.Stdout) != "HI (calls 1)\n" {
+			t.Errorf("call %d: %q, want a fresh instance every time", i, r.Stdout)
+		}
+	}
+	r, _ := tools.Call(context.Background(), "upper", json.RawMessage(`{"path":"`+filepath.Join(data, "in.txt")+`"}`))
+	if string(r.Stdout) != "FROM A FILE (calls 1)\n" {
+		t.Errorf("reading its granted directory: %q", r.Stdout)
+	}
+	r, _ = tools.Call(context.Background(), "upper", json.RawMessage(`{"path":"/etc/passwd"}`))
+	if r.Outcome.ExitCode == 0 || strings.Contains(string(r.Stdout), "ROOT") {
+		t.Errorf("reading outside its directories: exit %d %q", r.Outcome.ExitCode, r.Stdout)
+	}
+	r, _ = tools.Call(context.Background(), "upper", json.RawMessage(`{"fail":true}`))
+	if r.Outcome.ExitCode != 3 || !strings.Contains(r.Detail(), "asked to fail") {
+		t.Errorf("a failing call: exit %d, detail %q", r.Outcome.ExitCode, r.Detail())
+	}
+}
+
+func TestWasmToolWithWrongHashIsRefused(t *testing.T) {
+	data := t.TempDir()
+	mod := filepath.Join(t.TempDir(), "echo.wasm")
+	if err := os.WriteFile(mod, wasmtest.Echo(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := toolGrant(t, mod, data)
+	if err := os.WriteFile(mod, append(wasmtest.Echo(), 0, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewTools(context.Background(), testEngine(t), g)
+	if err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("NewTools: %v, want the hash refused", err)
+	}
+}
+
+// BenchmarkWasmToolCall measures one warm call of a wasm tool: a fresh
+// instance, the run and the result. echo is a minimal hand-written module
+// (the runtime's own cost); go is a module built by the Go toolchain (the
+// Go runtime starts in every instance).
+func BenchmarkWasmToolCall(b *testing.B) {
+	data := b.TempDir()
+	echo := filepath.Join(b.TempDir(), "echo.wasm")
+	if err := os.WriteFile(echo, wasmtest.Echo(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, module string }{
+		{"echo", echo},
+		{"go", wasmtest.Build(b, "testdata/upper")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			eng, err := NewEngine(context.Background(), &Options{CacheDir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer eng.Close(context.Background())
+			tools, err := NewTools(context.Background(), eng, toolGrant(b, tc.module, data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			args := json.RawMessage(`{"text":"hello"}`)
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				r, err := tools.Call(context.Background(), "upper", args)
+				if err != nil || len(r.Stdout) == 0 || !bytes.Contains(bytes.ToUpper(r.Stdout), []byte("HELLO")) {
+					b.Fatalf("call: %v %q", err, r.Stdout)
+				}
+				times = append(times, time.Since(start))
+			}
+			b.StopTimer()
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}

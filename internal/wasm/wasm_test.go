@@ -1,0 +1,377 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
+	"github.com/airlockhq/airlock/wire"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	wasmtest.Cleanup()
+	os.Exit(code)
+}
+
+var (
+	engOnce sync.Once
+	eng     *Engine
+	engErr  error
+)
+
+// testEngine is one engine for the package's tests, with an on-disk cache
+// in a directory of its own.
+func testEngine(t *testing.T) *Engine {
+	t.Helper()
+	engOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-wasm-cache-")
+		if err != nil {
+			engErr = err
+			return
+		}
+		eng, engErr = NewEngine(context.Background(), &Options{CacheDir: dir})
+	})
+	if engErr != nil {
+		t.Fatal(engErr)
+	}
+	return eng
+}
+
+func compile(t *testing.T, wasm []byte) *Module {
+	t.Helper()
+	m, err := testEngine(t).Compile(context.Background(), wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func probe(t *testing.T) *Module {
+	t.Helper()
+	b, err := os.ReadFile(wasmtest.Build(t, "testdata/probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compile(t, b)
+}
+
+// run runs the probe with args and returns its stdout and outcome.
+func run(t *testing.T, m *Module, cfg Config, args ...string) (string, *Outcome) {
+	t.Helper()
+	var out bytes.Buffer
+	cfg.Args = append([]string{"probe"}, args...)
+	cfg.Stdout = &out
+	if cfg.Stderr == nil {
+		cfg.Stderr = &out
+	}
+	if cfg.Time == 0 {
+		cfg.Time = time.Minute
+	}
+	o, err := testEngine(t).Run(context.Background(), m, &cfg)
+	if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return out.String(), o
+}
+
+// world makes a granted directory and a secret one beside it.
+func world(t *testing.T) (granted, secret string) {
+	t.Helper()
+	base := t.TempDir()
+	granted, secret = filepath.Join(base, "granted"), filepath.Join(base, "secret")
+	for _, d := range []string{granted, secret} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(granted, "file.txt"), "granted")
+	write(t, filepath.Join(secret, "key"), "SECRET")
+	return granted, secret
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+func TestUngrantedDirectoryIsInvisible(t *testing.T) {
+	m := probe(t)
+	granted, secret := world(t)
+	cfg := Config{Dirs: []Dir{{Host: granted, Guest: granted}}}
+	out, _ := run(t, m, cfg, "ls", granted)
+	if out != "ok file.txt\n" {
+		t.Errorf("ls of the granted directory: %q", out)
+	}
+	for _, p := range []string{secret, filepath.Dir(secret), "/", "/etc", "/proc/self"} {
+		out, _ := run(t, m, cfg, "ls", p)
+		if !strings.HasPrefix(out, "err") {
+			t.Errorf("ls %s: %q, want an error", p, out)
+		}
+	}
+	out, _ = run(t, m, cfg, "read", filepath.Join(secret, "key"), "/etc/passwd", "/etc/hostname")
+	for _, l := range lines(out) {
+		if !strings.HasPrefix(l, "err") || strings.Contains(l, "SECRET") {
+			t.Errorf("read outside the grant: %q", l)
+		}
+	}
+}
+
+func TestReadOnlyPreopenRefusesWrites(t *testing.T) {
+	m := probe(t)
+	granted, _ := world(t)
+	before, _ := os.Stat(filepath.Join(granted, "file.txt"))
+	out, _ := run(t, m, Config{Dirs: []Dir{{Host: granted, Guest: granted, ReadOnly: true}}}, "mutate", granted)
+	ls := lines(out)
+	if len(ls) != 9 {
+		t.Fatalf("mutate printed %d lines, want 9:\n%s", len(ls), out)
+	}
+	for _, l := range ls {
+		// Go's os.Chmod on wasip1 only stats the file (WASI has no chmod):
+		// its "ok" changes nothing, as the mode check below shows.
+		if !strings.HasPrefix(l, "err") && l != "ok chmod" {
+			t.Errorf("write on a read-only preopen: %q", l)
+		}
+	}
+	ents, _ := os.ReadDir(granted)
+	if len(ents) != 1 {
+		t.Errorf("the read-only directory changed: %v", ents)
+	}
+	after, _ := os.Stat(filepath.Join(granted, "file.txt"))
+	if b, _ := os.ReadFile(filepath.Join(granted, "file.txt")); string(b) != "granted" || after.Mode() != before.Mode() || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("file.txt changed: %q %v %v", b, after.Mode(), after.ModTime())
+	}
+	// The same on a read-write preopen works, so the refusals above are
+	// the grant's and not the probe's.
+	out, _ = run(t, m, Config{Dirs: []Dir{{Host: granted, Guest: granted}}}, "write", filepath.Join(granted, "new.txt"), "hi")
+	if out != "ok\n" {
+		t.Errorf("write on a read-write preopen: %q", out)
+	}
+}
+
+func TestPathsCannotLeaveAPreopen(t *testing.T) {
+	m := probe(t)
+	granted, secret := world(t)
+	// Links planted on the host beforehand, relative and absolute.
+	if err := os.Symlink("../secret", filepath.Join(granted, "rel")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(granted, "abs")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dirs: []Dir{{Host: granted, Guest: granted}}, Env: []string{"PWD=" + granted}}
+	// A link the capsule plants itself.
+	if out, _ := run(t, m, cfg, "symlink", "../../../../../..", filepath.Join(granted, "up")); out != "ok\n" {
+		t.Fatalf("planting a relative link: %q", out)
+	}
+	if out, _ := run(t, m, cfg, "symlink", secret, filepath.Join(granted, "planted")); !strings.HasPrefix(out, "err") {
+		t.Errorf("planting an absolute link: %q, want refused", out)
+	}
+	tries := []string{
+		filepath.Join(granted, "..", "secret", "key"),
+		granted + "/../secret/key",
+		"../secret/key",
+		"../../../../../../" + secret + "/key",
+		"/" + secret + "/key",
+		"//" + secret[1:] + "/key",
+		filepath.Join(granted, "rel", "key"),
+		filepath.Join(granted, "abs", "key"),
+		filepath.Join(granted, "up") + secret + "/key",
+		"rel/key",
+		"up/etc/passwd",
+	}
+	out, _ := run(t, m, cfg, append([]string{"read"}, tries...)...)
+	ls := lines(out)
+	if len(ls) != len(tries) {
+		t.Fatalf("read printed %d lines, want %d:\n%s", len(ls), len(tries), out)
+	}
+	for _, l := range ls {
+		if !strings.HasPrefix(l, "err") || strings.Contains(l, "SECRET") {
+			t.Errorf("escaped: %q", l)
+		}
+	}
+	// Writes through the same links land nowhere outside.
+	run(t, m, cfg, "write", filepath.Join(granted, "rel", "dropped"), "x")
+	run(t, m, cfg, "write", "../secret/dropped", "x")
+	if _, err := os.Stat(filepath.Join(secret, "dropped")); err == nil {
+		t.Error("a write through a link landed outside the preopen")
+	}
+}
+
+func TestDeniedAndProtectedInsideAPreopen(t *testing.T) {
+	m := probe(t)
+	granted, _ := world(t)
+	denied := filepath.Join(granted, "private")
+	hooks := filepath.Join(granted, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(denied, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(denied, "key"), "SECRET")
+	cfg := Config{Dirs: []Dir{{Host: granted, Guest: granted, Deny: []string{denied}, Protected: []string{hooks}}}}
+	if out, _ := run(t, m, cfg, "ls", granted); out != "ok .git file.txt\n" {
+		t.Errorf("ls: %q, want the denied directory left out", out)
+	}
+	run(t, m, cfg, "symlink", "private", filepath.Join(granted, "alias"))
+	run(t, m, cfg, "symlink", ".git/hooks", filepath.Join(granted, "h"))
+	out, _ := run(t, m, cfg, "read", filepath.Join(denied, "key"), filepath.Join(granted, "alias", "key"))
+	for _, l := range lines(out) {
+		if !strings.HasPrefix(l, "err") || strings.Contains(l, "SECRET") {
+			t.Errorf("denied path read: %q", l)
+		}
+	}
+	for _, p := range []string{filepath.Join(hooks, "pre-commit"), filepath.Join(granted, "h", "pre-commit")} {
+		if out, _ := run(t, m, cfg, "write", p, "#!/bin/sh\necho pwned"); !strings.HasPrefix(out, "err") {
+			t.Errorf("write %s: %q, want refused", p, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hooks, "pre-commit")); err == nil {
+		t.Error("a protected path was written")
+	}
+}
+
+func TestMemoryBombStopsAtTheLimit(t *testing.T) {
+	m := probe(t)
+	const limit = 64 << 20
+	out, o := run(t, m, Config{Memory: limit}, "membomb")
+	if o.ExitCode == 0 {
+		t.Errorf("the bomb exited 0:\n%s", out)
+	}
+	if !o.Hit("memory") {
+		t.Errorf("limits hit %v, want memory", o.LimitsHit)
+	}
+	if o.PeakMemory > limit {
+		t.Errorf("memory grew to %d, past the limit %d", o.PeakMemory, limit)
+	}
+	if !strings.Contains(out, "allocated 8 MiB") {
+		t.Errorf("the bomb never ran:\n%s", out)
+	}
+}
+
+func TestInfiniteLoopStopsAtTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*testing.T) *Module
+		args []string
+	}{
+		{"wasm loop", func(t *testing.T) *Module { return compile(t, wasmtest.Loop()) }, nil},
+		{"go loop", probe, []string{"loop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, o := run(t, tc.mod(t), Config{Time: 300 * time.Millisecond}, tc.args...)
+			if !o.Hit("time") {
+				t.Errorf("outcome %+v, want the time limit hit", o)
+			}
+		})
+	}
+}
+
+func TestTrapIsReportedWithItsFunction(t *testing.T) {
+	_, o := run(t, compile(t, wasmtest.Trap()), Config{})
+	if o.Trap != "unreachable" || !strings.Contains(o.Func, "boom") {
+		t.Errorf("trap %q in %q, want unreachable in boom", o.Trap, o.Func)
+	}
+}
+
+func TestExitCodeEnvAndArgsPassThrough(t *testing.T) {
+	m := probe(t)
+	if _, o := run(t, m, Config{}, "exit", "7"); o.ExitCode != 7 {
+		t.Errorf("exit code %d, want 7", o.ExitCode)
+	}
+	out, _ := run(t, m, Config{Env: []string{"A=1", "B=two"}}, "env")
+	if out != "ok A=1 B=two\n" {
+		t.Errorf("env: %q, want only the granted environment", out)
+	}
+	out, _ = run(t, m, Config{}, "args", "x", "y z")
+	if out != "ok probe args x y z\n" {
+		t.Errorf("args: %q", out)
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	m := probe(t)
+	out, o := run(t, m, Config{Output: 10}, "args", "0123456789", "more")
+	if len(out) != 10 || !o.Hit("output") || o.OmittedBytes == 0 {
+		t.Errorf("output %q, outcome %+v: want 10 bytes and the output limit hit", out, o)
+	}
+}
+
+func TestToolCallsReachTheToolFunc(t *testing.T) {
+	m := probe(t)
+	var got []string
+	var mu sync.Mutex
+	tools := func(_ context.Context, name string, args json.RawMessage) wire.ToolOutput {
+		mu.Lock()
+		got = append(got, name+" "+string(args))
+		mu.Unlock()
+		return wire.ToolOutput{Content: "hello from " + name}
+	}
+	out, _ := run(t, m, Config{Tools: tools}, "tool", "read_file", `{"path":"x"}`)
+	if out != `ok {"content":"hello from read_file"}`+"\n" {
+		t.Errorf("tool output %q", out)
+	}
+	if len(got) != 1 || got[0] != `read_file {"path":"x"}` {
+		t.Errorf("the tool func saw %q", got)
+	}
+	out, _ = run(t, m, Config{}, "tool", "read_file", `{}`)
+	if !strings.Contains(out, `"is_error":true`) {
+		t.Errorf("a call with no tools: %q, want an error result", out)
+	}
+}
+
+func TestTwoCapsulesAtOnceSeeNothingOfEachOther(t *testing.T) {
+	m := probe(t)
+	a, _ := world(t)
+	b, _ := world(t)
+	write(t, filepath.Join(a, "mine"), "A")
+	write(t, filepath.Join(b, "mine"), "B")
+	var wg sync.WaitGroup
+	outs := make([]string, 2)
+	for i, d := range []struct{ mine, other string }{{a, b}, {b, a}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			o, err := testEngine(t).Run(context.Background(), m, &Config{
+				Args:   []string{"probe", "read", filepath.Join(d.mine, "mine"), filepath.Join(d.other, "mine")},
+				Dirs:   []Dir{{Host: d.mine, Guest: d.mine}},
+				Stdout: &out, Time: time.Minute,
+			})
+			if err != nil || o.ExitCode != 0 {
+				t.Errorf("run %d: %v %+v", i, err, o)
+			}
+			outs[i] = out.String()
+		}()
+	}
+	wg.Wait()
+	for i, want := range []string{"A", "B"} {
+		ls := lines(outs[i])
+		if len(ls) != 2 || !strings.HasSuffix(ls[0], `"`+want+`"`) || !strings.HasPrefix(ls[1], "err") {
+			t.Errorf("capsule %s saw:\n%s", want, outs[i])
+		}
+	}
+}
+
+func TestModuleImportingUnknownHostIsRefused(t *testing.T) {
+	mod := wasmtest.Module(
+		wasmtest.Section(wasmtest.SecType, wasmtest.Vec([]byte{0x60, 0, 0})),
+		wasmtest.Section(wasmtest.SecImport, wasmtest.Vec(append(append(wasmtest.Name("env"), wasmtest.Name("socket")...), 0x00, 0))),
+	)
+	_, err := testEngine(t).Compile(context.Background(), mod)
+	if err == nil || !strings.Contains(err.Error(), "env.socket") {
+		t.Errorf("compile: %v, want a refusal naming env.socket", err)
+	}
+}
