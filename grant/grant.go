@@ -35,6 +35,7 @@ type Grant struct {
 	allowUnenforced bool // limits.unenforced = "allow"
 	tools           map[string]bool
 	secrets         []SecretRule
+	runner          Runner // [runner]
 }
 
 // spec is a grant as written, before validation: from TOML or from Flags.
@@ -49,6 +50,7 @@ type spec struct {
 	tools                                        []string
 	toolsSet                                     bool
 	secrets                                      []secretSpec
+	runner                                       Runner // [runner]
 }
 
 var (
@@ -78,6 +80,7 @@ const (
 func build(s *spec, ps *problems) *Grant {
 	g := &Grant{source: s.source, spec: s, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
 	g.files = slices.Clone(s.files)
+	g.runner = s.runner
 	if s.source != "" && s.source != "flags" {
 		if abs, err := filepath.Abs(s.source); err == nil && !slices.Contains(g.files, abs) {
 			g.files = append(g.files, abs)

@@ -130,8 +130,10 @@ func specFromTOML(tree map[string]any, ps *problems) *spec {
 			toolsFromTOML(s, v, key, ps)
 		case "secrets":
 			secretsFromTOML(s, v, key, ps)
+		case "runner":
+			runnerFromTOML(s, v, key, ps)
 		default:
-			unknownKey(key, k, []string{"paths", "network", "limits", "tools", "secrets"}, ps)
+			unknownKey(key, k, []string{"paths", "network", "limits", "tools", "secrets", "runner"}, ps)
 		}
 	}
 	return s

@@ -43,6 +43,7 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 		toolLimits:        map[string]Limits{},
 		tools:             slices.Clone(old.tools),
 		toolsSet:          old.toolsSet,
+		runner:            old.runner,
 	}
 	for t, l := range old.toolLimits {
 		s.toolLimits[t] = l.over(f.Limits)
