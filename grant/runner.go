@@ -44,7 +44,9 @@ func CheckImage(ref string) error {
 
 type imageError struct{ ref, msg string }
 
-func (e *imageError) Error() string { return "image " + quote(e.ref) + " is not pinned by digest: " + e.msg }
+func (e *imageError) Error() string {
+	return "image " + quote(e.ref) + " is not pinned by digest: " + e.msg
+}
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 

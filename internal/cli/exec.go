@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -116,10 +117,13 @@ Examples:
 			defer stopEgress()
 		}
 		records, _ := recordsDir(env, gf.records) // none: no placeholder journal
-		backend, err := nativeBackend(records)
+		backend, err := chooseBackend(gf.backend, gf.image, g, records)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
+		}
+		if c, ok := backend.(io.Closer); ok {
+			defer c.Close()
 		}
 		ran := make(chan struct{})
 		spec.Signal = forwardSignals(env, cmdArgs[0], ran)
