@@ -52,7 +52,7 @@ func runError(code int, stderr []byte) *RunError {
 		e.Fix = "load the image on this host (podman pull NAME@sha256:..., or podman load / podman import), then pin it by the digest podman reports"
 	case strings.Contains(low, "crun") && strings.Contains(low, "cgroup"):
 		e.Fix = "crun refuses this host's cgroup layout: use runc (apt-get install runc; airlock passes --runtime runc)"
-	case strings.Contains(low, "runtime") || strings.Contains(low, "executable file not found") || strings.Contains(low, "runc"):
+	case strings.Contains(low, "oci runtime") && strings.Contains(low, "not found") || strings.Contains(low, "executable file not found in $path"):
 		e.Fix = "install the OCI runtime (apt-get install runc)"
 	default:
 		e.Fix = "see podman's message; check `airlock doctor`"

@@ -196,6 +196,10 @@ func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 	if err != nil {
 		return st, fmt.Errorf("opening the airlock binary %q: %w", b.exe, err)
 	}
+	if _, mode, serr := isDirFD(efd); serr != nil || mode != unix.S_IFREG {
+		unix.Close(efd)
+		return st, fmt.Errorf("the airlock binary %q is not a regular file", b.exe)
+	}
 	st.exe = next()
 	err = st.attach(efd, b.userns, st.exe, false, false, false)
 	unix.Close(efd)
@@ -241,7 +245,10 @@ func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 			return st, fmt.Errorf("opening grant path %q without following symlinks: %w", m.Source, err)
 		}
 		grants = append(grants, granted{m.Source, t, m.Writable, fd})
-		isDir, _, err := isDirFD(fd)
+		isDir, mode, err := isDirFD(fd)
+		if err == nil && mode == unix.S_IFLNK {
+			err = fmt.Errorf("grant path %q is a symlink now, refused (grant paths are resolved before they are mounted)", m.Source)
+		}
 		if err != nil {
 			return st, err
 		}
