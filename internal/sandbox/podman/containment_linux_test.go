@@ -1,0 +1,207 @@
+package podman
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// sh runs a shell command in a container through b and returns its output.
+func sh(t *testing.T, b *Backend, spec *sandbox.Spec, script string) (string, *sandbox.Result) {
+	t.Helper()
+	s := *spec
+	s.Command = []string{"/bin/sh", "-c", script}
+	var out bytes.Buffer
+	s.Stdout, s.Stderr = &out, &out
+	res, err := b.Run(context.Background(), &s)
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return out.String(), res
+}
+
+func TestLiveContainment(t *testing.T) {
+	b := newLive(t)
+	work := t.TempDir()
+	spec := baseSpec(work)
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		// Only loopback: no interface leads anywhere.
+		{"no network", "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '", "lo\n"},
+		{"read-only root", "touch /x 2>&1; touch /bin/x 2>&1; echo done", "Read-only file system"},
+		{"no capabilities", "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status", "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n"},
+		{"no new privileges, seccomp", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status", "NoNewPrivs:\t1\nSeccomp:\t2\n"},
+		{"container root is not host root", "cat /proc/self/uid_map | tr -s ' '", " 0 100000 65536\n"},
+		{"host paths absent", "ls /home /root /etc/shadow 2>&1 | head -3", "No such file"},
+		{"tmp is private and sized", "df -k /tmp | tail -1", "65536"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, res := sh(t, b, spec, tc.script)
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("%s: got %q (exit %d), want %q", tc.script, out, res.ExitCode, tc.want)
+			}
+		})
+	}
+}
+
+func TestLiveLimits(t *testing.T) {
+	b := newLive(t)
+	work := t.TempDir()
+	t.Run("processes", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.Pids = 16
+		out, _ := sh(t, b, spec, "for i in $(seq 1 40); do sleep 30 & done 2>&1; echo end")
+		if !strings.Contains(out, "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+			t.Errorf("40 processes under a limit of 16 all started: %q", out)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.MemoryBytes = 32 << 20
+		spec.Limits.TmpBytes = 256 << 20
+		out, res := sh(t, b, spec, "head -c 128m /dev/zero > /tmp/fill; echo survived")
+		if strings.Contains(out, "survived") && res.Signal == 0 {
+			t.Errorf("128 MiB written to tmpfs under a 32 MiB memory limit: %q, %+v", out, res)
+		}
+	})
+	t.Run("output", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.OutputBytes = 4096
+		_, res := sh(t, b, spec, "while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done")
+		if !res.OutputTruncated || res.Limit != sandbox.LimitOutput {
+			t.Errorf("result %+v, want output truncated", res)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.Wall = 2 * time.Second
+		marker := "sleep 987653"
+		_, res := sh(t, b, spec, "sleep 987653 & sleep 987653")
+		if res.Limit != sandbox.LimitTime || res.Signal != int(syscall.SIGKILL) {
+			t.Fatalf("result %+v, want killed at the time limit", res)
+		}
+		if n := containersOf(t, b.broker); n != "" {
+			t.Errorf("containers left after the time limit: %s", n)
+		}
+		if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
+			t.Errorf("processes outlived the call: %s", out)
+		}
+	})
+}
+
+// containersOf lists the containers labelled with broker.
+func containersOf(t *testing.T, broker string) string {
+	t.Helper()
+	out, err := exec.Command("podman", "--runtime", "runc", "ps", "--all", "--filter", "label="+LabelBroker+"="+broker, "--format", "{{.Names}}").Output()
+	if err != nil {
+		t.Fatalf("podman ps: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestLiveProtectedPaths: protected paths are read-only, missing ones
+// cannot be created, masks hide, and renaming or removing an ancestor
+// does not carry a protection away (each is a mount point).
+func TestLiveProtectedPaths(t *testing.T) {
+	b := newLive(t)
+	work := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(work, ".git"), 0o755))
+	must(os.WriteFile(filepath.Join(work, ".git", "config"), []byte("[core]\n"), 0o644))
+	must(os.MkdirAll(filepath.Join(work, "secret"), 0o755))
+	must(os.WriteFile(filepath.Join(work, "secret", "key"), []byte("CANARY"), 0o600))
+	spec := baseSpec(work)
+	spec.ReadOnly = []string{filepath.Join(work, ".git", "config"), filepath.Join(work, ".git", "hooks"), filepath.Join(work, ".bashrc"), filepath.Join(work, "a", "b", ".envrc")}
+	spec.ReadOnlyDirs = []string{filepath.Join(work, ".git", "hooks")}
+	spec.Masks = []string{filepath.Join(work, "secret")}
+	script := `cd ` + work + `
+exec 2>/dev/null
+echo evil >> .git/config 2>/dev/null && echo WROTE-CONFIG
+touch .git/hooks/pre-commit 2>/dev/null && echo CREATED-HOOK
+echo evil > .bashrc 2>/dev/null && echo WROTE-BASHRC
+rm -rf .git/hooks 2>/dev/null; [ -d .git/hooks ] || echo REMOVED-HOOKS
+mv .git .git-moved 2>/dev/null && echo MOVED-GIT
+mv a a-moved 2>/dev/null && echo MOVED-A
+mv a/b a/b-moved 2>/dev/null && echo MOVED-B
+echo evil > a/b/.envrc 2>/dev/null && echo WROTE-ENVRC
+cat secret/key 2>/dev/null
+touch secret/x 2>/dev/null && echo WROTE-MASK
+echo ok > free.txt && echo FREE-OK`
+	out, res := sh(t, b, spec, script)
+	if res.ExitCode != 0 || strings.TrimSpace(out) != "FREE-OK" {
+		t.Errorf("exit %d, output:\n%s\nwant only FREE-OK", res.ExitCode, out)
+	}
+	got, _ := os.ReadFile(filepath.Join(work, ".git", "config"))
+	if string(got) != "[core]\n" {
+		t.Errorf(".git/config = %q", got)
+	}
+	for _, p := range []string{".git/hooks", ".bashrc", "a"} {
+		if _, err := os.Lstat(filepath.Join(work, p)); err == nil {
+			t.Errorf("placeholder %s left on the host after the call", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "free.txt")); err != nil {
+		t.Errorf("writable tree not written: %v", err)
+	}
+}
+
+// TestLiveBrokerKilled: a broker killed with SIGKILL mid-call leaves no
+// container once the next backend starts.
+func TestLiveBrokerKilled(t *testing.T) {
+	needPodman(t)
+	if os.Getenv("AIRLOCK_PODMAN_HELPER") == "1" {
+		b, err := New(&Options{Image: os.Getenv("AIRLOCK_PODMAN_IMAGE"), Executable: os.Getenv("AIRLOCK_PODMAN_EXE")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		work := t.TempDir()
+		spec := baseSpec(work)
+		spec.Command = []string{"/bin/sh", "-c", "echo started; sleep 600"}
+		spec.Stdout = os.Stdout
+		_, _ = b.Run(context.Background(), spec)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLiveBrokerKilled$", "-test.v")
+	cmd.Env = append(os.Environ(), "AIRLOCK_PODMAN_HELPER=1", "AIRLOCK_PODMAN_IMAGE="+live.img, "AIRLOCK_PODMAN_EXE="+live.exe)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var seen bytes.Buffer
+	for !bytes.Contains(seen.Bytes(), []byte("started")) {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("the helper broker ended before its call started: %v\n%s", err, seen.String())
+		}
+		seen.Write(buf[:n])
+	}
+	broker := brokerID(cmd.Process.Pid)
+	if containersOf(t, broker) == "" {
+		t.Fatal("the helper's container is not listed under its label")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	b := newLive(t) // sweeps the dead broker's containers
+	_ = b
+	if left := containersOf(t, broker); left != "" {
+		t.Errorf("containers of a broker killed with SIGKILL remain after the next start: %s", left)
+	}
+}
