@@ -65,12 +65,9 @@ func setupLive() {
 	}
 	busybox := ""
 	for _, p := range []string{"/bin/busybox", "/usr/bin/busybox"} {
-		if out, err := exec.Command("file", "-L", p).Output(); err == nil && bytes.Contains(out, []byte("statically")) {
+		if _, err := staticExe(p); err == nil {
 			busybox = p
-		} else if err != nil {
-			if _, serr := os.Stat(p); serr == nil {
-				busybox = p
-			}
+			break
 		}
 	}
 	if busybox == "" {
