@@ -70,6 +70,7 @@ type Backend struct {
 	broker  string
 	opts    Options
 	seq     atomic.Uint64
+	ran     atomic.Int64 // ns from start to podman's exit, last call (for the debug log)
 	closing sync.Once
 }
 
@@ -262,6 +263,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		return nil, fmt.Errorf("staging the call: %w", err)
 	}
 	st, err := b.build(spec, dir)
+	staged := time.Since(start)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -282,7 +284,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		return nil, err
 	}
 	res, err := b.run(ctx, spec, args, name, l, start)
-	b.log.Debug("podman call done", "name", name, "ns", time.Since(start).Nanoseconds())
+	b.log.Debug("podman call done", "name", name, "stage_ns", staged.Nanoseconds(), "run_ns", b.ran.Load(), "total_ns", time.Since(start).Nanoseconds())
 	return res, err
 }
 
@@ -368,17 +370,23 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	go relay(io.MultiWriter(head, orDiscard(spec.Stderr)), stderr)
 	wg.Wait()
 	werr := cmd.Wait()
-	// Whatever happened, no container of this call survives it.
-	_ = b.podmanCmd("rm", "--force", "--ignore", name).Run()
+	b.ran.Store(time.Since(start).Nanoseconds())
 	reason, _ := why.Load().(string)
-	if reason == "ctx" {
-		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
-	}
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(werr, &ee) {
 		code = ee.ExitCode()
-	} else if werr != nil {
+	}
+	if reason != "" || werr != nil && (ee == nil || code >= 125) {
+		// Killed, or podman failed or was killed itself: make sure no
+		// container of this call survives it (on a normal exit, podman
+		// run --rm has removed it already).
+		_ = b.podmanCmd("rm", "--force", "--ignore", name).Run()
+	}
+	if reason == "ctx" {
+		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
+	}
+	if ee == nil && werr != nil {
 		return nil, fmt.Errorf("waiting for podman: %w", werr)
 	}
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(),
