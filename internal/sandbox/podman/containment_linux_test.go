@@ -145,6 +145,10 @@ echo ok > free.txt && echo FREE-OK`
 	if res.ExitCode != 0 || strings.TrimSpace(out) != "FREE-OK" {
 		t.Errorf("exit %d, output:\n%s\nwant only FREE-OK", res.ExitCode, out)
 	}
+	// The placeholders are airlock's, not the user's: the tools do not list them.
+	if out, _ := call(t, b, spec, "glob", map[string]any{"pattern": "**"}); strings.Contains(out.Content, ".bashrc") || strings.Contains(out.Content, ".envrc") {
+		t.Errorf("glob lists airlock's placeholders:\n%s", out.Content)
+	}
 	got, _ := os.ReadFile(filepath.Join(work, ".git", "config"))
 	if string(got) != "[core]\n" {
 		t.Errorf(".git/config = %q", got)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // A call's paths reach the container as staged mounts: each grant path,
@@ -37,6 +38,7 @@ type stage struct {
 	exe     string
 	proxy   string // staged proxy directory, or ""
 	held    []string
+	hidden  []string // container paths of the placeholders this call relies on
 }
 
 // usernsFD returns a descriptor of a user namespace with the container
@@ -305,10 +307,12 @@ func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 				host := filepath.Join(g.src, sub)
 				b.holds.add(host)
 				st.held = append(st.held, host)
+				st.hidden = append(st.hidden, filepath.Join(g.target, sub))
 				fd, err = openNoFollow(g.fd, sub, true)
 			} else if host := filepath.Join(g.src, sub); err == nil && g.rw && b.holds.has(host) {
 				b.holds.add(host) // another call's placeholder: keep it while this call runs
 				st.held = append(st.held, host)
+				st.hidden = append(st.hidden, filepath.Join(g.target, sub))
 			}
 			if errors.Is(err, unix.ENOTDIR) {
 				break // a file stands above it: nothing can be created there
@@ -365,6 +369,15 @@ func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 				return st, fmt.Errorf("protected path %s: %w", pp.path, err)
 			}
 		}
+	}
+	if len(st.hidden) > 0 {
+		// The tools leave airlock's placeholders out of what they list.
+		slices.Sort(st.hidden)
+		p := next()
+		if err := os.WriteFile(p, []byte(strings.Join(slices.Compact(st.hidden), "\n")+"\n"), 0o444); err != nil {
+			return st, fmt.Errorf("listing the placeholders: %w", err)
+		}
+		addBind(Bind{Source: p, Target: wire.PlaceholderList})
 	}
 	slices.SortStableFunc(st.binds, func(a, b Bind) int {
 		if c := strings.Count(a.Target, "/") - strings.Count(b.Target, "/"); c != 0 {
