@@ -27,11 +27,7 @@ func chooseBackend(flagBackend, flagImage string, g *grant.Grant, stateDir strin
 		if image == "" {
 			return nil, fmt.Errorf("the podman backend needs an image pinned by digest: --image NAME@sha256:<digest>, or [runner] image in the grant")
 		}
-		b, err := podman.New(&podman.Options{Image: image})
-		if err != nil {
-			return nil, fmt.Errorf("the podman backend: %w", err)
-		}
-		return b, nil
+		return podman.New(&podman.Options{Image: image})
 	}
 	return nil, fmt.Errorf("--backend %q: unknown backend (known: %s, %s)", name, grant.BackendLinux, grant.BackendPodman)
 }

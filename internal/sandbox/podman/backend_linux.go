@@ -87,6 +87,9 @@ func New(opts *Options) (*Backend, error) {
 		o = *opts
 	}
 	if err := grant.CheckImage(o.Image); err != nil {
+		if pinned := pinnedFor(o.Podman, o.Runtime, o.Image); pinned != "" {
+			return nil, fmt.Errorf("%w; this host has it as %s", err, pinned)
+		}
 		return nil, err
 	}
 	if o.Logger == nil {
@@ -102,6 +105,14 @@ func New(opts *Options) (*Backend, error) {
 	}
 	if b.exe, err = staticExe(o.Executable); err != nil {
 		return nil, err
+	}
+	if _, err := exec.LookPath(b.runtime); err != nil {
+		return nil, &sandbox.MissingFeatureError{Feature: "the OCI runtime " + b.runtime, Reason: err.Error(),
+			Fix: "apt-get install " + b.runtime + " (runc works where crun refuses the host's cgroup layout)"}
+	}
+	if err := b.podmanCmd("image", "exists", b.image).Run(); err != nil {
+		return nil, &RunError{Reason: "image " + b.image + " is not on this host",
+			Fix: "load it (podman pull, podman load or podman import), then pin it by the digest podman reports"}
 	}
 	if os.Geteuid() != 0 {
 		return nil, &sandbox.MissingFeatureError{Feature: "root for the Podman backend", Reason: "idmapped mounts of the grant's paths need CAP_SYS_ADMIN", Fix: "run airlock as root, or use the native backend"}
@@ -175,6 +186,33 @@ func staticExe(p string) (string, error) {
 		}
 	}
 	return p, nil
+}
+
+// pinnedFor returns ref pinned by the digest of the image this host has
+// under that name, or "" when it has none.
+func pinnedFor(podman, runtime, ref string) string {
+	if ref == "" || strings.Contains(ref, "@") {
+		return ""
+	}
+	if podman == "" {
+		podman = "podman"
+	}
+	if runtime == "" {
+		runtime = "runc"
+	}
+	out, err := exec.Command(podman, "--runtime", runtime, "image", "inspect", "--format", "{{.Digest}}", ref).Output()
+	d := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(d, "sha256:") {
+		return ""
+	}
+	name := ref
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name = name[:i]
+	}
+	if grant.CheckImage(name+"@"+d) != nil {
+		return ""
+	}
+	return name + "@" + d
 }
 
 // brokerID is "PID:STARTTIME" of process pid, or "" when it is gone.

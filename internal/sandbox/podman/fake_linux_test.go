@@ -48,8 +48,11 @@ if [ "$3" = run ]; then
 	printf '%%s' %q >&2
 	exit %d
 fi
+if [ "$3" = image ] && [ -e %q ]; then
+	exit 1
+fi
 exit 0
-`, log, log, stderr, code)
+`, log, log, stderr, code, filepath.Join(dir, "no-image"))
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +65,7 @@ func newFake(t *testing.T, code int, stderr string) (*Backend, string) {
 		t.Skip("the podman backend needs root (idmapped mounts)")
 	}
 	podman, log := fakePodman(t, code, stderr)
-	b, err := New(&Options{Image: testImage, Podman: podman, Executable: fakeStaticELF(t), StateDir: t.TempDir()})
+	b, err := New(&Options{Image: testImage, Podman: podman, Runtime: "true", Executable: fakeStaticELF(t), StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,4 +150,25 @@ func TestFakeRefusals(t *testing.T) {
 		t.Errorf("New with a tag: %v, want a refusal naming the digest form", err)
 	}
 	_ = sandbox.Spec{}
+}
+
+// TestFakeMissingImage: New refuses an image the host does not have,
+// saying how to load it.
+func TestFakeMissingImage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the podman backend needs root (idmapped mounts)")
+	}
+	podman, _ := fakePodman(t, 0, "")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(podman), "no-image"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(&Options{Image: testImage, Podman: podman, Runtime: "true", Executable: fakeStaticELF(t)})
+	var re *RunError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "podman pull") {
+		t.Errorf("New = %v, want a RunError saying how to load the image", err)
+	}
+	_, err = New(&Options{Image: testImage, Podman: podman, Runtime: "no-such-runtime-xyz", Executable: fakeStaticELF(t)})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install no-such-runtime-xyz") {
+		t.Errorf("New with a missing runtime = %v, want the install fix", err)
+	}
 }
