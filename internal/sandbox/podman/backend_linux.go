@@ -128,7 +128,8 @@ func New(opts *Options) (*Backend, error) {
 		b.Close()
 		return nil, fmt.Errorf("making the state directory: %w", err)
 	}
-	if b.stage, err = os.MkdirTemp(parent, "airlock-podman-"); err != nil {
+	sweepStages(parent, b.log)
+	if b.stage, err = os.MkdirTemp(parent, stagePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("making the staging directory: %w", err)
 	}
@@ -144,7 +145,7 @@ func (b *Backend) Close() error {
 			unix.Close(b.userns)
 		}
 		if b.stage != "" {
-			_ = os.RemoveAll(b.stage)
+			removeStage(b.stage)
 		}
 	})
 	return nil
@@ -303,7 +304,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	st, err := b.build(spec, dir)
 	staged := time.Since(start)
 	if err != nil {
-		os.RemoveAll(dir)
+		removeStage(dir)
 		return nil, err
 	}
 	defer func() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,8 +167,8 @@ echo ok > free.txt && echo FREE-OK`
 // TestLiveBrokerKilled: a broker killed with SIGKILL mid-call leaves no
 // container once the next backend starts.
 func TestLiveBrokerKilled(t *testing.T) {
-	needPodman(t)
 	if os.Getenv("AIRLOCK_PODMAN_HELPER") == "1" {
+		// The broker to kill: it uses the parent's binary and image.
 		b, err := New(&Options{Image: os.Getenv("AIRLOCK_PODMAN_IMAGE"), Executable: os.Getenv("AIRLOCK_PODMAN_EXE")})
 		if err != nil {
 			t.Fatal(err)
@@ -179,6 +180,7 @@ func TestLiveBrokerKilled(t *testing.T) {
 		_, _ = b.Run(context.Background(), spec)
 		return
 	}
+	needPodman(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLiveBrokerKilled$", "-test.v")
 	cmd.Env = append(os.Environ(), "AIRLOCK_PODMAN_HELPER=1", "AIRLOCK_PODMAN_IMAGE="+live.img, "AIRLOCK_PODMAN_EXE="+live.exe)
 	stdout, err := cmd.StdoutPipe()
@@ -208,4 +210,25 @@ func TestLiveBrokerKilled(t *testing.T) {
 	if left := containersOf(t, broker); left != "" {
 		t.Errorf("containers of a broker killed with SIGKILL remain after the next start: %s", left)
 	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := stagePrefix + strconv.Itoa(cmd.Process.Pid) + "-"
+	if bytes.Contains(mounts, []byte(stage)) {
+		t.Errorf("staged mounts of the killed broker remain after the next start:\n%s", grepLines(mounts, stage))
+	}
+	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), stage+"*")); len(m) > 0 {
+		t.Errorf("staging directories of the killed broker remain: %v", m)
+	}
+}
+
+func grepLines(data []byte, sub string) string {
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -120,7 +120,7 @@ func (st *stage) release() {
 		_ = unix.Unmount(st.mounted[i], unix.MNT_DETACH)
 	}
 	if st.dir != "" {
-		_ = os.RemoveAll(st.dir)
+		removeStage(st.dir)
 	}
 }
 
@@ -436,3 +436,58 @@ func (b *Backend) placeholder(dirfd int, sub string, dir bool) error {
 }
 
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
+
+// stagePrefix names a backend's staging directory: PREFIX PID-RANDOM.
+const stagePrefix = "airlock-podman-"
+
+// removeStage removes a staging directory without ever descending into a
+// mount: each entry is removed on its own (a directory only if empty), so
+// a staged grant that is still mounted, which holds the user's files, is
+// left alone rather than emptied.
+func removeStage(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil && e.IsDir() && strings.HasPrefix(e.Name(), "call-") {
+			removeStage(p) // a call's directory of the backend's own
+		}
+	}
+	_ = os.Remove(dir)
+}
+
+// sweepStages unmounts and removes the staging directories under parent
+// of backends whose process is gone (a broker killed with SIGKILL leaves
+// its staged mounts attached).
+func sweepStages(parent string, log interface{ Debug(string, ...any) }) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), stagePrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidS, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidS)
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || pid == os.Getpid() {
+			continue // not ours, or its backend's process lives
+		}
+		dir := filepath.Join(parent, e.Name())
+		var points []string
+		for _, line := range strings.Split(string(mounts), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+				points = append(points, f[4])
+			}
+		}
+		slices.Sort(points)
+		for i := len(points) - 1; i >= 0; i-- {
+			if err := unix.Unmount(points[i], unix.MNT_DETACH); err != nil {
+				log.Debug("unmounting a dead backend's staged mount", "path", points[i], "err", err)
+			}
+		}
+		removeStage(dir)
+	}
+}
