@@ -117,7 +117,7 @@ func (st *stage) attach(fd, userns int, path string, isDir, rw, recursive bool) 
 // release unmounts and removes the staging directory.
 func (st *stage) release() {
 	for i := len(st.mounted) - 1; i >= 0; i-- {
-		_ = unix.Unmount(st.mounted[i], unix.MNT_DETACH)
+		_ = unix.Unmount(st.mounted[i], unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 	}
 	if st.dir != "" {
 		removeStage(st.dir)
@@ -484,7 +484,7 @@ func sweepStages(parent string, log interface{ Debug(string, ...any) }) {
 		}
 		slices.Sort(points)
 		for i := len(points) - 1; i >= 0; i-- {
-			if err := unix.Unmount(points[i], unix.MNT_DETACH); err != nil {
+			if err := unix.Unmount(points[i], unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
 				log.Debug("unmounting a dead backend's staged mount", "path", points[i], "err", err)
 			}
 		}
