@@ -47,6 +47,16 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 	// container: nothing outlives the call even if the broker died.
 	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { os.Exit(128 + int(syscall.SIGKILL)) })
 	if fs.NArg() == 0 {
+		// SIGTERM (the broker's stop) reaches every process of the
+		// container, daemons that left the tool's process group included;
+		// the runner hears it too and cancels the tool.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() {
+			for range term {
+				killAll(syscall.SIGTERM)
+			}
+		}()
 		return runTool(os.Stdin, os.Stdout, os.Stderr)
 	}
 	return command(fs.Args())
@@ -68,6 +78,10 @@ func command(argv []string) int {
 	}
 	go func() {
 		for s := range sigs {
+			if s == syscall.SIGTERM {
+				killAll(syscall.SIGTERM) // every process, as on the native backend
+				continue
+			}
 			_ = cmd.Process.Signal(s)
 		}
 	}()
