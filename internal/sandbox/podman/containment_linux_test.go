@@ -141,6 +141,11 @@ mv a/b a/b-moved 2>/dev/null && echo MOVED-B
 echo evil > a/b/.envrc 2>/dev/null && echo WROTE-ENVRC
 cat secret/key 2>/dev/null
 touch secret/x 2>/dev/null && echo WROTE-MASK
+ln .git/config hl 2>/dev/null && echo HARDLINKED-CONFIG
+ln -s .git/config sl && echo evil >> sl 2>/dev/null && echo WROTE-VIA-SYMLINK
+rm -f sl
+cd / && mv ` + work + ` ` + work + `-moved 2>/dev/null && echo MOVED-ROOT
+cd ` + work + `
 echo ok > free.txt && echo FREE-OK`
 	out, res := sh(t, b, spec, script)
 	if res.ExitCode != 0 || strings.TrimSpace(out) != "FREE-OK" {
