@@ -348,12 +348,13 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		return nil, &RunError{Reason: err.Error(), Fix: fixInstall}
 	}
 	setup := time.Since(start)
+	exited := make(chan struct{}) // closed once podman run has exited
 	var why atomic.Value
 	var killOnce sync.Once
 	kill := func(reason string) {
 		killOnce.Do(func() {
 			why.Store(reason)
-			go func() { _ = b.podmanCmd("kill", "--signal", "KILL", name).Run() }()
+			go b.signal(name, "KILL", exited)
 		})
 	}
 	timer := time.AfterFunc(l.wall, func() { kill("time") })
@@ -366,7 +367,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		go func() {
 			select {
 			case <-spec.Stop:
-				_ = b.podmanCmd("kill", "--signal", "TERM", name).Run()
+				b.signal(name, "TERM", exited)
 			case <-done:
 			}
 		}()
@@ -380,7 +381,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 					case syscall.SIGKILL:
 						kill("signal")
 					case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
-						_ = b.podmanCmd("kill", "--signal", strconv.Itoa(int(s)), name).Run()
+						b.signal(name, strconv.Itoa(int(s)), exited)
 					}
 				case <-done:
 					return
@@ -409,6 +410,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	go relay(io.MultiWriter(head, orDiscard(spec.Stderr)), stderr)
 	wg.Wait()
 	werr := cmd.Wait()
+	close(exited)
 	b.ran.Store(time.Since(start).Nanoseconds())
 	reason, _ := why.Load().(string)
 	code := 0
@@ -448,6 +450,22 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		res.Limit, res.LimitsHit = sandbox.LimitOutput, []string{sandbox.LimitOutput}
 	}
 	return res, nil
+}
+
+// signal sends sig to the container name, trying again while it does not
+// exist yet (a stop or a deadline during creation is delivered once it
+// starts) until podman run has exited.
+func (b *Backend) signal(name, sig string, exited <-chan struct{}) {
+	for {
+		if b.podmanCmd("kill", "--signal", sig, name).Run() == nil {
+			return
+		}
+		select {
+		case <-exited:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Backend) podmanCmd(args ...string) *exec.Cmd {

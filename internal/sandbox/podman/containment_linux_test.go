@@ -237,3 +237,21 @@ func grepLines(data []byte, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestLiveStopBeforeStart: a stop asked for before the container exists
+// is delivered once it does (the command would otherwise sleep on).
+func TestLiveStopBeforeStart(t *testing.T) {
+	b := newLive(t)
+	spec := baseSpec(t.TempDir())
+	spec.Command = []string{"/bin/sh", "-c", "sleep 987651"}
+	stop := make(chan struct{})
+	close(stop)
+	spec.Stop = stop
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != int(syscall.SIGTERM) {
+		t.Errorf("result %+v, want ended by the stop's SIGTERM", res)
+	}
+}
