@@ -72,6 +72,9 @@ type Backend struct {
 	seq     atomic.Uint64
 	ran     atomic.Int64 // ns from start to podman's exit, last call (for the debug log)
 	closing sync.Once
+
+	reportOnce sync.Once
+	report     sandbox.Report
 }
 
 var _ sandbox.Backend = (*Backend)(nil)

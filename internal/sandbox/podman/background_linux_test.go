@@ -47,7 +47,8 @@ func TestLiveBackgroundCommand(t *testing.T) {
 		t.Errorf("wait: %q", out)
 	}
 	marker := "sleep 987652"
-	script := `(setsid sh -c 'trap "echo daemon got TERM > daemon.log; exit" TERM; while :; do sleep 0.1; done # sleep 987652' &) ; echo ready; sleep 987652`
+	script := `(setsid sh -c 'trap "echo daemon got TERM > daemon.log; exit" TERM; touch daemon.ready; while :; do sleep 0.1; done # sleep 987652' &)
+while [ ! -e daemon.ready ]; do sleep 0.05; done; echo ready; sleep 987652`
 	res = run("shell", fmt.Sprintf(`{"command":%q,"run_in_background":true}`, script))
 	id = res.Output.Meta.WorkID
 	deadline := time.Now().Add(time.Minute)
@@ -57,11 +58,12 @@ func TestLiveBackgroundCommand(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if out := run("background_command", fmt.Sprintf(`{"operation":"stop","work_id":%q}`, id)).Output.Content; !strings.Contains(out, "stopped") {
-		t.Errorf("stop: %q", out)
+	stopOut := run("background_command", fmt.Sprintf(`{"operation":"stop","work_id":%q}`, id)).Output.Content
+	if !strings.Contains(stopOut, "stopped") {
+		t.Errorf("stop: %q", stopOut)
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws, "daemon.log")); !strings.Contains(string(got), "daemon got TERM") {
-		t.Errorf("a daemon outside the command's process group did not hear the stop's SIGTERM (log %q)", got)
+		t.Errorf("a daemon outside the command's process group did not hear the stop's SIGTERM (log %q); stop said %q", got, stopOut)
 	}
 	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
 		t.Errorf("processes outlived the stop: %s", out)

@@ -9,8 +9,12 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
-// Report says what this backend enforces here; see Probe.
-func (b *Backend) Report() sandbox.Report { return Probe(&b.opts) }
+// Report says what this backend enforces here; see Probe. It probes
+// once: the broker asks for it on every call.
+func (b *Backend) Report() sandbox.Report {
+	b.reportOnce.Do(func() { b.report = Probe(&b.opts) })
+	return b.report
+}
 
 // Probe reports whether the Podman backend can run on this host with
 // opts, and why not, without making a backend (for airlock doctor).

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -52,12 +53,27 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 		// the runner hears it too and cancels the tool.
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
+		var stopped atomic.Bool
+		handled := make(chan struct{})
 		go func() {
+			defer close(handled)
 			for range term {
+				stopped.Store(true)
 				killAll(syscall.SIGTERM)
 			}
 		}()
-		return runTool(os.Stdin, os.Stdout, os.Stderr)
+		code := runTool(os.Stdin, os.Stdout, os.Stderr)
+		// Every SIGTERM that arrived is handled before stopped is read.
+		signal.Stop(term)
+		close(term)
+		<-handled
+		if stopped.Load() {
+			// Let every process that heard the stop shut down cleanly:
+			// PID 1 exiting would SIGKILL them. The broker's grace, then
+			// its kill, bound the wait.
+			waitAll()
+		}
+		return code
 	}
 	return command(fs.Args())
 }
@@ -76,9 +92,13 @@ func command(argv []string) int {
 		}
 		return 126
 	}
+	var stopped atomic.Bool
+	handled := make(chan struct{})
 	go func() {
+		defer close(handled)
 		for s := range sigs {
 			if s == syscall.SIGTERM {
+				stopped.Store(true)
 				killAll(syscall.SIGTERM) // every process, as on the native backend
 				continue
 			}
@@ -86,6 +106,12 @@ func command(argv []string) int {
 		}
 	}()
 	err := cmd.Wait()
+	signal.Stop(sigs)
+	close(sigs)
+	<-handled
+	if stopped.Load() {
+		waitAll() // see Main
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

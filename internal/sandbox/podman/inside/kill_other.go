@@ -6,3 +6,6 @@ import "syscall"
 
 // killAll does nothing where there are no containers.
 func killAll(syscall.Signal) {}
+
+// waitAll does nothing where there are no containers.
+func waitAll() {}

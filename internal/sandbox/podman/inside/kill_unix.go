@@ -15,3 +15,17 @@ func killAll(sig syscall.Signal) {
 		_ = syscall.Kill(-1, sig)
 	}
 }
+
+// waitAll reaps children until none is left: as PID 1 every process of
+// the container is a descendant, so none is left once all have exited.
+func waitAll() {
+	if os.Getpid() != 1 {
+		return
+	}
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(-1, &ws, 0, nil); err == syscall.ECHILD {
+			return
+		}
+	}
+}
