@@ -75,8 +75,9 @@ func TestBoundaryImports(t *testing.T) {
 		mod + "/tool":            {mod + "/wire", "golang.org/x/sys/"},
 		mod + "/internal/runner": {mod + "/wire", mod + "/tool", "golang.org/x/sys/"},
 		mod + "/grant":           {"github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/"},
-		// The Podman container's init: the standard library only.
-		mod + "/internal/sandbox/podman/inside": {},
+		// The Podman container's init: the standard library and the
+		// native sandbox's seccomp filter.
+		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", "golang.org/x/sys/"},
 	}
 	for pkg, ok := range allowed {
 		for _, d := range goList(t, "-deps", pkg) {

@@ -44,6 +44,11 @@ func TestLiveContainment(t *testing.T) {
 		{"container root is not host root", "cat /proc/self/uid_map | tr -s ' '", " 0 100000 65536\n"},
 		{"host paths absent", "ls /home /root /etc/shadow 2>&1 | head -3", "No such file"},
 		{"tmp is private and sized", "df -k /tmp | tail -1", "65536"},
+		// airlock's seccomp filter on top of Podman's profile.
+		{"no nested user namespaces", "unshare -U true 2>&1; echo rc=$?", "Operation not permitted"},
+		// The init is not dumpable: its memory, environment and
+		// descriptors are out of reach.
+		{"init out of reach", "cat /proc/1/environ 2>&1; ls /proc/1/fd 2>&1", "Permission denied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, res := sh(t, b, spec, tc.script)

@@ -5,5 +5,5 @@
 // runner in-process or, with a command after "--", the command as a child.
 //
 //	broker ── podman run … IMAGE __podman --deadline S [--proxy SOCK --proxy-port N] [-- CMD…]
-//	init:  forwarder up ▶ runner (stdin frame ▶ stdout frame) or CMD ▶ exit with its code
+//	init:  forwarder up ▶ non-dumpable + airlock's seccomp filter ▶ runner (stdin frame ▶ stdout frame) or CMD ▶ exit with its code
 package inside

@@ -44,6 +44,10 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 			return ExitSetup
 		}
 	}
+	if err := lockdown(); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock container init: %v\n", err)
+		return ExitSetup
+	}
 	// At the deadline PID 1 exits, and the kernel kills the rest of the
 	// container: nothing outlives the call even if the broker died.
 	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { os.Exit(128 + int(syscall.SIGKILL)) })
