@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/airlockhq/airlock/internal/runner"
+	podinside "github.com/airlockhq/airlock/internal/sandbox/podman/inside"
 )
 
 // Init must be the first call in the main function of a program that opens
@@ -27,6 +28,8 @@ func Init() {
 	switch os.Args[1] {
 	case runner.Mode:
 		os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	case podinside.Mode:
+		os.Exit(podinside.Main(os.Args[2:], runner.Run))
 	case sandboxMode:
 		os.Exit(sandboxMain())
 	}

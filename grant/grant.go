@@ -42,6 +42,7 @@ type Grant struct {
 	maxSearches int     // limits.searches
 	searchesSet bool
 	remote      Remote
+	runner      Runner // [runner]
 }
 
 // spec is a grant as written, before validation: from TOML or from Flags.
@@ -62,6 +63,7 @@ type spec struct {
 	searchesSet                                  bool
 	remote                                       Remote // [remote] as written
 	remoteSet                                    bool
+	runner                                       Runner // [runner]
 }
 
 var (
@@ -91,6 +93,7 @@ const (
 func build(s *spec, ps *problems) *Grant {
 	g := &Grant{source: s.source, spec: s, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
 	g.files = slices.Clone(s.files)
+	g.runner = s.runner
 	if s.source != "" && s.source != "flags" {
 		if abs, err := filepath.Abs(s.source); err == nil && !slices.Contains(g.files, abs) {
 			g.files = append(g.files, abs)

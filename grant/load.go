@@ -133,8 +133,10 @@ func specFromTOML(tree map[string]any, ps *problems) *spec {
 			secretsFromTOML(s, v, key, ps)
 		case "remote":
 			remoteFromTOML(s, v, key, ps)
+		case "runner":
+			runnerFromTOML(s, v, key, ps)
 		default:
-			unknownKey(key, k, []string{"paths", "network", "limits", "tools", "secrets", "remote"}, ps)
+			unknownKey(key, k, []string{"paths", "network", "limits", "tools", "secrets", "remote", "runner"}, ps)
 		}
 	}
 	return s

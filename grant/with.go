@@ -48,6 +48,7 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 		searches:          old.searches,
 		searchesSet:       old.searchesSet,
 		wasmTools:         absWasmTools(old.wasmTools, old.base),
+		runner:            old.runner,
 	}
 	for t, l := range old.toolLimits {
 		s.toolLimits[t] = l.over(f.Limits)

@@ -9,7 +9,24 @@ import (
 	"text/tabwriter"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/podman"
 )
+
+// printPodmanLine says in one line whether the Podman backend could run.
+func printPodmanLine(env *Env) {
+	rep := podman.Probe(nil)
+	var missing []string
+	for _, f := range rep.Features {
+		if f.Required && !f.Available {
+			missing = append(missing, f.Name)
+		}
+	}
+	if len(missing) == 0 {
+		fmt.Fprintln(env.Stdout, "podman backend: can run here (--backend podman with an image pinned by digest; see airlock doctor --backend podman --image IMAGE)")
+		return
+	}
+	fmt.Fprintf(env.Stdout, "podman backend: cannot run here: missing %s (airlock doctor --backend podman for the fix)\n", strings.Join(missing, ", "))
+}
 
 func doctorCommand() *command {
 	c := &command{
@@ -23,23 +40,36 @@ then each kind of limit and whether it is enforced for this user. Memory and
 process limits need a cgroup the user may manage: without one every call is
 refused (the default grant has both limits) unless it accepts them unenforced
 (--allow-unenforced-limits, or limits.unenforced = "allow" in the grant).
+With --backend podman it reports the Podman backend instead (podman, the
+runc runtime, root, a static airlock binary and, with --image, the image);
+without it, a last line says whether the Podman backend could run here.
 Exit status 1 when a required feature is missing.`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
+		backend := fs.String("backend", "", "report `BACKEND` (linux or podman) instead of the native one")
+		image := fs.String("image", "", "with --backend podman, check that `IMAGE` (NAME@sha256:...) is present")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
 			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
-		b, err := nativeBackend("")
 		var rep sandbox.Report
-		if err != nil {
-			rep = sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "native sandbox", Required: true, Detail: err.Error()}}}
-		} else {
-			rep = b.Report()
+		switch *backend {
+		case "", "linux":
+			b, err := nativeBackend("")
+			if err != nil {
+				rep = sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "native sandbox", Required: true, Detail: err.Error()}}}
+			} else {
+				rep = b.Report()
+			}
+		case "podman":
+			rep = podman.Probe(&podman.Options{Image: *image})
+		default:
+			fmt.Fprintf(env.Stderr, "airlock doctor: --backend %q: unknown backend (known: linux, podman)\n", *backend)
+			return exitUsage
 		}
 		if *asJSON {
 			out, _ := json.MarshalIndent(struct {
@@ -49,6 +79,9 @@ Exit status 1 when a required feature is missing.`,
 			fmt.Fprintf(env.Stdout, "%s\n", out)
 		} else {
 			printReport(env, rep)
+			if *backend == "" {
+				printPodmanLine(env)
+			}
 		}
 		if !rep.Ready() {
 			return exitFailure

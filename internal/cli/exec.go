@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -140,6 +141,9 @@ Examples:
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
+		}
+		if c, ok := backend.(io.Closer); ok {
+			defer c.Close()
 		}
 		ran := make(chan struct{})
 		spec.Signal = forwardSignals(env, cmdArgs[0], ran)

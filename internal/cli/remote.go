@@ -98,7 +98,7 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 func execBackend(ctx context.Context, env *Env, gf *grantFlags, g *grant.Grant, records string, envs []string) (sandbox.Backend, error) {
 	rf := gf.remote.fromGrant(g)
 	if rf.endpoint == "" {
-		return nativeBackend(records)
+		return chooseBackend(gf.backend, gf.image, g, records)
 	}
 	if len(envs) > 0 {
 		return nil, errors.New("--env with --remote: the hands get no environment from the broker")

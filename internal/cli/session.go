@@ -34,6 +34,8 @@ type grantFlags struct {
 	sandboxOnly bool
 	// remote picks remote hands for the sandboxes (remote.go).
 	remote remoteFlags
+	// backend and image choose the sandbox backend (chooseBackend).
+	backend, image string
 }
 
 func (f *grantFlags) register(fs *flag.FlagSet) {
@@ -46,6 +48,8 @@ func (f *grantFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.readOnly, "ro", "grant `PATH` read-only (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "let the network reach `HOST[:PORT]` (repeatable; *.suffix allowed)")
 	fs.StringVar(&f.records, "records", "", "records `DIR` for audit logs (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
+	fs.StringVar(&f.backend, "backend", "", "sandbox `BACKEND`: linux (default) or podman (default: the grant's [runner] backend)")
+	fs.StringVar(&f.image, "image", "", "container `IMAGE` for --backend podman, pinned as NAME@sha256:<digest> (default: the grant's [runner] image)")
 	fs.BoolVar(&f.allowUnenforced, "allow-unenforced-limits", false, "run even where the host cannot enforce the memory and process limits (no cgroup this user may manage; see airlock doctor); every result says NOT ENFORCED")
 	f.remote.register(fs)
 }
@@ -120,7 +124,7 @@ func backendFor(env *Env, f *grantFlags, g *grant.Grant, records string) (sandbo
 		b, err := direct.New(nil)
 		return b, g.WorkDir(), err
 	}
-	b, err := nativeBackend(records)
+	b, err := chooseBackend(f.backend, f.image, g, records)
 	return b, "/", err
 }
 

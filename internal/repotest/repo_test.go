@@ -90,6 +90,9 @@ func TestBoundaryImports(t *testing.T) {
 		// The wasm runtime is a backend: wazero, the grant and the wire
 		// contract, never the broker.
 		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		// The Podman container's init: the standard library and the
+		// native sandbox's seccomp filter.
+		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", "golang.org/x/sys/"},
 	}
 	for pkg, ok := range allowed {
 		for _, d := range goList(t, "-deps", pkg) {

@@ -1,0 +1,161 @@
+package podman
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox/podman/inside"
+)
+
+// Paths inside the container that belong to airlock.
+const (
+	// ExeTarget is where the static airlock binary is mounted read-only.
+	ExeTarget = "/.airlock/airlock"
+	// ProxyTarget is where the directory of the egress proxy's socket is
+	// mounted.
+	ProxyTarget = "/.airlock/proxy"
+	// Mode is the argument that starts the airlock binary as the
+	// container's init (package inside).
+	Mode = inside.Mode
+	// LabelBroker labels every container with the broker that started it
+	// ("PID:STARTTIME"), so a later broker removes those of a dead one.
+	LabelBroker = "io.airlock.broker"
+)
+
+// IDMap is the user namespace mapping of every container: container ids
+// 0..IDCount-1 are host ids IDBase.., so container root is not host root.
+const (
+	IDBase  = 100000
+	IDCount = 65536
+)
+
+// nproc is RLIMIT_NPROC in the container. It is counted per host uid, so
+// across every container of the mapping; the pids cgroup is the real
+// bound. Podman cannot set it higher than conmon's own limit.
+const nproc = 16384
+
+// Bind is one mount of the container: a host Source (a staged mount,
+// already idmapped) at Target.
+type Bind struct {
+	Source, Target string
+	Writable       bool
+}
+
+// Invocation is everything Args renders into Podman's argument list.
+type Invocation struct {
+	Runtime string // OCI runtime (runc); empty for Podman's default
+	Name    string // container name
+	Broker  string // LabelBroker value
+	Image   string // NAME@sha256:...
+	Exe     string // host path of the static airlock binary
+	Binds   []Bind
+	// ProxyDir is the host directory (staged) holding the proxy socket
+	// ProxySock (a base name); empty for no egress.
+	ProxyDir, ProxySock string
+	ProxyPort           int
+	Wall                time.Duration
+	MemoryBytes         int64
+	Pids                int
+	FileBytes           int64
+	TmpBytes            int64
+	OpenFiles           int
+	Env                 []string
+	Cwd                 string
+	Command             []string // empty: the runner (tool mode)
+}
+
+// unsafeInMount reports whether p cannot be carried by Podman's --mount
+// and --tmpfs syntax (fields split on ',', volumes on ':').
+func unsafeInMount(p string) bool { return strings.ContainsAny(p, ",:\n") }
+
+// MountPathError is a path Podman's mount syntax cannot carry safely.
+type MountPathError struct{ Path string }
+
+func (e *MountPathError) Error() string {
+	return fmt.Sprintf("path %q cannot be mounted into a Podman container: it contains ':' or ',', which Podman's mount syntax would split; rename it, or use the native backend", e.Path)
+}
+
+// Args returns the arguments of `podman` for inv. It is the only place
+// the container's isolation flags are decided.
+func Args(inv *Invocation) ([]string, error) {
+	for _, p := range []string{inv.Exe, inv.Cwd, inv.ProxyDir} {
+		if unsafeInMount(p) {
+			return nil, &MountPathError{Path: p}
+		}
+	}
+	var a []string
+	if inv.Runtime != "" {
+		a = append(a, "--runtime", inv.Runtime)
+	}
+	secs := int64((inv.Wall + time.Second - 1) / time.Second)
+	a = append(a, "run", "--rm", "--interactive",
+		"--name", inv.Name,
+		"--label", LabelBroker+"="+inv.Broker,
+		"--pull", "never",
+		"--log-driver", "passthrough",
+		"--network", "none",
+		"--no-hosts",
+		"--hostname", "airlock",
+		"--ipc", "private",
+		"--pid", "private",
+		"--uts", "private",
+		"--cgroupns", "private",
+		"--read-only",
+		"--read-only-tmpfs=false",
+		"--cap-drop", "all",
+		"--security-opt", "no-new-privileges",
+		"--uidmap", fmt.Sprintf("0:%d:%d", IDBase, IDCount),
+		"--gidmap", fmt.Sprintf("0:%d:%d", IDBase, IDCount),
+		"--memory", strconv.FormatInt(inv.MemoryBytes, 10),
+		"--memory-swap", strconv.FormatInt(inv.MemoryBytes, 10),
+		"--pids-limit", strconv.Itoa(inv.Pids),
+		"--ulimit", fmt.Sprintf("nofile=%d:%d", inv.OpenFiles, inv.OpenFiles),
+		"--ulimit", fmt.Sprintf("fsize=%d:%d", inv.FileBytes, inv.FileBytes),
+		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
+		"--ulimit", "core=0:0",
+		// conmon kills the container at this time even if the broker died.
+		"--timeout", strconv.FormatInt(secs+5, 10),
+		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),
+		"--systemd", "false",
+		"--unsetenv-all",
+	)
+	for _, kv := range inv.Env {
+		if !strings.Contains(kv, "=") || strings.HasPrefix(kv, "=") {
+			return nil, fmt.Errorf("environment entry %q is not KEY=VALUE", kv)
+		}
+		a = append(a, "--env", kv)
+	}
+	if inv.Cwd != "" {
+		a = append(a, "--workdir", inv.Cwd)
+	}
+	a = append(a, "--mount", "type=bind,src="+inv.Exe+",dst="+ExeTarget+",ro")
+	if inv.ProxyDir != "" {
+		a = append(a, "--mount", "type=bind,src="+inv.ProxyDir+",dst="+ProxyTarget)
+	}
+	for _, b := range inv.Binds {
+		if unsafeInMount(b.Source) {
+			return nil, &MountPathError{Path: b.Source}
+		}
+		if unsafeInMount(b.Target) {
+			return nil, &MountPathError{Path: b.Target}
+		}
+		m := "type=bind,src=" + b.Source + ",dst=" + b.Target
+		if b.Writable {
+			m += ",rw"
+		} else {
+			m += ",ro"
+		}
+		a = append(a, "--mount", m)
+	}
+	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10))
+	if inv.ProxyDir != "" {
+		a = append(a, "--proxy", ProxyTarget+"/"+inv.ProxySock, "--proxy-port", strconv.Itoa(inv.ProxyPort))
+	}
+	if len(inv.Command) > 0 {
+		a = append(a, "--")
+		a = append(a, inv.Command...)
+	}
+	return a, nil
+}

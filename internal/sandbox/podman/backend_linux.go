@@ -1,0 +1,505 @@
+package podman
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
+)
+
+// Options configure the backend. New copies them.
+type Options struct {
+	// Image is the container image, NAME@sha256:<digest>; a tag is refused.
+	Image string
+	// Podman is the podman program; empty means "podman" on PATH.
+	Podman string
+	// Runtime is the OCI runtime Podman uses; empty means "runc", which
+	// works where crun refuses the host's cgroup layout.
+	Runtime string
+	// Executable is the static airlock binary mounted as the container's
+	// init; empty means the running binary, which must then be static
+	// (built with CGO_ENABLED=0).
+	Executable string
+	// StateDir is where each call's mounts are staged (a directory made
+	// beneath it, root-only); empty means the system's temporary directory.
+	StateDir string
+	// Logger receives debug records; nil discards.
+	Logger *slog.Logger
+}
+
+// Defaults where a Limits field is zero, as on the native backend.
+const (
+	DefaultWall        = 60 * time.Second
+	DefaultMemoryBytes = 1 << 30
+	DefaultPids        = 256
+	DefaultOutputBytes = 16 << 20
+	DefaultFileBytes   = 1 << 30
+	DefaultTmpBytes    = 64 << 20
+	DefaultOpenFiles   = 1024
+)
+
+// Backend runs each Spec in a fresh Podman container. It is safe for
+// concurrent use.
+type Backend struct {
+	log     *slog.Logger
+	podman  string
+	runtime string
+	image   string
+	exe     string
+	stage   string // root-only directory holding each call's staging
+	userns  int
+	holds   placeholders
+	broker  string
+	opts    Options
+	seq     atomic.Uint64
+	ran     atomic.Int64 // ns from start to podman's exit, last call (for the debug log)
+	closing sync.Once
+
+	reportOnce sync.Once
+	report     sandbox.Report
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// fixInstall says how to get Podman working here.
+const fixInstall = "install podman and runc (apt-get install podman runc) and run airlock as root"
+
+// New checks the host (podman, the runtime, a static airlock binary,
+// idmapped mounts) and removes the containers of brokers that died.
+func New(opts *Options) (*Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := grant.CheckImage(o.Image); err != nil {
+		if pinned := pinnedFor(o.Podman, o.Runtime, o.Image); pinned != "" {
+			return nil, fmt.Errorf("%w; this host has it as %s", err, pinned)
+		}
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Runtime == "" {
+		o.Runtime = "runc"
+	}
+	b := &Backend{log: o.Logger, runtime: o.Runtime, image: o.Image, userns: -1, opts: o}
+	var err error
+	if b.podman, err = findPodman(o.Podman); err != nil {
+		return nil, err
+	}
+	if b.exe, err = staticExe(o.Executable); err != nil {
+		return nil, err
+	}
+	if _, err := exec.LookPath(b.runtime); err != nil {
+		return nil, &sandbox.MissingFeatureError{Feature: "the OCI runtime " + b.runtime, Reason: err.Error(),
+			Fix: "apt-get install " + b.runtime + " (runc works where crun refuses the host's cgroup layout)"}
+	}
+	if err := b.podmanCmd("image", "exists", b.image).Run(); err != nil {
+		return nil, &RunError{Reason: "image " + b.image + " is not on this host",
+			Fix: "load it (podman pull, podman load or podman import), then pin it by the digest podman reports"}
+	}
+	if os.Geteuid() != 0 {
+		return nil, &sandbox.MissingFeatureError{Feature: "root for the Podman backend", Reason: "idmapped mounts of the grant's paths need CAP_SYS_ADMIN", Fix: "run airlock as root, or use the native backend"}
+	}
+	if b.userns, err = usernsFD(); err != nil {
+		return nil, err
+	}
+	parent := o.StateDir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("making the state directory: %w", err)
+	}
+	sweepStages(parent, b.log)
+	if b.stage, err = os.MkdirTemp(parent, stagePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("making the staging directory: %w", err)
+	}
+	b.broker = brokerID(os.Getpid())
+	b.sweep()
+	return b, nil
+}
+
+// Close releases the backend's user namespace and staging directory.
+func (b *Backend) Close() error {
+	b.closing.Do(func() {
+		if b.userns >= 0 {
+			unix.Close(b.userns)
+		}
+		if b.stage != "" {
+			removeStage(b.stage)
+		}
+	})
+	return nil
+}
+
+func findPodman(p string) (string, error) {
+	if p == "" {
+		p = "podman"
+	}
+	path, err := exec.LookPath(p)
+	if err != nil {
+		return "", &sandbox.MissingFeatureError{Feature: "podman", Reason: err.Error(), Fix: fixInstall}
+	}
+	return path, nil
+}
+
+// staticExe resolves the airlock binary and checks it has no ELF
+// interpreter, so it runs in any image.
+func staticExe(p string) (string, error) {
+	if p == "" {
+		var err error
+		if p, err = os.Executable(); err != nil {
+			return "", fmt.Errorf("finding the airlock binary: %w", err)
+		}
+	}
+	p, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("resolving the airlock binary: %w", err)
+	}
+	f, err := elf.Open(p)
+	if err != nil {
+		return "", fmt.Errorf("reading the airlock binary %q: %w", p, err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return "", &sandbox.MissingFeatureError{Feature: "a static airlock binary for the container", Reason: p + " is dynamically linked",
+				Fix: "build airlock with CGO_ENABLED=0 (go build ./cmd/airlock)"}
+		}
+	}
+	return p, nil
+}
+
+// pinnedFor returns ref pinned by the digest of the image this host has
+// under that name, or "" when it has none.
+func pinnedFor(podman, runtime, ref string) string {
+	if ref == "" || strings.Contains(ref, "@") {
+		return ""
+	}
+	if podman == "" {
+		podman = "podman"
+	}
+	if runtime == "" {
+		runtime = "runc"
+	}
+	out, err := exec.Command(podman, "--runtime", runtime, "image", "inspect", "--format", "{{.Digest}}", ref).Output()
+	d := strings.TrimSpace(string(out))
+	if err != nil || !strings.HasPrefix(d, "sha256:") {
+		return ""
+	}
+	name := ref
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name = name[:i]
+	}
+	if grant.CheckImage(name+"@"+d) != nil {
+		return ""
+	}
+	return name + "@" + d
+}
+
+// brokerID is "PID:STARTTIME" of process pid, or "" when it is gone.
+func brokerID(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return strconv.Itoa(pid) + ":" + f[19]
+}
+
+// sweep removes the containers labelled by a broker that is gone.
+func (b *Backend) sweep() {
+	out, err := exec.Command(b.podman, "--runtime", b.runtime, "ps", "--all", "--filter", "label="+LabelBroker,
+		"--format", `{{.ID}} {{index .Labels "`+LabelBroker+`"}}`).Output()
+	if err != nil {
+		b.log.Debug("listing airlock containers", "err", err)
+		return
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, owner, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		pidS, _, _ := strings.Cut(owner, ":")
+		pid, err := strconv.Atoi(pidS)
+		if err == nil && pid > 0 && brokerID(pid) == owner {
+			continue // its broker lives
+		}
+		if err := exec.Command(b.podman, "--runtime", b.runtime, "rm", "--force", "--ignore", id).Run(); err != nil {
+			b.log.Warn("removing a dead broker's container", "id", id, "err", err)
+		}
+	}
+}
+
+type limits struct {
+	wall               time.Duration
+	mem, out, fsz, tmp int64
+	pids, files        int
+}
+
+func withDefaults(l sandbox.Limits) limits {
+	d := limits{wall: l.Wall, mem: l.MemoryBytes, pids: l.Pids, out: l.OutputBytes, fsz: l.FileBytes, tmp: l.TmpBytes, files: l.OpenFiles}
+	def := func(v *int64, x int64) {
+		if *v <= 0 {
+			*v = x
+		}
+	}
+	if d.wall <= 0 {
+		d.wall = DefaultWall
+	}
+	def(&d.mem, DefaultMemoryBytes)
+	def(&d.out, DefaultOutputBytes)
+	def(&d.fsz, DefaultFileBytes)
+	def(&d.tmp, DefaultTmpBytes)
+	if d.pids <= 0 {
+		d.pids = DefaultPids
+	}
+	if d.files <= 0 {
+		d.files = DefaultOpenFiles
+	}
+	return d
+}
+
+// features are what every container of this backend has.
+var features = []string{"cap-drop-all", "cgroups", "idmapped-mounts", "ipcns", "mountns", "netns", "no-new-privs", "pidns", "read-only-root", "seccomp", "userns", "utsns"}
+
+// Run runs spec in a fresh container; see sandbox.Backend.
+func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	start := time.Now()
+	if spec.TTY {
+		return nil, errors.New("the podman backend gives no terminal: use the native backend for a terminal")
+	}
+	l := withDefaults(spec.Limits)
+	dir, err := os.MkdirTemp(b.stage, "call-")
+	if err != nil {
+		return nil, fmt.Errorf("staging the call: %w", err)
+	}
+	st, err := b.build(spec, dir)
+	staged := time.Since(start)
+	if err != nil {
+		removeStage(dir)
+		return nil, err
+	}
+	defer func() {
+		st.release()
+		b.holds.release(st.held)
+	}()
+	name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
+	inv := &Invocation{Runtime: b.runtime, Name: name, Broker: b.broker, Image: b.image, Exe: st.exe, Binds: st.binds,
+		ProxyDir: st.proxy, ProxyPort: spec.Network.ProxyPort, Wall: l.wall, MemoryBytes: l.mem, Pids: l.pids,
+		FileBytes: l.fsz, TmpBytes: l.tmp, OpenFiles: l.files, Env: spec.Env, Cwd: spec.Cwd, Command: spec.Command}
+	if st.proxy != "" {
+		inv.ProxySock = filepath.Base(spec.Network.ProxySocket)
+	}
+	args, err := Args(inv)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.run(ctx, spec, args, name, l, start)
+	b.log.Debug("podman call done", "name", name, "stage_ns", staged.Nanoseconds(), "run_ns", b.ran.Load(), "total_ns", time.Since(start).Nanoseconds())
+	return res, err
+}
+
+// run starts podman and relays, enforces and classifies.
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, name string, l limits, start time.Time) (*sandbox.Result, error) {
+	cmd := exec.Command(b.podman, args...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, &RunError{Reason: err.Error(), Fix: fixInstall}
+	}
+	setup := time.Since(start)
+	exited := make(chan struct{}) // closed once podman run has exited
+	var why atomic.Value
+	var killOnce sync.Once
+	kill := func(reason string) {
+		killOnce.Do(func() {
+			why.Store(reason)
+			go b.signal(name, "KILL", exited)
+		})
+	}
+	timer := time.AfterFunc(l.wall, func() { kill("time") })
+	defer timer.Stop()
+	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
+	defer stopCtx()
+	done := make(chan struct{})
+	defer close(done)
+	if spec.Stop != nil {
+		go func() {
+			select {
+			case <-spec.Stop:
+				b.signal(name, "TERM", exited)
+			case <-done:
+			}
+		}()
+	}
+	if spec.Signal != nil && len(spec.Command) > 0 {
+		go func() {
+			for {
+				select {
+				case s := <-spec.Signal:
+					switch s {
+					case syscall.SIGKILL:
+						kill("signal")
+					case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
+						b.signal(name, strconv.Itoa(int(s)), exited)
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		if spec.Stdin != nil {
+			_, _ = io.Copy(stdin, spec.Stdin)
+		}
+		stdin.Close()
+	}()
+	var truncated atomic.Bool
+	head := &headBuffer{max: 4096}
+	var wg sync.WaitGroup
+	relay := func(dst io.Writer, src io.Reader) {
+		defer wg.Done()
+		_, _, _ = sandbox.CopyCapped(dst, src, l.out, func() {
+			truncated.Store(true)
+			kill("output")
+		})
+	}
+	wg.Add(2)
+	go relay(spec.Stdout, stdout)
+	go relay(io.MultiWriter(head, orDiscard(spec.Stderr)), stderr)
+	wg.Wait()
+	werr := cmd.Wait()
+	close(exited)
+	b.ran.Store(time.Since(start).Nanoseconds())
+	reason, _ := why.Load().(string)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		code = ee.ExitCode()
+	}
+	if reason != "" || werr != nil && (ee == nil || code >= 125) {
+		// Killed, or podman failed or was killed itself: make sure no
+		// container of this call survives it (on a normal exit, podman
+		// run --rm has removed it already).
+		_ = b.podmanCmd("rm", "--force", "--ignore", name).Run()
+	}
+	if reason == "ctx" {
+		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
+	}
+	if ee == nil && werr != nil {
+		return nil, fmt.Errorf("waiting for podman: %w", werr)
+	}
+	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(),
+		Isolation: wire.Isolation{Backend: "podman", Features: append([]string(nil), features...)}}
+	switch {
+	case reason == "time":
+		res.ExitCode, res.Signal, res.Limit, res.LimitsHit = -1, int(syscall.SIGKILL), sandbox.LimitTime, []string{sandbox.LimitTime}
+		if res.OutputTruncated {
+			res.LimitsHit = append(res.LimitsHit, sandbox.LimitOutput)
+		}
+		return res, nil
+	case podmanFailed(code, len(spec.Command) == 0, head.Bytes()):
+		return nil, runError(code, head.Bytes())
+	case code > 128 && code < 128+65:
+		res.ExitCode, res.Signal = -1, code-128
+	default:
+		res.ExitCode = code
+	}
+	if res.OutputTruncated {
+		res.Limit, res.LimitsHit = sandbox.LimitOutput, []string{sandbox.LimitOutput}
+	}
+	return res, nil
+}
+
+// signal sends sig to the container name, trying again while it does not
+// exist yet (a stop or a deadline during creation is delivered once it
+// starts) until podman run has exited.
+func (b *Backend) signal(name, sig string, exited <-chan struct{}) {
+	for {
+		if b.podmanCmd("kill", "--signal", sig, name).Run() == nil {
+			return
+		}
+		select {
+		case <-exited:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Backend) podmanCmd(args ...string) *exec.Cmd {
+	return exec.Command(b.podman, append([]string{"--runtime", b.runtime}, args...)...)
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) Bytes() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return bytes.Clone(h.buf.Bytes())
+}

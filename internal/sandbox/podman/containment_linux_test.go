@@ -1,0 +1,264 @@
+package podman
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// sh runs a shell command in a container through b and returns its output.
+func sh(t *testing.T, b *Backend, spec *sandbox.Spec, script string) (string, *sandbox.Result) {
+	t.Helper()
+	s := *spec
+	s.Command = []string{"/bin/sh", "-c", script}
+	var out bytes.Buffer
+	s.Stdout, s.Stderr = &out, &out
+	res, err := b.Run(context.Background(), &s)
+	if err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return out.String(), res
+}
+
+func TestLiveContainment(t *testing.T) {
+	b := newLive(t)
+	work := t.TempDir()
+	spec := baseSpec(work)
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		// Only loopback: no interface leads anywhere.
+		{"no network", "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '", "lo\n"},
+		{"read-only root", "touch /x 2>&1; touch /bin/x 2>&1; echo done", "Read-only file system"},
+		{"no capabilities", "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status", "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n"},
+		{"no new privileges, seccomp", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status", "NoNewPrivs:\t1\nSeccomp:\t2\n"},
+		{"container root is not host root", "cat /proc/self/uid_map | tr -s ' '", " 0 100000 65536\n"},
+		{"host paths absent", "ls /home /root /etc/shadow 2>&1 | head -3", "No such file"},
+		{"tmp is private and sized", "df -k /tmp | tail -1", "65536"},
+		// airlock's seccomp filter on top of Podman's profile.
+		{"no nested user namespaces", "unshare -U true 2>&1; echo rc=$?", "Operation not permitted"},
+		// The init is not dumpable: its memory, environment and
+		// descriptors are out of reach.
+		{"init out of reach", "cat /proc/1/environ 2>&1; ls /proc/1/fd 2>&1", "Permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, res := sh(t, b, spec, tc.script)
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("%s: got %q (exit %d), want %q", tc.script, out, res.ExitCode, tc.want)
+			}
+		})
+	}
+}
+
+func TestLiveLimits(t *testing.T) {
+	b := newLive(t)
+	work := t.TempDir()
+	t.Run("processes", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.Pids = 16
+		out, _ := sh(t, b, spec, "for i in $(seq 1 40); do sleep 30 & done 2>&1; echo end")
+		if !strings.Contains(out, "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+			t.Errorf("40 processes under a limit of 16 all started: %q", out)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.MemoryBytes = 32 << 20
+		spec.Limits.TmpBytes = 256 << 20
+		// tmpfs pages are charged to the container: the writer (and, as
+		// the pages stay, likely the whole container) is killed.
+		out, res := sh(t, b, spec, "head -c 128m /dev/zero > /tmp/fill; echo size=$(wc -c < /tmp/fill)")
+		if strings.Contains(out, "size=134217728") {
+			t.Errorf("128 MiB written to tmpfs under a 32 MiB memory limit: %q, %+v", out, res)
+		}
+	})
+	t.Run("output", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.OutputBytes = 4096
+		_, res := sh(t, b, spec, "while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done")
+		if !res.OutputTruncated || res.Limit != sandbox.LimitOutput {
+			t.Errorf("result %+v, want output truncated", res)
+		}
+	})
+	t.Run("time", func(t *testing.T) {
+		spec := baseSpec(work)
+		spec.Limits.Wall = 2 * time.Second
+		marker := "sleep 987653"
+		_, res := sh(t, b, spec, "sleep 987653 & sleep 987653")
+		if res.Limit != sandbox.LimitTime || res.Signal != int(syscall.SIGKILL) {
+			t.Fatalf("result %+v, want killed at the time limit", res)
+		}
+		if n := containersOf(t, b.broker); n != "" {
+			t.Errorf("containers left after the time limit: %s", n)
+		}
+		if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
+			t.Errorf("processes outlived the call: %s", out)
+		}
+	})
+}
+
+// containersOf lists the containers labelled with broker.
+func containersOf(t *testing.T, broker string) string {
+	t.Helper()
+	out, err := exec.Command("podman", "--runtime", "runc", "ps", "--all", "--filter", "label="+LabelBroker+"="+broker, "--format", "{{.Names}}").Output()
+	if err != nil {
+		t.Fatalf("podman ps: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestLiveProtectedPaths: protected paths are read-only, missing ones
+// cannot be created, masks hide, and renaming or removing an ancestor
+// does not carry a protection away (each is a mount point).
+func TestLiveProtectedPaths(t *testing.T) {
+	b := newLive(t)
+	work := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(work, ".git"), 0o755))
+	must(os.WriteFile(filepath.Join(work, ".git", "config"), []byte("[core]\n"), 0o644))
+	must(os.MkdirAll(filepath.Join(work, "secret"), 0o755))
+	must(os.WriteFile(filepath.Join(work, "secret", "key"), []byte("CANARY"), 0o600))
+	spec := baseSpec(work)
+	spec.ReadOnly = []string{filepath.Join(work, ".git", "config"), filepath.Join(work, ".git", "hooks"), filepath.Join(work, ".bashrc"), filepath.Join(work, "a", "b", ".envrc")}
+	spec.ReadOnlyDirs = []string{filepath.Join(work, ".git", "hooks")}
+	spec.Masks = []string{filepath.Join(work, "secret")}
+	script := `cd ` + work + `
+exec 2>/dev/null
+echo evil >> .git/config 2>/dev/null && echo WROTE-CONFIG
+touch .git/hooks/pre-commit 2>/dev/null && echo CREATED-HOOK
+echo evil > .bashrc 2>/dev/null && echo WROTE-BASHRC
+rm -rf .git/hooks 2>/dev/null; [ -d .git/hooks ] || echo REMOVED-HOOKS
+mv .git .git-moved 2>/dev/null && echo MOVED-GIT
+mv a a-moved 2>/dev/null && echo MOVED-A
+mv a/b a/b-moved 2>/dev/null && echo MOVED-B
+echo evil > a/b/.envrc 2>/dev/null && echo WROTE-ENVRC
+cat secret/key 2>/dev/null
+touch secret/x 2>/dev/null && echo WROTE-MASK
+ln .git/config hl 2>/dev/null && echo HARDLINKED-CONFIG
+ln -s .git/config sl && echo evil >> sl 2>/dev/null && echo WROTE-VIA-SYMLINK
+rm -f sl
+cd / && mv ` + work + ` ` + work + `-moved 2>/dev/null && echo MOVED-ROOT
+cd ` + work + `
+echo ok > free.txt && echo FREE-OK`
+	out, res := sh(t, b, spec, script)
+	if res.ExitCode != 0 || strings.TrimSpace(out) != "FREE-OK" {
+		t.Errorf("exit %d, output:\n%s\nwant only FREE-OK", res.ExitCode, out)
+	}
+	// The placeholders are airlock's, not the user's: the tools do not list them.
+	if out, _ := call(t, b, spec, "glob", map[string]any{"pattern": "**"}); strings.Contains(out.Content, ".bashrc") || strings.Contains(out.Content, ".envrc") {
+		t.Errorf("glob lists airlock's placeholders:\n%s", out.Content)
+	}
+	got, _ := os.ReadFile(filepath.Join(work, ".git", "config"))
+	if string(got) != "[core]\n" {
+		t.Errorf(".git/config = %q", got)
+	}
+	for _, p := range []string{".git/hooks", ".bashrc", "a"} {
+		if _, err := os.Lstat(filepath.Join(work, p)); err == nil {
+			t.Errorf("placeholder %s left on the host after the call", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "free.txt")); err != nil {
+		t.Errorf("writable tree not written: %v", err)
+	}
+}
+
+// TestLiveBrokerKilled: a broker killed with SIGKILL mid-call leaves no
+// container once the next backend starts.
+func TestLiveBrokerKilled(t *testing.T) {
+	if os.Getenv("AIRLOCK_PODMAN_HELPER") == "1" {
+		// The broker to kill: it uses the parent's binary and image.
+		b, err := New(&Options{Image: os.Getenv("AIRLOCK_PODMAN_IMAGE"), Executable: os.Getenv("AIRLOCK_PODMAN_EXE")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		work := t.TempDir()
+		spec := baseSpec(work)
+		spec.Command = []string{"/bin/sh", "-c", "echo started; sleep 600"}
+		spec.Stdout = os.Stdout
+		_, _ = b.Run(context.Background(), spec)
+		return
+	}
+	needPodman(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLiveBrokerKilled$", "-test.v")
+	cmd.Env = append(os.Environ(), "AIRLOCK_PODMAN_HELPER=1", "AIRLOCK_PODMAN_IMAGE="+live.img, "AIRLOCK_PODMAN_EXE="+live.exe)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var seen bytes.Buffer
+	for !bytes.Contains(seen.Bytes(), []byte("started")) {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("the helper broker ended before its call started: %v\n%s", err, seen.String())
+		}
+		seen.Write(buf[:n])
+	}
+	broker := brokerID(cmd.Process.Pid)
+	if containersOf(t, broker) == "" {
+		t.Fatal("the helper's container is not listed under its label")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	b := newLive(t) // sweeps the dead broker's containers
+	_ = b
+	if left := containersOf(t, broker); left != "" {
+		t.Errorf("containers of a broker killed with SIGKILL remain after the next start: %s", left)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := stagePrefix + strconv.Itoa(cmd.Process.Pid) + "-"
+	if bytes.Contains(mounts, []byte(stage)) {
+		t.Errorf("staged mounts of the killed broker remain after the next start:\n%s", grepLines(mounts, stage))
+	}
+	if m, _ := filepath.Glob(filepath.Join(os.TempDir(), stage+"*")); len(m) > 0 {
+		t.Errorf("staging directories of the killed broker remain: %v", m)
+	}
+}
+
+func grepLines(data []byte, sub string) string {
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestLiveStopBeforeStart: a stop asked for before the container exists
+// is delivered once it does (the command would otherwise sleep on).
+func TestLiveStopBeforeStart(t *testing.T) {
+	b := newLive(t)
+	spec := baseSpec(t.TempDir())
+	spec.Command = []string{"/bin/sh", "-c", "sleep 987651"}
+	stop := make(chan struct{})
+	close(stop)
+	spec.Stop = stop
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != int(syscall.SIGTERM) {
+		t.Errorf("result %+v, want ended by the stop's SIGTERM", res)
+	}
+}

@@ -1,0 +1,9 @@
+// Package inside is the in-container side of the Podman backend: the init
+// that `airlock __podman` runs as PID 1 of the container. It starts the
+// egress forwarder (127.0.0.1:PORT to the proxy's socket) when asked, ends
+// everything at the deadline even if the broker died, and runs the tool
+// runner in-process or, with a command after "--", the command as a child.
+//
+//	broker ── podman run … IMAGE __podman --deadline S [--proxy SOCK --proxy-port N] [-- CMD…]
+//	init:  forwarder up ▶ non-dumpable + airlock's seccomp filter ▶ runner (stdin frame ▶ stdout frame) or CMD ▶ exit with its code
+package inside

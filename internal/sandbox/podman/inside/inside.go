@@ -1,0 +1,175 @@
+package inside
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Mode is the argument that starts the airlock binary as a container's
+// init.
+const Mode = "__podman"
+
+// ExitSetup is the init's status when it could not set up (bad arguments,
+// no forwarder): the broker reports "could not run".
+const ExitSetup = 125
+
+// Main runs the init with args (after the mode). runTool runs the tool
+// runner on the given streams and returns its exit code.
+func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
+	fs := flag.NewFlagSet("__podman", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	deadline := fs.Int64("deadline", 0, "seconds")
+	proxy := fs.String("proxy", "", "proxy socket")
+	port := fs.Int("proxy-port", 0, "forwarder port")
+	if err := fs.Parse(args); err != nil {
+		return ExitSetup
+	}
+	if *deadline <= 0 {
+		fmt.Fprintln(os.Stderr, "airlock container init: --deadline is required")
+		return ExitSetup
+	}
+	if *proxy != "" {
+		if err := forward(*proxy, *port); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock container init: %v\n", err)
+			return ExitSetup
+		}
+	}
+	if err := lockdown(); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock container init: %v\n", err)
+		return ExitSetup
+	}
+	// At the deadline PID 1 exits, and the kernel kills the rest of the
+	// container: nothing outlives the call even if the broker died.
+	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { os.Exit(128 + int(syscall.SIGKILL)) })
+	if fs.NArg() == 0 {
+		// SIGTERM (the broker's stop) reaches every process of the
+		// container, daemons that left the tool's process group included;
+		// the runner hears it too and cancels the tool.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		var stopped atomic.Bool
+		handled := make(chan struct{})
+		go func() {
+			defer close(handled)
+			for range term {
+				stopped.Store(true)
+				killAll(syscall.SIGTERM)
+			}
+		}()
+		code := runTool(os.Stdin, os.Stdout, os.Stderr)
+		// Every SIGTERM that arrived is handled before stopped is read.
+		signal.Stop(term)
+		close(term)
+		<-handled
+		if stopped.Load() {
+			// Let every process that heard the stop shut down cleanly:
+			// PID 1 exiting would SIGKILL them. The broker's grace, then
+			// its kill, bound the wait.
+			waitAll()
+		}
+		return code
+	}
+	return command(fs.Args())
+}
+
+// command runs argv as a child, passing on SIGTERM, SIGINT and SIGHUP,
+// and returns its status (128+N when killed by signal N).
+func command(argv []string) int {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
+	var stopped atomic.Bool
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		for s := range sigs {
+			if s == syscall.SIGTERM {
+				stopped.Store(true)
+				killAll(syscall.SIGTERM) // every process, as on the native backend
+				continue
+			}
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	err := cmd.Wait()
+	signal.Stop(sigs)
+	close(sigs)
+	<-handled
+	if stopped.Load() {
+		waitAll() // see Main
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 126
+	}
+	return 0
+}
+
+// forward listens on 127.0.0.1:port and bridges each connection to the
+// proxy's Unix socket.
+func forward(sock string, port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("listening for the proxy forwarder: %w", err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go bridge(c, sock)
+		}
+	}()
+	return nil
+}
+
+func bridge(c net.Conn, sock string) {
+	defer c.Close()
+	u, err := net.Dial("unix", sock)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(u, c)
+		if cw, ok := u.(*net.UnixConn); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(c, u)
+		if cw, ok := c.(*net.TCPConn); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}
