@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -287,8 +288,11 @@ func TestMCPRemoteCancel(t *testing.T) {
 	eventually(t, 30*time.Second, "the background sandbox to go", func() bool {
 		return !running(hands, "sleep", "602") && syscall.Kill(hands, 0) != nil
 	})
+	// The cancelled call's record may be written after the next call's:
+	// the client stops waiting at once, the broker only when the hands
+	// confirm the kill.
 	classes, _, _ := auditClasses(t, w.records)
-	if len(classes) != 2 || classes[0] != "cancelled" {
-		t.Errorf("audit classes %v, want cancelled and the background start", classes)
+	if slices.Sort(classes); len(classes) != 2 || classes[0] != "cancelled" || classes[1] != "ok" {
+		t.Errorf("audit classes %v, want cancelled and the background start (ok)", classes)
 	}
 }

@@ -366,10 +366,12 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	defer stopCtx()
 	done := make(chan struct{})
 	defer close(done)
+	var stopSent atomic.Bool
 	if spec.Stop != nil {
 		go func() {
 			select {
 			case <-spec.Stop:
+				stopSent.Store(true)
 				b.signal(name, "TERM", exited)
 			case <-done:
 			}
@@ -446,6 +448,11 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		return nil, runError(code, head.Bytes())
 	case code > 128 && code < 128+65:
 		res.ExitCode, res.Signal = -1, code-128
+	case code == goDiedOfSignal && stopSent.Load():
+		// The stop reached the container's init before it could handle
+		// SIGTERM: the Go runtime of a PID 1 that cannot die of a signal
+		// exits 2 instead. The stop ended the run, before the command.
+		res.ExitCode, res.Signal = -1, int(syscall.SIGTERM)
 	default:
 		res.ExitCode = code
 	}
@@ -454,6 +461,10 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	}
 	return res, nil
 }
+
+// goDiedOfSignal is the status a Go program exits with when a signal it
+// does not handle would kill it but cannot (it is PID 1 of its namespace).
+const goDiedOfSignal = 2
 
 // signal sends sig to the container name, trying again while it does not
 // exist yet (a stop or a deadline during creation is delivered once it
