@@ -17,18 +17,25 @@ func exists(pid int) bool {
 // start returns pid's start time in clock ticks since boot (field 22 of
 // /proc/PID/stat), or "".
 func start(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command may hold spaces
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
+	f := StatFields(pid)
 	if len(f) < 20 {
 		return ""
 	}
 	return f[19]
+}
+
+// StatFields returns the fields of /proc/PID/stat that follow the command
+// name: f[0] is field 3 (the state), so field N of proc(5) is f[N-3]. It
+// returns nil when there is no such process.
+func StatFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command may hold spaces
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/procid"
 )
 
 // userHZ is the unit of the times in /proc/PID/stat (USER_HZ, 100 on every
@@ -37,21 +39,12 @@ func (cg *cgroup) peakMemory() int64 {
 // whole PID namespace, so once the tool has exited this is the sandbox's
 // CPU time but for what is still dying.
 func initCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
+	f := procid.StatFields(pid)
 	if len(f) < 15 {
 		return 0
 	}
 	var ticks int64
-	for _, k := range f[11:15] { // utime, stime, cutime, cstime
+	for _, k := range f[11:15] { // fields 14-17: utime, stime, cutime, cstime
 		n, _ := strconv.ParseInt(k, 10, 64)
 		ticks += n
 	}

@@ -20,7 +20,7 @@ const (
 	// container's init (package inside).
 	Mode = inside.Mode
 	// LabelBroker labels every container with the broker that started it
-	// ("PID:STARTTIME"), so a later broker removes those of a dead one.
+	// (its procid.ID, "PID-STARTTIME"), so a later broker removes those of a dead one.
 	LabelBroker = "io.airlock.broker"
 )
 

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -136,7 +137,7 @@ func New(opts *Options) (*Backend, error) {
 		b.Close()
 		return nil, fmt.Errorf("making the staging directory: %w", err)
 	}
-	b.broker = brokerID(os.Getpid())
+	b.broker = string(procid.Self())
 	b.sweep()
 	return b, nil
 }
@@ -219,24 +220,6 @@ func pinnedFor(podman, runtime, ref string) string {
 	return name + "@" + d
 }
 
-// brokerID is "PID:STARTTIME" of process pid, or "" when it is gone.
-func brokerID(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return strconv.Itoa(pid) + ":" + f[19]
-}
-
 // sweep removes the containers labelled by a broker that is gone.
 func (b *Backend) sweep() {
 	out, err := exec.Command(b.podman, "--runtime", b.runtime, "ps", "--all", "--filter", "label="+LabelBroker,
@@ -250,9 +233,7 @@ func (b *Backend) sweep() {
 		if !ok {
 			continue
 		}
-		pidS, _, _ := strings.Cut(owner, ":")
-		pid, err := strconv.Atoi(pidS)
-		if err == nil && pid > 0 && brokerID(pid) == owner {
+		if procid.ID(owner).Alive() {
 			continue // its broker lives
 		}
 		if err := exec.Command(b.podman, "--runtime", b.runtime, "rm", "--force", "--ignore", id).Run(); err != nil {

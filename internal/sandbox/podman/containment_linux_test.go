@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+
+	"github.com/airlockhq/airlock/internal/procid"
 )
 
 // sh runs a shell command in a container through b and returns its output.
@@ -211,7 +213,7 @@ func TestLiveBrokerKilled(t *testing.T) {
 		}
 		seen.Write(buf[:n])
 	}
-	broker := brokerID(cmd.Process.Pid)
+	broker := string(procid.Of(cmd.Process.Pid))
 	if containersOf(t, broker) == "" {
 		t.Fatal("the helper's container is not listed under its label")
 	}
