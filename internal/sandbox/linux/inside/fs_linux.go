@@ -698,11 +698,6 @@ func ttyPath() (int, error) {
 
 // underWritable reports whether the innermost grant holding p is writable.
 func underWritable(p string, mounts []initproto.Mount) bool {
-	best, w := -1, false
-	for _, m := range mounts {
-		if within(p, m.Target) && len(m.Target) > best {
-			best, w = len(m.Target), m.Writable
-		}
-	}
-	return w
+	m, ok := innermost(p, mounts)
+	return ok && m.Writable
 }
