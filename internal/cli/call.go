@@ -58,12 +58,14 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			return usageError(env, c, "too many arguments (%d): usage: airlock call [flags] TOOL 'JSON-ARGS' (quote the JSON)", n)
 		}
 		toolName, rawArgs := fs.Arg(0), "{}"
-		if names := callableTools(&gf); !slices.Contains(names, toolName) {
-			hint := ""
-			if s := suggest(toolName, names); s != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", s)
+		if _, builtin := tool.Lookup(toolName); !builtin {
+			if names := callableTools(&gf); !slices.Contains(names, toolName) {
+				hint := ""
+				if s := suggest(toolName, names); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				return usageError(env, c, "unknown tool %q%s; tools: %s", toolName, hint, strings.Join(names, ", "))
 			}
-			return usageError(env, c, "unknown tool %q%s; tools: %s", toolName, hint, strings.Join(names, ", "))
 		}
 		if fs.NArg() == 2 {
 			rawArgs = fs.Arg(1)
@@ -164,7 +166,8 @@ func runsInBackground(raw string) bool {
 
 // callableTools names the tools a call may name: airlock's, and the wasm
 // tools of the grant file, if one is given and loads (a grant that does not
-// load is reported when the session opens).
+// load is reported when the session opens). It loads the grant, so it is
+// asked only for a name that is not one of airlock's own tools.
 func callableTools(gf *grantFlags) []string {
 	names := tool.Names()
 	if gf.grantFile == "" {
