@@ -126,7 +126,10 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 }
 
 // candidates lists the host paths hold may create placeholders at for cfg,
-// those this process does not hold already, for the journal.
+// those this process does not hold already, for the journal. It does no
+// I/O: a path that turns out to be the user's own is journalled too, and
+// harmless there, since a sweep removes only marked, empty, unheld
+// placeholders.
 func (p *placeholders) candidates(cfg *initproto.Config) []string {
 	var out []string
 	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
@@ -138,9 +141,7 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 		for i := range parts {
 			host := filepath.Join(m.Source, strings.Join(parts[:i+1], "/"))
 			if p.refs[host] == nil {
-				if _, err := os.Lstat(host); err != nil {
-					out = append(out, host)
-				}
+				out = append(out, host)
 			}
 		}
 	}
