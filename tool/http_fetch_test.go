@@ -63,35 +63,18 @@ format = "Bearer {value}"
 		t.Fatal(err)
 	}
 	w.res = egresstest.NewResolver("a.test", "b.test", "c.test", "d.test", "p.test", "s.test", "a.test.evil.test")
-	p := egress.New(&egress.Options{
-		Policy:   g,
-		Resolver: w.res,
-		OnDecision: func(d egress.Decision) {
-			w.mu.Lock()
-			w.decisions = append(w.decisions, d)
-			w.mu.Unlock()
-		},
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); p.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
-	old := fetchRootCAs
-	fetchRootCAs = ca.Pool()
-	t.Cleanup(func() { fetchRootCAs = old })
-	var uses []wire.SecretUse
-	for _, r := range g.Secrets() {
-		uses = append(uses, wire.SecretUse{Name: r.Name, Header: r.Header, Format: r.Format, Hosts: r.Hosts})
-	}
 	w.env = Env{
 		Root:    "/",
 		Cwd:     "/",
 		Secrets: map[string]string{"TOKEN": testSecret},
-		Egress:  &wire.Egress{Proxy: "http://" + l.Addr().String(), PlainHTTP: g.PlainHTTPHosts(), Secrets: uses},
+		Egress: serveEgress(t, ca, g, egress.Options{
+			Resolver: w.res,
+			OnDecision: func(d egress.Decision) {
+				w.mu.Lock()
+				w.decisions = append(w.decisions, d)
+				w.mu.Unlock()
+			},
+		}),
 	}
 	return w
 }
@@ -353,4 +336,29 @@ func TestHostMatches(t *testing.T) {
 			t.Errorf("hostMatches(%q, %q, %d) = %v, want %v", tt.pattern, tt.host, tt.port, got, tt.want)
 		}
 	}
+}
+
+// serveEgress serves a real egress proxy enforcing g (with o's other
+// options) on loopback until the test ends, makes the tools trust ca
+// meanwhile, and returns what a tool needs to reach the network through it.
+func serveEgress(t *testing.T, ca *egresstest.CA, g *grant.Grant, o egress.Options) *wire.Egress {
+	t.Helper()
+	o.Policy = g
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := egress.New(&o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done })
+	old := fetchRootCAs
+	fetchRootCAs = ca.Pool()
+	t.Cleanup(func() { fetchRootCAs = old })
+	var uses []wire.SecretUse
+	for _, r := range g.Secrets() {
+		uses = append(uses, wire.SecretUse{Name: r.Name, Header: r.Header, Format: r.Format, Hosts: r.Hosts})
+	}
+	return &wire.Egress{Proxy: "http://" + l.Addr().String(), PlainHTTP: g.PlainHTTPHosts(), Secrets: uses}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -105,27 +104,11 @@ format = %[5]q
 		t.Fatal(err)
 	}
 	w.grant = g
-	p := egress.New(&egress.Options{Policy: g, Resolver: egresstest.NewResolver("search.test")})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); p.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
-	old := fetchRootCAs
-	fetchRootCAs = ca.Pool()
-	t.Cleanup(func() { fetchRootCAs = old })
-	var uses []wire.SecretUse
-	for _, r := range g.Secrets() {
-		uses = append(uses, wire.SecretUse{Name: r.Name, Header: r.Header, Format: r.Format, Hosts: r.Hosts})
-	}
 	s := g.WebSearch()
 	w.env = Env{
 		Root: "/", Cwd: "/",
 		Secrets: map[string]string{"SEARCH_KEY": searchKey},
-		Egress:  &wire.Egress{Proxy: "http://" + l.Addr().String(), Secrets: uses},
+		Egress:  serveEgress(t, ca, g, egress.Options{Resolver: egresstest.NewResolver("search.test")}),
 		Search:  &wire.Search{Provider: s.Provider, Endpoint: s.Endpoint},
 	}
 	return w
