@@ -339,7 +339,9 @@ func TestCloseKillsAllBackgroundWork(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if took := time.Since(t0); took > 5*time.Second {
+	// A cap, not a timing: Close sends SIGKILL after the grace instead of
+	// waiting for work that traps SIGTERM.
+	if took := time.Since(t0); took > 60*time.Second {
 		t.Errorf("Close took %v", took)
 	}
 	if pids := processesMatching(t, marker); len(pids) > 0 {

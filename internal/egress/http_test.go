@@ -192,7 +192,9 @@ func TestHTTPHandshakeTimeout(t *testing.T) {
 	io.WriteString(c, "CONNECT a.test:80 HTTP/1.1\r\nHost: a.te") // never finished
 	start := time.Now()
 	got, _ := io.ReadAll(c)
-	if time.Since(start) > 3*time.Second || strings.Contains(string(got), " 200 ") {
+	// A cap, not a timing: the handshake timer, not the 5-minute idle one,
+	// ended the connection.
+	if time.Since(start) > 60*time.Second || strings.Contains(string(got), " 200 ") {
 		t.Fatalf("got %q after %v", got, time.Since(start))
 	}
 	if len(h.dial.dialed()) != 0 {

@@ -288,7 +288,9 @@ func TestSOCKS5HandshakeLimits(t *testing.T) {
 		c.Write([]byte{5, 1}) // never finishes the greeting
 		start := time.Now()
 		got, _ := io.ReadAll(c)
-		if len(got) != 0 || time.Since(start) > 3*time.Second {
+		// A cap, not a timing: the handshake timer, not the 5-minute idle
+		// one, ended the connection.
+		if len(got) != 0 || time.Since(start) > 60*time.Second {
 			t.Fatalf("got %q after %v", got, time.Since(start))
 		}
 	})
