@@ -109,9 +109,6 @@ var searchAdapters = map[string]searchAdapter{
 	"tavily": tavilySearch{},
 }
 
-// errNoKey means the grant attaches no secret to the provider's host.
-var errNoKey = errors.New("no key")
-
 func runWebSearch(ctx context.Context, env Env, a WebSearchArgs) wire.ToolOutput {
 	if env.Search == nil {
 		return Failure("web_search has no provider: the grant does not name one ([tools.web_search] provider = \"brave\" or \"tavily\")")
@@ -156,7 +153,7 @@ func runWebSearch(ctx context.Context, env Env, a WebSearchArgs) wire.ToolOutput
 	req.Header.Set("Accept", "application/json")
 	if f.addSecrets(req, t) == 0 {
 		return searchFailure(env, fmt.Sprintf("web_search has no key for %s: the grant attaches no secret to %s for web_search", env.Search.Provider, t.host),
-			errNoKey.Error(), nil)
+			"the grant binds no secret for web_search to the provider's host", nil)
 	}
 	resp, err := f.client.Do(req)
 	if err != nil {
