@@ -35,6 +35,20 @@ func runPayload(cfg *initproto.Config, status *os.File, sigs chan os.Signal) int
 		report(status, 127, 0)
 		return 127
 	}
+	// The reaper gets its thread now: once the payload runs it may hold
+	// every process the limit allows, and a thread made then would fail
+	// (pthread_create: EAGAIN) and abort the init.
+	var stopping atomic.Bool
+	ended := make(chan [2]int, 1) // exit code, signal
+	pids, ready := make(chan int), make(chan struct{})
+	go func() {
+		close(ready)
+		if pid, ok := <-pids; ok {
+			reap(pid, &stopping, ended)
+		}
+	}()
+	<-ready
+	defer close(pids)
 	wd, _ := os.Getwd()
 	p, err := os.StartProcess(path, cfg.Command, &os.ProcAttr{
 		Dir:   wd,
@@ -50,9 +64,7 @@ func runPayload(cfg *initproto.Config, status *os.File, sigs chan os.Signal) int
 		report(status, code, 0)
 		return code
 	}
-	var stopping atomic.Bool
-	ended := make(chan [2]int, 1) // exit code, signal
-	go reap(p.Pid, &stopping, ended)
+	pids <- p.Pid
 	for {
 		select {
 		case s := <-sigs:
