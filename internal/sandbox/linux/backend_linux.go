@@ -397,10 +397,11 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 	var err error
 	if b.cg.version != 0 {
 		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), cgroupSeq.Add(1))
-		x.cg, err = b.cg.create(name, l.mem, l.pids+initThreads)
+		x.cg, err = b.cg.create(name, l.mem, l.pids, initThreads)
 		if err != nil {
 			return nil, nil, err
 		}
+		cfg.PayloadPids = l.pids
 		x.iso.Features = append(x.iso.Features, b.cg.features()...)
 	} else {
 		// Run let this through only with Limits.AllowUnenforced.
@@ -441,7 +442,14 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 // initproto up to the Ready status: clone, cgroup placement, config.
 func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) (*sandbox.Result, error) {
 	t0 := mono()
-	c, err := b.start(x.cfg.TTY, x.rows, x.cols)
+	var cgFiles []*os.File
+	if x.cg != nil {
+		var err error
+		if cgFiles, err = x.cg.initFiles(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles)
 	if err != nil {
 		return nil, err
 	}
@@ -808,8 +816,8 @@ func (c *child) closeHost() {
 
 // start clones the init into its namespaces, with a pseudo-terminal as
 // its standard streams when tty is set.
-func (b *Backend) start(tty bool, rows, cols uint16) (*child, error) {
-	c := &child{}
+func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File) (*child, error) {
+	c := &child{closeOne: cgFiles}
 	ok := false
 	defer func() {
 		for _, f := range c.closeOne {
@@ -886,7 +894,7 @@ func (b *Backend) start(tty bool, rows, cols uint16) (*child, error) {
 		// the all-threads credential changes cheaper (tool mode raises
 		// GOMAXPROCS again once locked down).
 		Env:   []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0", "GOMAXPROCS=1"},
-		Files: []*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe},
+		Files: append([]*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe}, cgFiles...),
 		Sys:   attr,
 	})
 	if err != nil {

@@ -272,11 +272,26 @@ func (h cgroupHost) features() []string {
 	return nil
 }
 
-// cgroup is one sandbox's cgroup (a directory per hierarchy).
+// cgroup is one sandbox's cgroup (a directory per hierarchy), with two
+// children in the pids hierarchy: payloadLeaf, where the init starts the
+// command under the call's own process limit, and (v2 only, whose
+// "no internal processes" rule keeps the sandbox's cgroup empty once it
+// hands pids to children) initLeaf, where the init lives. The sandbox's
+// cgroup holds the memory limit and a process limit a few higher, for the
+// init's threads: a command holding every process it may have cannot keep
+// the init from making one.
 type cgroup struct {
 	host cgroupHost
 	dirs []string
+	// payload and home are the payload's directory and the init's, in the
+	// pids hierarchy.
+	payload, home string
 }
+
+const (
+	payloadLeaf = "payload"
+	initLeaf    = "init"
+)
 
 func writeFile(p, v string) error {
 	if err := os.WriteFile(p, []byte(v), 0); err != nil {
@@ -285,8 +300,9 @@ func writeFile(p, v string) error {
 	return nil
 }
 
-// create makes the cgroup and sets its limits.
-func (h cgroupHost) create(name string, mem int64, pids int) (*cgroup, error) {
+// create makes the cgroup and its leaves and sets their limits: mem and
+// pids+extra for the sandbox, pids for the payload.
+func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, error) {
 	cg := &cgroup{host: h}
 	for _, p := range h.parents() {
 		d := filepath.Join(p, name)
@@ -296,20 +312,24 @@ func (h cgroupHost) create(name string, mem int64, pids int) (*cgroup, error) {
 		}
 		cg.dirs = append(cg.dirs, d)
 	}
+	total := strconv.Itoa(pids + extra)
 	var err error
 	switch h.version {
 	case 2:
 		d := cg.dirs[0]
+		cg.payload, cg.home = filepath.Join(d, payloadLeaf), filepath.Join(d, initLeaf)
 		err = errors.Join(
 			writeFile(filepath.Join(d, "memory.max"), strconv.FormatInt(mem, 10)),
-			writeFile(filepath.Join(d, "pids.max"), strconv.Itoa(pids)))
+			writeFile(filepath.Join(d, "pids.max"), total))
 		if err == nil {
 			_ = writeFile(filepath.Join(d, "memory.swap.max"), "0")
+			err = errors.Join(mkdir(cg.home), mkdir(cg.payload), enableControllers(d, []string{"pids"}))
 		}
 	case 1:
+		cg.payload, cg.home = filepath.Join(cg.dirs[1], payloadLeaf), cg.dirs[1]
 		err = errors.Join(
 			writeFile(filepath.Join(cg.dirs[0], "memory.limit_in_bytes"), strconv.FormatInt(mem, 10)),
-			writeFile(filepath.Join(cg.dirs[1], "pids.max"), strconv.Itoa(pids)))
+			writeFile(filepath.Join(cg.dirs[1], "pids.max"), total))
 		if err == nil {
 			// No swap: memsw equal to the limit (absent without swap accounting).
 			sw := filepath.Join(cg.dirs[0], "memory.memsw.limit_in_bytes")
@@ -317,6 +337,12 @@ func (h cgroupHost) create(name string, mem int64, pids int) (*cgroup, error) {
 				err = writeFile(sw, strconv.FormatInt(mem, 10))
 			}
 		}
+		if err == nil {
+			err = mkdir(cg.payload)
+		}
+	}
+	if err == nil {
+		err = writeFile(filepath.Join(cg.payload, "pids.max"), strconv.Itoa(pids))
 	}
 	if err != nil {
 		cg.destroy()
@@ -325,14 +351,47 @@ func (h cgroupHost) create(name string, mem int64, pids int) (*cgroup, error) {
 	return cg, nil
 }
 
-// add moves pid (all its threads) into the cgroup.
+func mkdir(d string) error {
+	if err := os.Mkdir(d, 0o755); err != nil {
+		return fmt.Errorf("creating cgroup %s: %w", d, err)
+	}
+	return nil
+}
+
+// add moves pid (all its threads) into the cgroup: into its init leaf on
+// cgroup v2.
 func (cg *cgroup) add(pid int) error {
-	for _, d := range cg.dirs {
+	dirs := cg.dirs
+	if cg.host.version == 2 {
+		dirs = []string{cg.home}
+	}
+	for _, d := range dirs {
 		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// initFiles opens, for the init, the files at initproto.PayloadProcsFD,
+// PayloadPidsFD and InitProcsFD, in that order.
+func (cg *cgroup) initFiles() ([]*os.File, error) {
+	var fs []*os.File
+	for _, p := range []string{
+		filepath.Join(cg.payload, "cgroup.procs"),
+		filepath.Join(cg.payload, "pids.max"),
+		filepath.Join(cg.home, "cgroup.procs"),
+	} {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range fs {
+				f.Close()
+			}
+			return nil, fmt.Errorf("opening %s for the sandbox init: %w", p, err)
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
 }
 
 // counter reads "key N" from a flat keyed file.
@@ -366,15 +425,22 @@ func (cg *cgroup) memoryHit() bool {
 	return false
 }
 
-// pidsMaxHits reports how often a fork failed on pids.max.
+// pidsMaxHits reports how often a fork failed on a pids.max: the kernel
+// counts it in the cgroup of the process that forked (the payload's, or
+// the init's).
 func (cg *cgroup) pidsMaxHits() int64 {
+	var dirs []string
 	switch cg.host.version {
 	case 2:
-		return counter(filepath.Join(cg.dirs[0], "pids.events"), "max")
+		dirs = []string{cg.dirs[0], cg.home, cg.payload}
 	case 1:
-		return counter(filepath.Join(cg.dirs[1], "pids.events"), "max")
+		dirs = []string{cg.dirs[1], cg.payload}
 	}
-	return 0
+	var n int64
+	for _, d := range dirs {
+		n += counter(filepath.Join(d, "pids.events"), "max")
+	}
+	return n
 }
 
 func procsOf(dir string) []int {
@@ -392,32 +458,46 @@ func procsOf(dir string) []int {
 }
 
 // destroy kills anything left, waits until the cgroup is empty and removes
-// it, retrying on EBUSY.
+// it with its leaves, retrying on EBUSY.
 func (cg *cgroup) destroy() error {
 	if cg == nil {
 		return nil
 	}
 	var errs []error
 	for _, d := range cg.dirs {
-		if cg.host.version == 2 {
-			_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
+		errs = append(errs, removeCgroup(d, cg.host.version))
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroup removes the cgroup directory d, its child cgroups first,
+// killing every process in them.
+func removeCgroup(d string, version int) error {
+	var errs []error
+	if ents, err := os.ReadDir(d); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				errs = append(errs, removeCgroup(filepath.Join(d, e.Name()), version))
+			}
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			procs := procsOf(d)
-			for _, p := range procs {
-				_ = unix.Kill(p, unix.SIGKILL)
-			}
-			err := unix.Rmdir(d)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				break
-			}
-			if time.Now().After(deadline) {
-				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
-				break
-			}
-			time.Sleep(time.Millisecond)
+	}
+	if version == 2 {
+		_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, p := range procsOf(d) {
+			_ = unix.Kill(p, unix.SIGKILL)
 		}
+		err := unix.Rmdir(d)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			break
+		}
+		if time.Now().After(deadline) {
+			errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	return errors.Join(errs...)
 }
@@ -440,11 +520,7 @@ func (h cgroupHost) sweep() {
 			if err := unix.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
 				continue // broker alive
 			}
-			old := &cgroup{host: h, dirs: []string{filepath.Join(p, e.Name())}}
-			if h.version == 1 {
-				old.host.version = 1
-			}
-			_ = old.destroy()
+			_ = removeCgroup(filepath.Join(p, e.Name()), h.version)
 		}
 	}
 }

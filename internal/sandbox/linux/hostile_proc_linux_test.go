@@ -2,9 +2,11 @@ package linux_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +43,8 @@ func TestHostile11ForkBomb(t *testing.T) {
 		t.Errorf("fork bomb ran %v, past its 4s deadline", bomb.res.Duration)
 	}
 	if bomb.res.Limit != "time" || !slices.Equal(bomb.res.LimitsHit, []string{"time", "processes"}) {
-		t.Errorf("Limit = %q, LimitsHit = %q; want time, and [time processes]", bomb.res.Limit, bomb.res.LimitsHit)
+		t.Errorf("Limit = %q, LimitsHit = %q (exit %d, signal %d, after %v, stderr %q); want time, and [time processes]",
+			bomb.res.Limit, bomb.res.LimitsHit, bomb.res.ExitCode, bomb.res.Signal, bomb.res.Duration, tail(bomb.stderr, 2000))
 	}
 	waitNoProcs(t, "987611")
 }
@@ -266,4 +269,53 @@ func TestOutputLimit(t *testing.T) {
 	if !o.res.OutputTruncated || o.res.Limit != "output" || len(o.stdout) != 1000 {
 		t.Fatalf("truncated %v limit %q len %d", o.res.OutputTruncated, o.res.Limit, len(o.stdout))
 	}
+}
+
+// tail is the last n bytes of s, for an error message.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// The process limit is the command's own: a command may hold exactly
+// Limits.Pids processes (itself included), however many threads the init
+// has, and holding them all leaves the init able to make threads (the
+// init is not in the command's cgroup). Each run ends with the command,
+// reported by a live init.
+func TestPayloadProcessLimitExact(t *testing.T) {
+	b := backend(t)
+	if !hasCgroups(b) {
+		requireFeature(t, "cgroups (pids.max)")
+	}
+	needPython(t)
+	for _, pids := range []int{1, 2, 5, 40} {
+		t.Run(strconv.Itoa(pids), func(t *testing.T) {
+			o := run(t, &sandbox.Spec{
+				Limits: sandbox.Limits{Pids: pids},
+				Command: []string{"python3", "-c", `
+import os, time
+n = 0
+try:
+    while n < 500:
+        if os.fork() == 0:
+            time.sleep(987670)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print(n)
+`},
+			})
+			want := fmt.Sprintf("%d\n", pids-1)
+			if o.stdout != want || o.res.ExitCode != 0 {
+				t.Fatalf("forked %q (exit %d, stderr %q), want %q: the command's own limit is %d", o.stdout, o.res.ExitCode, tail(o.stderr, 2000), want, pids)
+			}
+			if pids > 1 && !slices.Equal(o.res.LimitsHit, []string{"processes"}) {
+				t.Errorf("LimitsHit %q, want [processes]", o.res.LimitsHit)
+			}
+		})
+	}
+	waitNoProcs(t, "987670")
 }

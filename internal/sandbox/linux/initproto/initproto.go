@@ -10,6 +10,7 @@
 //	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
 //	 |  exec /proc/self/fd/5 (sealed memfd) ------>|  close fd 5, CLOEXEC fds > 2
 //	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
+//	 |  (v2: into its init leaf)                   |
 //	 |  write Config JSON on fd 3 ---------------->|  decode Config
 //	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits,
 //	 |                                             |  empty bounding and ambient sets,
@@ -24,7 +25,8 @@
 //	 |                                             |  pivot_root, clear all capabilities,
 //	 |                                             |  Landlock, seccomp
 //	 |<------------- Status{Ready} on fd 4 --------|  (or Status{Error}, then exit 125)
-//	 |  copy stdout/stderr, enforce limits         |  run the payload, reap, forward signals
+//	 |  copy stdout/stderr, enforce limits         |  run the payload (in the payload cgroup,
+//	 |                                             |  fds 6-8), reap, forward signals
 //	 |<------------- Status{Exit} on fd 4 ---------|  then exit (tool mode: after killing
 //	 |                                             |  the rest and closing fds 0-2)
 //	 |  wait, read cgroup events, remove cgroups   |
@@ -44,6 +46,17 @@ const (
 	ConfigFD = 3 // read end of the config pipe
 	StatusFD = 4 // write end of the status pipe
 	ExeFD    = 5 // the sealed memfd holding the airlock binary (closed at once)
+
+	// With cgroups (Config.PayloadPids set), the host passes three files
+	// it opened for writing, so the init can start the command in a cgroup
+	// of its own below the sandbox's: the payload's cgroup.procs and
+	// pids.max, and the cgroup.procs of the init's own cgroup. Otherwise
+	// these descriptors are closed.
+	PayloadProcsFD = 6
+	PayloadPidsFD  = 7
+	InitProcsFD    = 8
+	// LastFD is the highest descriptor of the protocol.
+	LastFD = InitProcsFD
 )
 
 // ProxyMount is where the proxy socket appears inside the sandbox.
@@ -90,6 +103,12 @@ type Config struct {
 	AddressSpace int64 `json:"address_space"`
 	OpenFiles    int   `json:"open_files"`
 	Procs        int   `json:"procs"`
+	// PayloadPids, when set, is the command's own process limit, enforced
+	// by a payload cgroup the init starts it in (see PayloadProcsFD). The
+	// sandbox's cgroup allows a few more, for the init's own threads, so a
+	// command that holds every process it may have cannot starve the init:
+	// a Go runtime that fails to create a thread aborts.
+	PayloadPids int `json:"payload_pids,omitempty"`
 
 	// Seccomp asks the init to install the seccomp filter; the host sets
 	// it whenever the init binary has one.

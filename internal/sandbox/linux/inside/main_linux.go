@@ -86,6 +86,7 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 		}
 	}
 	if len(cfg.Command) == 0 {
+		closePayloadCgroup(&cfg)
 		runtime.GOMAXPROCS(runtime.NumCPU())
 		warmSignals()
 		code := runTool(os.Stdin, os.Stdout, os.Stderr)
@@ -237,7 +238,8 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 
 // closeInherited closes descriptors above the protocol's that survived the
 // exec (leaked by the broker's own parent, say). Everything the Go runtime
-// opens is close-on-exec, so an fd without FD_CLOEXEC was inherited.
+// opens is close-on-exec, so an fd without FD_CLOEXEC was inherited. The
+// host passes its own files up to initproto.LastFD, or none there.
 func closeInherited() {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -245,7 +247,7 @@ func closeInherited() {
 	}
 	for _, e := range ents {
 		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= initproto.ExeFD {
+		if err != nil || fd <= initproto.LastFD {
 			continue
 		}
 		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC == 0 {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -50,11 +52,25 @@ func runPayload(cfg *initproto.Config, status *os.File, sigs chan os.Signal) int
 	<-ready
 	defer close(pids)
 	wd, _ := os.Getwd()
-	p, err := os.StartProcess(path, cfg.Command, &os.ProcAttr{
-		Dir:   wd,
-		Env:   os.Environ(),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	var p *os.Process
+	err = inPayloadCgroup(cfg, func() error {
+		var err error
+		p, err = os.StartProcess(path, cfg.Command, &os.ProcAttr{
+			Dir:   wd,
+			Env:   os.Environ(),
+			Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		})
+		return err
 	})
+	var cgErr *payloadCgroupError
+	if errors.As(err, &cgErr) {
+		if p != nil {
+			_ = p.Kill()
+		}
+		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+		report(status, 125, 0)
+		return 125
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "airlock: starting %s: %v\n", cfg.Command[0], err)
 		code := 126
@@ -122,4 +138,71 @@ func reap(cmd int, stopping *atomic.Bool, ended chan<- [2]int) {
 func report(status *os.File, code, sig int) {
 	_ = send(status, &initproto.Status{Exit: true, Code: code, Signal: sig})
 	status.Close()
+}
+
+// payloadCgroupError is a failure to place the command in its cgroup: the
+// sandbox does not run it without its process limit.
+type payloadCgroupError struct{ err error }
+
+func (e *payloadCgroupError) Error() string {
+	return "placing the command in its cgroup: " + e.err.Error()
+}
+
+func (e *payloadCgroupError) Unwrap() error { return e.err }
+
+// inPayloadCgroup runs start (which forks the command) with the init in
+// the payload cgroup, so the command is born there, and brings the init
+// back to its own cgroup; it then closes the three cgroup files. While the
+// init is in, the payload's pids.max counts the init's threads on top of
+// the command's limit, and is set to the limit before the init leaves.
+// Without cgroups (cfg.PayloadPids 0) it only calls start.
+func inPayloadCgroup(cfg *initproto.Config, start func() error) error {
+	if cfg.PayloadPids <= 0 {
+		return start()
+	}
+	enter := os.NewFile(initproto.PayloadProcsFD, "payload cgroup.procs")
+	max := os.NewFile(initproto.PayloadPidsFD, "payload pids.max")
+	home := os.NewFile(initproto.InitProcsFD, "init cgroup.procs")
+	defer enter.Close()
+	defer max.Close()
+	defer home.Close()
+	write := func(f *os.File, v int) error {
+		if _, err := f.WriteString(strconv.Itoa(v)); err != nil {
+			return &payloadCgroupError{fmt.Errorf("writing %s: %w", f.Name(), err)}
+		}
+		return nil
+	}
+	if err := write(max, cfg.PayloadPids+threads()); err != nil {
+		return err
+	}
+	if err := write(enter, 0); err != nil {
+		return err
+	}
+	serr := start()
+	return errors.Join(serr, write(max, cfg.PayloadPids), write(home, 0))
+}
+
+// threads counts the init's threads.
+func threads() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// closePayloadCgroup closes the payload cgroup's files when the init runs
+// no command (tool mode).
+func closePayloadCgroup(cfg *initproto.Config) {
+	if cfg.PayloadPids > 0 {
+		for _, fd := range []int{initproto.PayloadProcsFD, initproto.PayloadPidsFD, initproto.InitProcsFD} {
+			unix.Close(fd)
+		}
+	}
 }
