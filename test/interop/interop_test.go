@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,15 +341,25 @@ func TestTypeScriptClientHTTP(t *testing.T) {
 
 	runNode(t, script, "MODE=http", "MCP_URL="+s.url, "MCP_TOKEN="+s.token, "OUTSIDE="+w.outside)
 
-	req, _ := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	// The cancelled call is counted when the server has stopped its
+	// sandbox, which may come after the client has moved on: wait for it.
+	wants := []string{`airlock_calls_total{tool="read_file",class="refused"} 1`, `airlock_calls_total{tool="shell",class="cancelled"} 1`}
+	var body []byte
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing := slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(string(body), w) })
+		if !missing || time.Now().After(deadline) {
+			break
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`airlock_calls_total{tool="read_file",class="refused"} 1`, `airlock_calls_total{tool="shell",class="cancelled"} 1`} {
+	for _, want := range wants {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
