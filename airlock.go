@@ -203,8 +203,9 @@ type Result struct {
 	Truncated bool
 	// Class is the outcome: "ok", "refused", "timeout", "memory",
 	// "processes", "output", "killed", "cancelled", "runner", "sandbox" or
-	// "lost" (remote hands lost with the call in flight: outcome unknown).
-	Class string
+	// "lost" (remote hands lost with the call in flight: outcome unknown):
+	// the wire.Class constants.
+	Class wire.Class
 	// Meta holds structured data: exit code, isolation that ran, ...
 	Meta wire.Meta
 }

@@ -271,7 +271,7 @@ func (g *Grant) AllowPrivate(addr netip.Addr) (rule string, ok bool) {
 		return "", false
 	}
 	for _, p := range g.private {
-		if p.ip == addr || p.prefix.IsValid() && p.prefix.Contains(addr) {
+		if p.MatchAddr(addr) {
 			return fmt.Sprintf("network.private %q", p.String()), true
 		}
 	}
@@ -311,17 +311,7 @@ func normaliseQuery(host string, port int) (string, netip.Addr, bool) {
 
 func match(list []hostPattern, key, name string, ip netip.Addr, port int) (string, bool) {
 	for _, p := range list {
-		if !p.portOK(port) {
-			continue
-		}
-		var hit bool
-		switch {
-		case ip.IsValid():
-			hit = p.ip == ip || p.prefix.IsValid() && p.prefix.Contains(ip)
-		default:
-			hit = p.matchName(name)
-		}
-		if hit {
+		if p.Match(name, ip, port) {
 			return fmt.Sprintf("%s %q", key, p.String()), true
 		}
 	}

@@ -67,7 +67,7 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 			missing = append(missing, Missing{What: fmt.Sprintf("host %q", h), Why: err.Error(), Fix: "a valid host pattern in the capsule"})
 			continue
 		}
-		if !slices.ContainsFunc(append(slices.Clone(g.hosts), g.private...), func(p hostPattern) bool { return p.covers(q) }) {
+		if !slices.ContainsFunc(append(slices.Clone(g.hosts), g.private...), func(p hostPattern) bool { return p.Covers(q) }) {
 			missing = append(missing, Missing{What: "host " + h, Why: "the grant does not allow this host", Fix: "--allow-host " + h})
 		}
 	}
@@ -140,7 +140,7 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 	}
 	for _, h := range a.Hosts {
 		q, _ := parseHostPattern(h)
-		if slices.ContainsFunc(g.hosts, func(p hostPattern) bool { return p.covers(q) }) {
+		if slices.ContainsFunc(g.hosts, func(p hostPattern) bool { return p.Covers(q) }) {
 			s.hosts = append(s.hosts, h)
 		} else {
 			s.private = append(s.private, h)
@@ -150,7 +150,7 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 		q, err := parseHostPattern(h)
 		if err == nil && slices.ContainsFunc(a.Hosts, func(x string) bool {
 			p, err := parseHostPattern(x)
-			return err == nil && q.covers(p)
+			return err == nil && q.Covers(p)
 		}) {
 			s.plainHTTP = append(s.plainHTTP, h)
 		}
@@ -180,7 +180,7 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 			}
 			for _, x := range a.Hosts {
 				q, err := parseHostPattern(x)
-				if err == nil && p.covers(q) {
+				if err == nil && p.Covers(q) {
 					hosts = append(hosts, x)
 				}
 			}

@@ -104,7 +104,7 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 			ps.addValue(key("hosts"), h, "%v", err)
 			continue
 		}
-		if !slices.ContainsFunc(hosts, func(q hostPattern) bool { return q.covers(p) }) {
+		if !slices.ContainsFunc(hosts, func(q hostPattern) bool { return q.Covers(p) }) {
 			ps.addValue(key("hosts"), h, "%q is not allowed by network.hosts", h)
 			continue
 		}

@@ -1,50 +1,20 @@
 package tool
 
 import (
-	"net/netip"
-	"strconv"
-	"strings"
+	"fmt"
+
+	"github.com/airlockhq/airlock/internal/hostrule"
 )
 
 // hostMatches reports whether host:port matches one grant host pattern in
 // normal form, as wire.Egress carries them: "name" (that name only),
 // "*.suffix" (one or more labels in front of suffix), an IP literal
 // ("192.0.2.1", "[2001:db8::1]"), each with an optional ":port"; no port
-// means 80 and 443. host must already be normalised (see normHost).
+// means 80 and 443. Parsing and matching are hostrule's, the grant's own
+// rules; a pattern that does not parse matches nothing.
 func hostMatches(pattern, host string, port int) bool {
-	h, p := pattern, 0
-	switch {
-	case strings.HasPrefix(h, "["):
-		end := strings.IndexByte(h, ']')
-		if end < 0 {
-			return false
-		}
-		if rest := h[end+1:]; rest != "" {
-			n, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
-			if err != nil || !strings.HasPrefix(rest, ":") {
-				return false
-			}
-			p = n
-		}
-		h = h[1:end]
-	case strings.Count(h, ":") == 1:
-		i := strings.IndexByte(h, ':')
-		n, err := strconv.Atoi(h[i+1:])
-		if err != nil {
-			return false
-		}
-		h, p = h[:i], n
-	}
-	if p != 0 && p != port || p == 0 && port != 80 && port != 443 {
-		return false
-	}
-	if ip, err := netip.ParseAddr(h); err == nil {
-		return ip.Unmap().String() == host
-	}
-	if suffix, ok := strings.CutPrefix(h, "*."); ok {
-		return len(host) > len(suffix)+1 && strings.HasSuffix(host, "."+suffix)
-	}
-	return h == host
+	p, err := hostrule.Parse(pattern)
+	return err == nil && p.MatchHost(host, port)
 }
 
 // anyHostMatches reports whether any pattern matches host:port.
@@ -57,24 +27,23 @@ func anyHostMatches(patterns []string, host string, port int) bool {
 	return false
 }
 
-// normHost returns a URL host in the form patterns are compared with: lower
-// case without a trailing dot, or an IP address's canonical text. ok is false
-// for a host that is empty, not ASCII, or carries a zone.
-func normHost(h string) (string, bool) {
-	if ip, err := netip.ParseAddr(h); err == nil {
-		if ip.Zone() != "" {
-			return "", false
-		}
-		return ip.Unmap().String(), true
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if h == "" {
-		return "", false
-	}
-	for _, c := range []byte(h) {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return "", false
+// normHost returns a URL host in the form patterns are compared with
+// (hostrule.Normalise: lower case without a trailing dot, or an IP address's
+// canonical text). It refuses a host that is not ASCII (http_fetch takes IDNs
+// in their xn-- form only), carries a zone, or that the grant's rules refuse,
+// such as a name that reads as a numeric IPv4 address.
+func normHost(h string) (string, error) {
+	for i := 0; i < len(h); i++ {
+		if h[i] >= 0x80 {
+			return "", fmt.Errorf("the host %q is not a plain ASCII host name or address (write IDNs in their xn-- form)", clip(h))
 		}
 	}
-	return h, true
+	name, ip, err := hostrule.Normalise(h)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("the host is refused: %w", err)
+	case ip.IsValid():
+		return ip.String(), nil
+	}
+	return name, nil
 }

@@ -85,9 +85,9 @@ func checkFetchURL(raw string) (fetchTarget, error) {
 	if u.User != nil {
 		return fetchTarget{}, fmt.Errorf("%q carries user information; credentials never go in a URL", scheme+"://…@"+clip(u.Host))
 	}
-	host, ok := normHost(u.Hostname())
-	if !ok {
-		return fetchTarget{}, fmt.Errorf("the host %q is not a plain ASCII host name or address (write IDNs in their xn-- form)", clip(u.Hostname()))
+	host, err := normHost(u.Hostname())
+	if err != nil {
+		return fetchTarget{}, err
 	}
 	port := 443
 	if scheme == "http" {

@@ -53,7 +53,7 @@ func FuzzParseHTTPFetch(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the URL sent does not parse: %v", err)
 		}
-		if h, ok := normHost(u.Hostname()); !ok || h != host {
+		if h, err := normHost(u.Hostname()); err != nil || h != host {
 			t.Fatalf("checked host %q, request goes to %q", host, u.Hostname())
 		}
 		b, err := json.Marshal(a)

@@ -288,7 +288,12 @@ func TestHTTPFetchArgs(t *testing.T) {
 		{`{"url":"https://user:pw@a.test/"}`, "credentials never go in a URL"},
 		{`{"url":"https://a.test:0/"}`, `the port "0" is not in 1..65535`},
 		{`{"url":"https://a.test:65536/"}`, `not in 1..65535`},
-		{`{"url":"https://[fe80::1%25lo]/"}`, "not a plain ASCII host"},
+		{`{"url":"https://[fe80::1%25lo]/"}`, "zone"},
+		{`{"url":"https://127.1/"}`, "numeric IP address"},
+		{`{"url":"https://0x7f000001/"}`, "numeric IP address"},
+		{`{"url":"https://a.test.0x1f/"}`, "numeric IP address"},
+		{`{"url":"https://under_score.test/"}`, "not a valid host name"},
+		{`{"url":"https://a..test/"}`, "empty"},
 		{`{"url":"https://bücher.test/"}`, "xn-- form"},
 		{`{"url":"https://a.test/\nx"}`, "control characters"},
 		{`{"url":"https://a.test/","headers":{}}`, "headers"},
@@ -330,6 +335,12 @@ func TestHostMatches(t *testing.T) {
 		{"[2001:db8::1]", "2001:db8::1", 443, true},
 		{"[2001:db8::1]:8443", "2001:db8::1", 8443, true},
 		{"[2001:db8::1]:8443", "2001:db8::1", 443, false},
+		{"192.0.2.1", "[192.0.2.1]", 443, false},
+		{"a.test", "A.Test.", 443, true},
+		{"a.test", "a.test:443", 443, false},
+		{"*.a.test", "b.a.test.0x1f", 443, false},
+		{"127.0.0.1", "127.1", 443, false},
+		{"not a pattern", "not a pattern", 443, false},
 	}
 	for _, tt := range tests {
 		if got := hostMatches(tt.pattern, tt.host, tt.port); got != tt.want {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -25,6 +26,21 @@ func TestRegistryOrder(t *testing.T) {
 	for _, d := range All() {
 		if d.Broker != (d.Name == "background_command") {
 			t.Errorf("%s: Broker = %v; only background_command is answered by the broker", d.Name, d.Broker)
+		}
+	}
+}
+
+// TestNamesAreTheGrants ties the registry to the grant's list of tool
+// names (grant.ToolNames, which the grant cannot take from here: it imports
+// no tool code), and the hints table to the registry: a tool added to one
+// and not the others fails here.
+func TestNamesAreTheGrants(t *testing.T) {
+	if d := cmp.Diff(grant.ToolNames(), Names()); d != "" {
+		t.Errorf("tool.Names() differs from grant.ToolNames() (-grant +tool):\n%s", d)
+	}
+	for name := range hints {
+		if _, ok := Lookup(name); !ok {
+			t.Errorf("hints has %q, which is not a tool", name)
 		}
 	}
 }

@@ -128,18 +128,18 @@ func renderShell(out *headTail, waitErr error, end shellEnd) wire.ToolOutput {
 	if end.overflow && signalled {
 		fmt.Fprintf(&b, "[output passed %d bytes; the command was killed]\n", end.hard)
 		res.IsError = true
-		res.Meta.Limit = "output"
+		res.Meta.Limit = wire.LimitOutput
 	} else if end.overflow {
 		// It exited on its own before the kill landed: say what is true,
 		// not that it was killed.
 		fmt.Fprintf(&b, "[output passed %d bytes; the rest was dropped]\n", end.hard)
 		res.IsError = true
-		res.Meta.Limit = "output"
+		res.Meta.Limit = wire.LimitOutput
 	}
 	if end.timedOut {
 		fmt.Fprintf(&b, "[timed out after %gs]\n", end.timeout.Seconds())
 		res.IsError = true
-		res.Meta.Limit = "timeout"
+		res.Meta.Limit = wire.LimitTime
 	}
 	if end.cancelled {
 		fmt.Fprintf(&b, "[stopped: %v]\n", end.ctxErr)

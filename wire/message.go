@@ -103,8 +103,8 @@ type Meta struct {
 	Count        int        `json:"count,omitempty"`         // matches, files or lines returned
 	WorkID       string     `json:"work_id,omitempty"`       // background work started by the call
 	WorkState    string     `json:"work_state,omitempty"`    // background_command: running, exited, stopped or failed
-	Limit        string     `json:"limit,omitempty"`         // the limit that ended the call, if any
-	LimitsHit    []string   `json:"limits_hit,omitempty"`    // every limit the call hit, Limit included
+	Limit        Limit      `json:"limit,omitempty"`         // the limit that ended the call, if any
+	LimitsHit    []Limit    `json:"limits_hit,omitempty"`    // every limit the call hit, Limit included
 	HTTPStatus   int        `json:"http_status,omitempty"`   // http_fetch: the final status
 	Isolation    *Isolation `json:"isolation,omitempty"`     // filled by the broker
 	// Cost is what the call spent: the tool's own units, and the
@@ -141,7 +141,7 @@ type Isolation struct {
 	Missing  []string `json:"missing,omitempty"` // features the backend knows of but could not use
 	// Unenforced names limits the call asked for that the host could not
 	// enforce ("memory", "processes"), when the grant accepted that.
-	Unenforced []string `json:"unenforced_limits,omitempty"`
+	Unenforced []Limit `json:"unenforced_limits,omitempty"`
 }
 
 // ErrorReport is the JSON a runner writes to stderr when it fails internally.

@@ -57,19 +57,20 @@ type Record struct {
 	Limits *Limits `json:"limits,omitempty"`
 	// Unenforced names limits the call asked for that the host could not
 	// enforce, run anyway because the grant accepted that.
-	Unenforced []string `json:"unenforced_limits,omitempty"`
-	// Outcome: the classification, the runner's exit code, signal, and a
+	Unenforced []wire.Limit `json:"unenforced_limits,omitempty"`
+	// Outcome: the classification (a wire.Class; for background-start and
+	// -end records the work's state), the runner's exit code, signal, and a
 	// failure's detail (never shown to the model).
-	Class  string `json:"class,omitempty"`
-	Exit   *int   `json:"exit,omitempty"`
-	Signal int    `json:"signal,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	Class  wire.Class `json:"class,omitempty"`
+	Exit   *int       `json:"exit,omitempty"`
+	Signal int        `json:"signal,omitempty"`
+	Detail string     `json:"detail,omitempty"`
 	// LimitsHit names every limit the sandbox hit ("time", "memory",
 	// "processes", "output"), whether or not it ended the call.
-	LimitsHit []string `json:"limits_hit,omitempty"`
-	SetupMS   float64  `json:"setup_ms,omitempty"`
-	Duration  float64  `json:"duration_ms,omitempty"`
-	BytesOut  int      `json:"bytes_out,omitempty"`
+	LimitsHit []wire.Limit `json:"limits_hit,omitempty"`
+	SetupMS   float64      `json:"setup_ms,omitempty"`
+	Duration  float64      `json:"duration_ms,omitempty"`
+	BytesOut  int          `json:"bytes_out,omitempty"`
 	// Truncated reports that the model's output was cut at a cap.
 	Truncated bool `json:"truncated,omitempty"`
 	// WorkID names background work (background-start/-end records).

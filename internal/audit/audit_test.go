@@ -89,7 +89,7 @@ func TestRecoverWritesInterruptedRecords(t *testing.T) {
 	}
 	var got []string
 	for _, r := range recs {
-		got = append(got, r.Kind+":"+r.CallID+r.WorkID+":"+r.Class)
+		got = append(got, r.Kind+":"+r.CallID+r.WorkID+":"+string(r.Class))
 	}
 	want := "call:call_1:interrupted background-end:wrk_1:interrupted session::interrupted"
 	if strings.Join(got, " ") != want {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // LiveDir is the directory of a records root that holds the live sessions:
@@ -29,7 +30,7 @@ const ownerFile = "owner"
 
 // ClassInterrupted is the class of a call or background work whose broker
 // died before it ended.
-const ClassInterrupted = "interrupted"
+const ClassInterrupted = wire.ClassInterrupted
 
 // InFlight is one call or background work a live session has started.
 type InFlight struct {

@@ -70,11 +70,11 @@ type WorkInfo struct {
 	ExitCode *int
 	// Signal is the signal that ended it, or 0.
 	Signal int
-	// Limit names the limit that ended it ("time", "memory", "processes",
-	// "output"), or "".
-	Limit string
+	// Limit names the limit that ended it (wire.LimitTime, LimitMemory,
+	// LimitProcesses, LimitOutput), or "".
+	Limit wire.Limit
 	// LimitsHit names every limit it hit, Limit included.
-	LimitsHit []string
+	LimitsHit []wire.Limit
 	// Started and Ended (zero while running).
 	Started, Ended time.Time
 	// Bytes is the size of the whole output so far.
@@ -161,7 +161,7 @@ func (s *Session) Background() []WorkInfo {
 func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d grant.Decision, refuse func(grant.Decision, string) *Result) *Result {
 	var out wire.ToolOutput
 	var iso *wire.Isolation
-	var unenforced []string
+	var unenforced []wire.Limit
 	own, class := false, ClassOK
 	switch a := args.(type) {
 	case tool.ShellArgs:
@@ -196,7 +196,7 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 
 // startBackground starts a shell command as background work and returns the
 // call's output and class. A non-empty refusal means nothing was started.
-func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutput, class, refusal string) {
+func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutput, class wire.Class, refusal string) {
 	cwd := a.Cwd
 	if cwd == "" {
 		cwd = "."
@@ -385,7 +385,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 
 	rec := audit.Record{
 		Kind: audit.KindBackgroundEnd, Session: s.id, CallID: w.callID, Tool: "shell", WorkID: w.id,
-		Class:    final.State,
+		Class:    wire.Class(final.State), // a background record's class is the work's state
 		Exit:     final.ExitCode,
 		Signal:   final.Signal,
 		Detail:   endDetail(final),
@@ -457,28 +457,28 @@ func describeEnd(i WorkInfo) string {
 }
 
 // hitSentence says that work hit a limit that did not end it.
-func hitSentence(limit string) string {
+func hitSentence(limit wire.Limit) string {
 	switch limit {
-	case "memory":
+	case wire.LimitMemory:
 		return "it hit its memory limit (a process was killed)"
-	case "processes":
+	case wire.LimitProcesses:
 		return "it hit its process limit (a fork was refused)"
 	}
-	return "it hit its " + limit + " limit"
+	return "it hit its " + string(limit) + " limit"
 }
 
-func limitSentence(limit string) string {
+func limitSentence(limit wire.Limit) string {
 	switch limit {
-	case "time":
+	case wire.LimitTime:
 		return "the background wall-time limit ended it"
-	case "memory":
+	case wire.LimitMemory:
 		return "it ran out of memory"
-	case "processes":
+	case wire.LimitProcesses:
 		return "it hit its process limit"
-	case "output":
+	case wire.LimitOutput:
 		return "its output passed the size limit"
 	}
-	return "the " + limit + " limit ended it"
+	return "the " + string(limit) + " limit ended it"
 }
 
 // backgroundCommand answers status, wait and stop.

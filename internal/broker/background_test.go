@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // backends are the backends background work must behave the same on.
@@ -351,7 +352,7 @@ func TestCloseKillsAllBackgroundWork(t *testing.T) {
 	recs := records(t, f.records)
 	for _, r := range recs {
 		if r.Kind == audit.KindBackgroundEnd {
-			ended[r.WorkID] = r.Class
+			ended[r.WorkID] = string(r.Class)
 		}
 	}
 	for _, id := range ids {
@@ -472,13 +473,15 @@ func TestBackgroundLimitsAreNamed(t *testing.T) {
 	f := newFixture(t, grant.Limits{Time: 1 * time.Second, Memory: 64 << 20, Processes: 32})
 	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.BackgroundWall = 3 * time.Second })
 	tests := []struct {
-		name, command, limit, sentence string
-		hits                           []string
+		name, command string
+		limit         wire.Limit
+		sentence      string
+		hits          []wire.Limit
 	}{
-		{"time", "sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it)", []string{"time"}},
-		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", "memory", ": exited (killed by signal 9: it ran out of memory)", []string{"memory"}},
-		{"processes", "for i in $(seq 100); do sleep 10 & done; wait", "processes", ": exited (exit 2: it hit its process limit)", []string{"processes"}},
-		{"processes, then time", "for i in $(seq 100); do (sleep 10 &) 2>/dev/null || true; done; sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it; it hit its process limit (a fork was refused))", []string{"time", "processes"}},
+		{"time", "sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it)", []wire.Limit{"time"}},
+		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", "memory", ": exited (killed by signal 9: it ran out of memory)", []wire.Limit{"memory"}},
+		{"processes", "for i in $(seq 100); do sleep 10 & done; wait", "processes", ": exited (exit 2: it hit its process limit)", []wire.Limit{"processes"}},
+		{"processes, then time", "for i in $(seq 100); do (sleep 10 &) 2>/dev/null || true; done; sleep 30", "time", ": exited (killed by signal 9: the background wall-time limit ended it; it hit its process limit (a fork was refused))", []wire.Limit{"time", "processes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,19 +28,20 @@ const (
 	SentenceLost = "the sandbox running this call was lost; the outcome is unknown: the call may or may not have taken effect, so check before repeating it"
 )
 
-// Outcome classes recorded in the audit log.
+// Outcome classes recorded in the audit log: the wire contract's, defined
+// there once (see wire.Class).
 const (
-	ClassOK        = "ok"        // the runner wrote a ToolOutput (which may be a tool-level failure)
-	ClassTimeout   = "timeout"   // the wall-time limit ended it
-	ClassMemory    = "memory"    // the memory limit ended it
-	ClassProcesses = "processes" // the process limit ended it
-	ClassOutput    = "output"    // the output cap ended it
-	ClassKilled    = "killed"    // a signal ended it
-	ClassCancelled = "cancelled" // the caller cancelled it
-	ClassRunner    = "runner"    // the runner exited with a failure code
-	ClassSandbox   = "sandbox"   // the sandbox could not be built
-	ClassRefused   = "refused"   // the grant refused it; nothing ran
-	ClassLost      = "lost"      // the sandbox was lost with the call in it; the outcome is unknown
+	ClassOK        = wire.ClassOK
+	ClassTimeout   = wire.ClassTimeout
+	ClassMemory    = wire.ClassMemory
+	ClassProcesses = wire.ClassProcesses
+	ClassOutput    = wire.ClassOutput
+	ClassKilled    = wire.ClassKilled
+	ClassCancelled = wire.ClassCancelled
+	ClassRunner    = wire.ClassRunner
+	ClassSandbox   = wire.ClassSandbox
+	ClassRefused   = wire.ClassRefused
+	ClassLost      = wire.ClassLost
 )
 
 // An Outcome is a classified run of one call.
@@ -48,7 +49,7 @@ type Outcome struct {
 	// Output is what the model reads.
 	Output wire.ToolOutput
 	// Class is one of the Class constants.
-	Class string
+	Class wire.Class
 	// Detail explains a failure for logs and the audit record (runner stderr,
 	// Go error text); it never reaches the model.
 	Detail string
@@ -101,21 +102,21 @@ func classify(ctx context.Context, res *sandbox.Result, stdout []byte, stderr st
 func classifyRun(ctx context.Context, res *sandbox.Result, stdout []byte, stderr string) Outcome {
 	o := Outcome{Result: res, Detail: strings.TrimSpace(stderr)}
 	switch res.Limit {
-	case "time":
+	case wire.LimitTime:
 		o.Class, o.Output = ClassTimeout, failure(SentenceTimeout)
-		o.Output.Meta.Limit = "time"
+		o.Output.Meta.Limit = wire.LimitTime
 		return o
-	case "memory":
+	case wire.LimitMemory:
 		o.Class, o.Output = ClassMemory, failure(SentenceMemory)
-		o.Output.Meta.Limit = "memory"
+		o.Output.Meta.Limit = wire.LimitMemory
 		return o
-	case "processes":
+	case wire.LimitProcesses:
 		o.Class, o.Output = ClassProcesses, failure(SentenceProcesses)
-		o.Output.Meta.Limit = "processes"
+		o.Output.Meta.Limit = wire.LimitProcesses
 		return o
-	case "output":
+	case wire.LimitOutput:
 		o.Class, o.Output = ClassOutput, failure(SentenceOutput)
-		o.Output.Meta.Limit = "output"
+		o.Output.Meta.Limit = wire.LimitOutput
 		return o
 	}
 	if ctx.Err() != nil {

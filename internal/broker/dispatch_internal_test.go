@@ -32,12 +32,12 @@ func TestClassify(t *testing.T) {
 		res       sandbox.Result
 		stdout    []byte
 		cancelled bool
-		class     string
+		class     wire.Class
 		content   string
 	}{
 		{"ok", sandbox.Result{ExitCode: 0}, ok, false, ClassOK, "file text"},
-		{"ok, processes hit", sandbox.Result{ExitCode: 0, LimitsHit: []string{"processes"}}, ok, false, ClassOK, "file text"},
-		{"time, processes hit", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "time", LimitsHit: []string{"time", "processes"}}, nil, false, ClassTimeout, SentenceTimeout},
+		{"ok, processes hit", sandbox.Result{ExitCode: 0, LimitsHit: []wire.Limit{"processes"}}, ok, false, ClassOK, "file text"},
+		{"time, processes hit", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "time", LimitsHit: []wire.Limit{"time", "processes"}}, nil, false, ClassTimeout, SentenceTimeout},
 		{"time", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "time"}, nil, false, ClassTimeout, SentenceTimeout},
 		{"memory", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "memory"}, nil, false, ClassMemory, SentenceMemory},
 		{"processes", sandbox.Result{ExitCode: 1, Limit: "processes"}, nil, false, ClassProcesses, SentenceProcesses},

@@ -308,7 +308,7 @@ type Result struct {
 	// Output is what the model reads; Output.Content carries airlock's label.
 	Output wire.ToolOutput
 	// Class is the outcome class (see the Class constants).
-	Class string
+	Class wire.Class
 	// Decision is the grant's verdict on the call.
 	Decision grant.Decision
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
+	"github.com/airlockhq/airlock/wire"
 )
 
 func TestMain(m *testing.M) { sandboxtest.Main(m) }
@@ -146,7 +147,9 @@ func TestLimitsAreNamed(t *testing.T) {
 	f := newFixture(t, grant.Limits{Time: 1 * time.Second, Memory: 64 << 20, Processes: 32})
 	s := f.open(t, sandboxtest.Native(t), nil)
 	tests := []struct {
-		name, command, class, sentence string
+		name, command string
+		class         wire.Class
+		sentence      string
 	}{
 		{"time", "sleep 30", broker.ClassTimeout, broker.SentenceTimeout},
 		{"memory", "head -c 200m /dev/zero >/dev/shm/x; head -c 200m /dev/zero >/tmp/y; sleep 5", broker.ClassMemory, broker.SentenceMemory},
@@ -188,7 +191,9 @@ except OSError:
     print("fork refused after", n)
 '`
 	tests := []struct {
-		name, command, class, header string
+		name, command string
+		class         wire.Class
+		header        string
 	}{
 		{"contained fork loop", forks + "; echo finished", broker.ClassOK, " · limit hit: processes]\n"},
 		{"fork loop past the time limit", forks + "; sleep 30", broker.ClassTimeout, " · limits hit: time, processes] " + broker.SentenceTimeout},

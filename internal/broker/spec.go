@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -63,7 +62,7 @@ func (s *Session) spec(l grant.Limits) *sandbox.Spec { return SpecFor(s.opts.Gra
 // model can tell the two apart. own marks out.Content as airlock's own
 // sentence rather than tool output.
 func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool) wire.ToolOutput {
-	var unenforced []string
+	var unenforced []wire.Limit
 	if iso != nil {
 		unenforced = iso.Unenforced
 	}
@@ -72,7 +71,7 @@ func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolatio
 
 // labelWith is label with the limits not enforced given, for an answer
 // about a sandbox that has not run yet (a background start).
-func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool, unenforced []string) wire.ToolOutput {
+func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool, unenforced []wire.Limit) wire.ToolOutput {
 	backend := s.opts.Backend.Report().Backend
 	if iso != nil && iso.Backend != "" {
 		backend = iso.Backend
@@ -83,12 +82,12 @@ func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isol
 	}
 	header := fmt.Sprintf("[airlock: %s · %s · grant %s", toolName, where, grantName(s.opts.Grant))
 	if hit := out.Meta.LimitsHit; len(hit) == 1 {
-		header += " · limit hit: " + hit[0]
+		header += " · limit hit: " + string(hit[0])
 	} else if len(hit) > 1 {
-		header += " · limits hit: " + strings.Join(hit, ", ")
+		header += " · limits hit: " + wire.JoinLimits(hit, ", ")
 	}
 	if len(unenforced) > 0 {
-		header += " · limits NOT ENFORCED: " + strings.Join(unenforced, ", ")
+		header += " · limits NOT ENFORCED: " + wire.JoinLimits(unenforced, ", ")
 	}
 	header += "]"
 	if own {

@@ -35,7 +35,7 @@ func (unenforcingBackend) Run(_ context.Context, spec *sandbox.Spec) (*sandbox.R
 			return nil, err
 		}
 	}
-	return &sandbox.Result{Isolation: wire.Isolation{Backend: "linux", Features: []string{"userns"}, Unenforced: []string{"memory", "processes"}}}, nil
+	return &sandbox.Result{Isolation: wire.Isolation{Backend: "linux", Features: []string{"userns"}, Unenforced: []wire.Limit{"memory", "processes"}}}, nil
 }
 
 // TestUnenforcedLimitsLabelled: with a grant that accepts unenforced
@@ -69,14 +69,14 @@ func TestUnenforcedLimitsLabelled(t *testing.T) {
 		t.Errorf("background status %q is not labelled %q", got, label)
 	}
 	for _, r := range calls(records(t, f.records)) {
-		if r.Tool == "read_file" && r.Class == broker.ClassOK && !slices.Equal(r.Unenforced, []string{"memory", "processes"}) {
+		if r.Tool == "read_file" && r.Class == broker.ClassOK && !slices.Equal(r.Unenforced, []wire.Limit{"memory", "processes"}) {
 			t.Errorf("call record unenforced_limits = %q", r.Unenforced)
 		}
 	}
 	var labelled bool
 	for _, r := range records(t, f.records) {
 		if r.Kind == "background-end" && r.WorkID == id {
-			labelled = slices.Equal(r.Unenforced, []string{"memory", "processes"})
+			labelled = slices.Equal(r.Unenforced, []wire.Limit{"memory", "processes"})
 		}
 	}
 	if !labelled {

@@ -21,11 +21,11 @@ type WasmCall func(ctx context.Context, name string, args json.RawMessage) WasmO
 type WasmOutcome struct {
 	Stdout    []byte
 	ExitCode  int
-	Trap      string   // the wasm trap that ended it, if any
-	LimitsHit []string // "time", "memory", "output"
-	Omitted   int64    // output bytes past the cap
-	Detail    string   // for the audit record: stderr, the trap's function
-	Err       error    // the module could not be run at all
+	Trap      string       // the wasm trap that ended it, if any
+	LimitsHit []wire.Limit // wire.LimitTime, LimitMemory, LimitOutput
+	Omitted   int64        // output bytes past the cap
+	Detail    string       // for the audit record: stderr, the trap's function
+	Err       error        // the module could not be run at all
 }
 
 // wasmIsolation is what a wasm tool call runs under.
@@ -78,17 +78,17 @@ func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse
 	case o.Err != nil:
 		class, out = ClassSandbox, failure(SentenceCannotRun)
 		o.Detail = o.Err.Error()
-	case ctx.Err() != nil && !hit(o.LimitsHit, "time"):
+	case ctx.Err() != nil && !hit(o.LimitsHit, wire.LimitTime):
 		class, out = ClassCancelled, failure(SentenceCancelled)
-	case hit(o.LimitsHit, "time"):
+	case hit(o.LimitsHit, wire.LimitTime):
 		class, out = ClassTimeout, failure(SentenceTimeout)
 		res.Limit = sandbox.LimitTime
-	case hit(o.LimitsHit, "memory") && o.ExitCode != 0:
+	case hit(o.LimitsHit, wire.LimitMemory) && o.ExitCode != 0:
 		class, out = ClassMemory, failure(SentenceMemory)
 		res.Limit = sandbox.LimitMemory
 	case o.Trap != "":
 		class, out = ClassRunner, failure(SentenceCannotRun)
-	case hit(o.LimitsHit, "output"):
+	case hit(o.LimitsHit, wire.LimitOutput):
 		out.Truncated = true
 		out.Meta.OmittedBytes = o.Omitted
 		res.OutputTruncated = true
@@ -105,7 +105,7 @@ func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse
 	return &Result{CallID: c.id, Class: class, Decision: d, Output: s.label(c.tool, out, &iso, class != ClassOK)}
 }
 
-func hit(list []string, name string) bool {
+func hit(list []wire.Limit, name wire.Limit) bool {
 	for _, l := range list {
 		if l == name {
 			return true

@@ -104,7 +104,7 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 		// One convention: 1 when the call did not complete or a limit ended
 		// what it ran, 0 otherwise (a tool-level failure, a non-zero exit
 		// or a limit hit that did not end the command included).
-		if res.Class != "ok" || meta.Limit != "" {
+		if res.Class != wire.ClassOK || meta.Limit != "" {
 			return exitFailure
 		}
 		return exitOK
@@ -114,14 +114,14 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 
 // callLimitSentences says which limits a call hit, as exec does: the
 // sandbox's (Meta.LimitsHit) and the shell tool's own timeout and output
-// cap (Meta.Limit "timeout", "output" with no sandbox limit hit).
+// cap (Meta.Limit wire.LimitTime or LimitOutput, not among Meta.LimitsHit).
 func callLimitSentences(toolName, rawArgs string, meta wire.Meta, lim grant.Limits) []string {
 	out := limitSentences(toolName, meta.LimitsHit, meta.Limit, lim)
 	if slices.Contains(meta.LimitsHit, meta.Limit) {
 		return out
 	}
 	switch meta.Limit {
-	case "timeout":
+	case wire.LimitTime:
 		timeout := tool.DefaultShellTimeout
 		var a struct {
 			Timeout float64 `json:"timeout"`
@@ -131,7 +131,7 @@ func callLimitSentences(toolName, rawArgs string, meta wire.Meta, lim grant.Limi
 		}
 		timeout = min(timeout, lim.Time)
 		out = append(out, fmt.Sprintf("%s ran past its timeout (%s) and was killed", toolName, timeout.Round(time.Millisecond)))
-	case "output":
+	case wire.LimitOutput:
 		out = append(out, fmt.Sprintf("%s wrote more than %d times its output limit (%s) and was stopped", toolName, tool.ShellKillFactor, grant.FormatSize(lim.Output)))
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/tool"
+	"github.com/airlockhq/airlock/wire"
 )
 
 func checkCommand() *command {
@@ -64,8 +65,8 @@ does not accept that).`,
 
 // hostLimits is what the native backend can enforce here, for check.
 type hostLimits struct {
-	unenforced []string // limits it cannot enforce for this user
-	err        error    // no native backend at all
+	unenforced []wire.Limit // limits it cannot enforce for this user
+	err        error        // no native backend at all
 }
 
 // probeHost asks the native backend which limits it enforces.
@@ -97,10 +98,10 @@ func (h hostLimits) line(g *grant.Grant, name string) string {
 		return ""
 	case g.AllowsUnenforcedLimits():
 		return fmt.Sprintf("host:     cannot enforce %s for uid %d (see airlock doctor); the call runs anyway, as limits.unenforced = \"allow\" accepts, and its result says NOT ENFORCED\n",
-			strings.Join(h.unenforced, ", "), os.Getuid())
+			wire.JoinLimits(h.unenforced, ", "), os.Getuid())
 	}
 	return fmt.Sprintf("host:     cannot enforce %s for uid %d (see airlock doctor), so the call would be refused; --allow-unenforced-limits or limits.unenforced = \"allow\" runs it anyway\n",
-		strings.Join(h.unenforced, ", "), os.Getuid())
+		wire.JoinLimits(h.unenforced, ", "), os.Getuid())
 }
 
 // decide runs the broker's checks for one call, without running it.

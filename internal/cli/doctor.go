@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/podman"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // printPodmanLine says in one line whether the Podman backend could run.
@@ -130,7 +131,7 @@ func printReport(env *Env, rep sandbox.Report) {
 	for _, l := range rep.Limits {
 		if !l.Enforced && l.Fix != "" && !fixed[l.Fix] {
 			fixed[l.Fix] = true
-			fmt.Fprintf(env.Stdout, "\nto enforce %s: %s\n", strings.Join(unenforced, ", "), l.Fix)
+			fmt.Fprintf(env.Stdout, "\nto enforce %s: %s\n", wire.JoinLimits(unenforced, ", "), l.Fix)
 		}
 	}
 	switch {
@@ -148,7 +149,7 @@ func printReport(env *Env, rep sandbox.Report) {
 }
 
 // limitNouns renders limit names for a sentence: "memory and process".
-func limitNouns(names []string) string {
+func limitNouns(names []wire.Limit) string {
 	words := make([]string, len(names))
 	for i, n := range names {
 		switch n {
@@ -159,7 +160,7 @@ func limitNouns(names []string) string {
 		case sandbox.LimitTmp:
 			words[i] = "/tmp size"
 		default:
-			words[i] = n
+			words[i] = string(n)
 		}
 	}
 	if len(words) <= 1 {

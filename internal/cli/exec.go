@@ -19,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 )
 
 func execCommand() *command {
@@ -217,7 +218,7 @@ func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.
 // a tool) hit, with their values: "sleep ran past its time limit (1s) and
 // was killed". ended is the limit that ended it, if any. exec and call
 // print the same sentences.
-func limitSentences(what string, hits []string, ended string, lim grant.Limits) []string {
+func limitSentences(what string, hits []wire.Limit, ended wire.Limit, lim grant.Limits) []string {
 	var out []string
 	for _, hit := range hits {
 		switch {
@@ -234,7 +235,7 @@ func limitSentences(what string, hits []string, ended string, lim grant.Limits) 
 		case hit == sandbox.LimitOutput:
 			out = append(out, fmt.Sprintf("%s passed the output limit (%s) and was killed", what, grant.FormatSize(lim.Output)))
 		default:
-			out = append(out, fmt.Sprintf("%s hit %s", what, describeLimits([]string{hit}, lim)))
+			out = append(out, fmt.Sprintf("%s hit %s", what, describeLimits([]wire.Limit{hit}, lim)))
 		}
 	}
 	return out
@@ -242,7 +243,7 @@ func limitSentences(what string, hits []string, ended string, lim grant.Limits) 
 
 // describeLimits names limits with their values: "the memory limit (1GiB)
 // and the process limit (256)".
-func describeLimits(names []string, lim grant.Limits) string {
+func describeLimits(names []wire.Limit, lim grant.Limits) string {
 	var parts []string
 	for _, n := range names {
 		switch n {
@@ -257,7 +258,7 @@ func describeLimits(names []string, lim grant.Limits) string {
 		case sandbox.LimitTmp:
 			parts = append(parts, fmt.Sprintf("the /tmp size limit (%s)", grant.FormatSize(lim.Tmp)))
 		default:
-			parts = append(parts, "the "+n+" limit")
+			parts = append(parts, "the "+string(n)+" limit")
 		}
 	}
 	if len(parts) <= 1 {

@@ -311,7 +311,7 @@ func formatRecord(r audit.Record) string {
 	case audit.KindBackgroundStart, audit.KindBackgroundEnd:
 		outcome := "background started"
 		if r.Kind == audit.KindBackgroundEnd {
-			outcome = strings.TrimSpace("background ended: " + r.Class + " " + r.Detail)
+			outcome = strings.TrimSpace("background ended: " + string(r.Class) + " " + r.Detail)
 		}
 		took := "-"
 		if r.Kind == audit.KindBackgroundEnd && r.Duration > 0 {
@@ -319,17 +319,17 @@ func formatRecord(r audit.Record) string {
 		}
 		return formatRow(ts, r.Session, call, "shell", took, outcome, r.WorkID)
 	}
-	outcome := r.Class
+	outcome := string(r.Class)
 	if r.Decision == "refused" {
 		outcome = "REFUSED: " + r.Reason
-	} else if r.Class != "ok" && r.Detail != "" {
+	} else if r.Class != wire.ClassOK && r.Detail != "" {
 		outcome += ": " + shorten(r.Detail, 120) // the why, for a person (redacted, never the model's)
 	}
 	if len(r.LimitsHit) > 0 {
-		outcome += " (hit: " + strings.Join(r.LimitsHit, ", ") + ")"
+		outcome += " (hit: " + wire.JoinLimits(r.LimitsHit, ", ") + ")"
 	}
 	if len(r.Unenforced) > 0 {
-		outcome += " (NOT ENFORCED: " + strings.Join(r.Unenforced, ", ") + ")"
+		outcome += " (NOT ENFORCED: " + wire.JoinLimits(r.Unenforced, ", ") + ")"
 	}
 	details := shorten(string(r.Args), 80)
 	if r.Cost != nil {

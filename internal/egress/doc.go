@@ -8,13 +8,14 @@
 //
 // For every connection the proxy
 //
-//  1. normalises the requested name (lowercase, no trailing dot, IDNA ASCII)
-//     and treats anything inet_aton would read as an IPv4 address
-//     ("2130706433", "0x7f000001", "127.1") as an IP literal;
+//  1. normalises the requested host by the grant's own rules (package
+//     hostrule: lowercase, no trailing dot, IDNA ASCII, an address in
+//     canonical form) and refuses as malformed a name that inet_aton would
+//     read as an IPv4 address ("2130706433", "0x7f000001", "127.1");
 //  2. asks the [Policy] whether the name and port are granted, before any
 //     lookup, so a denied name never reaches DNS;
 //  3. resolves the name once, and refuses the connection unless every
-//     answer is public by [Classify] (or explicitly allowed by
+//     answer is public by [Classify], the grant's rule too (or explicitly allowed by
 //     [Policy.AllowPrivate]) — a mixed answer is refused;
 //  4. dials exactly the address it checked, and checks it once more in the
 //     default dialer's Control hook, so DNS rebinding cannot change it;
@@ -33,9 +34,12 @@
 //   - NAT64: the well-known prefix 64:ff9b::/96 is unwrapped and judged by its
 //     IPv4 address, so a DNS64 network keeps working; the local-use prefix
 //     64:ff9b:1::/48 is denied outright. Teredo (2001::/32) is denied.
-//   - IP literals, in any encoding inet_aton accepts, need the policy to grant
-//     the canonical address text and port, and the address to be public or
-//     explicitly allowed. A zone (fe80::1%lo) is always refused.
+//   - IP literals need the policy to grant the canonical address text and
+//     port, and the address to be public or explicitly allowed. The other
+//     encodings inet_aton accepts are refused as malformed (SOCKS5 REP 01,
+//     HTTP 400), as the grant refuses them. A zone (fe80::1%lo) is always
+//     refused. IPv4-compatible (::/96) and 6to4 (2002::/16) addresses are
+//     never public.
 //   - SOCKS5: a non-zero RSV byte gets REP 07 like an unknown command; the
 //     bound address in replies is always 0.0.0.0:0 (the broker's addresses are
 //     not the sandbox's business); a first byte other than 5 or 4 is parsed

@@ -15,17 +15,18 @@ import (
 // MetaKey is the _meta key under which every tool result carries its CallMeta.
 const MetaKey = "airlock/call"
 
-// Outcome classes the server adds to the broker's (broker.ClassOK, ...).
+// Outcome classes the server adds to the broker's (broker.ClassOK, ...),
+// defined with them in package wire.
 const (
 	// ClassUnavailable is the class of a call that never reached the broker:
 	// the server is shutting down, or the session could not be opened or
 	// has failed. It is in _meta and /metrics.
-	ClassUnavailable = "unavailable"
+	ClassUnavailable = wire.ClassUnavailable
 	// ClassBusy is the /metrics class of a call the broker refused because
 	// its session had every slot running and its queue full: nothing of the
 	// grant refused it. (_meta keeps the broker's class, refused, with the
 	// rule "admission", as the audit record does.)
-	ClassBusy = "busy"
+	ClassBusy = wire.ClassBusy
 )
 
 // admissionRule is the broker's Decision.Rule for a call it refused because
@@ -33,7 +34,7 @@ const (
 const admissionRule = "admission"
 
 // metricClass is the class /metrics counts res under.
-func metricClass(res *broker.Result) string {
+func metricClass(res *broker.Result) wire.Class {
 	if res.Class == broker.ClassRefused && res.Decision.Rule == admissionRule {
 		return ClassBusy
 	}
@@ -48,7 +49,7 @@ type CallMeta struct {
 	Session string `json:"session,omitempty"`
 	// Class is the broker's outcome class ("ok", "refused", "timeout", ...),
 	// or ClassUnavailable.
-	Class string `json:"class"`
+	Class wire.Class `json:"class"`
 	// Rule names the grant rules that allowed the call, or the one that
 	// refused it.
 	Rule string `json:"rule,omitempty"`

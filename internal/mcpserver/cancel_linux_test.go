@@ -91,7 +91,7 @@ func testCancel(t *testing.T, f *fixture, tr transport) {
 	eventually(t, 2*time.Second, "no process of the cancelled call left", func() bool { return len(procsWith("sleep "+secs)) == 0 })
 	var audited bool
 	for _, r := range auditRecords(t, f.records) {
-		if r["tool"] == "shell" && r["class"] == broker.ClassCancelled {
+		if r["tool"] == "shell" && r["class"] == string(broker.ClassCancelled) {
 			audited = true
 		}
 	}

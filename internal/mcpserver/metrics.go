@@ -134,10 +134,10 @@ func (b *timedBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Re
 	return res, err
 }
 
-func (m *Metrics) observeCall(tool, class string, d time.Duration) {
+func (m *Metrics) observeCall(tool string, class wire.Class, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls[callKey{tool, class}]++
+	m.calls[callKey{tool, string(class)}]++
 	h := m.durations[tool]
 	if h == nil {
 		nh := newHistogram(durationBuckets)

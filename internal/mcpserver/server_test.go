@@ -354,7 +354,7 @@ func TestConcurrentSessions(t *testing.T) {
 				t.Errorf("failed calls: %v", failures)
 			}
 			for _, r := range auditRecords(t, f.records) {
-				if r["class"] == broker.ClassSandbox {
+				if r["class"] == string(broker.ClassSandbox) {
 					t.Errorf("sandbox failure: %v", r["detail"])
 				}
 			}

@@ -86,7 +86,7 @@ func TestShutdownStopsCallsAtDeadline(t *testing.T) {
 					classes = append(classes, r["class"].(string))
 				}
 			}
-			if len(classes) != 1 || classes[0] != broker.ClassCancelled {
+			if len(classes) != 1 || classes[0] != string(broker.ClassCancelled) {
 				t.Errorf("audited calls %v, want one %q", classes, broker.ClassCancelled)
 			}
 		})

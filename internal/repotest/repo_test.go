@@ -66,8 +66,9 @@ func TestEveryPackageHasDoc(t *testing.T) {
 }
 
 // TestBoundaryImports pins what the packages that cross the sandbox boundary
-// may import: wire only the standard library; tool only wire and a few
-// well-kept libraries; the runner only wire and tool; the Linux sandbox's
+// may import: wire only the standard library; tool only wire, hostrule (the
+// host rules it shares with the grant and the proxy: the standard library
+// and IDNA) and a few well-kept libraries; the runner only wire and tool; the Linux sandbox's
 // init only its protocol, its seccomp filter, the in-sandbox half of egress
 // (the forwarder, standard library only, so the init runs the forwarder
 // that is tested rather than a copy) and the syscall libraries; a capsule's
@@ -76,20 +77,22 @@ func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	allowed := map[string][]string{
 		mod + "/wire":            {},
-		mod + "/tool":            {mod + "/wire", "golang.org/x/sys/"},
-		mod + "/internal/runner": {mod + "/wire", mod + "/tool", "golang.org/x/sys/"},
+		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		// The one definition of the host rules: IDNA and nothing of airlock.
+		mod + "/internal/hostrule": {"golang.org/x/net/idna", "golang.org/x/text/"},
 		mod + "/internal/sandbox/linux/inside": {
 			mod + "/internal/sandbox/linux/initproto", mod + "/internal/sandbox/linux/seccomp",
 			mod + "/internal/egress/forward", mod + "/wire", // wire: the shared contract, standard library only
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},
-		mod + "/grant": {"github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/"},
+		mod + "/grant": {"github.com/BurntSushi/toml", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/text/"},
 		// What capsule authors import is compiled into their modules:
 		// only the wire contract.
 		mod + "/capsule/guest": {mod + "/wire"},
 		// The wasm runtime is a backend: wazero, the grant and the wire
 		// contract, never the broker.
-		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", mod + "/internal/hostrule", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
 		// The Podman container's init: the standard library and the
 		// native sandbox's seccomp filter.
 		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", "golang.org/x/sys/"},

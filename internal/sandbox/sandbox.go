@@ -70,14 +70,14 @@ type Limits struct {
 }
 
 // Names of limits, as Result.Limit, Result.LimitsHit, Isolation.Unenforced
-// and Report.Limits use them.
+// and Report.Limits use them: the wire contract's, defined there once.
 const (
-	LimitTime      = "time"
-	LimitMemory    = "memory"
-	LimitProcesses = "processes"
-	LimitOutput    = "output"
-	LimitFileSize  = "file_size"
-	LimitTmp       = "tmp"
+	LimitTime      = wire.LimitTime
+	LimitMemory    = wire.LimitMemory
+	LimitProcesses = wire.LimitProcesses
+	LimitOutput    = wire.LimitOutput
+	LimitFileSize  = wire.LimitFileSize
+	LimitTmp       = wire.LimitTmp
 )
 
 // Network says what the sandbox can reach.
@@ -159,13 +159,13 @@ type Result struct {
 	// that limit was hit and the payload did not finish normally (it was
 	// killed by a signal or exited non-zero). A time-out is "time" even when
 	// another limit was hit too.
-	Limit string
+	Limit wire.Limit
 	// LimitsHit names every limit the sandbox hit, in the order time,
 	// memory, processes, output: a kill at the deadline, an OOM kill, a
 	// fork refused at the process limit, output past the cap. Limit, when
 	// set, is among them; a limit hit by a payload that went on to finish
 	// is listed here only.
-	LimitsHit []string
+	LimitsHit []wire.Limit
 	// OutputTruncated reports that stdout or stderr passed Limits.OutputBytes.
 	OutputTruncated bool
 	// Isolation is the isolation that actually ran.
@@ -206,10 +206,10 @@ type Feature struct {
 
 // LimitStatus says whether a backend enforces one kind of limit on this host.
 type LimitStatus struct {
-	Limit    string `json:"limit"`    // one of the Limit constants
-	Enforced bool   `json:"enforced"` // the backend holds the sandbox to it
-	Detail   string `json:"detail"`   // how it is enforced, or why it cannot be
-	Fix      string `json:"fix,omitempty"`
+	Limit    wire.Limit `json:"limit"`    // one of the Limit constants
+	Enforced bool       `json:"enforced"` // the backend holds the sandbox to it
+	Detail   string     `json:"detail"`   // how it is enforced, or why it cannot be
+	Fix      string     `json:"fix,omitempty"`
 }
 
 // Report is what a backend enforces on this host, for `airlock doctor`.
@@ -220,8 +220,8 @@ type Report struct {
 }
 
 // Unenforced names the limits the backend cannot enforce on this host.
-func (r Report) Unenforced() []string {
-	var out []string
+func (r Report) Unenforced() []wire.Limit {
+	var out []wire.Limit
 	for _, l := range r.Limits {
 		if !l.Enforced {
 			out = append(out, l.Limit)

@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/runner"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/direct"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // Main runs the hidden runner or sandbox mode when the test binary was started
@@ -56,7 +56,7 @@ func Native(t testing.TB) sandbox.Backend {
 		t.Fatalf("starting the native backend: %v", nativeErr)
 	}
 	if u := nativeVal.Report().Unenforced(); len(u) > 0 {
-		RequireFeature(t, fmt.Sprintf("the native backend cannot enforce the %s limits for uid %d (no cgroup it may manage; see airlock doctor)", strings.Join(u, " and "), os.Getuid()))
+		RequireFeature(t, fmt.Sprintf("the native backend cannot enforce the %s limits for uid %d (no cgroup it may manage; see airlock doctor)", wire.JoinLimits(u, " and "), os.Getuid()))
 	}
 	return nativeVal
 }

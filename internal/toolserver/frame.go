@@ -94,8 +94,8 @@ type Limits struct {
 type Result struct {
 	ExitCode        int            `json:"exit_code"`
 	Signal          int            `json:"signal,omitempty"`
-	Limit           string         `json:"limit,omitempty"`
-	LimitsHit       []string       `json:"limits_hit,omitempty"`
+	Limit           wire.Limit     `json:"limit,omitempty"`
+	LimitsHit       []wire.Limit   `json:"limits_hit,omitempty"`
 	OutputTruncated bool           `json:"output_truncated,omitempty"`
 	Isolation       wire.Isolation `json:"isolation"`
 	SetupUS         int64          `json:"setup_us,omitempty"`

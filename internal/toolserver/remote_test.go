@@ -620,7 +620,7 @@ plain_http = ["127.0.0.1:`+port+`"]
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, res.Class+" "+res.Output.Content)
+			out = append(out, string(res.Class)+" "+res.Output.Content)
 		}
 		b, _ := os.ReadFile(filepath.Join(s.Dir(), "audit.jsonl"))
 		return out, b

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockhq/airlock/wire"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -180,8 +181,9 @@ type Outcome struct {
 	// bounds memory access", ...), with Func the function it happened in
 	// when wazero names one.
 	Trap, Func string
-	// LimitsHit names the limits the run hit: "time", "memory", "output".
-	LimitsHit []string
+	// LimitsHit names the limits the run hit: wire.LimitTime, LimitMemory,
+	// LimitOutput.
+	LimitsHit []wire.Limit
 	// PeakMemory is the largest the module's memory grew, in bytes.
 	PeakMemory uint64
 	// OmittedBytes is the output past the Output cap.
@@ -189,7 +191,7 @@ type Outcome struct {
 }
 
 // Hit reports whether the run hit the named limit.
-func (o *Outcome) Hit(limit string) bool {
+func (o *Outcome) Hit(limit wire.Limit) bool {
 	for _, l := range o.LimitsHit {
 		if l == limit {
 			return true
@@ -270,10 +272,10 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	}
 	o.PeakMemory = mem.peak
 	if mem.refused {
-		o.LimitsHit = append(o.LimitsHit, "memory")
+		o.LimitsHit = append(o.LimitsHit, wire.LimitMemory)
 	}
 	if out.omitted > 0 {
-		o.LimitsHit = append(o.LimitsHit, "output")
+		o.LimitsHit = append(o.LimitsHit, wire.LimitOutput)
 		o.OmittedBytes = out.omitted
 	}
 	var exit *sys.ExitError
@@ -282,19 +284,19 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	case errors.As(err, &exit):
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			o.LimitsHit = append(o.LimitsHit, "time")
+			o.LimitsHit = append(o.LimitsHit, wire.LimitTime)
 			o.ExitCode = exit.ExitCode()
 		case sys.ExitCodeContextCanceled:
 			o.ExitCode = exit.ExitCode()
 			if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-				o.LimitsHit = append(o.LimitsHit, "time")
+				o.LimitsHit = append(o.LimitsHit, wire.LimitTime)
 			}
 		default:
 			o.ExitCode = exit.ExitCode()
 		}
 	default:
 		if ctx.Err() != nil {
-			o.LimitsHit = append(o.LimitsHit, "time")
+			o.LimitsHit = append(o.LimitsHit, wire.LimitTime)
 			o.ExitCode = sys.ExitCodeDeadlineExceeded
 			break
 		}

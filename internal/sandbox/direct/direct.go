@@ -76,7 +76,7 @@ func (b *Backend) Report() sandbox.Report {
 }
 
 // unenforced are the limits of a Spec this backend does not hold.
-var unenforced = []string{sandbox.LimitMemory, sandbox.LimitProcesses, sandbox.LimitFileSize, sandbox.LimitTmp}
+var unenforced = []wire.Limit{sandbox.LimitMemory, sandbox.LimitProcesses, sandbox.LimitFileSize, sandbox.LimitTmp}
 
 // Run runs spec as a child process.
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
@@ -122,9 +122,9 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 
 	var (
 		mu    sync.Mutex
-		limit string
+		limit wire.Limit
 	)
-	kill := func(why string) {
+	kill := func(why wire.Limit) {
 		mu.Lock()
 		if limit == "" {
 			limit = why
@@ -137,13 +137,13 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, truncOut, _ = sandbox.CopyCapped(spec.Stdout, rOut, lim.OutputBytes, func() { kill("output") })
+		_, truncOut, _ = sandbox.CopyCapped(spec.Stdout, rOut, lim.OutputBytes, func() { kill(sandbox.LimitOutput) })
 	}()
 	go func() {
 		defer wg.Done()
-		_, truncErr, _ = sandbox.CopyCapped(spec.Stderr, rErr, lim.OutputBytes, func() { kill("output") })
+		_, truncErr, _ = sandbox.CopyCapped(spec.Stderr, rErr, lim.OutputBytes, func() { kill(sandbox.LimitOutput) })
 	}()
-	timer := time.AfterFunc(lim.Wall, func() { kill("time") })
+	timer := time.AfterFunc(lim.Wall, func() { kill(sandbox.LimitTime) })
 	defer timer.Stop()
 	// A cancelled call first gets SIGTERM, so the runner can end the process
 	// groups its tool started; SIGKILL follows after a short grace.
@@ -204,7 +204,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		ExitCode:        cmd.ProcessState.ExitCode(),
 		Signal:          signalOf(cmd.ProcessState),
 		OutputTruncated: truncOut || truncErr,
-		Isolation:       wire.Isolation{Backend: Name, Features: []string{}, Unenforced: append([]string(nil), unenforced...)},
+		Isolation:       wire.Isolation{Backend: Name, Features: []string{}, Unenforced: append([]wire.Limit(nil), unenforced...)},
 		Setup:           setup,
 		Duration:        time.Since(start),
 	}
@@ -212,7 +212,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	res.Limit = limit
 	mu.Unlock()
 	if limit != "" {
-		res.LimitsHit = []string{limit}
+		res.LimitsHit = []wire.Limit{limit}
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {

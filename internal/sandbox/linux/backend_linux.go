@@ -269,7 +269,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 }
 
 // unenforcedLimits are the limits a Run without cgroups does not enforce.
-var unenforcedLimits = []string{sandbox.LimitMemory, sandbox.LimitProcesses}
+var unenforcedLimits = []wire.Limit{sandbox.LimitMemory, sandbox.LimitProcesses}
 
 // enforceable refuses spec when the host gives this broker no cgroup for
 // its memory and process limits, unless the spec accepts that. Every Spec
@@ -406,7 +406,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 	} else {
 		// Run let this through only with Limits.AllowUnenforced.
 		x.iso.Missing = append(x.iso.Missing, "cgroups")
-		x.iso.Unenforced = append([]string(nil), unenforcedLimits...)
+		x.iso.Unenforced = append([]wire.Limit(nil), unenforcedLimits...)
 	}
 	if warm {
 		// A warm sandbox makes no placeholder until a call claims it.
@@ -500,7 +500,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 		_, _ = c.proc.Wait()
 		if x.reason() == "time" {
 			// The wall time ran out before the payload started.
-			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: sandbox.LimitTime, LimitsHit: []string{sandbox.LimitTime},
+			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: sandbox.LimitTime, LimitsHit: []wire.Limit{sandbox.LimitTime},
 				Duration: time.Since(start), Setup: time.Since(start)}
 			res.Isolation = x.iso
 			return res, nil
@@ -745,11 +745,11 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 type hits struct{ time, memory, processes, output bool }
 
 // names lists them in the order of Result.LimitsHit.
-func (h hits) names() []string {
-	var out []string
+func (h hits) names() []wire.Limit {
+	var out []wire.Limit
 	for _, n := range []struct {
 		hit  bool
-		name string
+		name wire.Limit
 	}{{h.time, sandbox.LimitTime}, {h.memory, sandbox.LimitMemory}, {h.processes, sandbox.LimitProcesses}, {h.output, sandbox.LimitOutput}} {
 		if n.hit {
 			out = append(out, n.name)
@@ -761,7 +761,7 @@ func (h hits) names() []string {
 // ended names the limit that ended the run (see Result.Limit): the output
 // cap or the deadline when the sandbox was killed for it, else memory or
 // processes when hit by a payload that did not finish normally.
-func (h hits) ended(finished bool) string {
+func (h hits) ended(finished bool) wire.Limit {
 	switch {
 	case h.output:
 		return sandbox.LimitOutput

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/wire"
 )
 
 func TestExitAndSignal(t *testing.T) {
@@ -32,7 +33,7 @@ func TestExitAndSignal(t *testing.T) {
 		t.Run(tc.script, func(t *testing.T) {
 			o := sh(t, tc.script)
 			got := []any{o.res.ExitCode, o.res.Signal, o.stdout, o.res.Limit, o.res.LimitsHit}
-			if diff := cmp.Diff([]any{tc.code, tc.signal, tc.stdout, "", []string(nil)}, got); diff != "" {
+			if diff := cmp.Diff([]any{tc.code, tc.signal, tc.stdout, wire.Limit(""), []wire.Limit(nil)}, got); diff != "" {
 				t.Fatalf("(-want +got)\n%s", diff)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // Case 11: a fork bomb hits pids.max and ends by the deadline; a
@@ -42,7 +43,7 @@ func TestHostile11ForkBomb(t *testing.T) {
 	if bomb.res.Duration > 7*time.Second {
 		t.Errorf("fork bomb ran %v, past its 4s deadline", bomb.res.Duration)
 	}
-	if bomb.res.Limit != "time" || !slices.Equal(bomb.res.LimitsHit, []string{"time", "processes"}) {
+	if bomb.res.Limit != "time" || !slices.Equal(bomb.res.LimitsHit, []wire.Limit{"time", "processes"}) {
 		t.Errorf("Limit = %q, LimitsHit = %q (exit %d, signal %d, after %v, stderr %q); want time, and [time processes]",
 			bomb.res.Limit, bomb.res.LimitsHit, bomb.res.ExitCode, bomb.res.Signal, bomb.res.Duration, tail(bomb.stderr, 2000))
 	}
@@ -65,7 +66,7 @@ func TestHostile12MemoryBomb(t *testing.T) {
 				Limits:  sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20},
 				Command: []string{"/bin/sh", "-c", cmd},
 			})
-			if o.res.Limit != "memory" || !slices.Equal(o.res.LimitsHit, []string{"memory"}) {
+			if o.res.Limit != "memory" || !slices.Equal(o.res.LimitsHit, []wire.Limit{"memory"}) {
 				t.Fatalf("Limit = %q, LimitsHit = %q (exit %d sig %d, stderr %q), want memory", o.res.Limit, o.res.LimitsHit, o.res.ExitCode, o.res.Signal, o.stderr)
 			}
 		})
@@ -96,14 +97,14 @@ except OSError:
 	for _, tc := range []struct {
 		name, script string
 		wall         time.Duration
-		limit        string
-		hits         []string
+		limit        wire.Limit
+		hits         []wire.Limit
 		exit         int
 	}{
-		{"forks refused, then finished", forks + "; echo finished", 30 * time.Second, "", []string{"processes"}, 0},
-		{"forks refused, then ran out of time", forks + "; sleep 987640", 2 * time.Second, "time", []string{"time", "processes"}, -1},
-		{"forks refused, then failed", forks + "; exit 3", 30 * time.Second, "processes", []string{"processes"}, 3},
-		{"child killed at the memory limit, then finished", "python3 -c 'b = bytearray(300 << 20)'; echo finished", 30 * time.Second, "", []string{"memory"}, 0},
+		{"forks refused, then finished", forks + "; echo finished", 30 * time.Second, "", []wire.Limit{"processes"}, 0},
+		{"forks refused, then ran out of time", forks + "; sleep 987640", 2 * time.Second, "time", []wire.Limit{"time", "processes"}, -1},
+		{"forks refused, then failed", forks + "; exit 3", 30 * time.Second, "processes", []wire.Limit{"processes"}, 3},
+		{"child killed at the memory limit, then finished", "python3 -c 'b = bytearray(300 << 20)'; echo finished", 30 * time.Second, "", []wire.Limit{"memory"}, 0},
 		{"nothing hit", "echo finished", 30 * time.Second, "", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,7 +313,7 @@ print(n)
 			if o.stdout != want || o.res.ExitCode != 0 {
 				t.Fatalf("forked %q (exit %d, stderr %q), want %q: the command's own limit is %d", o.stdout, o.res.ExitCode, tail(o.stderr, 2000), want, pids)
 			}
-			if pids > 1 && !slices.Equal(o.res.LimitsHit, []string{"processes"}) {
+			if pids > 1 && !slices.Equal(o.res.LimitsHit, []wire.Limit{"processes"}) {
 				t.Errorf("LimitsHit %q, want [processes]", o.res.LimitsHit)
 			}
 		})

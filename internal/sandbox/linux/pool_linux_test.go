@@ -21,6 +21,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // pooled returns a fresh backend with a pool of size n, closed at the end.
@@ -167,7 +168,7 @@ func TestPoolLimits(t *testing.T) {
 	tests := []struct {
 		name, input string
 		limits      sandbox.Limits
-		wantLimit   string
+		wantLimit   wire.Limit
 		wantOut     string
 	}{
 		{name: "time", input: "sh:sleep 987702", limits: sandbox.Limits{Wall: 300 * time.Millisecond}, wantLimit: "time"},

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // hostState is what must return to baseline after any number of runs.
@@ -75,7 +76,7 @@ func TestSoak(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	sh(t, "true") // warm up: the sealed copy and the runtime's own fds
 	before := takeState(t)
-	limits := map[string]int{}
+	limits := map[wire.Limit]int{}
 	for i := 0; i < n; i++ {
 		spec := &sandbox.Spec{Env: []string{"PATH=/usr/bin:/bin"}}
 		switch i % 8 {

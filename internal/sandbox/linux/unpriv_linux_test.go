@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // TestUnprivileged re-runs a few cases as uid 65534 through setpriv. An
@@ -116,12 +117,12 @@ func TestUnprivChild(t *testing.T) {
 			}
 		}
 	}
-	if got := b.Report().Unenforced(); !slices.Equal(got, []string{"memory", "processes"}) || b.Report().Ready() {
+	if got := b.Report().Unenforced(); !slices.Equal(got, []wire.Limit{"memory", "processes"}) || b.Report().Ready() {
 		t.Errorf("Report: unenforced %q, ready %v; want [memory processes], not ready", got, b.Report().Ready())
 	}
 	// With the opt-out it runs, and says which limits did not hold.
 	o := run(t, &sandbox.Spec{Limits: sandbox.Limits{AllowUnenforced: true}, Command: []string{"/bin/echo", "ran"}})
-	if o.stdout != "ran\n" || !slices.Equal(o.res.Isolation.Unenforced, []string{"memory", "processes"}) {
+	if o.stdout != "ran\n" || !slices.Equal(o.res.Isolation.Unenforced, []wire.Limit{"memory", "processes"}) {
 		t.Errorf("with AllowUnenforced: stdout %q, Unenforced %q; want it run and [memory processes]", o.stdout, o.res.Isolation.Unenforced)
 	}
 

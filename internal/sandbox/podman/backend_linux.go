@@ -420,7 +420,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		Isolation: wire.Isolation{Backend: "podman", Features: append([]string(nil), features...)}}
 	switch {
 	case reason == "time":
-		res.ExitCode, res.Signal, res.Limit, res.LimitsHit = -1, int(syscall.SIGKILL), sandbox.LimitTime, []string{sandbox.LimitTime}
+		res.ExitCode, res.Signal, res.Limit, res.LimitsHit = -1, int(syscall.SIGKILL), sandbox.LimitTime, []wire.Limit{sandbox.LimitTime}
 		if res.OutputTruncated {
 			res.LimitsHit = append(res.LimitsHit, sandbox.LimitOutput)
 		}
@@ -438,7 +438,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		res.ExitCode = code
 	}
 	if res.OutputTruncated {
-		res.Limit, res.LimitsHit = sandbox.LimitOutput, []string{sandbox.LimitOutput}
+		res.Limit, res.LimitsHit = sandbox.LimitOutput, []wire.Limit{sandbox.LimitOutput}
 	}
 	return res, nil
 }

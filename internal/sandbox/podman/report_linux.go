@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // Report says what this backend enforces here; see Probe. It probes
@@ -61,7 +62,7 @@ func Probe(opts *Options) sandbox.Report {
 		err := exec.Command(podman, "--runtime", o.Runtime, "image", "exists", o.Image).Run()
 		add("image", err == nil, o.Image, "load the image on this host (podman pull, load or import), then pin it by the digest podman reports")
 	}
-	enforced := func(name, detail string) sandbox.LimitStatus {
+	enforced := func(name wire.Limit, detail string) sandbox.LimitStatus {
 		return sandbox.LimitStatus{Limit: name, Enforced: true, Detail: detail}
 	}
 	rep.Limits = []sandbox.LimitStatus{

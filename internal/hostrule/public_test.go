@@ -1,4 +1,4 @@
-package egress
+package hostrule
 
 import (
 	"net/netip"
@@ -47,6 +47,9 @@ func TestClassify(t *testing.T) {
 		{"224.0.0.1", false, "multicast"},
 		{"239.255.255.250", false, "multicast"},
 		{"240.0.0.1", false, "reserved"},
+		{"192.31.196.1", false, "AS112"},
+		{"192.52.193.1", false, "AMT"},
+		{"192.175.48.1", false, "AS112"},
 		{"255.255.255.255", false, "reserved"},
 		// IPv6 public.
 		{"2606:2800:220:1:248:1893:25c8:1946", true, ""},
@@ -70,6 +73,8 @@ func TestClassify(t *testing.T) {
 		{"2001:2::1", false, "IETF protocol"},
 		{"100::1", false, "discard"},
 		{"3fff::1", false, "documentation"},
+		{"2620:4f:8000::1", false, "AS112"},
+		{"100:0:0:1::1", false, "dummy prefix"},
 		{"5f00::1", false, "outside 2000::/3"},
 		{"4000::1", false, "outside 2000::/3"},
 		{"::2:1", false, ""}, // IPv4-compatible 0.2.0.1, in 0/8
@@ -80,7 +85,7 @@ func TestClassify(t *testing.T) {
 		{"::ffff:8.8.8.8", true, ""},
 		{"::127.0.0.1", false, "IPv4-compatible 127.0.0.1"},
 		{"::a9fe:a9fe", false, "IPv4-compatible 169.254.169.254"},
-		{"::8.8.8.8", true, ""},
+		{"::8.8.8.8", false, "IPv4-compatible 8.8.8.8"}, // deprecated form: never public
 		{"64:ff9b::a9fe:a9fe", false, "NAT64 169.254.169.254"},
 		{"64:ff9b::7f00:1", false, "NAT64 127.0.0.1"},
 		{"64:ff9b::808:808", true, ""},
@@ -89,7 +94,7 @@ func TestClassify(t *testing.T) {
 		{"2002:a9fe:a9fe::", false, "6to4 169.254.169.254"},
 		{"2002:7f00:1::1", false, "6to4 127.0.0.1"},
 		{"2002:c0a8:101::1", false, "6to4 192.168.1.1"},
-		{"2002:808:808::1", true, ""},
+		{"2002:808:808::1", false, "6to4 8.8.8.8"}, // deprecated relay form: never public
 		// Zones.
 		{"fe80::1%lo", false, "zone"},
 		{"2001:4860:4860::8888%eth0", false, "zone"},
@@ -111,6 +116,9 @@ func TestClassify(t *testing.T) {
 func TestClassifyInvalid(t *testing.T) {
 	if public, _ := Classify(netip.Addr{}); public {
 		t.Fatal("the zero Addr is public")
+	}
+	if IsPublic(netip.Addr{}) {
+		t.Fatal("IsPublic(zero Addr)")
 	}
 }
 

@@ -1,8 +1,8 @@
-package egress
+package hostrule
 
 import "net/netip"
 
-// special is one row of the special-purpose address table.
+// special is one row of the special-purpose address tables.
 type special struct {
 	prefix netip.Prefix
 	reason string
@@ -42,7 +42,7 @@ var special4 = mustPrefixes(
 
 // special6 follows the IANA IPv6 Special-Purpose Address Registry for the
 // part of 2000::/3 it covers; everything outside 2000::/3 is denied before
-// this table is consulted (after the embedded-IPv4 forms are unwrapped).
+// this table is consulted.
 var special6 = mustPrefixes(
 	[2]string{"2001::/32", "Teredo (2001::/32)"},
 	[2]string{"2001:10::/28", "deprecated ORCHID (2001:10::/28)"},
@@ -69,17 +69,27 @@ var (
 	unspecified = netip.IPv6Unspecified()
 )
 
-// Classify reports whether addr is a public unicast address that the proxy
-// may dial without an explicit allowance, and if not, why.
+// IsPublic reports whether addr is a public unicast address (see Classify).
+func IsPublic(addr netip.Addr) bool {
+	public, _ := Classify(addr)
+	return public
+}
+
+// Classify reports whether addr is a public unicast address, one the egress
+// proxy may dial and network.hosts may list without network.private, and if
+// not, why.
 //
 // It denies every row of the IANA special-purpose registries (loopback,
 // private, link-local, CGNAT, documentation, benchmarking, multicast,
-// reserved, site-local, ULA, Teredo, ORCHID, discard, …) and any address
-// with a zone. IPv4 embedded in IPv6 is unwrapped and classified as IPv4:
-// IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96), NAT64 well-known
-// prefix (64:ff9b::/96) and 6to4 (2002::/16, bits 16..48). The local-use
-// NAT64 prefix 64:ff9b:1::/48 is denied outright, because where the IPv4
-// address sits inside it depends on the operator's prefix length.
+// reserved, site-local, ULA, Teredo, ORCHID, discard, …), everything outside
+// 2000::/3 in IPv6, and any address with a zone. An IPv4-mapped address
+// (::ffff:0:0/96) and a NAT64 address under the well-known prefix
+// (64:ff9b::/96, so that a DNS64 network keeps working) are classified as the
+// IPv4 address they hold. The other forms that embed an IPv4 address are
+// never public: IPv4-compatible (::/96, deprecated), 6to4 (2002::/16,
+// deprecated) and local-use NAT64 (64:ff9b:1::/48, where the IPv4 address
+// sits depends on the operator's prefix length). The reason names the
+// embedded address, and its own class when that is not public either.
 func Classify(addr netip.Addr) (public bool, reason string) {
 	if !addr.IsValid() {
 		return false, "invalid address"
@@ -96,15 +106,24 @@ func Classify(addr netip.Addr) (public bool, reason string) {
 	case addr == loopback6:
 		return false, "loopback (::1)"
 	case addr.Is4In6():
-		return wrapped("IPv4-mapped", addr.Unmap())
+		v4 := addr.Unmap()
+		if public, reason := classify4(v4); !public {
+			return false, "IPv4-mapped " + v4.String() + ": " + reason
+		}
+		return true, "public (IPv4-mapped " + v4.String() + ")"
 	case compatible.Contains(addr):
-		return wrapped("IPv4-compatible", embedded(addr, 12))
+		return embeds("IPv4-compatible", embedded(addr, 12))
 	case nat64WKP.Contains(addr):
-		return wrapped("NAT64", embedded(addr, 12))
+		// Judged by its IPv4 address, so a DNS64 network keeps working.
+		v4 := embedded(addr, 12)
+		if public, reason := classify4(v4); !public {
+			return false, "NAT64 " + v4.String() + ": " + reason
+		}
+		return true, "public (NAT64 " + v4.String() + ")"
 	case nat64Local.Contains(addr):
 		return false, "local-use NAT64 (64:ff9b:1::/48)"
 	case sixToFour.Contains(addr):
-		return wrapped("6to4", embedded(addr, 2))
+		return embeds("6to4", embedded(addr, 2))
 	case discard6.Contains(addr):
 		return false, "discard-only (100::/64)"
 	case dummy6.Contains(addr):
@@ -143,10 +162,9 @@ func embedded(addr netip.Addr, off int) netip.Addr {
 	return netip.AddrFrom4([4]byte(b[off : off+4]))
 }
 
-func wrapped(form string, v4 netip.Addr) (bool, string) {
-	public, reason := classify4(v4)
-	if public {
-		return true, "public (" + form + " " + v4.String() + ")"
+func embeds(form string, v4 netip.Addr) (bool, string) {
+	if public, reason := classify4(v4); !public {
+		return false, form + " " + v4.String() + ": " + reason
 	}
-	return false, form + " " + v4.String() + ": " + reason
+	return false, form + " " + v4.String() + ": an IPv4 address embedded in IPv6 is not public; use " + v4.String()
 }
