@@ -16,7 +16,6 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/sandbox/direct"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -152,7 +151,7 @@ func (s *Session) dispatchEgress(ctx context.Context, c *call, acc tool.Access, 
 	// Without a sandbox there is no network namespace to confine: a command
 	// has the host's network (the result says UNSANDBOXED), and only
 	// http_fetch, which dials the proxy's socket itself, uses the proxy.
-	unsandboxed := s.opts.Backend.Report().Backend == direct.Name
+	unsandboxed := s.opts.Backend.Report().Unsandboxed
 	if !g.HasNetwork() || len(acc.Hosts) == 0 && (!acc.Exec || unsandboxed) {
 		return dispatch(ctx, s.opts.Backend, spec, in)
 	}
