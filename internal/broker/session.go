@@ -373,6 +373,9 @@ type call struct {
 	limits grant.Limits
 	out    Outcome
 	begun  bool // marked in flight in the records directory
+	// bytesOut is the output of a command whose streams are the user's
+	// (Exec), which no Result carries.
+	bytesOut int
 }
 
 func (s *Session) run(ctx context.Context, c *call) *Result {
@@ -550,7 +553,7 @@ func (s *Session) record(c *call, res *Result) error {
 		Class:    c.out.Class,
 		Detail:   s.secrets.redact().String(c.out.Detail),
 		Duration: ms(time.Since(c.start)),
-		BytesOut: len(res.Output.Content),
+		BytesOut: len(res.Output.Content) + c.bytesOut,
 		Capsule:  s.opts.Capsule,
 	}
 	rec.Truncated = res.Output.Truncated
