@@ -57,21 +57,11 @@ func (s *Session) Exec(ctx context.Context, e *Exec) (*sandbox.Result, error) {
 	if e == nil || len(e.Command) == 0 {
 		return nil, errors.New("broker: Exec needs a command")
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrClosed
+	ctx, leave, err := s.enter(ctx)
+	if err != nil {
+		return nil, err
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	if err := s.log.Healthy(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
+	defer leave()
 
 	c := &call{id: "call_" + randomHex(8), tool: ExecTool, start: time.Now(), limits: e.Limits}
 	// The values of the environment are the user's (a token passed with
@@ -134,22 +124,7 @@ func (s *Session) runExec(ctx context.Context, c *call, e *Exec) (*sandbox.Resul
 	spec.Stdin, spec.Stdout, spec.Stderr = e.Stdin, out, e.Stderr
 	spec.Signal = e.Signal
 	if s.opts.Grant.HasNetwork() {
-		var o EgressOptions
-		if s.opts.Egress != nil {
-			o = *s.opts.Egress
-		}
-		o.Sandbox = c.id
-		audited := s.auditEgress(c)
-		o.OnDecision = func(d egress.Decision) {
-			audited(d)
-			if e.OnEgress != nil {
-				e.OnEgress(d)
-			}
-		}
-		if o.Logger == nil {
-			o.Logger = s.logger
-		}
-		stopEgress, err := AttachEgress(ctx, s.opts.Grant, spec, &o)
+		stopEgress, err := AttachEgress(ctx, s.opts.Grant, spec, s.egressOptions(c, e.OnEgress))
 		if err != nil {
 			return nil, err
 		}

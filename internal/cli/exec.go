@@ -111,7 +111,7 @@ Examples:
 				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %s: the variable is not set here (or empty; --env %s= sets an empty one)\n", name, name)
 				return exitUsage
 			}
-			cmdEnv = setEnv(cmdEnv, name+"="+v)
+			cmdEnv = broker.SetEnv(cmdEnv, name+"="+v)
 		}
 		for _, kv := range envs {
 			k, _, ok := strings.Cut(kv, "=")
@@ -119,7 +119,7 @@ Examples:
 				fmt.Fprintf(env.Stderr, "airlock exec: --env %q: want K=V\n", kv)
 				return exitUsage
 			}
-			cmdEnv = setEnv(cmdEnv, kv)
+			cmdEnv = broker.SetEnv(cmdEnv, kv)
 		}
 		s, closeSession, err := openExecSession(env, &gf, g, envs)
 		if err != nil {
@@ -345,9 +345,9 @@ func hostTools(list []string, g *grant.Grant, getenv func(string) string) []stri
 			have[d] = true
 		}
 	}
-	list = setEnv(list, "PATH="+path)
+	list = broker.SetEnv(list, "PATH="+path)
 	if mc := goModCache(getenv); mc != "" && visible(g, mc) {
-		list = setEnv(list, "GOMODCACHE="+mc)
+		list = broker.SetEnv(list, "GOMODCACHE="+mc)
 	}
 	return list
 }
@@ -366,16 +366,4 @@ func goModCache(getenv func(string) string) string {
 		return filepath.Join(home, "go", "pkg", "mod")
 	}
 	return ""
-}
-
-// setEnv sets kv ("K=V") in list, replacing an existing K.
-func setEnv(list []string, kv string) []string {
-	k, _, _ := strings.Cut(kv, "=")
-	for i, e := range list {
-		if strings.HasPrefix(e, k+"=") {
-			list[i] = kv
-			return list
-		}
-	}
-	return append(list, kv)
 }
