@@ -49,6 +49,10 @@ such as /usr/local/go/bin/go are found; when the host's Go module cache
 (GOMODCACHE, $GOPATH/pkg/mod or ~/go/pkg/mod) is granted, GOMODCACHE names
 it. --inherit-env NAME passes one host variable, --env K=V sets one.
 
+Each run is a call in the audit log (airlock log), like every tool call:
+the command, the names of the variables it was given (never their values),
+the sandbox that ran it and its exit status or the limit that ended it.
+
 Examples:
   airlock exec -- make test
   airlock exec --ro "$(go env GOMODCACHE)" --time 10m --memory 2GiB -- go test ./...
