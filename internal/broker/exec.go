@@ -65,8 +65,9 @@ func (s *Session) Exec(ctx context.Context, e *Exec) (*sandbox.Result, error) {
 
 	c := &call{id: "call_" + randomHex(8), tool: ExecTool, start: time.Now(), limits: e.Limits}
 	// The values of the environment are the user's (a token passed with
-	// --env): the record names the variables only, and a value that shows
-	// up in the command or an error is redacted there too.
+	// --env): the record names the variables only, and a value of four
+	// bytes or more (a shorter one would blank ordinary text) that shows up
+	// in the command or an error is redacted there too.
 	hide := map[string]string{}
 	var names []string
 	for _, kv := range e.Env {
@@ -94,7 +95,7 @@ func (s *Session) Exec(ctx context.Context, e *Exec) (*sandbox.Result, error) {
 	switch {
 	case runErr != nil:
 		c.out.Detail = runErr.Error()
-	case res.Signal != 0:
+	case res != nil && res.Signal != 0:
 		c.out.Detail = fmt.Sprintf("killed by signal %d", res.Signal)
 	}
 	c.out.Detail = redact.String(c.out.Detail)
