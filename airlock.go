@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +29,7 @@ import (
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/sandbox/direct"
+	"github.com/airlockhq/airlock/internal/session"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -55,8 +54,9 @@ type Options struct {
 	// Dir is the directory granted read-write when there is no grant
 	// (default: the current directory).
 	Dir string
-	// RecordsDir is where the session's audit log goes (default: a
-	// directory under os.UserCacheDir()).
+	// RecordsDir is where the session's audit log goes (default: where
+	// `airlock log` reads: $AIRLOCK_STATE_DIR, else
+	// $XDG_STATE_HOME/airlock/sessions, else ~/.local/state/airlock/sessions).
 	RecordsDir string
 	// Secrets are values for the grant's secrets by name; a secret not given
 	// here is read from the source the grant names when a call first needs
@@ -92,8 +92,9 @@ type Options struct {
 // Session runs tool calls under one grant. It is safe for concurrent use.
 type Session struct {
 	s *broker.Session
-	// remote is the connection to remote hands, closed with the session.
-	remote io.Closer
+	// parts are the session's backend (a connection to remote hands, the
+	// native backend's pool), closed with the session.
+	parts *session.Parts
 }
 
 // Open starts a session. It returns ErrNoInit when Init was not called.
@@ -133,55 +134,28 @@ func Open(opts *Options) (*Session, error) {
 			return nil, fmt.Errorf("airlock: %w", err)
 		}
 	}
-	records := o.RecordsDir
-	if records == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("airlock: no records directory (set Options.RecordsDir): %w", err)
-		}
-		records = filepath.Join(cache, "airlock", "sessions")
-	}
-	var (
-		backend sandbox.Backend
-		root    = "/"
-		err     error
-	)
-	var remote io.Closer
+	cfg := &session.Config{Grant: g, RecordsDir: o.RecordsDir, Getenv: os.Getenv, Unsandboxed: o.Unsandboxed, Secrets: o.Secrets}
 	if o.Remote != nil || g.Remote().Endpoint != "" {
-		if o.Unsandboxed {
-			return nil, errors.New("airlock: Unsandboxed with remote hands: the hands always sandbox")
+		cfg.Remote = func(local sandbox.Backend, _ *[]string) (sandbox.Backend, error) {
+			rb, err := remoteBackend(&o, g, local)
+			if err != nil {
+				return nil, err
+			}
+			return rb, nil
 		}
-		// The local sandbox runs only the calls that carry a secret; a
-		// host without one refuses those.
-		local, lerr := nativeBackend(records)
-		if lerr != nil {
-			local = nil
-		}
-		rb, rerr := remoteBackend(&o, g, local)
-		if rerr != nil {
-			return nil, fmt.Errorf("airlock: %w", rerr)
-		}
-		backend, remote = rb, rb
-	} else if o.Unsandboxed {
-		backend, err = direct.New(nil)
-		root = g.WorkDir()
-	} else {
-		backend, err = nativeBackend(records)
 	}
+	p, err := session.Prepare(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("airlock: %w", err)
 	}
-	s, err := broker.Open(&broker.Options{
-		Grant: g, Backend: backend, RecordsDir: records, Secrets: o.Secrets, LoadSecret: broker.LoadSecretFrom(os.Getenv), ToolRoot: root,
-		MaxConcurrent: o.MaxConcurrent, MaxQueue: o.MaxQueue, Pool: o.Pool, Logger: o.Logger,
-	})
+	bo := p.Options()
+	bo.MaxConcurrent, bo.MaxQueue, bo.Pool, bo.Logger = o.MaxConcurrent, o.MaxQueue, o.Pool, o.Logger
+	s, err := broker.Open(bo)
 	if err != nil {
-		if remote != nil {
-			remote.Close()
-		}
+		_ = p.Close()
 		return nil, fmt.Errorf("airlock: %w", err)
 	}
-	return &Session{s: s, remote: remote}, nil
+	return &Session{s: s, parts: p}, nil
 }
 
 // ID returns the session's id, as the audit log records it.
@@ -251,10 +225,8 @@ func rawArgs(args any) (json.RawMessage, error) {
 // Close ends every call in flight and closes the records. It is idempotent.
 func (s *Session) Close() error {
 	err := s.s.Close()
-	if s.remote != nil {
-		if cerr := s.remote.Close(); err == nil {
-			err = cerr
-		}
+	if cerr := s.parts.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }

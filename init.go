@@ -2,11 +2,9 @@ package airlock
 
 import (
 	"errors"
-	"os"
 	"sync/atomic"
 
-	"github.com/airlockhq/airlock/internal/runner"
-	podinside "github.com/airlockhq/airlock/internal/sandbox/podman/inside"
+	"github.com/airlockhq/airlock/internal/native"
 )
 
 // Init must be the first call in the main function of a program that opens
@@ -22,17 +20,7 @@ import (
 //	}
 func Init() {
 	initialised.Store(true)
-	if len(os.Args) < 2 {
-		return
-	}
-	switch os.Args[1] {
-	case runner.Mode:
-		os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-	case podinside.Mode:
-		os.Exit(podinside.Main(os.Args[2:], runner.Run))
-	case sandboxMode:
-		os.Exit(sandboxMain())
-	}
+	native.RunHiddenMode()
 }
 
 // initialised records that Init ran: without it every sandbox the program

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
@@ -24,7 +25,7 @@ func TestOpenRemote(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("remote hands\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := nativeBackend("")
+	b, err := native.New(nil)
 	if err != nil {
 		t.Skipf("no native sandbox here: %v", err)
 	}

@@ -71,17 +71,9 @@ func runShell(ctx context.Context, env Env, a ShellArgs) wire.ToolOutput {
 		return Failure("field %q: %s is %s, not a directory", "cwd", t.shown, kindOf(fi.Mode()))
 	}
 	if a.RunInBackground {
-		if env.Background == nil {
-			return Failure("field %q: background commands are not available in this context", "run_in_background")
-		}
-		id, err := env.Background.Start(ctx, a.Command, t.shown)
-		if err != nil {
-			return Failure("field %q: could not start background work: %v", "run_in_background", err)
-		}
-		return wire.ToolOutput{
-			Content: fmt.Sprintf("started background work %s; check it with background_command", id),
-			Meta:    wire.Meta{WorkID: id},
-		}
+		// Background work is the broker's (it outlives the call's sandbox):
+		// the broker answers such a call itself and never sends it here.
+		return Failure("field %q: background commands are not available in this context", "run_in_background")
 	}
 	return runCommand(ctx, a.Command, t.shown, shellTimeout(env, a.Timeout), outputCap(env))
 }

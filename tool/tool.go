@@ -33,9 +33,6 @@ type Env struct {
 	// Search is web_search's provider and endpoint; nil when the grant
 	// configures none.
 	Search *wire.Search
-	// Background starts and tracks background work. Nil means the runner
-	// cannot start background work and shell refuses run_in_background.
-	Background Background
 	// Hidden are absolute paths that are the sandbox's placeholders for
 	// missing protected or denied names, not the user's files: read_file
 	// treats them as missing and glob and grep never list them.
@@ -45,13 +42,6 @@ type Env struct {
 // hidden reports whether the absolute path p is one of env.Hidden.
 func (e Env) hidden(p string) bool {
 	return len(e.Hidden) > 0 && slices.Contains(e.Hidden, p)
-}
-
-// Background starts background shell work on behalf of the shell tool. The
-// broker implements it (background work outlives the runner's sandbox).
-type Background interface {
-	// Start starts command in cwd and returns its work id ("wrk_<hex>").
-	Start(ctx context.Context, command, cwd string) (string, error)
 }
 
 // PathAccess is one path a call touches.

@@ -136,9 +136,12 @@ func (c *Cost) Add(o *Cost) {
 
 // Isolation reports which isolation actually ran a call.
 type Isolation struct {
-	Backend  string   `json:"backend"`           // "linux", "unsandboxed", ...
-	Features []string `json:"features"`          // e.g. "userns", "seccomp", "landlock-abi6", "cgroup-v1-memory"
-	Missing  []string `json:"missing,omitempty"` // features the backend knows of but could not use
+	Backend string `json:"backend"` // "linux", "unsandboxed", ...
+	// Unsandboxed marks a call that ran without isolation (the direct
+	// backend): its label says UNSANDBOXED whatever the backend's name.
+	Unsandboxed bool     `json:"unsandboxed,omitempty"`
+	Features    []string `json:"features"`          // e.g. "userns", "seccomp", "landlock-abi6", "cgroup-v1-memory"
+	Missing     []string `json:"missing,omitempty"` // features the backend knows of but could not use
 	// Unenforced names limits the call asked for that the host could not
 	// enforce ("memory", "processes"), when the grant accepted that.
 	Unenforced []Limit `json:"unenforced_limits,omitempty"`

@@ -173,7 +173,7 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 		own = true
 		// The work's sandbox has not run yet: name the limits it will run
 		// without, as its status answers will.
-		if rep := s.opts.Backend.Report(); s.opts.Grant.AllowsUnenforcedLimits() || rep.Backend == "unsandboxed" {
+		if rep := s.opts.Backend.Report(); s.opts.Grant.AllowsUnenforcedLimits() || rep.Unsandboxed {
 			unenforced = rep.Unenforced()
 		}
 	case tool.BackgroundCommandArgs:

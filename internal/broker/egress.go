@@ -16,7 +16,6 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/sandbox/direct"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -96,7 +95,7 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 	}()
 	spec.Network = sandbox.Network{ProxySocket: sock, ProxyPort: ProxyPort, OnDecision: opts.OnDecision}
 	for _, kv := range append(ProxyEnv(), opts.Env...) {
-		spec.Env = setEnv(spec.Env, kv)
+		spec.Env = SetEnv(spec.Env, kv)
 	}
 	var once sync.Once
 	return func() {
@@ -131,8 +130,9 @@ func socketDir(g *grant.Grant) (string, error) {
 	return "", fmt.Errorf("no private directory for the egress proxy's socket: %w", errors.Join(errs...))
 }
 
-// setEnv sets kv ("K=V") in list, replacing an existing K.
-func setEnv(list []string, kv string) []string {
+// SetEnv sets kv ("K=V") in list, replacing an existing K, and returns
+// the list.
+func SetEnv(list []string, kv string) []string {
 	k, _, _ := strings.Cut(kv, "=")
 	for i, e := range list {
 		if strings.HasPrefix(e, k+"=") {
@@ -152,20 +152,11 @@ func (s *Session) dispatchEgress(ctx context.Context, c *call, acc tool.Access, 
 	// Without a sandbox there is no network namespace to confine: a command
 	// has the host's network (the result says UNSANDBOXED), and only
 	// http_fetch, which dials the proxy's socket itself, uses the proxy.
-	unsandboxed := s.opts.Backend.Report().Backend == direct.Name
+	unsandboxed := s.opts.Backend.Report().Unsandboxed
 	if !g.HasNetwork() || len(acc.Hosts) == 0 && (!acc.Exec || unsandboxed) {
 		return dispatch(ctx, s.opts.Backend, spec, in)
 	}
-	var o EgressOptions
-	if s.opts.Egress != nil {
-		o = *s.opts.Egress
-	}
-	o.Sandbox = c.id
-	o.OnDecision = s.auditEgress(c)
-	if o.Logger == nil {
-		o.Logger = s.logger
-	}
-	stop, err := AttachEgress(ctx, g, spec, &o)
+	stop, err := AttachEgress(ctx, g, spec, s.egressOptions(c, nil))
 	if err != nil {
 		return Outcome{Output: failure(SentenceCannotRun), Class: ClassSandbox, Detail: err.Error()}
 	}
@@ -193,6 +184,24 @@ func secretUses(g *grant.Grant, secrets map[string]string) []wire.SecretUse {
 		}
 	}
 	return out
+}
+
+// egressOptions are the session's egress options for the proxy of call c:
+// each decision is audited, then passed to also (when set).
+func (s *Session) egressOptions(c *call, also func(egress.Decision)) *EgressOptions {
+	var o EgressOptions
+	if s.opts.Egress != nil {
+		o = *s.opts.Egress
+	}
+	o.Sandbox = c.id
+	o.OnDecision = s.auditEgress(c)
+	if audited := o.OnDecision; also != nil {
+		o.OnDecision = func(d egress.Decision) { audited(d); also(d) }
+	}
+	if o.Logger == nil {
+		o.Logger = s.logger
+	}
+	return &o
 }
 
 // auditEgress writes one egress record per proxy decision of call c.

@@ -320,21 +320,11 @@ func (r *Result) Refused() bool { return r.Class == ClassRefused }
 // take calls (closed, or its audit log failed); every other outcome, a refusal
 // included, is a Result.
 func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrClosed
+	ctx, leave, err := s.enter(ctx)
+	if err != nil {
+		return nil, err
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	if err := s.log.Healthy(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
+	defer leave()
 
 	start := time.Now()
 	c := &call{id: "call_" + randomHex(8), tool: name, args: args, start: start}
@@ -360,6 +350,27 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	return res, nil
 }
 
+// enter admits one call (Call or Exec) to the session: it refuses when the
+// session is closed or its records failed, and otherwise returns the
+// call's context, cancelled by Close, and leave, which the call must run
+// when it ends (Close waits for it).
+func (s *Session) enter(ctx context.Context) (context.Context, func(), error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if err := s.log.Healthy(); err != nil {
+		s.wg.Done()
+		return nil, nil, fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel(); s.wg.Done() }, nil
+}
+
 // largeCall is the argument size past which a call's memory is returned to
 // the system when it ends.
 const largeCall = 4 << 20
@@ -373,6 +384,9 @@ type call struct {
 	limits grant.Limits
 	out    Outcome
 	begun  bool // marked in flight in the records directory
+	// bytesOut is the output of a command whose streams are the user's
+	// (Exec), which no Result carries.
+	bytesOut int
 }
 
 func (s *Session) run(ctx context.Context, c *call) *Result {
@@ -550,7 +564,7 @@ func (s *Session) record(c *call, res *Result) error {
 		Class:    c.out.Class,
 		Detail:   s.secrets.redact().String(c.out.Detail),
 		Duration: ms(time.Since(c.start)),
-		BytesOut: len(res.Output.Content),
+		BytesOut: len(res.Output.Content) + c.bytesOut,
 		Capsule:  s.opts.Capsule,
 	}
 	rec.Truncated = res.Output.Truncated

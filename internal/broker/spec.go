@@ -72,12 +72,13 @@ func (s *Session) label(toolName string, out wire.ToolOutput, iso *wire.Isolatio
 // labelWith is label with the limits not enforced given, for an answer
 // about a sandbox that has not run yet (a background start).
 func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isolation, own bool, unenforced []wire.Limit) wire.ToolOutput {
-	backend := s.opts.Backend.Report().Backend
+	rep := s.opts.Backend.Report()
+	backend, unsandboxed := rep.Backend, rep.Unsandboxed
 	if iso != nil && iso.Backend != "" {
-		backend = iso.Backend
+		backend, unsandboxed = iso.Backend, iso.Unsandboxed
 	}
 	where := backend + " sandbox"
-	if backend == "unsandboxed" {
+	if unsandboxed {
 		where = "UNSANDBOXED"
 	}
 	header := fmt.Sprintf("[airlock: %s · %s · grant %s", toolName, where, grantName(s.opts.Grant))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -71,7 +72,7 @@ type hostLimits struct {
 
 // probeHost asks the native backend which limits it enforces.
 func probeHost() hostLimits {
-	b, err := nativeBackend("")
+	b, err := native.New(nil)
 	if err != nil {
 		return hostLimits{err: err}
 	}

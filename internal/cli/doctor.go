@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/podman"
 	"github.com/airlockhq/airlock/wire"
@@ -60,7 +61,7 @@ Exit status 1 when a required feature is missing.`,
 		var rep sandbox.Report
 		switch *backend {
 		case "", "linux":
-			b, err := nativeBackend("")
+			b, err := native.New(nil)
 			if err != nil {
 				rep = sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "native sandbox", Required: true, Detail: err.Error()}}}
 			} else {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -20,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/wire"
+	"github.com/airlockhq/airlock/internal/session"
 )
 
 func execCommand() *command {
@@ -49,6 +49,10 @@ TERM. Entries of the host's PATH that the sandbox can see (under /usr, /bin,
 such as /usr/local/go/bin/go are found; when the host's Go module cache
 (GOMODCACHE, $GOPATH/pkg/mod or ~/go/pkg/mod) is granted, GOMODCACHE names
 it. --inherit-env NAME passes one host variable, --env K=V sets one.
+
+Each run is a call in the audit log (airlock log), like every tool call:
+the command, the names of the variables it was given (never their values),
+the sandbox that ran it and its exit status or the limit that ended it.
 
 Examples:
   airlock exec -- make test
@@ -98,13 +102,10 @@ Examples:
 		} else if *pids > 0 {
 			lim.Processes = *pids
 		}
-		spec := broker.SpecFor(g, lim)
-		spec.Command = cmdArgs
 		// A wrapped command's output is the user's, not a model's: no cap
 		// beyond a generous one that protects the terminal's host.
-		spec.Limits.OutputBytes = 1 << 40
-		lim.Output = spec.Limits.OutputBytes
-		spec.Env = hostTools(spec.Env, g, env.Getenv)
+		lim.Output = 1 << 40
+		cmdEnv := hostTools(append([]string(nil), broker.BaseEnv...), g, env.Getenv)
 		for _, name := range inherit {
 			if name == "" || strings.Contains(name, "=") {
 				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %q: want a variable's name\n", name)
@@ -115,7 +116,7 @@ Examples:
 				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %s: the variable is not set here (or empty; --env %s= sets an empty one)\n", name, name)
 				return exitUsage
 			}
-			spec.Env = setEnv(spec.Env, name+"="+v)
+			cmdEnv = broker.SetEnv(cmdEnv, name+"="+v)
 		}
 		for _, kv := range envs {
 			k, _, ok := strings.Cut(kv, "=")
@@ -123,41 +124,36 @@ Examples:
 				fmt.Fprintf(env.Stderr, "airlock exec: --env %q: want K=V\n", kv)
 				return exitUsage
 			}
-			spec.Env = setEnv(spec.Env, kv)
+			cmdEnv = broker.SetEnv(cmdEnv, kv)
 		}
-		spec.Stdin, spec.Stdout, spec.Stderr = env.Stdin, env.Stdout, env.Stderr
-		if g.HasNetwork() {
-			stopEgress, err := broker.AttachEgress(ctx, g, spec, &broker.EgressOptions{
-				Sandbox:    "exec",
-				OnDecision: reportEgress(env),
-			})
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
-				return exitFailure
-			}
-			defer stopEgress()
-		}
-		records, _ := recordsDir(env, gf.records) // none: no placeholder journal
-		backend, err := execBackend(ctx, env, &gf, g, records, envs)
+		s, closeSession, err := openExecSession(env, &gf, g, envs)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
-		if c, ok := backend.(io.Closer); ok {
-			defer c.Close()
-		}
+		defer closeSession()
 		ran := make(chan struct{})
-		spec.Signal = forwardSignals(env, cmdArgs[0], ran)
-		restore, ctx, err := attachTerminal(ctx, env, spec)
-		if err != nil {
-			close(ran)
-			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
-			return exitFailure
-		}
-		res, err := backend.Run(ctx, spec)
+		var attachErr error
+		res, err := s.Exec(ctx, &broker.Exec{
+			Command: cmdArgs, Env: cmdEnv, Limits: lim,
+			Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,
+			Signal:   forwardSignals(env, cmdArgs[0], ran),
+			OnEgress: reportEgress(env),
+			Attach: func(ctx context.Context, spec *sandbox.Spec) (context.Context, func(), error) {
+				restore, ctx, err := attachTerminal(ctx, env, spec)
+				attachErr = err
+				return ctx, restore, err
+			},
+		})
 		close(ran)
-		restore()
-		if err != nil {
+		switch {
+		case attachErr != nil:
+			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", attachErr)
+			return exitFailure
+		case err != nil && res != nil && errors.Is(err, broker.ErrAudit):
+			// The command ran: its status stands, the lost record is said.
+			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
+		case err != nil:
 			var mf *sandbox.MissingFeatureError
 			if errors.As(err, &mf) {
 				fmt.Fprintf(env.Stderr, "airlock exec: refusing to run without isolation: %v\n", err)
@@ -178,6 +174,32 @@ Examples:
 		return res.ExitCode
 	}
 	return c
+}
+
+// openExecSession opens the one broker session of airlock exec over g, and
+// returns it with what closes it and its backend. A command carries no
+// secret, so beside remote hands no local sandbox is built, and the hands
+// get no environment from the broker.
+func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*broker.Session, func(), error) {
+	cfg := gf.config(env, g)
+	if cfg.Remote != nil {
+		if len(envs) > 0 {
+			return nil, nil, errors.New("--env with --remote: the hands get no environment from the broker")
+		}
+		cfg.NoLocal = true
+	}
+	p, err := session.Prepare(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := p.Options()
+	o.Pool = -1 // one command: warm sandboxes built ahead would go unused
+	s, err := broker.Open(o)
+	if err != nil {
+		_ = p.Close()
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close(); _ = p.Close() }, nil
 }
 
 // forwardSignals passes SIGTERM, SIGHUP and SIGINT sent to airlock on to
@@ -328,9 +350,9 @@ func hostTools(list []string, g *grant.Grant, getenv func(string) string) []stri
 			have[d] = true
 		}
 	}
-	list = setEnv(list, "PATH="+path)
+	list = broker.SetEnv(list, "PATH="+path)
 	if mc := goModCache(getenv); mc != "" && visible(g, mc) {
-		list = setEnv(list, "GOMODCACHE="+mc)
+		list = broker.SetEnv(list, "GOMODCACHE="+mc)
 	}
 	return list
 }
@@ -349,16 +371,4 @@ func goModCache(getenv func(string) string) string {
 		return filepath.Join(home, "go", "pkg", "mod")
 	}
 	return ""
-}
-
-// setEnv sets kv ("K=V") in list, replacing an existing K.
-func setEnv(list []string, kv string) []string {
-	k, _, _ := strings.Cut(kv, "=")
-	for i, e := range list {
-		if strings.HasPrefix(e, k+"=") {
-			list[i] = kv
-			return list
-		}
-	}
-	return append(list, kv)
 }

@@ -87,7 +87,7 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 	if err != nil {
 		return nil, nil, err
 	}
-	g := p.grant
+	g := p.Grant
 	tools := []*tool.Def{} // not nil: a grant may enable none
 	for _, d := range tool.All() {
 		if g.ToolEnabled(d.Name) {
@@ -96,7 +96,7 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 	}
 	tools = append(tools, wasmDefs(g)...)
 	metrics := mcpserver.NewMetrics()
-	timed := metrics.Backend(p.backend)
+	timed := metrics.Backend(p.Backend)
 	open := func(ctx context.Context) (*broker.Session, error) {
 		o := p.options()
 		o.Backend, o.Logger = timed, logger

@@ -92,17 +92,3 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 	}
 	return b, nil
 }
-
-// execBackend is exec's backend: the native one, on remote hands when
-// --remote says so.
-func execBackend(ctx context.Context, env *Env, gf *grantFlags, g *grant.Grant, records string, envs []string) (sandbox.Backend, error) {
-	rf := gf.remote.fromGrant(g)
-	if rf.endpoint == "" {
-		return chooseBackend(gf.backend, gf.image, g, records)
-	}
-	if len(envs) > 0 {
-		return nil, errors.New("--env with --remote: the hands get no environment from the broker")
-	}
-	// A command carries no secret: nothing runs locally.
-	return rf.wrap(ctx, env, nil, &gf.private)
-}

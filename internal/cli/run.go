@@ -14,6 +14,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/capsule"
+	"github.com/airlockhq/airlock/internal/session"
 	"github.com/airlockhq/airlock/internal/wasm"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -231,18 +232,17 @@ func preopens(g *grant.Grant) []wasm.Dir {
 // be built (no Linux, say), the capsule still runs and each tool call
 // is answered with the reason.
 func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule) (wasm.ToolFunc, func(), error) {
-	records, err := recordsDir(env, gf.records)
-	if err != nil {
+	if _, err := recordsDir(env, gf.records); err != nil {
 		return nil, nil, err
 	}
-	backend, root, err := backendFor(env, gf, g, records)
+	sp, err := session.Prepare(gf.config(env, g))
 	if err != nil {
 		why := err.Error()
 		return func(context.Context, string, json.RawMessage) wire.ToolOutput {
 			return wire.ToolOutput{Content: "[airlock: no tool can run here: " + why + "]", IsError: true}
 		}, func() {}, nil
 	}
-	p := &sessionParts{grant: g, backend: backend, root: root, records: records, loadSecret: broker.LoadSecretFrom(env.Getenv), private: gf.private}
+	p := &sessionParts{Parts: sp}
 	if err := p.openWasm(env); err != nil {
 		p.close()
 		return nil, nil, err

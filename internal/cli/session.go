@@ -2,17 +2,15 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/sandbox/direct"
+	"github.com/airlockhq/airlock/internal/session"
 )
 
 // grantFlags are the flags every command that runs calls shares.
@@ -86,59 +84,32 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 	return grant.FromFlags(cwd, fl)
 }
 
-// recordsDir is where session records go.
+// recordsDir is where session records go (session.RecordsDir).
 func recordsDir(env *Env, flagValue string) (string, error) {
-	if flagValue != "" {
-		return filepath.Abs(flagValue)
-	}
-	if d := env.Getenv("AIRLOCK_STATE_DIR"); d != "" {
-		return filepath.Abs(d)
-	}
-	if d := env.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "airlock", "sessions"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", errors.New("no records directory: set AIRLOCK_STATE_DIR or pass --records")
-	}
-	return filepath.Join(home, ".local", "state", "airlock", "sessions"), nil
+	return session.RecordsDir(flagValue, env.Getenv)
 }
 
-// backendFor returns the sandbox backend the flags ask for, and the root
-// file tools resolve beneath.
-func backendFor(env *Env, f *grantFlags, g *grant.Grant, records string) (sandbox.Backend, string, error) {
+// config is the session constructor's input the flags describe over g.
+func (f *grantFlags) config(env *Env, g *grant.Grant) *session.Config {
+	c := &session.Config{
+		Grant: g, RecordsDir: f.records, Getenv: env.Getenv, Unsandboxed: f.unsandboxed,
+		Backend: f.backend, Image: f.image, Private: f.private,
+	}
 	if rf := f.remote.fromGrant(g); rf.endpoint != "" {
-		if f.unsandboxed {
-			return nil, "", errors.New("--unsandboxed with --remote: remote hands always sandbox")
+		c.Remote = func(local sandbox.Backend, private *[]string) (sandbox.Backend, error) {
+			return rf.wrap(context.Background(), env, local, private)
 		}
-		// The local sandbox runs the calls that carry a secret; a host
-		// without one (macOS) refuses those and sends the rest.
-		local, err := nativeBackend(records)
-		if err != nil {
-			local = nil
-		}
-		b, err := rf.wrap(context.Background(), env, local, &f.private)
-		return b, "/", err
 	}
-	if f.unsandboxed {
-		b, err := direct.New(nil)
-		return b, g.WorkDir(), err
-	}
-	b, err := chooseBackend(f.backend, f.image, g, records)
-	return b, "/", err
+	return c
 }
 
 // sessionParts is what every session a command opens shares: the grant,
-// the backend, the root file tools resolve beneath, the records directory and
-// how the grant's secrets are read.
+// the backend, the root file tools resolve beneath, the records directory,
+// how the grant's secrets are read (session.Parts), and the grant's wasm
+// tools.
 type sessionParts struct {
-	grant      *grant.Grant
-	backend    sandbox.Backend
-	root       string
-	records    string
-	loadSecret broker.SecretLoader
-	private    []string
-	wasm       *wasmParts // the grant's wasm tools, if any
+	*session.Parts
+	wasm *wasmParts // the grant's wasm tools, if any
 }
 
 // prepare loads what the flags describe, once.
@@ -147,17 +118,18 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := recordsDir(env, f.records)
-	if err != nil {
-		return nil, err
-	}
-	backend, root, err := backendFor(env, f, g, dir)
-	if err != nil {
-		return nil, err
-	}
+	return f.prepareGrant(env, g)
+}
+
+// prepareGrant builds the session's parts over g, as the flags describe.
+func (f *grantFlags) prepareGrant(env *Env, g *grant.Grant) (*sessionParts, error) {
 	// Secrets are read when a call needs one (broker.SecretLoader), so a
 	// grant's secret that is not set fails only the calls that carry it.
-	p := &sessionParts{grant: g, backend: backend, root: root, records: dir, loadSecret: broker.LoadSecretFrom(env.Getenv), private: f.private}
+	sp, err := session.Prepare(f.config(env, g))
+	if err != nil {
+		return nil, err
+	}
+	p := &sessionParts{Parts: sp}
 	if err := p.openWasm(env); err != nil {
 		p.close()
 		return nil, err
@@ -165,20 +137,18 @@ func (f *grantFlags) prepare(env *Env) (*sessionParts, error) {
 	return p, nil
 }
 
-// close closes the backend when it holds anything (the Linux backend's
-// pool and the teardowns of sandboxes whose calls were already answered),
-// waiting until every sandbox is gone: no command may exit while
-// placeholders or cgroups of its sandboxes remain.
+// close closes the backend, waiting until every sandbox is gone: no
+// command may exit while placeholders or cgroups of its sandboxes remain.
 func (p *sessionParts) close() {
-	if c, ok := p.backend.(io.Closer); ok {
-		_ = c.Close()
-	}
+	_ = p.Parts.Close()
 	p.closeWasm()
 }
 
 // options returns broker options for one session over p.
 func (p *sessionParts) options() *broker.Options {
-	return &broker.Options{Grant: p.grant, Backend: p.backend, RecordsDir: p.records, ToolRoot: p.root, LoadSecret: p.loadSecret, Private: p.private, WasmCall: p.wasmCall()}
+	o := p.Options()
+	o.WasmCall = p.wasmCall()
+	return o
 }
 
 // openSession opens a broker session for the flags, for one call (no warm

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 )
@@ -33,7 +34,7 @@ func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), 
 		spec.TTYRows, spec.TTYCols = ws.Row, ws.Col
 	}
 	if t := env.Getenv("TERM"); t != "" {
-		spec.Env = setEnv(spec.Env, "TERM="+t)
+		spec.Env = broker.SetEnv(spec.Env, "TERM="+t)
 	}
 	if typed := pendingInput(fd, old); len(typed) > 0 {
 		spec.Stdin = io.MultiReader(bytes.NewReader(typed), spec.Stdin)

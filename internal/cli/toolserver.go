@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
@@ -111,7 +112,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		if g, err = g.Guard(hide, keep); err != nil {
 			return fail(err)
 		}
-		backend, err := nativeBackend(state)
+		backend, err := native.New(&native.Options{StateDir: state})
 		if err != nil {
 			return fail(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/native"
 )
 
 // TestUnprivilegedLimits re-runs the CLI as uid 65534 through setpriv, a
@@ -95,7 +96,7 @@ func TestUnprivLimitsChild(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("no /usr/bin/python3 on this host (a test dependency, not a kernel feature)")
 	}
-	b, err := nativeBackend("")
+	b, err := native.New(nil)
 	if err != nil {
 		t.Fatalf("native backend: %v", err)
 	}

@@ -19,7 +19,7 @@ type wasmParts struct {
 
 // openWasm loads the grant's wasm tools, if it has any.
 func (p *sessionParts) openWasm(env *Env) error {
-	if len(p.grant.WasmTools()) == 0 {
+	if len(p.Grant.WasmTools()) == 0 {
 		return nil
 	}
 	ctx := context.Background()
@@ -27,7 +27,7 @@ func (p *sessionParts) openWasm(env *Env) error {
 	if err != nil {
 		return err
 	}
-	tools, err := wasm.NewTools(ctx, eng, p.grant)
+	tools, err := wasm.NewTools(ctx, eng, p.Grant)
 	if err != nil {
 		eng.Close(ctx)
 		return err

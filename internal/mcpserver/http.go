@@ -143,8 +143,8 @@ func bearer(header string) (string, bool) {
 func (s *Server) stopOnDelete(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			s.posts.Add(1)
-			defer s.posts.Add(-1)
+			s.owed.add(1)
+			defer s.owed.add(-1)
 		}
 		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
 			for ss := range s.mcp.Sessions() {

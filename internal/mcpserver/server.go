@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
@@ -68,7 +67,9 @@ type Server struct {
 	closed   bool           // Shutdown is closing sessions: none may open
 	calls    sync.WaitGroup // tool calls inside a handler
 	inFlight int
-	posts    atomic.Int64 // HTTP POSTs to the MCP endpoint being served
+	// owed counts the answers not yet written: requests read on Serve's
+	// connections and HTTP POSTs to the MCP endpoint being served.
+	owed owed
 }
 
 // binding ties one MCP session to its broker session.
@@ -182,7 +183,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // in-memory transport) until the client leaves or ctx is done, then closes
 // the session and its broker session.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
-	ss, err := s.mcp.Connect(ctx, t, nil)
+	ss, err := s.mcp.Connect(ctx, countedTransport{Transport: t, o: &s.owed}, nil)
 	if err != nil {
 		return fmt.Errorf("connecting the MCP session: %w", err)
 	}
@@ -347,16 +348,13 @@ const answerGrace = 2 * time.Second
 
 // settle waits until the answers of the calls that were in flight when
 // Shutdown began are written: closing an SDK session drops an answer its
-// handler has returned but the session has not yet sent. Over HTTP each
-// answer ends its POST, which is counted; over stdio nothing marks the write,
-// so a short pause stands in for it.
+// handler has returned but the session has not yet sent. Each answer is
+// counted as it is written (the connections Serve wraps count the
+// responses they write; over HTTP each answer ends its POST, which is
+// counted), so settle waits for the count to reach zero.
 func (s *Server) settle(busy bool) {
 	if !busy {
 		return
 	}
-	deadline := time.Now().Add(answerGrace)
-	for s.posts.Load() > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
+	s.owed.wait(answerGrace)
 }

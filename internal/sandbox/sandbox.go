@@ -214,9 +214,13 @@ type LimitStatus struct {
 
 // Report is what a backend enforces on this host, for `airlock doctor`.
 type Report struct {
-	Backend  string        `json:"backend"`
-	Features []Feature     `json:"features"`
-	Limits   []LimitStatus `json:"limits,omitempty"`
+	Backend string `json:"backend"`
+	// Unsandboxed marks a backend that runs calls without isolation (plain
+	// child processes with the host's files and network); results and
+	// labels say so, and nothing may assume a namespace confines them.
+	Unsandboxed bool          `json:"unsandboxed,omitempty"`
+	Features    []Feature     `json:"features"`
+	Limits      []LimitStatus `json:"limits,omitempty"`
 }
 
 // Unenforced names the limits the backend cannot enforce on this host.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/runner"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/direct"
@@ -74,18 +75,15 @@ func Unsandboxed(t testing.TB) sandbox.Backend {
 // RunHiddenMode runs the hidden runner or sandbox mode and exits when the
 // test binary was started in one, and returns otherwise. Use it from a
 // TestMain that hands the rest to another harness (testscript).
-func RunHiddenMode() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case runner.Mode:
-			os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
-		case sandboxMode:
-			os.Exit(sandboxMain())
-		}
-	}
-}
+func RunHiddenMode() { native.RunHiddenMode() }
 
 // New returns a new native backend running the test binary, for a test
 // binary re-run as a helper process (a tool-server), where no testing.TB
 // exists. It returns sandbox.ErrUnsupported where there is none.
 func New() (sandbox.Backend, error) { return newNative() }
+
+// newNative is the native backend over the test binary; an unprivileged
+// run may lack a cgroup, which Native then reports.
+func newNative() (sandbox.Backend, error) {
+	return native.New(&native.Options{Executable: os.Args[0], OptionalCgroups: os.Geteuid() != 0})
+}

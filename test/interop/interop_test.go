@@ -230,6 +230,25 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// inFlight reports whether a call of the tool is marked in flight in the
+// records directory: the broker writes the mark (under .live/<session>/)
+// before the call's sandbox is built and removes it once the call is
+// recorded.
+func inFlight(records, tool string) bool {
+	files, _ := filepath.Glob(filepath.Join(records, ".live", "*", "call_*.json"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var c struct{ Tool string }
+		if json.Unmarshal(data, &c) == nil && c.Tool == tool {
+			return true
+		}
+	}
+	return false
+}
+
 func TestTypeScriptClientStdio(t *testing.T) {
 	script := nodeClient(t)
 	bin := airlock(t)
@@ -391,7 +410,7 @@ func TestServeSIGTERMStopsCalls(t *testing.T) {
 		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 30"}})
 		close(done)
 	}()
-	time.Sleep(500 * time.Millisecond) // the call is running
+	eventually(t, 10*time.Second, "the shell call to be in flight", func() bool { return inFlight(w.records, "shell") })
 	start := time.Now()
 	s.stop(t, 10*time.Second)
 	t.Logf("serve exited %v after SIGTERM", time.Since(start))
@@ -482,7 +501,7 @@ func TestMCPSIGTERMStopsCalls(t *testing.T) {
 		_, opened, _ := auditClasses(t, w.records)
 		return opened == 1
 	})
-	time.Sleep(500 * time.Millisecond) // the sandbox starts
+	eventually(t, 10*time.Second, "the shell call to be in flight", func() bool { return inFlight(w.records, "shell") })
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {

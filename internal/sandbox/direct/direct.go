@@ -61,7 +61,7 @@ func New(opts *Options) (*Backend, error) {
 
 // Report says that this backend enforces no isolation.
 func (b *Backend) Report() sandbox.Report {
-	return sandbox.Report{Backend: Name, Features: []sandbox.Feature{
+	return sandbox.Report{Backend: Name, Unsandboxed: true, Features: []sandbox.Feature{
 		{Name: "isolation", Available: false, Detail: "none: the call runs as a plain child process"},
 		{Name: "wall-time limit", Available: true, Detail: "the process group is killed at the deadline"},
 		{Name: "output cap", Available: true},
@@ -204,7 +204,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		ExitCode:        cmd.ProcessState.ExitCode(),
 		Signal:          signalOf(cmd.ProcessState),
 		OutputTruncated: truncOut || truncErr,
-		Isolation:       wire.Isolation{Backend: Name, Features: []string{}, Unenforced: append([]wire.Limit(nil), unenforced...)},
+		Isolation:       wire.Isolation{Backend: Name, Unsandboxed: true, Features: []string{}, Unenforced: append([]wire.Limit(nil), unenforced...)},
 		Setup:           setup,
 		Duration:        time.Since(start),
 	}

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/airlockhq/airlock/grant"
 )
 
-func TestChooseBackendRefusals(t *testing.T) {
+func TestChooseRefusals(t *testing.T) {
 	dir := t.TempDir()
 	plain, err := grant.Parse(nil, "g.toml", dir)
 	if err != nil {
@@ -21,9 +21,9 @@ func TestChooseBackendRefusals(t *testing.T) {
 		{"podman with a tag", "podman", "debian:12", "pin the image by digest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := chooseBackend(tc.backend, tc.image, plain, "")
+			b, err := Choose(tc.backend, tc.image, plain, "")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("chooseBackend(%q, %q) = %v, %v; want an error containing %q", tc.backend, tc.image, b, err, tc.want)
+				t.Errorf("Choose(%q, %q) = %v, %v; want an error containing %q", tc.backend, tc.image, b, err, tc.want)
 			}
 		})
 	}
@@ -32,10 +32,10 @@ func TestChooseBackendRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chooseBackend("", "debian:12", g, ""); err == nil || !strings.Contains(err.Error(), "pin the image by digest") {
+	if _, err := Choose("", "debian:12", g, ""); err == nil || !strings.Contains(err.Error(), "pin the image by digest") {
 		t.Errorf("--image over the grant's: %v, want the flag's tag refused", err)
 	}
-	if _, err := chooseBackend("bogus", "", g, ""); err == nil || !strings.Contains(err.Error(), "unknown backend") {
+	if _, err := Choose("bogus", "", g, ""); err == nil || !strings.Contains(err.Error(), "unknown backend") {
 		t.Errorf("--backend over the grant's: %v", err)
 	}
 }
