@@ -158,7 +158,11 @@ func TestPooledLimits(t *testing.T) {
 	}
 	waitWarm(t, w, f.grant, 1)
 	res = call(t, s, "shell", `{"command":"sleep 987703"}`)
-	if res.Class != broker.ClassTimeout || res.Output.Meta.Limit != "time" || !slices.Contains(res.Output.Meta.Isolation.Features, "warm") {
+	// Either timer may end it: the sandbox's (class timeout) or the shell
+	// tool's own at the same limit, when the host's is late on a loaded
+	// machine (class ok, a tool-level failure); both name the time limit.
+	timedOut := res.Class == broker.ClassTimeout || (res.Class == broker.ClassOK && res.Output.IsError)
+	if !timedOut || res.Output.Meta.Limit != "time" || !slices.Contains(res.Output.Meta.Isolation.Features, "warm") {
 		t.Fatalf("class %s limit %q isolation %+v, want a warm timeout", res.Class, res.Output.Meta.Limit, res.Output.Meta.Isolation)
 	}
 }
