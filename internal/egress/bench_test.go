@@ -81,6 +81,47 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 }
 
+// BenchmarkThroughputRatio alternates the two transfers of
+// BenchmarkThroughput, a direct one then one through the full path, in every
+// iteration, so load that comes and goes on a shared machine falls on both
+// alike. It reports each side's throughput and the path's as a percentage of
+// the direct copy's (the goal is at least 80), and the direct copy's CPU time
+// as a percentage of the path's.
+func BenchmarkThroughputRatio(b *testing.B) {
+	port, done := sink(b)
+	fwd := stack(b, &egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
+	direct := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var td, tp, cd, cp time.Duration
+	for b.Loop() {
+		t0, c0 := time.Now(), cpuTime()
+		c, err := net.Dial("tcp", direct)
+		if err != nil {
+			b.Fatal(err)
+		}
+		push(b, c, done)
+		t1, c1 := time.Now(), cpuTime()
+		c, err = net.Dial("tcp", fwd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep := socksConnect(b, c, "fixture.test", port); rep != 0 {
+			b.Fatalf("REP %#x", rep)
+		}
+		push(b, c, done)
+		td, tp = td+t1.Sub(t0), tp+time.Since(t1)
+		cd, cp = cd+c1-c0, cp+cpuTime()-c1
+	}
+	mbs := func(d time.Duration) float64 { return float64(b.N) * benchBytes / 1e6 / d.Seconds() }
+	b.ReportMetric(mbs(td), "direct-MB/s")
+	b.ReportMetric(mbs(tp), "proxy-MB/s")
+	b.ReportMetric(100*td.Seconds()/tp.Seconds(), "proxy-%")
+	if cp > 0 {
+		// The same ratio in CPU time, which holds up better than wall time
+		// when other work shares the machine.
+		b.ReportMetric(100*cd.Seconds()/cp.Seconds(), "proxy-cpu-%")
+	}
+}
+
 // BenchmarkConnectLatency measures one SOCKS5 connect through forwarder and
 // proxy to a loopback echo server, up to the first echoed byte.
 func BenchmarkConnectLatency(b *testing.B) {
