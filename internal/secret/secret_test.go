@@ -41,7 +41,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{"env:TOKEN", value},
 		{"env:SPACED", " " + value + " "}, // the environment is taken as it is
-		{"env:A:B", value},                 // the name is everything after the first colon
+		{"env:A:B", value},                // the name is everything after the first colon
 		{"file:" + plain, value},
 		{"file:" + lf, value},
 		{"file:" + crlf, value},
@@ -57,7 +57,7 @@ func TestLoad(t *testing.T) {
 
 	bad := []struct {
 		source string
-		want   string   // the whole message
+		want   string  // the whole message
 		is     []error // what errors.Is must find
 	}{
 		{"", `secret source "": want env:NAME or file:PATH`, nil},
