@@ -1,6 +1,8 @@
 package secret
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -174,4 +176,36 @@ func TestRedactorConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A value is redacted in the forms encoders give it in the text airlock
+// records: a call's arguments as Go, JavaScript, Python or PHP write JSON,
+// and a URL with the value percent-encoded. The result stays valid JSON.
+func TestRedactorEncodedForms(t *testing.T) {
+	const v = `p/ss&w<rd> é"q\`
+	r := NewRedactor(map[string]string{"T": v})
+	for name, text := range map[string]string{
+		"Go json.Marshal":           "{\"path\":\"p/ss\\u0026w\\u003crd\\u003e é\\\"q\\\\\"}",
+		"JavaScript JSON.stringify": "{\"path\":\"p/ss&w<rd> é\\\"q\\\\\"}",
+		"Python json.dumps":         `{"path": "p/ss&w<rd> \u00e9\"q\\"}`,
+		"PHP json_encode":           "{\"path\":\"p\\/ss&w<rd> é\\\"q\\\\\"}",
+		"URL query":                 "https://a.test/?t=p%2Fss%26w%3Crd%3E+%C3%A9%22q%5C",
+		"URL path":                  "https://a.test/p%2Fss&w%3Crd%3E%20%C3%A9%22q%5C",
+	} {
+		got := r.String(text)
+		if !strings.Contains(got, "[redacted:T]") {
+			t.Errorf("%s: %q not redacted: %q", name, text, got)
+		}
+		if strings.HasPrefix(text, "{") && !json.Valid([]byte(got)) {
+			t.Errorf("%s: redacted JSON %q is not valid", name, got)
+		}
+		if string(r.Bytes([]byte(text))) != got {
+			t.Errorf("%s: Bytes and String differ", name)
+		}
+	}
+	// The Go form as Go writes it, for certain.
+	b, _ := json.Marshal(map[string]string{"path": v})
+	if got := r.Bytes(b); bytes.Contains(got, []byte(`\u0026`)) || !bytes.Contains(got, []byte("[redacted:T]")) {
+		t.Errorf("json.Marshal form not redacted: %s", got)
+	}
 }
