@@ -156,7 +156,7 @@ func TestForwardCancel(t *testing.T) {
 	sock := unixServer(t, func(c net.Conn) { handed <- c })
 	addr, cancel := start(t, sock)
 	c := dial(t, addr)
-	h := <-handed
+	h := handedOver(t, handed)
 	defer h.Close()
 	if err := cancel(); err != nil {
 		t.Fatalf("Forward returned %v after cancel", err)
@@ -171,6 +171,19 @@ func TestForwardCancel(t *testing.T) {
 	}
 }
 
+// handedOver waits for the connection the server received, failing the test
+// if none arrives (a forwarder that copies never sends one).
+func handedOver(t *testing.T, ch <-chan net.Conn) net.Conn {
+	t.Helper()
+	select {
+	case c := <-ch:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection was handed over")
+		return nil
+	}
+}
+
 // The forwarder sends the accepted connection itself: the proxy's end is the
 // socket whose peer is the client's, and the forwarder keeps no copy (the
 // proxy closing it is the client's EOF).
@@ -179,7 +192,7 @@ func TestForwardHandsOver(t *testing.T) {
 	sock := unixServer(t, func(c net.Conn) { handed <- c })
 	addr, _ := start(t, sock)
 	c := dial(t, addr)
-	h := <-handed
+	h := handedOver(t, handed)
 	if h.RemoteAddr().String() != c.LocalAddr().String() {
 		t.Fatalf("handed connection's peer is %s, want the client %s", h.RemoteAddr(), c.LocalAddr())
 	}
