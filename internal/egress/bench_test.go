@@ -81,6 +81,82 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 }
 
+// BenchmarkThroughputRatio alternates three 256 MiB transfers in every
+// iteration, so load that comes and goes on a shared machine falls on all
+// alike: a direct loopback copy, the same through the full path (forwarder,
+// proxy), and through a bare TCP relay (accept, dial, copy both ways through
+// a buffer, nothing else), the floor for any path that relays once. It
+// reports each one's throughput, the path's and the relay's as a percentage
+// of the direct copy's (the goal is at least 80), and the direct copy's CPU
+// time as a percentage of the path's, which holds up better than wall time
+// when other work shares the machine.
+func BenchmarkThroughputRatio(b *testing.B) {
+	port, done := sink(b)
+	fwd := stack(b, &egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
+	direct := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	relay := bareRelay(b, direct)
+	var td, tp, tr, cd, cp time.Duration
+	dial := func(addr string) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	for b.Loop() {
+		t0, c0 := time.Now(), cpuTime()
+		push(b, dial(direct), done)
+		t1, c1 := time.Now(), cpuTime()
+		c := dial(fwd)
+		if rep := socksConnect(b, c, "fixture.test", port); rep != 0 {
+			b.Fatalf("REP %#x", rep)
+		}
+		push(b, c, done)
+		t2, c2 := time.Now(), cpuTime()
+		push(b, dial(relay), done)
+		td, tp, tr = td+t1.Sub(t0), tp+t2.Sub(t1), tr+time.Since(t2)
+		cd, cp = cd+c1-c0, cp+c2-c1
+	}
+	mbs := func(d time.Duration) float64 { return float64(b.N) * benchBytes / 1e6 / d.Seconds() }
+	b.ReportMetric(mbs(td), "direct-MB/s")
+	b.ReportMetric(mbs(tp), "proxy-MB/s")
+	b.ReportMetric(100*td.Seconds()/tp.Seconds(), "proxy-%")
+	b.ReportMetric(100*td.Seconds()/tr.Seconds(), "relay-%")
+	if cp > 0 {
+		b.ReportMetric(100*cd.Seconds()/cp.Seconds(), "proxy-cpu-%")
+	}
+}
+
+// bareRelay listens on 127.0.0.1 and relays each connection to to, one way
+// (the benchmark's direction), through a 256 KiB buffer.
+func bareRelay(b *testing.B, to string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", to)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				io.CopyBuffer(struct{ io.Writer }{up}, struct{ io.Reader }{c}, make([]byte, 256<<10))
+				up.(*net.TCPConn).CloseWrite()
+				io.Copy(io.Discard, up)
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
 // BenchmarkConnectLatency measures one SOCKS5 connect through forwarder and
 // proxy to a loopback echo server, up to the first echoed byte.
 func BenchmarkConnectLatency(b *testing.B) {

@@ -58,8 +58,8 @@
 //     client-facing server and is refused unless that name was requested; on
 //     other ports the tunnel is opaque.
 //   - Idle tunnels are closed between IdleTimeout and 1.5×IdleTimeout after the
-//     last byte, because with splice(2) progress is only visible when a read
-//     deadline expires.
+//     last byte, because with splice(2) (or one long buffered copy) progress
+//     is only visible when a read deadline expires.
 //   - Connections over MaxConns are closed at once, without a reply.
 //   - An accept error that passes (out of descriptors, EMFILE or ENFILE; out
 //     of buffers or memory; a connection aborted in the queue) pauses the
@@ -72,7 +72,13 @@
 //     granted", "destination address is not allowed", …); the resolved
 //     addresses and the rule are in the Decision, for the audit log.
 //
-// The in-sandbox half, which bridges 127.0.0.1 to the proxy's socket, lives in
-// the small package egress/forward so the sandbox side does not import this
-// one; the Linux sandbox's init runs it.
+// The in-sandbox half, which hands each connection on 127.0.0.1 to the
+// proxy's socket, lives in the small package egress/forward so the sandbox
+// side does not import this one; the Linux sandbox's init runs it. A
+// connection accepted on the socket that starts with forward.Handoff carrying
+// one descriptor is replaced by the connected TCP socket it carries (anything
+// else with descriptors is refused, see handoff_linux.go); one without is a
+// byte stream, spliced as before. A handed-over socket is read and written
+// with MSG_DONTWAIT through a buffer, never spliced: the sandbox may hold the
+// same open socket and make it blocking.
 package egress

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,13 @@ func (h *handshakeReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// errBadHandoff is a descriptor, or several, sent on the proxy's socket that
+// is not what the forwarder hands over (see firstBytes).
+var errBadHandoff = errors.New("bad connection handoff")
+
+// handshakeBuf is the size of the buffer the handshake is read through.
+const handshakeBuf = 4096
+
 // handle runs one client connection: handshake, checks, then the tunnel.
 func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	defer c.Close()
@@ -107,13 +115,41 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	defer stop()
 
 	c.SetDeadline(time.Now().Add(p.o.HandshakeTimeout))
-	hr := &handshakeReader{r: c, n: p.o.MaxHandshakeBytes}
-	br := bufio.NewReaderSize(hr, 4096)
-	first, err := br.Peek(1)
+	client, first, err := firstBytes(c, min(handshakeBuf, p.o.MaxHandshakeBytes))
+	if err != nil {
+		if errors.Is(err, errBadHandoff) {
+			p.decide(Decision{Reason: "refused: " + err.Error()})
+		}
+		return
+	}
+	if client != c {
+		// The forwarder handed the sandbox client's connection over; the
+		// Unix connection has done its job.
+		c.Close()
+		p.handshake(ctx, client, nil)
+		return
+	}
+	p.handshake(ctx, c, first)
+}
+
+// handshake reads the request on c (first holds the bytes already read from
+// it) and runs it; it closes c when the sandbox ends and when it returns.
+func (p *Proxy) handshake(ctx context.Context, c net.Conn, first []byte) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	c.SetDeadline(time.Now().Add(p.o.HandshakeTimeout))
+	var r io.Reader = c
+	if len(first) > 0 {
+		r = io.MultiReader(bytes.NewReader(first), c)
+	}
+	hr := &handshakeReader{r: r, n: p.o.MaxHandshakeBytes}
+	br := bufio.NewReaderSize(hr, handshakeBuf)
+	b0, err := br.Peek(1)
 	if err != nil {
 		return
 	}
-	switch first[0] {
+	switch b0[0] {
 	case socksVersion:
 		p.socks5(ctx, c, br, hr)
 	case 0x04:

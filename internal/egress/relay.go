@@ -45,9 +45,12 @@ func (p *Proxy) relay(c, up net.Conn) {
 
 // pipe copies src to dst until src's EOF, then half-closes dst.
 //
-// The copy is a plain io.Copy on the connections themselves, so between a
-// *net.TCPConn and a *net.UnixConn Linux moves the bytes with splice(2) and
-// they never enter user space. Idleness is detected with read deadlines: a
+// Between a *net.TCPConn and a *net.UnixConn (a byte-stream client) the copy
+// is a plain io.Copy on the connections themselves, so Linux moves the bytes
+// with splice(2) and they never enter user space. A connection the forwarder
+// handed over is copied through a pooled buffer instead (see handedConn);
+// measured on loopback that costs no more CPU than splicing TCP to TCP
+// (BenchmarkThroughputRatio). Idleness is detected with read deadlines: a
 // copy is started with a deadline half the idle timeout away; when it expires
 // having moved bytes, or when the other direction moved bytes recently, the
 // copy continues; otherwise the tunnel is idle. A tunnel is therefore closed
@@ -55,9 +58,17 @@ func (p *Proxy) relay(c, up net.Conn) {
 // write blocked on a peer that does not read counts as idle).
 func (p *Proxy) pipe(dst, src net.Conn, act *activity) error {
 	period := p.o.IdleTimeout / 2
+	copyOnce := io.Copy
+	if needsBuffer(dst) || needsBuffer(src) {
+		buf := relayBufs.Get().(*[]byte)
+		defer relayBufs.Put(buf)
+		copyOnce = func(dst io.Writer, src io.Reader) (int64, error) {
+			return io.CopyBuffer(writerOnly{dst}, readerOnly{src}, *buf)
+		}
+	}
 	for {
 		src.SetReadDeadline(time.Now().Add(period))
-		n, err := io.Copy(dst, src)
+		n, err := copyOnce(dst, src)
 		if n > 0 {
 			act.touch()
 		}
@@ -85,3 +96,23 @@ func closeWrite(c net.Conn) {
 	}
 	c.Close()
 }
+
+// relayBufSize is the buffer a relay that cannot splice copies through, one
+// per direction while a tunnel lasts (at most 32 MiB for the 64 connections
+// a proxy allows by default). Sizes from 64 KiB to 4 MiB measured the same
+// within noise on loopback; this one keeps the number of reads and writes
+// low without holding much memory.
+const relayBufSize = 256 << 10
+
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, relayBufSize); return &b }}
+
+// buffered is implemented by connections a relay must copy through a buffer
+// (handedConn: splice would use the descriptor's own blocking mode).
+type buffered interface{ relayBuffered() }
+
+func needsBuffer(c net.Conn) bool { _, ok := c.(buffered); return ok }
+
+// writerOnly and readerOnly hide ReadFrom and WriteTo, so io.CopyBuffer
+// uses the buffer it is given.
+type writerOnly struct{ io.Writer }
+type readerOnly struct{ io.Reader }

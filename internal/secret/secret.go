@@ -6,11 +6,15 @@ package secret
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // ErrEmpty is returned for a source that yields an empty value.
@@ -42,32 +46,78 @@ func Load(source string, getenv func(string) string) (string, error) {
 	return v, nil
 }
 
-// Redactor replaces known secret values with "[redacted:NAME]".
-// The zero value redacts nothing. It is safe for concurrent use once built.
+// Redactor replaces known secret values with "[redacted:NAME]": the value
+// itself and the forms common encoders give it inside the text airlock
+// records, so that a call's arguments sent with JSON escapes ("\u0026" for
+// "&", "\/" for "/", "\u00e9" for "é") or a URL with the value
+// percent-encoded are redacted too. (Escapes no common encoder writes, such
+// as "\u0074" for "t", are not recognised.) The zero value redacts nothing.
+// It is safe for concurrent use once built.
 type Redactor struct {
 	names  []string
 	values [][]byte
 }
 
 // NewRedactor returns a Redactor for values (by name). Values shorter than
-// four bytes are still redacted; longer values are replaced first so that a
+// four bytes are still redacted; longer forms are replaced first so that a
 // secret containing another is not half-replaced.
 func NewRedactor(values map[string]string) *Redactor {
-	r := &Redactor{}
-	names := make([]string, 0, len(values))
+	type form struct{ name, text string }
+	var forms []form
+	seen := map[string]bool{}
 	for n, v := range values {
-		if v != "" {
-			names = append(names, n)
+		if v == "" {
+			continue
+		}
+		for _, f := range encodedForms(v) {
+			if !seen[f] {
+				seen[f] = true
+				forms = append(forms, form{n, f})
+			}
 		}
 	}
-	sort.Slice(names, func(i, j int) bool {
-		return len(values[names[i]]) > len(values[names[j]]) || (len(values[names[i]]) == len(values[names[j]]) && names[i] < names[j])
+	sort.Slice(forms, func(i, j int) bool {
+		a, b := forms[i], forms[j]
+		if len(a.text) != len(b.text) {
+			return len(a.text) > len(b.text)
+		}
+		if a.name != b.name {
+			return a.name < b.name
+		}
+		return a.text < b.text
 	})
-	for _, n := range names {
-		r.names = append(r.names, n)
-		r.values = append(r.values, []byte(values[n]))
+	r := &Redactor{}
+	for _, f := range forms {
+		r.names = append(r.names, f.name)
+		r.values = append(r.values, []byte(f.text))
 	}
 	return r
+}
+
+// encodedForms returns v and the forms encoders give it: inside a JSON
+// string as Go (HTML-safe), JavaScript, Python (ASCII only) and PHP ("\/")
+// write it, and percent-encoded as a URL's query and path encode it.
+func encodedForms(v string) []string {
+	out := []string{v}
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	js := strings.TrimSuffix(plain.String(), "\n")
+	js = js[1 : len(js)-1]
+	html, _ := json.Marshal(v)
+	var ascii strings.Builder
+	for _, c := range js {
+		if c < utf8.RuneSelf {
+			ascii.WriteRune(c)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{c}) {
+			fmt.Fprintf(&ascii, "\\u%04x", u)
+		}
+	}
+	return append(out, js, string(html[1:len(html)-1]), ascii.String(),
+		strings.ReplaceAll(js, "/", "\\/"), url.QueryEscape(v), url.PathEscape(v))
 }
 
 // Bytes returns b with every secret value replaced.

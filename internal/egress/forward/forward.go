@@ -1,16 +1,21 @@
 // Package forward is the in-sandbox half of egress: it listens on a loopback
-// TCP port (the address HTTPS_PROXY and ALL_PROXY name) and bridges each
+// TCP port (the address HTTPS_PROXY and ALL_PROXY name) and hands each
 // connection to the broker's egress proxy through its Unix socket. The Linux
 // sandbox's init runs it (internal/sandbox/linux/inside); there is no other
 // copy. It makes no decisions and imports only the standard library, so the
 // sandbox side stays small.
+//
+// A connection is handed over, not copied: the forwarder sends its
+// descriptor to the proxy (SCM_RIGHTS, one [Handoff] byte carrying it) and
+// closes its own copies, so the bytes of a tunnel cross one relay, the
+// proxy's, instead of two sockets more. On a platform without descriptor
+// passing the forwarder copies bytes both ways instead (see bridge).
 package forward
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -18,15 +23,16 @@ import (
 )
 
 // Forward accepts connections on l until ctx is done, and for each one dials
-// the Unix socket at socketPath and copies bytes both ways, passing a
-// half-close on in each direction. Between a *net.TCPConn and a *net.UnixConn
-// the copy uses splice(2) on Linux. An accept error that [TemporaryAcceptError]
-// calls temporary — the sandbox opened more connections than the forwarder
-// has descriptors for, say — makes Forward pause (5 ms, doubling to 1 s, as
-// net/http's server does) and accept again: a burst costs the connections it
-// could not take, never the sandbox's way out. Cancelling ctx closes l and
-// every open connection; Forward returns when they have all ended, with nil
-// if ctx was cancelled and the accept error otherwise.
+// the Unix socket at socketPath and hands the connection over (see the
+// package doc; on a platform without descriptor passing it copies bytes both
+// ways instead, passing a half-close on in each direction). An accept error
+// that [TemporaryAcceptError] calls temporary — the sandbox opened more
+// connections than the forwarder has descriptors for, say — makes Forward
+// pause (5 ms, doubling to 1 s, as net/http's server does) and accept again:
+// a burst costs the connections it could not take, never the sandbox's way
+// out. Cancelling ctx closes l and every connection not yet handed over;
+// Forward returns when they have all ended, with nil if ctx was cancelled
+// and the accept error otherwise.
 func Forward(ctx context.Context, l net.Listener, socketPath string) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
@@ -82,34 +88,7 @@ func NextBackoff(last time.Duration) time.Duration {
 	return min(max(2*last, 5*time.Millisecond), time.Second)
 }
 
-func bridge(ctx context.Context, c net.Conn, socketPath string) {
-	defer c.Close()
-	var d net.Dialer
-	up, err := d.DialContext(ctx, "unix", socketPath)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close(); up.Close() })
-	defer stop()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); pipe(up, c) }()
-	go func() { defer wg.Done(); pipe(c, up) }()
-	wg.Wait()
-}
-
-// pipe copies src to dst, then passes EOF on; on an error it closes both so
-// the other direction ends too.
-func pipe(dst, src net.Conn) {
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		src.Close()
-		return
-	}
-	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	} else {
-		dst.Close()
-	}
-}
+// Handoff is the one byte the forwarder sends on the proxy's Unix socket
+// with a connection's descriptor attached (SCM_RIGHTS). No SOCKS or HTTP
+// request starts with it.
+const Handoff byte = 0

@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -13,8 +14,9 @@ import (
 	"time"
 )
 
-// unixServer listens on a fresh socket and runs fn for each connection.
-func unixServer(t *testing.T, fn func(*net.UnixConn)) string {
+// unixServer listens on a fresh socket and, for each connection the
+// forwarder hands over, runs fn on the connection it carries.
+func unixServer(t *testing.T, fn func(net.Conn)) string {
 	dir, err := os.MkdirTemp("", "fw")
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +34,46 @@ func unixServer(t *testing.T, fn func(*net.UnixConn)) string {
 			if err != nil {
 				return
 			}
-			go fn(c)
+			go func() {
+				h, err := receive(c)
+				if err != nil {
+					t.Errorf("receiving the handoff: %v", err)
+					return
+				}
+				fn(h)
+			}()
 		}
 	}()
 	return path
+}
+
+// receive reads the forwarder's one message on c and returns the
+// connection it carries; it closes c.
+func receive(c *net.UnixConn) (net.Conn, error) {
+	defer c.Close()
+	b := make([]byte, 16)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(b, oob)
+	if err != nil {
+		return nil, err
+	}
+	if n != 1 || b[0] != Handoff {
+		return nil, fmt.Errorf("first read %q, want the one Handoff byte", b[:n])
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("control messages %v, %v", msgs, err)
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, fmt.Errorf("descriptors %v, %v", fds, err)
+	}
+	if rest, err := c.Read(b); err != io.EOF {
+		return nil, fmt.Errorf("after the handoff read %d bytes, %v; want EOF", rest, err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "handed")
+	defer f.Close()
+	return net.FileConn(f)
 }
 
 func start(t *testing.T, sock string) (addr string, cancel func() error) {
@@ -75,10 +113,11 @@ func dial(t *testing.T, addr string) *net.TCPConn {
 
 func TestForwardHalfClose(t *testing.T) {
 	t.Run("client first", func(t *testing.T) {
-		sock := unixServer(t, func(c *net.UnixConn) {
+		sock := unixServer(t, func(c net.Conn) {
 			defer c.Close()
 			b, _ := io.ReadAll(c)
 			io.WriteString(c, "got "+string(b))
+			c.(*net.TCPConn).CloseWrite()
 		})
 		addr, _ := start(t, sock)
 		c := dial(t, addr)
@@ -90,10 +129,10 @@ func TestForwardHalfClose(t *testing.T) {
 	})
 	t.Run("server first", func(t *testing.T) {
 		late := make(chan string, 1)
-		sock := unixServer(t, func(c *net.UnixConn) {
+		sock := unixServer(t, func(c net.Conn) {
 			defer c.Close()
 			io.WriteString(c, "hello")
-			c.CloseWrite()
+			c.(*net.TCPConn).CloseWrite()
 			b, _ := io.ReadAll(c)
 			late <- string(b)
 		})
@@ -110,20 +149,56 @@ func TestForwardHalfClose(t *testing.T) {
 	})
 }
 
+// Cancelling ends Forward and its listener; a connection already handed
+// over is the proxy's, and the proxy still reaches the client through it.
 func TestForwardCancel(t *testing.T) {
-	sock := unixServer(t, func(c *net.UnixConn) { io.Copy(io.Discard, c) })
+	handed := make(chan net.Conn, 1)
+	sock := unixServer(t, func(c net.Conn) { handed <- c })
 	addr, cancel := start(t, sock)
 	c := dial(t, addr)
-	io.WriteString(c, "x")
-	time.Sleep(50 * time.Millisecond)
+	h := handedOver(t, handed)
+	defer h.Close()
 	if err := cancel(); err != nil {
 		t.Fatalf("Forward returned %v after cancel", err)
 	}
-	if _, err := io.ReadAll(c); err != nil {
-		t.Fatalf("open connection not closed cleanly: %v", err)
-	}
 	if _, err := net.Dial("tcp", addr); err == nil {
 		t.Fatal("listener still accepting after cancel")
+	}
+	io.WriteString(h, "still yours")
+	h.Close()
+	if b, err := io.ReadAll(c); err != nil || string(b) != "still yours" {
+		t.Fatalf("read %q, %v through the handed connection", b, err)
+	}
+}
+
+// handedOver waits for the connection the server received, failing the test
+// if none arrives (a forwarder that copies never sends one).
+func handedOver(t *testing.T, ch <-chan net.Conn) net.Conn {
+	t.Helper()
+	select {
+	case c := <-ch:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection was handed over")
+		return nil
+	}
+}
+
+// The forwarder sends the accepted connection itself: the proxy's end is the
+// socket whose peer is the client's, and the forwarder keeps no copy (the
+// proxy closing it is the client's EOF).
+func TestForwardHandsOver(t *testing.T) {
+	handed := make(chan net.Conn, 1)
+	sock := unixServer(t, func(c net.Conn) { handed <- c })
+	addr, _ := start(t, sock)
+	c := dial(t, addr)
+	h := handedOver(t, handed)
+	if h.RemoteAddr().String() != c.LocalAddr().String() {
+		t.Fatalf("handed connection's peer is %s, want the client %s", h.RemoteAddr(), c.LocalAddr())
+	}
+	h.Close()
+	if b, err := io.ReadAll(c); err != nil || len(b) != 0 {
+		t.Fatalf("after the proxy closed: read %q, %v; want EOF", b, err)
 	}
 }
 
@@ -172,7 +247,7 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 func TestForwardSurvivesTemporaryAcceptErrors(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			sock := unixServer(t, func(c *net.UnixConn) {
+			sock := unixServer(t, func(c net.Conn) {
 				defer c.Close()
 				io.WriteString(c, "still here")
 			})

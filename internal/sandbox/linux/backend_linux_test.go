@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,10 +204,32 @@ func TestProxyForwarder(t *testing.T) {
 				return
 			}
 			go func() {
+				// The forwarder hands the client's connection over: one
+				// byte carrying its descriptor.
 				defer c.Close()
+				oob := make([]byte, syscall.CmsgSpace(4))
+				_, oobn, _, _, err := c.(*net.UnixConn).ReadMsgUnix(make([]byte, 1), oob)
+				if err != nil {
+					return
+				}
+				msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+				if err != nil || len(msgs) != 1 {
+					return
+				}
+				fds, err := syscall.ParseUnixRights(&msgs[0])
+				if err != nil || len(fds) != 1 {
+					return
+				}
+				f := os.NewFile(uintptr(fds[0]), "handed")
+				h, err := net.FileConn(f)
+				f.Close()
+				if err != nil {
+					return
+				}
+				defer h.Close()
 				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				c.Write([]byte("proxy:" + string(buf[:n])))
+				n, _ := h.Read(buf)
+				h.Write([]byte("proxy:" + string(buf[:n])))
 			}()
 		}
 	}()

@@ -59,7 +59,8 @@
 //     slave as fds 0-2 and its controlling terminal, and sees it as
 //     /dev/pts/0 and /dev/console. Size changes arrive through WithResize.
 //   - The egress proxy socket is bound read-only at /run/airlock/proxy.sock
-//     and, with a ProxyPort, the init forwards 127.0.0.1:ProxyPort to it.
+//     and, with a ProxyPort, the init hands each connection to
+//     127.0.0.1:ProxyPort over to it (package egress/forward).
 //   - The init keeps, besides fds 0-2, the status pipe (command mode, to
 //     report how the payload ended) and the Go runtime's epoll, eventfd and
 //     a pidfd of the payload, all close-on-exec; it is non-dumpable, so the

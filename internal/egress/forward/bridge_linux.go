@@ -1,0 +1,40 @@
+package forward
+
+import (
+	"context"
+	"net"
+	"syscall"
+)
+
+// bridge hands c to the proxy: it dials the proxy's socket, sends one
+// Handoff byte carrying c's descriptor, and closes its own copies. From then
+// on the proxy alone reads and writes the connection, and the sandbox
+// client's bytes cross no socket of the forwarder's. A connection that
+// cannot be handed over (no proxy, a listener whose connections have no
+// descriptor) is closed: the client sees EOF.
+func bridge(ctx context.Context, c net.Conn, socketPath string) {
+	defer c.Close()
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	var d net.Dialer
+	up, err := d.DialContext(ctx, "unix", socketPath)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	uc, ok := up.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	// The kernel takes its own reference to the socket with the message, so
+	// closing both copies afterwards leaves the proxy's the only one.
+	rc.Control(func(fd uintptr) {
+		uc.WriteMsgUnix([]byte{Handoff}, syscall.UnixRights(int(fd)), nil)
+	})
+}

@@ -1,0 +1,211 @@
+package secret
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const value = "tok-5ecret/Value+with=odd&chars"
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// Load reads env: and file: sources, trims only a file's trailing line
+// ending, and names the source, never the value, in every error.
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := file("plain", value)
+	lf := file("lf", value+"\n")
+	crlf := file("crlf", value+"\r\n\n")
+	spaced := file("spaced", "  "+value+" \t\n")
+	inner := file("inner", "line one\nline two\n")
+	empty := file("empty", "")
+	onlyNL := file("only-newline", "\n")
+	getenv := env(map[string]string{"TOKEN": value, "SPACED": " " + value + " ", "A:B": value})
+
+	ok := []struct {
+		source, want string
+	}{
+		{"env:TOKEN", value},
+		{"env:SPACED", " " + value + " "}, // the environment is taken as it is
+		{"env:A:B", value},                // the name is everything after the first colon
+		{"file:" + plain, value},
+		{"file:" + lf, value},
+		{"file:" + crlf, value},
+		{"file:" + spaced, "  " + value + " \t"}, // only line endings are trimmed
+		{"file:" + inner, "line one\nline two"},
+	}
+	for _, tt := range ok {
+		got, err := Load(tt.source, getenv)
+		if err != nil || got != tt.want {
+			t.Errorf("Load(%q) = %q, %v; want %q", tt.source, got, err, tt.want)
+		}
+	}
+
+	bad := []struct {
+		source string
+		want   string  // the whole message
+		is     []error // what errors.Is must find
+	}{
+		{"", `secret source "": want env:NAME or file:PATH`, nil},
+		{"TOKEN", `secret source "TOKEN": want env:NAME or file:PATH`, nil},
+		{"env:", `secret source "env:": want env:NAME or file:PATH`, nil},
+		{"file:", `secret source "file:": want env:NAME or file:PATH`, nil},
+		{"ENV:TOKEN", `secret source "ENV:TOKEN": unknown kind "ENV" (want env or file)`, nil},
+		{"vault:kv/token", `secret source "vault:kv/token": unknown kind "vault" (want env or file)`, nil},
+		{"env:UNSET", `secret source "env:UNSET": secret is empty`, []error{ErrEmpty}},
+		{"file:" + empty, `secret source "file:` + empty + `": secret is empty`, []error{ErrEmpty}},
+		{"file:" + onlyNL, `secret source "file:` + onlyNL + `": secret is empty`, []error{ErrEmpty}},
+		{"file:" + filepath.Join(dir, "absent"), `secret source "file:` + filepath.Join(dir, "absent") + `": open ` + filepath.Join(dir, "absent") + `: no such file or directory`, []error{fs.ErrNotExist}},
+		{"file:" + dir, `secret source "file:` + dir + `": read ` + dir + `: is a directory`, nil},
+	}
+	for _, tt := range bad {
+		got, err := Load(tt.source, getenv)
+		if err == nil {
+			t.Errorf("Load(%q) = %q, want an error", tt.source, got)
+			continue
+		}
+		if got != "" {
+			t.Errorf("Load(%q) returned %q with its error", tt.source, got)
+		}
+		if err.Error() != tt.want {
+			t.Errorf("Load(%q) error %q, want %q", tt.source, err, tt.want)
+		}
+		for _, e := range tt.is {
+			if !errors.Is(err, e) {
+				t.Errorf("Load(%q) error %v is not %v", tt.source, err, e)
+			}
+		}
+	}
+}
+
+// A file the broker cannot read (mode 0, as an unprivileged user) fails with
+// the source and the reason, never the value.
+func TestLoadUnreadableFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a mode-0 file")
+	}
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(value), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load("file:"+p, os.Getenv)
+	if !errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), value) || !strings.Contains(err.Error(), `"file:`+p+`"`) {
+		t.Fatalf("error %v: want a permission error naming the source only", err)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor(map[string]string{
+		"LONG":  "abcdef-secret-123456",
+		"SHORT": "secret", // inside LONG: LONG must be replaced first
+		"TINY":  "xy",     // short values are redacted too
+		"EMPTY": "",       // redacts nothing, rather than everything
+	})
+	tests := []struct{ in, want string }{
+		{"nothing here", "nothing here"},
+		{"a abcdef-secret-123456 b", "a [redacted:LONG] b"},
+		{"a secret b secret", "a [redacted:SHORT] b [redacted:SHORT]"},
+		{"abcdef-secret-123456secret", "[redacted:LONG][redacted:SHORT]"},
+		{"xyz", "[redacted:TINY]z"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := string(r.Bytes([]byte(tt.in))); got != tt.want {
+			t.Errorf("Bytes(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// Two values of one length are replaced in name order, so the output
+	// does not depend on map order.
+	same := NewRedactor(map[string]string{"B": "abcd", "A": "bcde"})
+	for range 20 {
+		if got := same.String("abcde"); got != "[redacted:B]e" && got != "a[redacted:A]" {
+			t.Fatalf("String = %q", got)
+		} else if got != NewRedactor(map[string]string{"A": "bcde", "B": "abcd"}).String("abcde") {
+			t.Fatalf("redaction depends on map order: %q", got)
+		}
+	}
+}
+
+func TestRedactorNilAndZero(t *testing.T) {
+	var nilR *Redactor
+	if nilR.String(value) != value || string(nilR.Bytes([]byte(value))) != value {
+		t.Error("a nil Redactor changed its input")
+	}
+	var zero Redactor
+	if zero.String(value) != value || string(zero.Bytes([]byte(value))) != value {
+		t.Error("the zero Redactor changed its input")
+	}
+	if NewRedactor(nil).String(value) != value {
+		t.Error("a Redactor of no values changed its input")
+	}
+}
+
+// A Redactor is used by every call of a session at once.
+func TestRedactorConcurrent(t *testing.T) {
+	r := NewRedactor(map[string]string{"TOKEN": value})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				if got := r.String("x" + value + "x"); got != "x[redacted:TOKEN]x" {
+					t.Errorf("String = %q", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A value is redacted in the forms encoders give it in the text airlock
+// records: a call's arguments as Go, JavaScript, Python or PHP write JSON,
+// and a URL with the value percent-encoded. The result stays valid JSON.
+func TestRedactorEncodedForms(t *testing.T) {
+	const v = `p/ss&w<rd> é"q\`
+	r := NewRedactor(map[string]string{"T": v})
+	for name, text := range map[string]string{
+		"Go json.Marshal":           "{\"path\":\"p/ss\\u0026w\\u003crd\\u003e é\\\"q\\\\\"}",
+		"JavaScript JSON.stringify": "{\"path\":\"p/ss&w<rd> é\\\"q\\\\\"}",
+		"Python json.dumps":         `{"path": "p/ss&w<rd> \u00e9\"q\\"}`,
+		"PHP json_encode":           "{\"path\":\"p\\/ss&w<rd> é\\\"q\\\\\"}",
+		"URL query":                 "https://a.test/?t=p%2Fss%26w%3Crd%3E+%C3%A9%22q%5C",
+		"URL path":                  "https://a.test/p%2Fss&w%3Crd%3E%20%C3%A9%22q%5C",
+	} {
+		got := r.String(text)
+		if !strings.Contains(got, "[redacted:T]") {
+			t.Errorf("%s: %q not redacted: %q", name, text, got)
+		}
+		if strings.HasPrefix(text, "{") && !json.Valid([]byte(got)) {
+			t.Errorf("%s: redacted JSON %q is not valid", name, got)
+		}
+		if string(r.Bytes([]byte(text))) != got {
+			t.Errorf("%s: Bytes and String differ", name)
+		}
+	}
+	// The Go form as Go writes it, for certain.
+	b, _ := json.Marshal(map[string]string{"path": v})
+	if got := r.Bytes(b); bytes.Contains(got, []byte(`\u0026`)) || !bytes.Contains(got, []byte("[redacted:T]")) {
+		t.Errorf("json.Marshal form not redacted: %s", got)
+	}
+}
