@@ -147,7 +147,7 @@ Examples:
 		}
 		ran := make(chan struct{})
 		spec.Signal = forwardSignals(env, cmdArgs[0], ran)
-		restore, ctx, err := attachTerminal(ctx, env, spec)
+		restore, err := attachTerminal(env, spec)
 		if err != nil {
 			close(ran)
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)

@@ -611,7 +611,7 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 		c.stdinW.Close()
 	}
 	if c.ptmx != nil {
-		if ch := resizeFrom(ctx); ch != nil {
+		if ch := spec.Resize; ch != nil {
 			done := make(chan struct{})
 			var resizer sync.WaitGroup
 			resizer.Add(1)

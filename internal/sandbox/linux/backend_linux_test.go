@@ -124,11 +124,10 @@ func TestTTY(t *testing.T) {
 	if !strings.Contains(o.stdout, "/dev/") || strings.Contains(o.stdout, "not a tty") || !strings.Contains(o.stdout, "33 101") || !strings.Contains(o.stdout, "stdin-tty") {
 		t.Fatalf("tty output %q (stderr %q)", o.stdout, o.stderr)
 	}
-	sizes := make(chan linux.TermSize, 1)
-	sizes <- linux.TermSize{Rows: 50, Cols: 132}
-	ctx := linux.WithResize(context.Background(), sizes)
+	sizes := make(chan sandbox.TTYSize, 1)
+	sizes <- sandbox.TTYSize{Rows: 50, Cols: 132}
 	var so strings.Builder
-	_, err := backend(t).Run(ctx, &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
+	_, err := backend(t).Run(context.Background(), &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Resize: sizes, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
 		Limits: sandbox.Limits{Wall: 10 * time.Second, AllowUnenforced: acceptUnenforced}, Command: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}})
 	if err != nil || !strings.Contains(so.String(), "50 132") {
 		t.Fatalf("resize: %v %q", err, so.String())
