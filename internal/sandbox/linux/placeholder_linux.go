@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -284,12 +285,7 @@ func same(root *os.Root, name string, f *os.File) bool {
 
 // flock locks f, retrying on EINTR.
 func flock(f *os.File, how int) error {
-	for {
-		err := unix.Flock(int(f.Fd()), how)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
+	return eintr.Retry(func() error { return unix.Flock(int(f.Fd()), how) })
 }
 
 // writableMountOf returns the most specific writable mount holding p below

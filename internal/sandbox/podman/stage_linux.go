@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -68,13 +69,7 @@ func openNoFollow(dirfd int, p string, beneath bool) (int, error) {
 	if beneath {
 		how.Resolve |= unix.RESOLVE_BENEATH
 	}
-	for {
-		fd, err := unix.Openat2(dirfd, p, how)
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		return fd, err
-	}
+	return eintr.Openat2(dirfd, p, how)
 }
 
 // attach clones the mount at fd, idmaps it (read-only unless rw) and

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -132,20 +133,18 @@ func (b *builder) walk(p string, create, record bool) (int, error) {
 	return cur, nil
 }
 
+// openBeneath opens name below dirfd without following any symlink.
 func openBeneath(dirfd int, name string, flags uint64) (int, error) {
-	for {
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{
-			Flags:   flags | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
-		})
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-			continue
-		}
-		if errors.Is(err, unix.ENOSYS) {
+	fd, err := eintr.Openat2(dirfd, name, &unix.OpenHow{
+		Flags:   flags | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		return eintr.Value(func() (int, error) {
 			return unix.Openat(dirfd, name, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		}
-		return fd, err
+		})
 	}
+	return fd, err
 }
 
 // target opens the mount point for sandbox path p, creating it as a
