@@ -725,20 +725,15 @@ func (h hits) ended(finished bool) string {
 func (b *Backend) removeCreated(mounts []initproto.Mount, created []string) {
 	for i := len(created) - 1; i >= 0; i-- {
 		p := created[i]
-		best := -1
-		for j, m := range mounts {
-			if m.Writable && (p == m.Target || strings.HasPrefix(p, m.Target+"/")) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
-				best = j
-			}
-		}
-		if best < 0 || p == mounts[best].Target {
+		m, ok := entryMount(mounts, p)
+		if !ok {
 			continue
 		}
-		root, err := os.OpenRoot(mounts[best].Source)
+		root, err := os.OpenRoot(m.Source)
 		if err != nil {
 			continue
 		}
-		relp := strings.TrimPrefix(p, mounts[best].Target+"/")
+		relp := m.Rel(p)
 		if fi, err := root.Lstat(relp); err == nil && (fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0) {
 			if err := root.Remove(relp); err != nil {
 				b.log.Debug("placeholder left", "path", p, "err", err)

@@ -647,11 +647,7 @@ func enterCwd(cwd string, mounts []initproto.Mount) error {
 	if !filepath.IsAbs(cwd) || filepath.Clean(cwd) != cwd {
 		return fmt.Errorf("working directory %q is not a clean absolute path", cwd)
 	}
-	inside := within(cwd, "/tmp")
-	for _, m := range mounts {
-		inside = inside || within(cwd, m.Target)
-	}
-	if !inside {
+	if _, inGrant := initproto.Holding(mounts, cwd); !inGrant && !initproto.Within(cwd, "/tmp") {
 		return fmt.Errorf("working directory %q is not inside a grant", cwd)
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, cwd, &unix.OpenHow{
@@ -666,11 +662,6 @@ func enterCwd(cwd string, mounts []initproto.Mount) error {
 		return fmt.Errorf("entering working directory %q: %w", cwd, err)
 	}
 	return nil
-}
-
-func within(p, dir string) bool {
-	dir = filepath.Clean(dir)
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // ttyPath opens, in this mount namespace, the terminal that is fd 0: the
@@ -695,8 +686,8 @@ func ttyPath() (int, error) {
 	return fd, nil
 }
 
-// underWritable reports whether the innermost grant holding p is writable.
+// underWritable reports whether the grant holding p is writable.
 func underWritable(p string, mounts []initproto.Mount) bool {
-	m, ok := innermost(p, mounts)
+	m, ok := initproto.Holding(mounts, p)
 	return ok && m.Writable
 }
