@@ -216,10 +216,7 @@ func (p *pool) destroy(x *box) {
 	_, _ = x.c.proc.Wait()
 	for range x.statuses {
 	}
-	var res *sandbox.Result
-	var err error
-	p.b.teardown(x, &res, &err)
-	if err != nil {
+	if err := p.b.teardown(x); err != nil {
 		p.b.log.Debug("warm sandbox teardown", "err", err)
 	}
 }
