@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 func TestExitAndSignal(t *testing.T) {
@@ -138,7 +139,7 @@ func TestTTY(t *testing.T) {
 func TestCgroupRemoved(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups")
+		testenv.RequireFeature(t, "cgroups")
 	}
 	o := sh(t, "cat /proc/self/cgroup")
 	if !strings.Contains(o.stdout, "airlock-") {
@@ -224,7 +225,7 @@ func TestProxyForwarder(t *testing.T) {
 func TestSweepStaleCgroups(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups")
+		testenv.RequireFeature(t, "cgroups")
 	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -46,10 +47,7 @@ func needPodman(t testing.TB) {
 		t.Fatal(live.err)
 	}
 	if live.skip != "" {
-		if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-			t.Fatalf("AIRLOCK_REQUIRE_FEATURES=1 but %s", live.skip)
-		}
-		t.Skip(live.skip)
+		testenv.RequireFeature(t, live.skip)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // Each helper retries EINTR (and Openat2 EAGAIN) and returns anything else
@@ -37,7 +39,7 @@ func TestOpenat2(t *testing.T) {
 	dir := t.TempDir()
 	fd, err := Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
 	if errors.Is(err, unix.ENOSYS) {
-		t.Skip("no openat2 on this kernel")
+		testenv.RequireFeature(t, "openat2 (Linux 5.6)")
 	}
 	if err != nil {
 		t.Fatal(err)
