@@ -151,7 +151,7 @@ func normaliseHost(h string) (string, netip.Addr, error) {
 	}
 	ascii, err := idna.Lookup.ToASCII(name)
 	if err != nil {
-		return "", netip.Addr{}, fmt.Errorf("%q is not a valid host name: %v", h, err)
+		return "", netip.Addr{}, fmt.Errorf("%q is not a valid host name: %w", h, err)
 	}
 	ascii = strings.ToLower(ascii)
 	if len(ascii) > 253 {

@@ -252,7 +252,7 @@ func Open(opts *Options) (*Session, error) {
 		lg.Close()
 		live.Close()
 		cancel()
-		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+		return nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	s.openPool()
 	return s, nil
@@ -329,7 +329,7 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	s.mu.Unlock()
 	defer s.wg.Done()
 	if err := s.log.Healthy(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+		return nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -579,7 +579,7 @@ func (s *Session) record(c *call, res *Result) error {
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record lost; refusing further calls", "call", c.id, "err", err)
-		return fmt.Errorf("%w: %v", ErrAudit, err)
+		return fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	return nil
 }

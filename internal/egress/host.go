@@ -33,7 +33,7 @@ func NormalizeHost(h string) (string, error) {
 	}
 	a, err := idna.Lookup.ToASCII(h)
 	if err != nil {
-		return "", fmt.Errorf("host %q: %v: %w", h, err, ErrBadHost)
+		return "", fmt.Errorf("host %q: %w: %w", h, err, ErrBadHost)
 	}
 	a = strings.ToLower(strings.TrimSuffix(a, "."))
 	if a == "" || len(a) > maxHostLen {

@@ -125,11 +125,11 @@ func importImage(dir, busybox string) (string, error) {
 	}
 	name := "localhost/airlock-podman-test"
 	if out, err := exec.Command("podman", "--runtime", "runc", "import", tarPath, name+":latest").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("podman import: %v\n%s", err, out)
+		return "", fmt.Errorf("podman import: %w\n%s", err, out)
 	}
 	out, err := exec.Command("podman", "--runtime", "runc", "image", "inspect", "--format", "{{.Digest}}", name+":latest").Output()
 	if err != nil {
-		return "", fmt.Errorf("podman image inspect: %v", err)
+		return "", fmt.Errorf("podman image inspect: %w", err)
 	}
 	return name + "@" + strings.TrimSpace(string(out)), nil
 }
