@@ -16,10 +16,13 @@ require (
 )
 
 require (
+	github.com/ashanbrown/forbidigo/v2 v2.3.1 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/polyfloyd/go-errorlint v1.8.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
@@ -30,4 +33,8 @@ require (
 	honnef.co/go/tools v0.8.2 // indirect
 )
 
-tool honnef.co/go/tools/cmd/staticcheck
+tool (
+	github.com/ashanbrown/forbidigo/v2
+	github.com/polyfloyd/go-errorlint
+	honnef.co/go/tools/cmd/staticcheck
+)

@@ -69,7 +69,7 @@ func (a *GrepArgs) validate() error {
 func patternError(pattern string, err error) error {
 	var big errRegexpTooLarge
 	if errors.As(err, &big) {
-		return fmt.Errorf("field %q: the regular expression %q is too complex: %v", "pattern", pattern, big)
+		return fmt.Errorf("field %q: the regular expression %q is too complex: %w", "pattern", pattern, big)
 	}
 	return fmt.Errorf("field %q: invalid regular expression %q: %v", "pattern", pattern, errnoText(err))
 }

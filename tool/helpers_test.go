@@ -152,13 +152,3 @@ func mustSymlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
-
-// skipWithoutFeature skips a test the host cannot run, unless
-// AIRLOCK_REQUIRE_FEATURES=1 makes a missing feature a failure.
-func skipWithoutFeature(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-		t.Fatalf("required feature missing: %s", reason)
-	}
-	t.Skip(reason)
-}

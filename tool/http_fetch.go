@@ -29,7 +29,7 @@ func (a *HTTPFetchArgs) validate() error {
 		return fmt.Errorf("field %q: longer than %d bytes", "url", maxURLBytes)
 	}
 	if _, err := checkFetchURL(a.URL); err != nil {
-		return fmt.Errorf("field %q: %v", "url", err)
+		return fmt.Errorf("field %q: %w", "url", err)
 	}
 	return nil
 }

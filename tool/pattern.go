@@ -40,7 +40,7 @@ func compileGlob(field, pattern string) (*globPattern, error) {
 	}
 	exp, err := expandBraces(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("field %q: %v in %q", field, err, pattern)
+		return nil, fmt.Errorf("field %q: %w in %q", field, err, pattern)
 	}
 	total := 0
 	for _, e := range exp {

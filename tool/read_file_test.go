@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -113,7 +114,7 @@ func TestReadFileHugeFileCostsTheCap(t *testing.T) {
 	w := newWorkspace(t)
 	p := w.write(t, "huge.txt", strings.Repeat("text line\n", 1000))
 	if err := os.Truncate(p, 4<<30); err != nil {
-		skipWithoutFeature(t, fmt.Sprintf("cannot make a sparse 4 GiB file here: %v", err))
+		testenv.RequireFeature(t, fmt.Sprintf("cannot make a sparse 4 GiB file here: %v", err))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // privateMounts moves the calling goroutine's thread into a mount namespace
@@ -19,11 +21,11 @@ import (
 func privateMounts(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		skipWithoutFeature(t, "mounting a tmpfs needs root")
+		testenv.RequireFeature(t, "mounting a tmpfs needs root")
 	}
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
-		skipWithoutFeature(t, "unshare(CLONE_NEWNS): "+err.Error())
+		testenv.RequireFeature(t, "unshare(CLONE_NEWNS): "+err.Error())
 	}
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		t.Fatalf("making mounts private: %v", err)

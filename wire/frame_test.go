@@ -29,7 +29,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		if string(got) != payload {
 			t.Fatalf("round trip changed a %d-byte payload", len(payload))
 		}
-		if _, err := ReadFrame(&buf); err != io.EOF {
+		if _, err := ReadFrame(&buf); !errors.Is(err, io.EOF) {
 			t.Fatalf("ReadFrame at end = %v, want io.EOF", err)
 		}
 	}

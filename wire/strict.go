@@ -92,7 +92,7 @@ func describeJSONError(err error) error {
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, err)
+		return fmt.Errorf("invalid JSON at byte %d: %w", se.Offset, err)
 	}
 	if strings.HasPrefix(err.Error(), "json: unknown field ") {
 		key := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)

@@ -124,10 +124,10 @@ func TestLogStaysFailed(t *testing.T) {
 	if first == nil || !strings.Contains(first.Error(), "writing audit log "+l.Path()) {
 		t.Fatalf("Write to a read-only file: %v, want an error naming the file", first)
 	}
-	if err := l.Write(Record{Kind: KindCall, CallID: "c2"}); err != first {
+	if err := l.Write(Record{Kind: KindCall, CallID: "c2"}); !errors.Is(err, first) {
 		t.Errorf("second Write: %v, want the first failure %v", err, first)
 	}
-	if err := l.Healthy(); err != first {
+	if err := l.Healthy(); !errors.Is(err, first) {
 		t.Errorf("Healthy: %v, want the first failure", err)
 	}
 }

@@ -89,7 +89,7 @@ func (s *Session) Exec(ctx context.Context, e *Exec) (*sandbox.Result, error) {
 	c.args = redact.Bytes(c.args)
 
 	if err := s.live.Begin(audit.InFlight{Kind: audit.KindCall, CallID: c.id, Tool: c.tool}); err != nil {
-		return nil, fmt.Errorf("the audit records cannot be written (%v), so nothing runs; free space in the records directory: %w", err, ErrAudit)
+		return nil, fmt.Errorf("the audit records cannot be written (%w), so nothing runs; free space in the records directory: %w", err, ErrAudit)
 	}
 	res, runErr := s.runExec(ctx, c, e)
 	c.out = Outcome{Result: res, Class: execClass(ctx, res, runErr)}

@@ -100,7 +100,7 @@ func (s *Session) secretsFor(name string, hosts []string) (map[string]string, er
 		}
 		v, err := s.secrets.get(r)
 		if err != nil {
-			return nil, fmt.Errorf("this call needs the grant's secret %q, which could not be read: %v", r.Name, err)
+			return nil, fmt.Errorf("this call needs the grant's secret %q, which could not be read: %w", r.Name, err)
 		}
 		if out == nil {
 			out = map[string]string{}

@@ -252,7 +252,7 @@ func Open(opts *Options) (*Session, error) {
 		lg.Close()
 		live.Close()
 		cancel()
-		return nil, fmt.Errorf("%w: %v", ErrAudit, err)
+		return nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	s.openPool()
 	return s, nil
@@ -364,7 +364,7 @@ func (s *Session) enter(ctx context.Context) (context.Context, func(), error) {
 	s.mu.Unlock()
 	if err := s.log.Healthy(); err != nil {
 		s.wg.Done()
-		return nil, nil, fmt.Errorf("%w: %v", ErrAudit, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -593,7 +593,7 @@ func (s *Session) record(c *call, res *Result) error {
 	}
 	if err := s.log.Write(rec); err != nil {
 		s.logger.Error("audit record lost; refusing further calls", "call", c.id, "err", err)
-		return fmt.Errorf("%w: %v", ErrAudit, err)
+		return fmt.Errorf("%w: %w", ErrAudit, err)
 	}
 	return nil
 }

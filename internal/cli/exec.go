@@ -18,8 +18,8 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/wire"
 	"github.com/airlockhq/airlock/internal/session"
+	"github.com/airlockhq/airlock/wire"
 )
 
 func execCommand() *command {
@@ -140,7 +140,7 @@ Examples:
 			Signal:   forwardSignals(env, cmdArgs[0], ran),
 			OnEgress: reportEgress(env),
 			Attach: func(ctx context.Context, spec *sandbox.Spec) (context.Context, func(), error) {
-				restore, ctx, err := attachTerminal(ctx, env, spec)
+				restore, err := attachTerminal(env, spec)
 				attachErr = err
 				return ctx, restore, err
 			},

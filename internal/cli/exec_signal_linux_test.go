@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -68,7 +69,7 @@ func (c *execChild) wait(t *testing.T) int {
 		c.out.WriteString(c.lines.Text() + "\n")
 	}
 	err := c.cmd.Wait()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
 	return c.cmd.ProcessState.ExitCode()

@@ -246,3 +246,38 @@ func odOffsets(out string) []string {
 	}
 	return offsets
 }
+
+// TestExecTerminalFollowsResize: when the caller's terminal changes size
+// (SIGWINCH) while the command runs, the command's terminal takes the new
+// size and the command gets SIGWINCH (the size travels on Spec.Resize).
+func TestExecTerminalFollowsResize(t *testing.T) {
+	t.Setenv("AIRLOCK_STATE_DIR", t.TempDir())
+	t.Chdir(t.TempDir())
+	master, slave := openPTY(t)
+	defer master.Close()
+	defer slave.Close()
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 10, Col: 20}); err != nil {
+		t.Fatal(err)
+	}
+	out := readPTY(master)
+	var stderr bytes.Buffer
+	env := &Env{Stdin: slave, Stdout: slave, Stderr: &stderr, Getenv: os.Getenv}
+	code := make(chan int, 1)
+	go func() {
+		code <- commandByName("exec").run(context.Background(), env, append(execFlags(), "--", "sh", "-c",
+			`trap 'echo "size $(stty size)"; exit 0' WINCH; echo ready; while :; do sleep 0.05; done`))
+	}()
+	out.waitFor(t, "ready")
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 44, Col: 120}); err != nil {
+		t.Fatal(err)
+	}
+	// The test's pty has no session to signal: tell airlock, as the kernel
+	// tells the foreground process of a real terminal.
+	if err := unix.Kill(os.Getpid(), unix.SIGWINCH); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "size 44 120")
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d; stderr %s; terminal %q", c, stderr.String(), out.String())
+	}
+}

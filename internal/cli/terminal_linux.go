@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"os"
 	"os/signal"
@@ -12,22 +11,21 @@ import (
 
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/sandbox/linux"
 )
 
 // attachTerminal gives spec a pseudo-terminal when stdin is a terminal: the
 // host terminal goes into raw mode (restored by the returned func), its size
-// is passed on, and later size changes follow through ctx. Input the
+// is passed on, and later size changes follow on spec.Resize. Input the
 // terminal already held is passed on first, as it was typed (pendingInput).
-func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), context.Context, error) {
+func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 	in, ok := env.Stdin.(*os.File)
 	if !ok {
-		return func() {}, ctx, nil
+		return func() {}, nil
 	}
 	fd := int(in.Fd())
 	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
-		return func() {}, ctx, nil // not a terminal
+		return func() {}, nil // not a terminal
 	}
 	spec.TTY = true
 	if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
@@ -47,11 +45,11 @@ func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), 
 	raw.Cflag |= unix.CS8
 	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
 	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return nil, ctx, err
+		return nil, err
 	}
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
-	sizes := make(chan linux.TermSize, 1)
+	sizes := make(chan sandbox.TTYSize, 1)
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -61,7 +59,7 @@ func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), 
 			case <-winch:
 				if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
 					select {
-					case sizes <- linux.TermSize{Rows: ws.Row, Cols: ws.Col}:
+					case sizes <- sandbox.TTYSize{Rows: ws.Row, Cols: ws.Col}:
 					default:
 					}
 				}
@@ -73,7 +71,8 @@ func attachTerminal(ctx context.Context, env *Env, spec *sandbox.Spec) (func(), 
 		close(done)
 		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
 	}
-	return restore, linux.WithResize(ctx, sizes), nil
+	spec.Resize = sizes
+	return restore, nil
 }
 
 // pendingInput reads, while the terminal is still in canonical mode, the

@@ -65,7 +65,7 @@ func rights(oob []byte) ([]int, error) {
 	}
 	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadHandoff, err)
+		return nil, fmt.Errorf("%w: %w", errBadHandoff, err)
 	}
 	var fds []int
 	var bad error
@@ -76,7 +76,7 @@ func rights(oob []byte) ([]int, error) {
 		}
 		got, err := syscall.ParseUnixRights(&m)
 		if err != nil {
-			bad = fmt.Errorf("%w: %v", errBadHandoff, err)
+			bad = fmt.Errorf("%w: %w", errBadHandoff, err)
 		}
 		fds = append(fds, got...)
 	}
@@ -101,7 +101,7 @@ func adopt(fd int) (net.Conn, error) {
 	nc, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadHandoff, err)
+		return nil, fmt.Errorf("%w: %w", errBadHandoff, err)
 	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
@@ -111,7 +111,7 @@ func adopt(fd int) (net.Conn, error) {
 	rc, err := tc.SyscallConn()
 	if err != nil {
 		tc.Close()
-		return nil, fmt.Errorf("%w: %v", errBadHandoff, err)
+		return nil, fmt.Errorf("%w: %w", errBadHandoff, err)
 	}
 	return &handedConn{tc: tc, rc: rc}, nil
 }
@@ -121,7 +121,7 @@ func checkHanded(fd int) error {
 	check := func(opt, want int, what string) error {
 		v, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, opt)
 		if err != nil {
-			return fmt.Errorf("%w: not a socket: %v", errBadHandoff, err)
+			return fmt.Errorf("%w: not a socket: %w", errBadHandoff, err)
 		}
 		if v != want {
 			return fmt.Errorf("%w: %s is %d, want %d", errBadHandoff, what, v, want)
@@ -138,7 +138,7 @@ func checkHanded(fd int) error {
 		return fmt.Errorf("%w: socket domain %d, want AF_INET or AF_INET6", errBadHandoff, d)
 	}
 	if _, err := syscall.Getpeername(fd); err != nil {
-		return fmt.Errorf("%w: socket not connected: %v", errBadHandoff, err)
+		return fmt.Errorf("%w: socket not connected: %w", errBadHandoff, err)
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func httpTarget(req *http.Request) (target, error) {
 		}
 		host, portText, err := net.SplitHostPort(req.RequestURI)
 		if err != nil {
-			return target{}, fmt.Errorf("CONNECT target: %v: %w", err, ErrBadHost)
+			return target{}, fmt.Errorf("CONNECT target: %w: %w", err, ErrBadHost)
 		}
 		port, err := parsePort(portText)
 		if err != nil {

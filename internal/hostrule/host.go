@@ -44,7 +44,7 @@ func Normalise(h string) (name string, ip netip.Addr, err error) {
 	}
 	ascii, err := idna.Lookup.ToASCII(trimmed)
 	if err != nil {
-		return "", netip.Addr{}, fmt.Errorf("%q is not a valid host name: %v", h, err)
+		return "", netip.Addr{}, fmt.Errorf("%q is not a valid host name: %w", h, err)
 	}
 	ascii = strings.ToLower(ascii)
 	// The normal form must read back as itself, so no name has two.

@@ -71,7 +71,8 @@ func TestEveryPackageHasDoc(t *testing.T) {
 // and IDNA) and a few well-kept libraries; the runner only wire and tool; the Linux sandbox's
 // init only its protocol, its seccomp filter, the in-sandbox half of egress
 // (the forwarder, standard library only, so the init runs the forwarder
-// that is tested rather than a copy) and the syscall libraries; a capsule's
+// that is tested rather than a copy) and the syscall libraries (with
+// airlock's own EINTR retries, package eintr, x/sys only); a capsule's
 // guest package only wire; the wasm runtime no broker.
 func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
@@ -83,6 +84,7 @@ func TestBoundaryImports(t *testing.T) {
 		mod + "/internal/hostrule": {"golang.org/x/net/idna", "golang.org/x/text/"},
 		mod + "/internal/sandbox/linux/inside": {
 			mod + "/internal/sandbox/linux/initproto", mod + "/internal/sandbox/linux/seccomp",
+			mod + "/internal/sandbox/linux/eintr",           // x/sys only
 			mod + "/internal/egress/forward", mod + "/wire", // wire: the shared contract, standard library only
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},
@@ -96,6 +98,9 @@ func TestBoundaryImports(t *testing.T) {
 		// The Podman container's init: the standard library and the
 		// native sandbox's seccomp filter.
 		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", "golang.org/x/sys/"},
+
+		// The init's EINTR retries stay a syscall helper.
+		mod + "/internal/sandbox/linux/eintr": {"golang.org/x/sys/"},
 	}
 	for pkg, ok := range allowed {
 		for _, d := range goList(t, "-deps", pkg) {

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +54,7 @@ func runChild(t *testing.T, stdin []byte, stdout *os.File, args ...string) (code
 	}
 	cmd.Stderr = &e
 	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return ee.ExitCode(), o.String(), e.String()
 	} else if err != nil {
 		t.Fatalf("running the runner: %v", err)

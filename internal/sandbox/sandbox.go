@@ -128,8 +128,13 @@ type Spec struct {
 	// TTY asks for a pseudo-terminal for the sandbox, relayed to Stdin/Stdout;
 	// the backend never hands the host's terminal to the sandbox.
 	TTY bool
-	// TTYSize is the initial terminal size when TTY is set (rows, cols).
+	// TTYRows and TTYCols are the initial terminal size when TTY is set.
 	TTYRows, TTYCols uint16
+	// Resize, when set with TTY, carries later terminal sizes: each one
+	// received while the sandbox runs is applied to its pseudo-terminal
+	// (the sandbox gets SIGWINCH). The caller owns the channel; the
+	// backend stops reading it when Run returns.
+	Resize <-chan TTYSize
 	// Stop, when closed, asks the backend to send SIGTERM to every process
 	// of the sandbox (the payload and anything it started, double-forked
 	// daemons included where the backend can reach them). The sandbox then
@@ -146,6 +151,9 @@ type Spec struct {
 	// returns.
 	Signal <-chan syscall.Signal
 }
+
+// TTYSize is a terminal size in character cells.
+type TTYSize struct{ Rows, Cols uint16 }
 
 // Result is how a sandbox ended.
 type Result struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock/internal/runner"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/direct"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -25,16 +26,6 @@ func Main(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// RequireFeature skips the test because the host lacks a feature, or fails it
-// when AIRLOCK_REQUIRE_FEATURES=1 says the host must have every feature.
-func RequireFeature(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-		t.Fatalf("required host feature missing: %s", reason)
-	}
-	t.Skipf("host lacks a feature: %s", reason)
-}
-
 var (
 	nativeOnce sync.Once
 	nativeVal  sandbox.Backend
@@ -42,7 +33,7 @@ var (
 )
 
 // Native returns the platform's sandbox backend running the test binary,
-// shared by the package's tests. It skips (or fails, see RequireFeature) when
+// shared by the package's tests. It skips (or fails, see testenv.RequireFeature) when
 // the host cannot sandbox, or cannot enforce every limit for this user (an
 // unprivileged run without a delegated cgroup, where the backend refuses
 // calls with memory and process limits, as every grant has).
@@ -52,12 +43,12 @@ func Native(t testing.TB) sandbox.Backend {
 	if nativeErr != nil {
 		var mf *sandbox.MissingFeatureError
 		if errors.As(nativeErr, &mf) || errors.Is(nativeErr, sandbox.ErrUnsupported) {
-			RequireFeature(t, nativeErr.Error())
+			testenv.RequireFeature(t, nativeErr.Error())
 		}
 		t.Fatalf("starting the native backend: %v", nativeErr)
 	}
 	if u := nativeVal.Report().Unenforced(); len(u) > 0 {
-		RequireFeature(t, fmt.Sprintf("the native backend cannot enforce the %s limits for uid %d (no cgroup it may manage; see airlock doctor)", wire.JoinLimits(u, " and "), os.Getuid()))
+		testenv.RequireFeature(t, fmt.Sprintf("the native backend cannot enforce the %s limits for uid %d (no cgroup it may manage; see airlock doctor)", wire.JoinLimits(u, " and "), os.Getuid()))
 	}
 	return nativeVal
 }

@@ -21,19 +21,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // sdkVersion pins the TypeScript SDK the interop test installs.
 const sdkVersion = "1.32.2"
-
-// requireFeature skips with reason, or fails when AIRLOCK_REQUIRE_FEATURES=1.
-func requireFeature(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-		t.Fatalf("required feature missing: %s", reason)
-	}
-	t.Skipf("host lacks a feature: %s", reason)
-}
 
 var (
 	buildOnce sync.Once
@@ -134,7 +127,7 @@ func nodeClient(t testing.TB) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			requireFeature(t, tool+" is not installed")
+			testenv.RequireFeature(t, tool+" is not installed")
 		}
 	}
 	dir := filepath.Join(os.TempDir(), "airlock-npm", sdkVersion)

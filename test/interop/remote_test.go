@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // needNative skips (or fails under AIRLOCK_REQUIRE_FEATURES) when this host
@@ -23,7 +25,7 @@ import (
 func needNative(t *testing.T) {
 	t.Helper()
 	if args := sandboxArgs(t); len(args) > 0 {
-		requireFeature(t, "the native sandbox, which remote hands always use")
+		testenv.RequireFeature(t, "the native sandbox, which remote hands always use")
 	}
 }
 

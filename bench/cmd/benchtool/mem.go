@@ -38,7 +38,7 @@ func cmdMem(args []string) error {
 	for {
 		select {
 		case err := <-done:
-			return fmt.Errorf("%q ended before its %s ran (%v): %s", argv, *leaf, err, tail(out.String()))
+			return fmt.Errorf("%q ended before its %s ran (%w): %s", argv, *leaf, err, tail(out.String()))
 		case <-time.After(20 * time.Millisecond):
 		}
 		procs, err = proctree.Tree(cmd.Process.Pid)

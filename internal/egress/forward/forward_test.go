@@ -62,14 +62,14 @@ func receive(c *net.UnixConn) (net.Conn, error) {
 	}
 	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("control messages %v, %v", msgs, err)
+		return nil, fmt.Errorf("control messages %v, %w", msgs, err)
 	}
 	fds, err := syscall.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("descriptors %v, %v", fds, err)
+		return nil, fmt.Errorf("descriptors %v, %w", fds, err)
 	}
-	if rest, err := c.Read(b); err != io.EOF {
-		return nil, fmt.Errorf("after the handoff read %d bytes, %v; want EOF", rest, err)
+	if rest, err := c.Read(b); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("after the handoff read %d bytes, %w; want EOF", rest, err)
 	}
 	f := os.NewFile(uintptr(fds[0]), "handed")
 	defer f.Close()

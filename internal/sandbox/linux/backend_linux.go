@@ -25,66 +25,8 @@ import (
 	"github.com/airlockhq/airlock/wire"
 )
 
-// Options configure the backend. A nil *Options means all defaults; New
-// copies it.
-type Options struct {
-	// Logger receives debug records (setup phases, teardown); nil discards.
-	Logger *slog.Logger
-	// CgroupParent, when set, is the cgroup path (relative to each
-	// hierarchy's root) under which sandbox cgroups are made, instead of
-	// the broker's own cgroup.
-	CgroupParent string
-	// Cgroups says whether a Run without cgroup limits is refused.
-	Cgroups CgroupPolicy
-	// Executable is the airlock binary to run as the init; empty means
-	// /proc/self/exe. Tests point it at the test binary.
-	Executable string
-	// Args are the arguments that select the init mode; nil means
-	// ["__sandbox"].
-	Args []string
-	// PoolSize, when positive, keeps that many warm sandboxes of each
-	// tool-mode shape from New until Close (see Backend.Pool); zero
-	// leaves the pool to holders of Backend.Pool.
-	PoolSize int
-	// StateDir, when set, is where the backend journals the placeholders
-	// it creates in users' trees (StateDir/.placeholders/, one file per
-	// process), so that a later backend over the same StateDir removes
-	// those a process that died (kill -9) left behind. Empty: no journal.
-	StateDir string
-}
-
-// CgroupPolicy says whether New fails when the host gives the broker no
-// cgroup for the memory and process limits. Whatever the policy, a Run
-// without cgroups is refused unless its Spec sets Limits.AllowUnenforced.
-type CgroupPolicy int
-
-const (
-	// CgroupsDefault requires cgroups when the broker runs as root (which
-	// can always create them), and is CgroupsOptional otherwise.
-	CgroupsDefault CgroupPolicy = iota
-	// CgroupsRequired makes New fail without cgroups (fail closed).
-	CgroupsRequired
-	// CgroupsOptional lets New succeed without cgroups. Each Run is then
-	// refused with a MissingFeatureError that names the limits and how to
-	// delegate a cgroup, unless its Spec sets Limits.AllowUnenforced: then
-	// it runs with memory bounded by RLIMIT_AS only and processes by
-	// RLIMIT_NPROC only, and Result.Isolation lists "cgroups" under Missing
-	// and "memory" and "processes" under Unenforced.
-	CgroupsOptional
-)
-
-// Defaults applied where a Limits field is zero.
-const (
-	DefaultWall        = 60 * time.Second
-	DefaultMemoryBytes = 1 << 30
-	DefaultPids        = 256
-	DefaultOutputBytes = 16 << 20
-	DefaultFileBytes   = 1 << 30
-	DefaultTmpBytes    = 64 << 20
-	DefaultOpenFiles   = 1024
-	// initThreads is added to pids.max for the init's own Go threads.
-	initThreads = 16
-)
+// initThreads is added to pids.max for the init's own Go threads.
+const initThreads = 16
 
 // Backend runs each Spec in a fresh sandbox. It is safe for concurrent use.
 type Backend struct {
@@ -254,18 +196,16 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			}
 			claimed := time.Now()
 			x.iso.Features = append(x.iso.Features, "warm")
-			res, err := b.finish(ctx, spec, x, l, claimed.Add(l.wall), start, claimed.Sub(start))
-			b.end(x, &res, &err)
-			return res, err
+			res, err := b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: claimed.Add(l.wall), setup: claimed.Sub(start)})
+			return b.end(x, res, err)
 		}
 	}
 	x, res, err := b.build(ctx, spec, cfg, l, start.Add(l.wall), start, false)
 	if x == nil {
 		return res, err
 	}
-	res, err = b.finish(ctx, spec, x, l, start.Add(l.wall), start, time.Since(start))
-	b.end(x, &res, &err)
-	return res, err
+	res, err = b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: start.Add(l.wall), setup: time.Since(start)})
+	return b.end(x, res, err)
 }
 
 // unenforcedLimits are the limits a Run without cgroups does not enforce.
@@ -302,24 +242,25 @@ func formatBytes(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
-// end tears x down after finish: at once, or in the background when the
-// call was answered early (Close and the release of a pool hold wait for
-// those). A background teardown that fails is logged.
-func (b *Backend) end(x *box, res **sandbox.Result, err *error) {
+// end tears x down after finish returned res and err: at once, or in the
+// background when the call was answered early (Close and the release of a
+// pool hold wait for those). A teardown that fails at once turns a result
+// into that error; one in the background is logged.
+func (b *Backend) end(x *box, res *sandbox.Result, err error) (*sandbox.Result, error) {
 	if !x.early {
-		b.teardown(x, res, err)
-		return
+		if terr := b.teardown(x); terr != nil && err == nil {
+			return nil, terr
+		}
+		return res, err
 	}
 	b.tearing.Add(1)
 	go func() {
 		defer b.tearing.Done()
-		var r *sandbox.Result
-		var e error
-		b.teardown(x, &r, &e)
-		if e != nil {
-			b.log.Warn("sandbox teardown", "err", e)
+		if err := b.teardown(x); err != nil {
+			b.log.Warn("sandbox teardown", "err", err)
 		}
 	}()
+	return res, err
 }
 
 // child is one started sandbox init and the host ends of its pipes.
@@ -367,19 +308,18 @@ func (x *box) reason() string {
 }
 
 // teardown removes what build made for x: the host ends of its pipes, its
-// cgroup (killing anything left) and its placeholders. A cgroup that
-// cannot be removed turns the run into an error.
-func (b *Backend) teardown(x *box, res **sandbox.Result, err *error) {
+// cgroup (killing anything left) and its placeholders. It returns the
+// error of a cgroup that cannot be removed, which fails the run.
+func (b *Backend) teardown(x *box) error {
 	if x.waited != nil {
 		<-x.waited
 	}
 	tDown := time.Now()
 	x.c.closeHost()
-	if cerr := x.cg.destroy(); cerr != nil && *err == nil {
-		*err, *res = cerr, nil
-	}
+	err := x.cg.destroy()
 	b.placeholders.release(x.held)
 	b.log.Debug("sandbox done", "cgroup_teardown_ns", time.Since(tDown).Nanoseconds())
+	return err
 }
 
 // build makes a sandbox for cfg up to the point where its init reports
@@ -424,9 +364,10 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 	}
 	res, err := b.setup(ctx, x, deadline, start)
 	if err != nil || res != nil {
-		var r *sandbox.Result
 		if x.c != nil {
-			b.teardown(x, &r, &err)
+			if terr := b.teardown(x); terr != nil && err == nil {
+				res, err = nil, terr
+			}
 		} else {
 			b.placeholders.release(x.held)
 			if cerr := x.cg.destroy(); cerr != nil {
@@ -540,10 +481,7 @@ func (x *box) ready(st initproto.Status) {
 // It kills x at deadline or when ctx ends. On failure the caller destroys
 // x, which releases what claim held.
 func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
-	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
-	defer timer.Stop()
-	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
-	defer stopCtx()
+	defer x.watch(ctx, deadline)()
 	t0 := time.Now()
 	var err error
 	if x.held, err = b.placeholders.hold(x.cfg); err != nil {
@@ -574,31 +512,74 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 	return nil
 }
 
-// finish runs a built sandbox to its end: it relays the streams, enforces
-// the wall time (until deadline) and the output cap, waits, and classifies
-// how it ended. setup is reported as Result.Setup.
-func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limits, deadline, start time.Time, setup time.Duration) (*sandbox.Result, error) {
-	c := x.c
-	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
-	defer timer.Stop()
-	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
-	defer stopCtx()
+// call is one call's run of a built sandbox: what finish needs besides it.
+type call struct {
+	spec     *sandbox.Spec
+	out      int64         // the output cap of each stream
+	start    time.Time     // when Run began
+	deadline time.Time     // when the wall time runs out
+	setup    time.Duration // from start until the payload started (Result.Setup)
+}
 
-	// Relay the streams.
+// finish runs a built sandbox to its end: it relays the streams and what
+// the caller sends (relay, forward), enforces the wall time and the output
+// cap, waits (await), and classifies how it ended (result).
+func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, error) {
+	defer x.watch(ctx, c.deadline)()
+	relayed := x.relay(c.spec, c.out)
+	defer x.forward(c.spec)()
+	e, err := x.await()
+	if err != nil {
+		return nil, err
+	}
+	tWaited := time.Now()
+	if x.c.ptmx == nil {
+		x.c.stdinW.Close() // unblocks the stdin copier at its next write
+	}
+	truncated := relayed()
+	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early)
+	duration := time.Since(c.start)
+	reason := x.reason()
+	if reason == "ctx" {
+		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
+	}
+	res := x.result(e, reason, truncated)
+	res.Setup, res.Duration = c.setup, duration
+	b.removeCreated(x.cfg.Mounts, x.first.Created)
+	return res, nil
+}
+
+// watch kills x at deadline, or when ctx ends, until the returned func is
+// called.
+func (x *box) watch(ctx context.Context, deadline time.Time) (stop func()) {
+	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
+	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
+	return func() {
+		stopCtx()
+		timer.Stop()
+	}
+}
+
+// relay copies the sandbox's output streams to spec's writers, each capped
+// at out bytes (past the cap the sandbox is killed), and spec.Stdin to its
+// input. The returned func waits until the output streams end, and says
+// whether either passed the cap.
+func (x *box) relay(spec *sandbox.Spec, out int64) (wait func() (truncated bool)) {
+	c := x.c
 	var truncated atomic.Bool
 	var wg sync.WaitGroup
-	relay := func(dst io.Writer, src *os.File) {
+	copyOut := func(dst io.Writer, src *os.File) {
 		defer wg.Done()
-		_, _, _ = sandbox.CopyCapped(dst, src, l.out, func() {
+		_, _, _ = sandbox.CopyCapped(dst, src, out, func() {
 			truncated.Store(true)
 			x.kill("output")
 		})
 	}
 	wg.Add(1)
-	go relay(spec.Stdout, c.stdoutR)
+	go copyOut(spec.Stdout, c.stdoutR)
 	if c.stderrR != nil {
 		wg.Add(1)
-		go relay(spec.Stderr, c.stderrR)
+		go copyOut(spec.Stderr, c.stderrR)
 	}
 	if spec.Stdin != nil {
 		go func(w *os.File) {
@@ -610,135 +591,151 @@ func (b *Backend) finish(ctx context.Context, spec *sandbox.Spec, x *box, l limi
 	} else if c.ptmx == nil {
 		c.stdinW.Close()
 	}
-	if c.ptmx != nil {
-		if ch := resizeFrom(ctx); ch != nil {
-			done := make(chan struct{})
-			var resizer sync.WaitGroup
-			resizer.Add(1)
-			defer func() { close(done); resizer.Wait() }()
-			go func() {
-				defer resizer.Done()
-				for {
-					select {
-					case s := <-ch:
-						_ = setSize(c.ptmx, s.Rows, s.Cols)
-					case <-done:
-						return
-					}
-				}
-			}()
-		}
+	return func() bool {
+		wg.Wait()
+		return truncated.Load()
 	}
+}
 
-	tool := len(x.cfg.Command) == 0
+// forward passes on to the sandbox what the caller sends on spec while it
+// runs, until the returned func is called: terminal sizes (Resize, with a
+// terminal), the stop (Stop) and, in command mode, signals (Signal).
+func (x *box) forward(spec *sandbox.Spec) (stop func()) {
+	c := x.c
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	loop := func(f func() bool) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f() {
+			}
+		}()
+	}
+	if ch := spec.Resize; ch != nil && c.ptmx != nil {
+		loop(func() bool {
+			select {
+			case s := <-ch:
+				_ = setSize(c.ptmx, s.Rows, s.Cols)
+				return true
+			case <-done:
+				return false
+			}
+		})
+	}
 	if spec.Stop != nil {
 		// The init forwards SIGTERM to every process of the sandbox.
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
+		loop(func() bool {
 			select {
 			case <-spec.Stop:
 				_ = c.proc.Signal(syscall.SIGTERM)
 			case <-done:
 			}
-		}()
+			return false
+		})
 	}
-	if spec.Signal != nil && !tool {
+	if spec.Signal != nil && len(x.cfg.Command) > 0 {
 		// The init, which asked for these three before it said ready,
 		// passes SIGINT and SIGHUP to the command and SIGTERM to every
 		// process; SIGKILL needs no help.
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			for {
-				select {
-				case s := <-spec.Signal:
-					switch s {
-					case syscall.SIGKILL:
-						x.kill("signal")
-					case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
-						_ = c.proc.Signal(s)
-					}
-				case <-done:
-					return
+		loop(func() bool {
+			select {
+			case s := <-spec.Signal:
+				switch s {
+				case syscall.SIGKILL:
+					x.kill("signal")
+				case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
+					_ = c.proc.Signal(s)
 				}
+				return true
+			case <-done:
+				return false
 			}
-		}()
+		})
 	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
 
-	// The init is reaped in the background: in tool mode it reports the
-	// tool's exit before its namespaces are torn down, and the call is
-	// answered then.
+// ending is how a sandbox's payload ended, as await saw it.
+type ending struct {
+	exit *initproto.Status // the init's Exit status; nil when none came
+	ps   *os.ProcessState  // the reaped init; nil when answered early
+	cpu  time.Duration     // the tool's CPU time, when answered early
+}
+
+// await waits for the payload to end. The init is reaped in the
+// background (x.waited): in tool mode it reports the tool's exit before
+// its namespaces are torn down, and the call is answered then (x.early).
+func (x *box) await() (ending, error) {
+	tool := len(x.cfg.Command) == 0
 	x.waited = make(chan struct{})
 	var (
 		ps   *os.ProcessState
 		werr error
 	)
 	go func() {
-		ps, werr = c.proc.Wait()
+		ps, werr = x.c.proc.Wait()
 		close(x.waited)
 	}()
-	var exit *initproto.Status
+	var e ending
 	for st := range x.statuses {
 		if st.Exit {
 			s := st
-			exit = &s
+			e.exit = &s
 			if tool {
 				break
 			}
 		}
 	}
-	var cpu time.Duration
-	if tool && exit != nil {
+	if tool && e.exit != nil {
 		// The init has reaped the tool: its CPU time counts now, before
 		// the init is killed and reaped in the background.
-		cpu = initCPU(c.proc.Pid)
+		e.cpu = initCPU(x.c.proc.Pid)
 		// Every other process has SIGKILL pending; the init only exits.
 		x.kill("done")
 		x.early = true
-	} else {
-		<-x.waited
-		if werr != nil {
-			return nil, fmt.Errorf("waiting for the sandbox: %w", werr)
-		}
+		return e, nil
 	}
-	tWaited := time.Now()
-	if c.ptmx == nil {
-		c.stdinW.Close() // unblocks the stdin copier at its next write
+	<-x.waited
+	if werr != nil {
+		return e, fmt.Errorf("waiting for the sandbox: %w", werr)
 	}
-	wg.Wait()
-	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(start).Nanoseconds()-setup.Nanoseconds(), "early", x.early)
-	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(), CPU: cpu}
+	e.ps = ps
+	return e, nil
+}
+
+// result classifies how the sandbox ended: its exit code or signal, and
+// the limits it hit (reason is why it was killed, if it was).
+func (x *box) result(e ending, reason string, truncated bool) *sandbox.Result {
+	res := &sandbox.Result{OutputTruncated: truncated, CPU: e.cpu}
 	var ws syscall.WaitStatus
-	if !x.early && ps != nil { // ps is written by the reaper until x.waited
-		ws, _ = ps.Sys().(syscall.WaitStatus)
-		res.CPU = rusageCPU(ps)
+	if e.ps != nil {
+		ws, _ = e.ps.Sys().(syscall.WaitStatus)
+		res.CPU = rusageCPU(e.ps)
 	}
 	res.PeakMemory = x.cg.peakMemory()
 	switch {
-	case exit != nil && exit.Signal != 0:
-		res.ExitCode, res.Signal = -1, exit.Signal
-	case exit != nil:
-		res.ExitCode = exit.Code
+	case e.exit != nil && e.exit.Signal != 0:
+		res.ExitCode, res.Signal = -1, e.exit.Signal
+	case e.exit != nil:
+		res.ExitCode = e.exit.Code
 	case ws.Signaled():
 		res.ExitCode, res.Signal = -1, int(ws.Signal())
 	default:
 		res.ExitCode = ws.ExitStatus()
 	}
-	reason := x.reason()
-	hit := hits{time: reason == "time", output: res.OutputTruncated}
+	hit := hits{time: reason == "time", output: truncated}
 	if x.cg != nil {
 		hit.memory, hit.processes = x.cg.memoryHit(), x.cg.pidsMaxHits() > 0
 	}
 	res.LimitsHit = hit.names()
 	res.Limit = hit.ended(res.ExitCode == 0 && res.Signal == 0)
-	if reason == "ctx" {
-		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
-	}
 	sort.Strings(x.iso.Features)
 	res.Isolation = x.iso
-	b.removeCreated(x.cfg.Mounts, x.first.Created)
-	return res, nil
+	return res
 }
 
 // hits are the limits one run hit.
@@ -783,20 +780,15 @@ func (h hits) ended(finished bool) wire.Limit {
 func (b *Backend) removeCreated(mounts []initproto.Mount, created []string) {
 	for i := len(created) - 1; i >= 0; i-- {
 		p := created[i]
-		best := -1
-		for j, m := range mounts {
-			if m.Writable && (p == m.Target || strings.HasPrefix(p, m.Target+"/")) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
-				best = j
-			}
-		}
-		if best < 0 || p == mounts[best].Target {
+		m, ok := entryMount(mounts, p)
+		if !ok {
 			continue
 		}
-		root, err := os.OpenRoot(mounts[best].Source)
+		root, err := os.OpenRoot(m.Source)
 		if err != nil {
 			continue
 		}
-		relp := strings.TrimPrefix(p, mounts[best].Target+"/")
+		relp := m.Rel(p)
 		if fi, err := root.Lstat(relp); err == nil && (fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0) {
 			if err := root.Remove(relp); err != nil {
 				b.log.Debug("placeholder left", "path", p, "err", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -126,11 +127,10 @@ func TestTTY(t *testing.T) {
 	if !strings.Contains(o.stdout, "/dev/") || strings.Contains(o.stdout, "not a tty") || !strings.Contains(o.stdout, "33 101") || !strings.Contains(o.stdout, "stdin-tty") {
 		t.Fatalf("tty output %q (stderr %q)", o.stdout, o.stderr)
 	}
-	sizes := make(chan linux.TermSize, 1)
-	sizes <- linux.TermSize{Rows: 50, Cols: 132}
-	ctx := linux.WithResize(context.Background(), sizes)
+	sizes := make(chan sandbox.TTYSize, 1)
+	sizes <- sandbox.TTYSize{Rows: 50, Cols: 132}
 	var so strings.Builder
-	_, err := backend(t).Run(ctx, &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
+	_, err := backend(t).Run(context.Background(), &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Resize: sizes, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
 		Limits: sandbox.Limits{Wall: 10 * time.Second, AllowUnenforced: acceptUnenforced}, Command: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}})
 	if err != nil || !strings.Contains(so.String(), "50 132") {
 		t.Fatalf("resize: %v %q", err, so.String())
@@ -141,7 +141,7 @@ func TestTTY(t *testing.T) {
 func TestCgroupRemoved(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups")
+		testenv.RequireFeature(t, "cgroups")
 	}
 	o := sh(t, "cat /proc/self/cgroup")
 	if !strings.Contains(o.stdout, "airlock-") {
@@ -249,7 +249,7 @@ func TestProxyForwarder(t *testing.T) {
 func TestSweepStaleCgroups(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups")
+		testenv.RequireFeature(t, "cgroups")
 	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {

@@ -4,29 +4,8 @@ package linux
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-)
-
-// Options configure the backend; see the Linux build for the fields' meaning.
-type Options struct {
-	Logger       *slog.Logger
-	CgroupParent string
-	Cgroups      CgroupPolicy
-	Executable   string
-	Args         []string
-	PoolSize     int
-}
-
-// CgroupPolicy says whether cgroups are required.
-type CgroupPolicy int
-
-// Cgroup policies.
-const (
-	CgroupsDefault CgroupPolicy = iota
-	CgroupsRequired
-	CgroupsOptional
 )
 
 // Backend is the Linux sandbox backend; it does not run on this platform.

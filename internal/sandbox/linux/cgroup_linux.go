@@ -484,22 +484,28 @@ func removeCgroup(d string, version int) error {
 	if version == 2 {
 		_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	return errors.Join(append(errs, waitRmdir(d, 5*time.Second))...)
+}
+
+// waitRmdir removes the cgroup directory d once the processes in it, sent
+// SIGKILL again on every try, have gone: rmdir fails (EBUSY) until the
+// kernel has reaped the last one. It tries every millisecond, for at most
+// limit (v1 hierarchies give no event to wait on instead).
+func waitRmdir(d string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	for {
 		for _, p := range procsOf(d) {
 			_ = unix.Kill(p, unix.SIGKILL)
 		}
 		err := unix.Rmdir(d)
 		if err == nil || errors.Is(err, unix.ENOENT) {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
-			break
+			return fmt.Errorf("removing cgroup %s: %w", d, err)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) //permit:time.Sleep (a named wait)
 	}
-	return errors.Join(errs...)
 }
 
 // sweep removes cgroups left by airlock brokers that no longer exist.

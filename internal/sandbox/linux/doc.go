@@ -57,7 +57,7 @@
 //     placeholder afterwards (through os.Root) if it is still empty.
 //   - A terminal (Spec.TTY) is a pty allocated here; the sandbox gets the
 //     slave as fds 0-2 and its controlling terminal, and sees it as
-//     /dev/pts/0 and /dev/console. Size changes arrive through WithResize.
+//     /dev/pts/0 and /dev/console. Size changes arrive on Spec.Resize.
 //   - The egress proxy socket is bound read-only at /run/airlock/proxy.sock
 //     and, with a ProxyPort, the init hands each connection to
 //     127.0.0.1:ProxyPort over to it (package egress/forward).

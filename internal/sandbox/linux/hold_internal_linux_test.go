@@ -1,6 +1,11 @@
 package linux
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
@@ -28,4 +33,30 @@ func BenchmarkHold(b *testing.B) {
 		p.release(held)
 	}
 	b.ReportMetric(float64(len(cfg.Placeholders)), "placeholders")
+}
+
+// The host makes a placeholder for a missing protected path in the tree
+// the sandbox sees at its parent: not below a read-only grant nested in a
+// writable one (the writable tree there is hidden, and the sandbox cannot
+// create the name anyway), and not in the read-only grant itself.
+func TestHoldUsesTheGrantHoldingTheParent(t *testing.T) {
+	w, ro := t.TempDir(), t.TempDir() // w/ro, the mount point, is made by the init
+	cfg := &initproto.Config{
+		Mounts:   []initproto.Mount{{Source: w, Target: "/w", Writable: true}, {Source: ro, Target: "/w/ro"}},
+		ReadOnly: []string{"/w/ro/.git/hooks", "/w/.vscode"},
+	}
+	var p placeholders
+	held, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release(held)
+	if want := []string{"/w/.vscode"}; !slices.Equal(cfg.Placeholders, want) {
+		t.Errorf("placeholders %q, want %q", cfg.Placeholders, want)
+	}
+	for _, hidden := range []string{filepath.Join(w, "ro"), filepath.Join(ro, ".git")} {
+		if _, err := os.Lstat(hidden); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want no placeholder", hidden, err)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestHostile11ForkBomb(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups (pids.max)")
+		testenv.RequireFeature(t, "cgroups (pids.max)")
 	}
 	var wg sync.WaitGroup
 	var bomb out
@@ -54,7 +55,7 @@ func TestHostile11ForkBomb(t *testing.T) {
 func TestHostile12MemoryBomb(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups (memory)")
+		testenv.RequireFeature(t, "cgroups (memory)")
 	}
 	needPython(t)
 	for name, cmd := range map[string]string{
@@ -79,7 +80,7 @@ func TestHostile12MemoryBomb(t *testing.T) {
 func TestLimitsHitThenFinished(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups (memory.oom_control, pids.events)")
+		testenv.RequireFeature(t, "cgroups (memory.oom_control, pids.events)")
 	}
 	needPython(t)
 	forks := `python3 -c '
@@ -288,7 +289,7 @@ func tail(s string, n int) string {
 func TestPayloadProcessLimitExact(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
-		requireFeature(t, "cgroups (pids.max)")
+		testenv.RequireFeature(t, "cgroups (pids.max)")
 	}
 	needPython(t)
 	for _, pids := range []int{1, 2, 5, 40} {

@@ -19,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestMain lets the test binary serve as the sandbox binary: run with
@@ -71,20 +72,11 @@ func backend(t testing.TB) *linux.Backend {
 	if backendErr != nil {
 		var mf *sandbox.MissingFeatureError
 		if errors.As(backendErr, &mf) {
-			requireFeature(t, mf.Error())
+			testenv.RequireFeature(t, mf.Error())
 		}
 		t.Fatalf("New: %v", backendErr)
 	}
 	return backendVal
-}
-
-// requireFeature skips with reason, or fails when AIRLOCK_REQUIRE_FEATURES=1.
-func requireFeature(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-		t.Fatalf("required feature missing: %s", reason)
-	}
-	t.Skipf("host lacks a feature: %s", reason)
 }
 
 // out is the result of one sandboxed run.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -82,7 +83,7 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 		}
 	}()
 	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
-		m, ok := writableMountOf(cfg.Mounts, ro)
+		m, ok := entryMount(cfg.Mounts, ro)
 		if !ok {
 			continue
 		}
@@ -98,7 +99,7 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			}
 			root, roots[m.Source] = r, r
 		}
-		parts := strings.Split(strings.TrimPrefix(ro, m.Target+"/"), "/")
+		parts := strings.Split(m.Rel(ro), "/")
 		for i := range parts {
 			sub := strings.Join(parts[:i+1], "/")
 			host := filepath.Join(m.Source, sub)
@@ -133,11 +134,11 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 func (p *placeholders) candidates(cfg *initproto.Config) []string {
 	var out []string
 	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
-		m, ok := writableMountOf(cfg.Mounts, ro)
+		m, ok := entryMount(cfg.Mounts, ro)
 		if !ok {
 			continue
 		}
-		parts := strings.Split(strings.TrimPrefix(ro, m.Target+"/"), "/")
+		parts := strings.Split(m.Rel(ro), "/")
 		for i := range parts {
 			host := filepath.Join(m.Source, strings.Join(parts[:i+1], "/"))
 			if p.refs[host] == nil {
@@ -284,25 +285,15 @@ func same(root *os.Root, name string, f *os.File) bool {
 
 // flock locks f, retrying on EINTR.
 func flock(f *os.File, how int) error {
-	for {
-		err := unix.Flock(int(f.Fd()), how)
-		if err != syscall.EINTR {
-			return err
-		}
-	}
+	return eintr.Retry(func() error { return unix.Flock(int(f.Fd()), how) })
 }
 
-// writableMountOf returns the most specific writable mount holding p below
-// its target.
-func writableMountOf(mounts []initproto.Mount, p string) (initproto.Mount, bool) {
-	best := -1
-	for i, m := range mounts {
-		if m.Writable && strings.HasPrefix(p, m.Target+"/") && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return initproto.Mount{}, false
-	}
-	return mounts[best], true
+// entryMount returns the mount whose tree holds the name p (the mount
+// holding p's parent), when the sandbox can write there: where the host
+// makes a placeholder for p, or removes one the init made. A name below a
+// read-only grant nested in a writable one is the read-only grant's,
+// whatever lies under it in the writable tree.
+func entryMount(mounts []initproto.Mount, p string) (initproto.Mount, bool) {
+	m, ok := initproto.Holding(mounts, filepath.Dir(p))
+	return m, ok && m.Writable && p != m.Target
 }

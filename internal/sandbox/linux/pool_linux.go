@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -95,27 +93,11 @@ func (b *Backend) grantPaths(cfg *initproto.Config) []pathState {
 		add(m.Source)
 	}
 	for _, p := range append(append([]string(nil), cfg.Masks...), cfg.ReadOnly...) {
-		if h, ok := hostPath(cfg.Mounts, p); ok {
-			add(h)
+		if m, ok := initproto.Holding(cfg.Mounts, p); ok {
+			add(m.HostPath(p))
 		}
 	}
 	return out
-}
-
-// hostPath maps a sandbox path to the host path behind it, through the
-// most specific mount holding it.
-func hostPath(mounts []initproto.Mount, p string) (string, bool) {
-	best := -1
-	for i, m := range mounts {
-		if (p == m.Target || strings.HasPrefix(p, m.Target+"/")) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return "", false
-	}
-	m := mounts[best]
-	return filepath.Join(m.Source, strings.TrimPrefix(p, m.Target)), true
 }
 
 // samePaths reports whether the grant's host paths are as they were.
@@ -234,10 +216,7 @@ func (p *pool) destroy(x *box) {
 	_, _ = x.c.proc.Wait()
 	for range x.statuses {
 	}
-	var res *sandbox.Result
-	var err error
-	p.b.teardown(x, &res, &err)
-	if err != nil {
+	if err := p.b.teardown(x); err != nil {
 		p.b.log.Debug("warm sandbox teardown", "err", err)
 	}
 }

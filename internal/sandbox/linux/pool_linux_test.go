@@ -21,6 +21,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -39,7 +40,7 @@ func pooled(t testing.TB, n int) *linux.Backend {
 	if err != nil {
 		var mf *sandbox.MissingFeatureError
 		if errors.As(err, &mf) {
-			requireFeature(t, mf.Error())
+			testenv.RequireFeature(t, mf.Error())
 		}
 		t.Fatalf("New: %v", err)
 	}
@@ -180,7 +181,7 @@ func TestPoolLimits(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.wantLimit == "memory" && !cg {
-				requireFeature(t, "cgroups (memory limit)")
+				testenv.RequireFeature(t, "cgroups (memory limit)")
 			}
 			spec := toolSpec(d)
 			spec.Limits = tc.limits

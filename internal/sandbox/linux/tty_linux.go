@@ -1,30 +1,11 @@
 package linux
 
 import (
-	"context"
 	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
-
-// TermSize is a terminal size in character cells.
-type TermSize struct{ Rows, Cols uint16 }
-
-type resizeKey struct{}
-
-// WithResize returns a context that carries a channel of terminal sizes
-// for a Spec with TTY set: each value received while the sandbox runs is
-// applied to its pseudo-terminal (the sandbox gets SIGWINCH). The caller
-// owns the channel; Run stops reading it when it returns.
-func WithResize(ctx context.Context, sizes <-chan TermSize) context.Context {
-	return context.WithValue(ctx, resizeKey{}, sizes)
-}
-
-func resizeFrom(ctx context.Context) <-chan TermSize {
-	ch, _ := ctx.Value(resizeKey{}).(<-chan TermSize)
-	return ch
-}
 
 // openPTY allocates a pseudo-terminal on the host side. The slave goes to
 // the sandbox as fds 0-2; the host's own terminal never does, so TIOCSTI

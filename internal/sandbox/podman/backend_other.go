@@ -8,11 +8,6 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
-// Options configure the backend; see the Linux build.
-type Options struct {
-	Image, Podman, Runtime, Executable, StateDir string
-}
-
 // Backend is the Podman backend, which needs Linux.
 type Backend struct{}
 

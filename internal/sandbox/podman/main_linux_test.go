@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -46,10 +47,7 @@ func needPodman(t testing.TB) {
 		t.Fatal(live.err)
 	}
 	if live.skip != "" {
-		if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-			t.Fatalf("AIRLOCK_REQUIRE_FEATURES=1 but %s", live.skip)
-		}
-		t.Skip(live.skip)
+		testenv.RequireFeature(t, live.skip)
 	}
 }
 
@@ -127,11 +125,11 @@ func importImage(dir, busybox string) (string, error) {
 	}
 	name := "localhost/airlock-podman-test"
 	if out, err := exec.Command("podman", "--runtime", "runc", "import", tarPath, name+":latest").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("podman import: %v\n%s", err, out)
+		return "", fmt.Errorf("podman import: %w\n%s", err, out)
 	}
 	out, err := exec.Command("podman", "--runtime", "runc", "image", "inspect", "--format", "{{.Digest}}", name+":latest").Output()
 	if err != nil {
-		return "", fmt.Errorf("podman image inspect: %v", err)
+		return "", fmt.Errorf("podman image inspect: %w", err)
 	}
 	return name + "@" + strings.TrimSpace(string(out)), nil
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -68,13 +69,7 @@ func openNoFollow(dirfd int, p string, beneath bool) (int, error) {
 	if beneath {
 		how.Resolve |= unix.RESOLVE_BENEATH
 	}
-	for {
-		fd, err := unix.Openat2(dirfd, p, how)
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		return fd, err
-	}
+	return eintr.Openat2(dirfd, p, how)
 }
 
 // attach clones the mount at fd, idmaps it (read-only unless rw) and
@@ -181,86 +176,141 @@ type protectedPath struct {
 	dir  bool // a directory when it must be created
 }
 
-// build stages spec's mounts under dir.
+// build stages spec's mounts under dir: the airlock binary, the grants,
+// the protected paths (with the placeholders they need), the list of
+// placeholders, and the proxy's directory.
 func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 	st = &stage{dir: dir}
+	s := &staging{b: b, st: st, targets: map[string]int{}}
 	defer func() {
+		s.close()
 		if err != nil {
 			st.release()
 			b.holds.release(st.held)
 		}
 	}()
-	n := 0
-	next := func() string { n++; return filepath.Join(dir, strconv.Itoa(n)) }
-
-	// The airlock binary.
-	efd, err := openNoFollow(unix.AT_FDCWD, b.exe, false)
-	if err != nil {
-		return st, fmt.Errorf("opening the airlock binary %q: %w", b.exe, err)
-	}
-	if _, mode, serr := isDirFD(efd); serr != nil || mode != unix.S_IFREG {
-		unix.Close(efd)
-		return st, fmt.Errorf("the airlock binary %q is not a regular file", b.exe)
-	}
-	st.exe = next()
-	err = st.attach(efd, b.userns, st.exe, false, false, false)
-	unix.Close(efd)
-	if err != nil {
-		return st, fmt.Errorf("staging the airlock binary: %w", err)
-	}
-
-	type granted struct {
-		src, target string
-		rw          bool
-		fd          int
-	}
-	var grants []granted
-	defer func() {
-		for _, g := range grants {
-			unix.Close(g.fd)
-		}
-	}()
-	targets := map[string]int{} // target -> index in st.binds
-	addBind := func(bd Bind) {
-		if i, ok := targets[bd.Target]; ok {
-			st.binds[i] = bd
-			return
-		}
-		targets[bd.Target] = len(st.binds)
-		st.binds = append(st.binds, bd)
+	if err := s.stageExe(); err != nil {
+		return st, err
 	}
 	for _, m := range spec.Mounts {
-		t := m.Target
-		if t == "" {
-			t = m.Source
-		}
-		if !cleanAbs(m.Source) || !cleanAbs(t) || t == "/" {
-			return st, fmt.Errorf("mount %q -> %q: paths must be clean, absolute and not /", m.Source, t)
-		}
-		for _, p := range []string{m.Source, t} {
-			if unsafeInMount(p) {
-				return st, &MountPathError{Path: p}
-			}
-		}
-		fd, err := openNoFollow(unix.AT_FDCWD, m.Source, false)
-		if err != nil {
-			return st, fmt.Errorf("opening grant path %q without following symlinks: %w", m.Source, err)
-		}
-		grants = append(grants, granted{m.Source, t, m.Writable, fd})
-		isDir, mode, err := isDirFD(fd)
-		if err == nil && mode == unix.S_IFLNK {
-			err = fmt.Errorf("grant path %q is a symlink now, refused (grant paths are resolved before they are mounted)", m.Source)
-		}
-		if err != nil {
+		if err := s.stageGrant(m); err != nil {
 			return st, err
 		}
-		p := next()
-		if err := st.attach(fd, b.userns, p, isDir, m.Writable, true); err != nil {
-			return st, fmt.Errorf("staging grant path %q: %w", m.Source, err)
-		}
-		addBind(Bind{Source: p, Target: t, Writable: m.Writable})
 	}
+	all := append(append([]string(nil), spec.Masks...), spec.ReadOnly...)
+	for _, pp := range protectedPaths(spec) {
+		below := slices.ContainsFunc(all, func(o string) bool { return strings.HasPrefix(o, pp.path+"/") })
+		if err := s.stageProtected(pp, below); err != nil {
+			return st, err
+		}
+	}
+	if err := s.listPlaceholders(); err != nil {
+		return st, err
+	}
+	sortBinds(st.binds)
+	if err := s.stageProxy(spec.Network.ProxySocket); err != nil {
+		return st, err
+	}
+	return st, nil
+}
 
+// staging is one build under way.
+type staging struct {
+	b       *Backend
+	st      *stage
+	n       int            // staged names so far (next)
+	targets map[string]int // container path -> index in st.binds
+	grants  []granted
+	// emptyDir and emptyFile, once made, are the staged sources that
+	// mask a denied directory or file.
+	emptyDir, emptyFile string
+}
+
+// granted is one grant path, open without following symlinks.
+type granted struct {
+	src, target string
+	rw          bool
+	fd          int
+}
+
+// next returns a new name in the staging directory.
+func (s *staging) next() string {
+	s.n++
+	return filepath.Join(s.st.dir, strconv.Itoa(s.n))
+}
+
+// addBind binds bd, replacing an earlier bind to the same target.
+func (s *staging) addBind(bd Bind) {
+	if i, ok := s.targets[bd.Target]; ok {
+		s.st.binds[i] = bd
+		return
+	}
+	s.targets[bd.Target] = len(s.st.binds)
+	s.st.binds = append(s.st.binds, bd)
+}
+
+// close closes the grants' descriptors.
+func (s *staging) close() {
+	for _, g := range s.grants {
+		unix.Close(g.fd)
+	}
+	s.grants = nil
+}
+
+// stageExe stages the airlock binary, the container's init.
+func (s *staging) stageExe() error {
+	efd, err := openNoFollow(unix.AT_FDCWD, s.b.exe, false)
+	if err != nil {
+		return fmt.Errorf("opening the airlock binary %q: %w", s.b.exe, err)
+	}
+	defer unix.Close(efd)
+	if _, mode, serr := isDirFD(efd); serr != nil || mode != unix.S_IFREG {
+		return fmt.Errorf("the airlock binary %q is not a regular file", s.b.exe)
+	}
+	s.st.exe = s.next()
+	if err := s.st.attach(efd, s.b.userns, s.st.exe, false, false, false); err != nil {
+		return fmt.Errorf("staging the airlock binary: %w", err)
+	}
+	return nil
+}
+
+// stageGrant checks and stages one grant path, read-write if m.Writable.
+func (s *staging) stageGrant(m sandbox.Mount) error {
+	t := m.Target
+	if t == "" {
+		t = m.Source
+	}
+	if !cleanAbs(m.Source) || !cleanAbs(t) || t == "/" {
+		return fmt.Errorf("mount %q -> %q: paths must be clean, absolute and not /", m.Source, t)
+	}
+	for _, p := range []string{m.Source, t} {
+		if unsafeInMount(p) {
+			return &MountPathError{Path: p}
+		}
+	}
+	fd, err := openNoFollow(unix.AT_FDCWD, m.Source, false)
+	if err != nil {
+		return fmt.Errorf("opening grant path %q without following symlinks: %w", m.Source, err)
+	}
+	s.grants = append(s.grants, granted{m.Source, t, m.Writable, fd})
+	isDir, mode, err := isDirFD(fd)
+	if err == nil && mode == unix.S_IFLNK {
+		err = fmt.Errorf("grant path %q is a symlink now, refused (grant paths are resolved before they are mounted)", m.Source)
+	}
+	if err != nil {
+		return err
+	}
+	p := s.next()
+	if err := s.st.attach(fd, s.b.userns, p, isDir, m.Writable, true); err != nil {
+		return fmt.Errorf("staging grant path %q: %w", m.Source, err)
+	}
+	s.addBind(Bind{Source: p, Target: t, Writable: m.Writable})
+	return nil
+}
+
+// protectedPaths lists spec's denied paths, and its protected paths that
+// are not denied too, sorted by path.
+func protectedPaths(spec *sandbox.Spec) []protectedPath {
 	var prot []protectedPath
 	for _, p := range spec.Masks {
 		prot = append(prot, protectedPath{path: p, mask: true})
@@ -270,138 +320,184 @@ func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 			prot = append(prot, protectedPath{path: p, dir: slices.Contains(spec.ReadOnlyDirs, p)})
 		}
 	}
-	all := append(append([]string(nil), spec.Masks...), spec.ReadOnly...)
 	slices.SortFunc(prot, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
-	var emptyDir, emptyFile string
-	for _, pp := range prot {
-		if !cleanAbs(pp.path) {
-			return st, fmt.Errorf("protected path %q must be clean and absolute", pp.path)
-		}
-		if unsafeInMount(pp.path) {
-			return st, &MountPathError{Path: pp.path}
-		}
-		best := -1
-		for i, g := range grants {
-			if strings.HasPrefix(pp.path, g.target+"/") && (best < 0 || len(g.target) > len(grants[best].target)) {
-				best = i
-			}
-		}
-		if best < 0 {
-			continue // not visible in the container
-		}
-		g := grants[best]
-		parts := strings.Split(strings.TrimPrefix(pp.path, g.target+"/"), "/")
-		below := slices.ContainsFunc(all, func(o string) bool { return strings.HasPrefix(o, pp.path+"/") })
-		for i := range parts {
-			sub := strings.Join(parts[:i+1], "/")
-			last := i == len(parts)-1
-			fd, err := openNoFollow(g.fd, sub, true)
-			if errors.Is(err, unix.ENOENT) {
-				if !g.rw {
-					break // a read-only tree: nothing can be created there
-				}
-				dirKind := !last || pp.dir || below
-				if err := b.placeholder(g.fd, sub, dirKind); err != nil {
-					return st, fmt.Errorf("protected path %s: creating a placeholder: %w", pp.path, err)
-				}
-				host := filepath.Join(g.src, sub)
-				b.holds.add(host)
-				st.held = append(st.held, host)
-				st.hidden = append(st.hidden, filepath.Join(g.target, sub))
-				fd, err = openNoFollow(g.fd, sub, true)
-			} else if host := filepath.Join(g.src, sub); err == nil && g.rw && b.holds.has(host) {
-				b.holds.add(host) // another call's placeholder: keep it while this call runs
-				st.held = append(st.held, host)
-				st.hidden = append(st.hidden, filepath.Join(g.target, sub))
-			}
-			if errors.Is(err, unix.ENOTDIR) {
-				break // a file stands above it: nothing can be created there
-			}
-			if err != nil {
-				if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
-					return st, fmt.Errorf("protected path %s: %s is a symlink, refused (remove it or use the native backend)", pp.path, filepath.Join(g.target, sub))
-				}
-				return st, fmt.Errorf("protected path %s: %w", pp.path, err)
-			}
-			isDir, mode, err := isDirFD(fd)
-			if err == nil && mode == unix.S_IFLNK {
-				err = fmt.Errorf("%s is a symlink, refused (remove it or use the native backend)", filepath.Join(g.target, sub))
-			}
-			if err != nil {
-				unix.Close(fd)
-				return st, fmt.Errorf("protected path %s: %w", pp.path, err)
-			}
-			target := filepath.Join(g.target, sub)
-			switch {
-			case !last:
-				if !g.rw {
-					unix.Close(fd)
-					continue
-				}
-				if _, ok := targets[target]; ok {
-					unix.Close(fd)
-					continue
-				}
-				p := next()
-				err = st.attach(fd, b.userns, p, isDir, true, false)
-				addBind(Bind{Source: p, Target: target, Writable: true})
-			case pp.mask:
-				if isDir {
-					if emptyDir == "" {
-						emptyDir = next()
-						err = os.Mkdir(emptyDir, 0o555)
-					}
-					addBind(Bind{Source: emptyDir, Target: target})
-				} else {
-					if emptyFile == "" {
-						emptyFile = next()
-						err = os.WriteFile(emptyFile, nil, 0o444)
-					}
-					addBind(Bind{Source: emptyFile, Target: target})
-				}
-			default:
-				p := next()
-				err = st.attach(fd, b.userns, p, isDir, false, false)
-				addBind(Bind{Source: p, Target: target})
-			}
-			unix.Close(fd)
-			if err != nil {
-				return st, fmt.Errorf("protected path %s: %w", pp.path, err)
-			}
+	return prot
+}
+
+// holding returns the grant whose tree holds the name p: of the grants p
+// lies strictly below, the one with the longest target.
+func (s *staging) holding(p string) (granted, bool) {
+	best := -1
+	for i, g := range s.grants {
+		if strings.HasPrefix(p, g.target+"/") && (best < 0 || len(g.target) > len(s.grants[best].target)) {
+			best = i
 		}
 	}
-	if len(st.hidden) > 0 {
-		// The tools leave airlock's placeholders out of what they list.
-		slices.Sort(st.hidden)
-		p := next()
-		if err := os.WriteFile(p, []byte(strings.Join(slices.Compact(st.hidden), "\n")+"\n"), 0o444); err != nil {
-			return st, fmt.Errorf("listing the placeholders: %w", err)
-		}
-		addBind(Bind{Source: p, Target: wire.PlaceholderList})
+	if best < 0 {
+		return granted{}, false
 	}
-	slices.SortStableFunc(st.binds, func(a, b Bind) int {
+	return s.grants[best], true
+}
+
+// stageProtected stages one protected path: each of its ancestors inside
+// a writable grant becomes a bind of its own (a mount point the container
+// cannot rename), and the path itself is masked (pp.mask) or bound
+// read-only. below says another protected path lies below it, so that it
+// must be a directory when made.
+func (s *staging) stageProtected(pp protectedPath, below bool) error {
+	if !cleanAbs(pp.path) {
+		return fmt.Errorf("protected path %q must be clean and absolute", pp.path)
+	}
+	if unsafeInMount(pp.path) {
+		return &MountPathError{Path: pp.path}
+	}
+	g, ok := s.holding(pp.path)
+	if !ok {
+		return nil // not visible in the container
+	}
+	parts := strings.Split(strings.TrimPrefix(pp.path, g.target+"/"), "/")
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		fd, isDir, ok, err := s.openPart(g, pp, sub, !last || pp.dir || below)
+		if err != nil {
+			return fmt.Errorf("protected path %s: %w", pp.path, err)
+		}
+		if !ok {
+			break
+		}
+		err = s.bindPart(g, pp, fd, isDir, filepath.Join(g.target, sub), last)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("protected path %s: %w", pp.path, err)
+		}
+	}
+	return nil
+}
+
+// openPart opens sub, a path in grant g on the way to (or at) protected
+// path pp, without following symlinks. When it is missing in a writable
+// grant it is made, a directory when dirKind is set, as a placeholder this
+// call holds; a placeholder another call made is held too. ok is false
+// when nothing can be created there (a read-only tree, or a file above).
+func (s *staging) openPart(g granted, pp protectedPath, sub string, dirKind bool) (fd int, isDir, ok bool, err error) {
+	hold := func(host string) {
+		s.b.holds.add(host)
+		s.st.held = append(s.st.held, host)
+		s.st.hidden = append(s.st.hidden, filepath.Join(g.target, sub))
+	}
+	host := filepath.Join(g.src, sub)
+	fd, err = openNoFollow(g.fd, sub, true)
+	if errors.Is(err, unix.ENOENT) {
+		if !g.rw {
+			return -1, false, false, nil // a read-only tree: nothing can be created there
+		}
+		if err := s.b.placeholder(g.fd, sub, dirKind); err != nil {
+			return -1, false, false, fmt.Errorf("creating a placeholder: %w", err)
+		}
+		hold(host)
+		fd, err = openNoFollow(g.fd, sub, true)
+	} else if err == nil && g.rw && s.b.holds.has(host) {
+		hold(host) // another call's placeholder: keep it while this call runs
+	}
+	if errors.Is(err, unix.ENOTDIR) {
+		return -1, false, false, nil // a file stands above it: nothing can be created there
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+			return -1, false, false, fmt.Errorf("%s is a symlink, refused (remove it or use the native backend)", filepath.Join(g.target, sub))
+		}
+		return -1, false, false, err
+	}
+	isDir, mode, err := isDirFD(fd)
+	if err == nil && mode == unix.S_IFLNK {
+		err = fmt.Errorf("%s is a symlink, refused (remove it or use the native backend)", filepath.Join(g.target, sub))
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, false, false, err
+	}
+	return fd, isDir, true, nil
+}
+
+// bindPart binds fd, open at container path target: an ancestor of a
+// protected path (not last) is bound read-write to itself in a writable
+// grant, a denied path is covered by an empty directory or file, and a
+// protected path is bound read-only.
+func (s *staging) bindPart(g granted, pp protectedPath, fd int, isDir bool, target string, last bool) error {
+	var err error
+	switch {
+	case !last:
+		if _, ok := s.targets[target]; ok || !g.rw {
+			return nil
+		}
+		p := s.next()
+		err = s.st.attach(fd, s.b.userns, p, isDir, true, false)
+		s.addBind(Bind{Source: p, Target: target, Writable: true})
+	case pp.mask && isDir:
+		if s.emptyDir == "" {
+			s.emptyDir = s.next()
+			err = os.Mkdir(s.emptyDir, 0o555)
+		}
+		s.addBind(Bind{Source: s.emptyDir, Target: target})
+	case pp.mask:
+		if s.emptyFile == "" {
+			s.emptyFile = s.next()
+			err = os.WriteFile(s.emptyFile, nil, 0o444)
+		}
+		s.addBind(Bind{Source: s.emptyFile, Target: target})
+	default:
+		p := s.next()
+		err = s.st.attach(fd, s.b.userns, p, isDir, false, false)
+		s.addBind(Bind{Source: p, Target: target})
+	}
+	return err
+}
+
+// listPlaceholders stages the list of the placeholders this call relies
+// on, which the tools leave out of what they list.
+func (s *staging) listPlaceholders() error {
+	if len(s.st.hidden) == 0 {
+		return nil
+	}
+	slices.Sort(s.st.hidden)
+	p := s.next()
+	if err := os.WriteFile(p, []byte(strings.Join(slices.Compact(s.st.hidden), "\n")+"\n"), 0o444); err != nil {
+		return fmt.Errorf("listing the placeholders: %w", err)
+	}
+	s.addBind(Bind{Source: p, Target: wire.PlaceholderList})
+	return nil
+}
+
+// sortBinds orders binds shallowest target first (then by target), so
+// that each lands on top of the binds it is nested in.
+func sortBinds(binds []Bind) {
+	slices.SortStableFunc(binds, func(a, b Bind) int {
 		if c := strings.Count(a.Target, "/") - strings.Count(b.Target, "/"); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Target, b.Target)
 	})
+}
 
-	if p := spec.Network.ProxySocket; p != "" {
-		if !cleanAbs(p) {
-			return st, fmt.Errorf("proxy socket %q must be a clean absolute path", p)
-		}
-		fd, err := openNoFollow(unix.AT_FDCWD, filepath.Dir(p), false)
-		if err != nil {
-			return st, fmt.Errorf("opening the proxy's directory: %w", err)
-		}
-		st.proxy = next()
-		err = st.attach(fd, b.userns, st.proxy, true, true, false)
-		unix.Close(fd)
-		if err != nil {
-			return st, fmt.Errorf("staging the proxy's directory: %w", err)
-		}
+// stageProxy stages the directory of the egress proxy's socket p, if any.
+func (s *staging) stageProxy(p string) error {
+	if p == "" {
+		return nil
 	}
-	return st, nil
+	if !cleanAbs(p) {
+		return fmt.Errorf("proxy socket %q must be a clean absolute path", p)
+	}
+	fd, err := openNoFollow(unix.AT_FDCWD, filepath.Dir(p), false)
+	if err != nil {
+		return fmt.Errorf("opening the proxy's directory: %w", err)
+	}
+	defer unix.Close(fd)
+	s.st.proxy = s.next()
+	if err := s.st.attach(fd, s.b.userns, s.st.proxy, true, true, false); err != nil {
+		return fmt.Errorf("staging the proxy's directory: %w", err)
+	}
+	return nil
 }
 
 // placeholder creates sub beneath the tree at dirfd: a directory when dir
@@ -410,7 +506,7 @@ func (b *Backend) placeholder(dirfd int, sub string, dir bool) error {
 	parent, name := filepath.Split(sub)
 	pfd := dirfd
 	if parent != "" {
-		fd, err := unix.Openat2(dirfd, strings.TrimSuffix(parent, "/"), &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		fd, err := eintr.Openat2(dirfd, strings.TrimSuffix(parent, "/"), &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 		if err != nil {
 			return err

@@ -1,7 +1,8 @@
 // Package initproto is the protocol between the Linux backend's host side
 // (package linux) and the sandbox init (package inside): the file
 // descriptors the init inherits, the configuration the host sends and the
-// status lines the init sends back. Both sides import it; it holds data only.
+// status lines the init sends back. Both sides import it; it holds data, and
+// the one rule both sides apply to it: which mount holds a path (Holding).
 //
 // The exchange, in order (the host is the broker process, the init is
 // `airlock __sandbox`, PID 1 of the new PID namespace):

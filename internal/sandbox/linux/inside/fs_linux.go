@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -132,20 +133,18 @@ func (b *builder) walk(p string, create, record bool) (int, error) {
 	return cur, nil
 }
 
+// openBeneath opens name below dirfd without following any symlink.
 func openBeneath(dirfd int, name string, flags uint64) (int, error) {
-	for {
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{
-			Flags:   flags | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
-		})
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-			continue
-		}
-		if errors.Is(err, unix.ENOSYS) {
+	fd, err := eintr.Openat2(dirfd, name, &unix.OpenHow{
+		Flags:   flags | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+	})
+	if errors.Is(err, unix.ENOSYS) {
+		return eintr.Value(func() (int, error) {
 			return unix.Openat(dirfd, name, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		}
-		return fd, err
+		})
 	}
+	return fd, err
 }
 
 // target opens the mount point for sandbox path p, creating it as a
@@ -219,27 +218,29 @@ func (b *builder) bind(src, dst int, attrs uint64) error {
 		return fmt.Errorf("bind mount: %w", err)
 	}
 	if attrs != 0 {
-		fl := uintptr(unix.MS_BIND | unix.MS_REMOUNT)
-		if attrs&unix.MOUNT_ATTR_RDONLY != 0 {
-			fl |= unix.MS_RDONLY
-		}
-		if attrs&unix.MOUNT_ATTR_NOSUID != 0 {
-			fl |= unix.MS_NOSUID
-		}
-		if attrs&unix.MOUNT_ATTR_NODEV != 0 {
-			fl |= unix.MS_NODEV
-		}
-		if attrs&unix.MOUNT_ATTR_NOEXEC != 0 {
-			fl |= unix.MS_NOEXEC
-		}
-		if err := unix.Mount("", procFD(dst), "", fl, ""); err != nil {
+		if err := unix.Mount("", procFD(dst), "", unix.MS_BIND|unix.MS_REMOUNT|msFlags(attrs), ""); err != nil {
 			return fmt.Errorf("remounting bind: %w", err)
 		}
 	}
 	return nil
 }
 
-// bindPath binds sandbox-visible source path p (already under the stage)
+// msFlags turns MOUNT_ATTR_ flags into the mount(2) flags of the same
+// meaning.
+func msFlags(attrs uint64) uintptr {
+	var fl uintptr
+	for _, f := range []struct {
+		attr uint64
+		ms   uintptr
+	}{{unix.MOUNT_ATTR_RDONLY, unix.MS_RDONLY}, {unix.MOUNT_ATTR_NOSUID, unix.MS_NOSUID}, {unix.MOUNT_ATTR_NODEV, unix.MS_NODEV}, {unix.MOUNT_ATTR_NOEXEC, unix.MS_NOEXEC}} {
+		if attrs&f.attr != 0 {
+			fl |= f.ms
+		}
+	}
+	return fl
+}
+
+// bindSelf binds sandbox-visible source path p (already under the stage)
 // onto itself with attrs, refusing symlinks.
 func (b *builder) bindSelf(p string, attrs uint64) error {
 	fd, err := b.walkPath(p)
@@ -271,20 +272,7 @@ func (b *builder) walkPath(p string) (int, error) {
 
 // tmpfs mounts a fresh tmpfs on dst (an O_PATH fd).
 func (b *builder) tmpfs(dst int, opts string, attrs uint64) error {
-	flags := uintptr(0)
-	if attrs&unix.MOUNT_ATTR_RDONLY != 0 {
-		flags |= unix.MS_RDONLY
-	}
-	if attrs&unix.MOUNT_ATTR_NOSUID != 0 {
-		flags |= unix.MS_NOSUID
-	}
-	if attrs&unix.MOUNT_ATTR_NODEV != 0 {
-		flags |= unix.MS_NODEV
-	}
-	if attrs&unix.MOUNT_ATTR_NOEXEC != 0 {
-		flags |= unix.MS_NOEXEC
-	}
-	if err := unix.Mount("tmpfs", procFD(dst), "tmpfs", flags, opts); err != nil {
+	if err := unix.Mount("tmpfs", procFD(dst), "tmpfs", msFlags(attrs), opts); err != nil {
 		return fmt.Errorf("mounting tmpfs: %w", err)
 	}
 	return nil
@@ -293,6 +281,12 @@ func (b *builder) tmpfs(dst int, opts string, attrs uint64) error {
 // build assembles the new root on the stage, all but the protection of
 // denied and protected paths (see protect), which may wait for a claim
 // (initproto.Config.Claim). The caller calls close once done with b.
+//
+// The steps, in order: open every host source (hostFiles), mount the
+// stage, then on it the system directories, /etc, /tmp, the grants, the
+// proxy socket, /dev and /proc. protect, called by setup after the claim
+// of a warm sandbox, hides the denied paths and makes the protected ones
+// read-only.
 func build(cfg *initproto.Config) (_ *builder, err error) {
 	b := &builder{cfg: cfg, newAPI: true, root: -1, devNull: -1, empty: -1}
 	defer func() {
@@ -303,77 +297,116 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("making / private: %w", err)
 	}
+	h, err := openHost(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	if b.devNull, err = unix.FcntlInt(uintptr(h.devs["null"]), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+		return nil, fmt.Errorf("duplicating /dev/null: %w", err)
+	}
+	for _, step := range []func() error{
+		b.mountStage,
+		func() error { return b.mountSystem(h.sys) },
+		func() error { return b.mountEtc(h.etc) },
+		b.mountTmp,
+		func() error { return b.mountGrants(h.srcs) },
+		func() error { return b.mountProxy(h.proxy) },
+		func() error { return b.buildDev(h.devs) },
+		b.mountProc,
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
 
-	// 1. Open every source before anything is mounted over it.
-	srcs := make([]int, len(cfg.Mounts))
-	for i, m := range cfg.Mounts {
+// hostFiles are O_PATH fds of everything build takes from the host, all
+// opened before the stage hides any of it.
+type hostFiles struct {
+	srcs  []int // cfg.Mounts' sources, in order
+	proxy int   // cfg.ProxySocket, or -1
+	// sys, etc and devs are the systemDirs, etcEntries and devNodes by
+	// name; the first two hold only those the host has.
+	sys, etc, devs map[string]int
+}
+
+// openHost opens every grant source, the proxy socket, and the host's
+// system directories, /etc entries and devices.
+func openHost(cfg *initproto.Config) (_ *hostFiles, err error) {
+	h := &hostFiles{proxy: -1, sys: map[string]int{}, etc: map[string]int{}, devs: map[string]int{}}
+	defer func() {
+		if err != nil {
+			h.close()
+		}
+	}()
+	for _, m := range cfg.Mounts {
 		fd, err := openSource(m.Source)
 		if err != nil {
 			return nil, err
 		}
-		srcs[i] = fd
+		h.srcs = append(h.srcs, fd)
 	}
-	defer func() {
-		for _, fd := range srcs {
-			unix.Close(fd)
-		}
-	}()
-	proxyFD := -1
 	if cfg.ProxySocket != "" {
 		fd, err := openSource(cfg.ProxySocket)
 		if err != nil {
 			return nil, fmt.Errorf("proxy socket: %w", err)
 		}
-		proxyFD = fd
-		defer unix.Close(fd)
+		h.proxy = fd
 	}
-	sys := map[string]int{}
-	for _, d := range systemDirs {
-		fd, err := unix.Open("/"+d, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == nil {
-			sys[d] = fd
-		}
-	}
-	etc := map[string]int{}
-	for _, e := range etcEntries {
-		fd, err := unix.Open("/etc/"+e, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err == nil {
-			etc[e] = fd
-		}
-	}
-	devs := map[string]int{}
-	for _, d := range devNodes {
-		fd, err := unix.Open("/dev/"+d, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, fmt.Errorf("opening /dev/%s: %w", d, err)
-		}
-		devs[d] = fd
-	}
-	if b.devNull, err = unix.FcntlInt(uintptr(devs["null"]), unix.F_DUPFD_CLOEXEC, 0); err != nil {
-		return nil, fmt.Errorf("duplicating /dev/null: %w", err)
-	}
-	defer func() {
-		for _, m := range []map[string]int{sys, etc, devs} {
-			for _, fd := range m {
-				unix.Close(fd)
+	openAll := func(dir string, names []string, into map[string]int, required bool) error {
+		for _, n := range names {
+			fd, err := unix.Open(dir+n, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if required {
+					return fmt.Errorf("opening %s%s: %w", dir, n, err)
+				}
+				continue
 			}
+			into[n] = fd
 		}
-	}()
+		return nil
+	}
+	_ = openAll("/", systemDirs, h.sys, false)
+	_ = openAll("/etc/", etcEntries, h.etc, false)
+	if err := openAll("/dev/", devNodes, h.devs, true); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
 
-	// 2. The stage: a small tmpfs that becomes /.
+func (h *hostFiles) close() {
+	for _, fd := range h.srcs {
+		unix.Close(fd)
+	}
+	if h.proxy >= 0 {
+		unix.Close(h.proxy)
+	}
+	for _, m := range []map[string]int{h.sys, h.etc, h.devs} {
+		for _, fd := range m {
+			unix.Close(fd)
+		}
+	}
+}
+
+// mountStage mounts the stage, a small tmpfs that becomes /, and makes
+// the empty file protect mounts over odd files.
+func (b *builder) mountStage() error {
 	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
-		return nil, fmt.Errorf("mounting the root tmpfs on %s: %w", stage, err)
+		return fmt.Errorf("mounting the root tmpfs on %s: %w", stage, err)
 	}
 	root, err := unix.Open(stage, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening the new root: %w", err)
+		return fmt.Errorf("opening the new root: %w", err)
 	}
 	b.root = root
-	if err := b.makeEmpty(); err != nil {
-		return nil, err
-	}
+	return b.makeEmpty()
+}
 
-	// 3. System directories, read-only, nosuid, nodev.
+// mountSystem binds the host's system directories read-only, nosuid and
+// nodev; a symlink (merged /usr) is recreated as the same symlink.
+func (b *builder) mountSystem(sys map[string]int) error {
 	for _, d := range systemDirs {
 		fd, ok := sys[d]
 		if !ok {
@@ -381,36 +414,44 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
-			return nil, fmt.Errorf("stat /%s: %w", d, err)
+			return fmt.Errorf("stat /%s: %w", d, err)
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			link, err := os.Readlink("/" + d)
 			if err != nil {
-				return nil, fmt.Errorf("reading link /%s: %w", d, err)
+				return fmt.Errorf("reading link /%s: %w", d, err)
 			}
-			if err := unix.Symlinkat(link, root, d); err != nil {
-				return nil, fmt.Errorf("linking /%s: %w", d, err)
+			if err := unix.Symlinkat(link, b.root, d); err != nil {
+				return fmt.Errorf("linking /%s: %w", d, err)
 			}
 			continue
 		}
-		if err := b.bindAt(fd, "/"+d, true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
-			return nil, fmt.Errorf("mounting /%s read-only: %w", d, err)
+		if err := b.bindAt(fd, "/"+d, true, roAttrs); err != nil {
+			return fmt.Errorf("mounting /%s read-only: %w", d, err)
 		}
 	}
+	return nil
+}
 
-	// 4. /etc: selected host entries read-only, the rest generated.
-	if err := unix.Mkdirat(root, "etc", 0o755); err != nil {
-		return nil, fmt.Errorf("creating /etc: %w", err)
-	}
-	gen := map[string]string{
+// generatedEtc are the /etc files made for the sandbox, never the host's.
+func generatedEtc(hostname string) map[string]string {
+	return map[string]string{
 		"passwd":   "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"group":    "root:x:0:\nnogroup:x:65534:\n",
-		"hosts":    "127.0.0.1\tlocalhost " + cfg.Hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-		"hostname": cfg.Hostname + "\n",
+		"hosts":    "127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"hostname": hostname + "\n",
 	}
-	for name, content := range gen {
-		if err := writeAt(root, "etc/"+name, content); err != nil {
-			return nil, err
+}
+
+// mountEtc makes /etc: the generated files, and the host entries in etc
+// bound read-only (a symlink recreated as the same symlink).
+func (b *builder) mountEtc(etc map[string]int) error {
+	if err := unix.Mkdirat(b.root, "etc", 0o755); err != nil {
+		return fmt.Errorf("creating /etc: %w", err)
+	}
+	for name, content := range generatedEtc(b.cfg.Hostname) {
+		if err := writeAt(b.root, "etc/"+name, content); err != nil {
+			return err
 		}
 	}
 	for _, e := range etcEntries {
@@ -426,33 +467,45 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 		case unix.S_IFLNK:
 			link, err := os.Readlink("/etc/" + e)
 			if err == nil {
-				err = unix.Symlinkat(link, root, "etc/"+e)
+				err = unix.Symlinkat(link, b.root, "etc/"+e)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("linking /etc/%s: %w", e, err)
+				return fmt.Errorf("linking /etc/%s: %w", e, err)
 			}
 		case unix.S_IFDIR, unix.S_IFREG:
-			if err := b.bindAt(fd, "/etc/"+e, st.Mode&unix.S_IFMT == unix.S_IFDIR, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
-				return nil, fmt.Errorf("mounting /etc/%s read-only: %w", e, err)
+			if err := b.bindAt(fd, "/etc/"+e, st.Mode&unix.S_IFMT == unix.S_IFDIR, roAttrs); err != nil {
+				return fmt.Errorf("mounting /etc/%s read-only: %w", e, err)
 			}
 		}
 	}
+	return nil
+}
 
-	// 5. A private /tmp, capped in bytes and inodes.
-	if err := b.tmpfsAt("/tmp", fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", cfg.TmpBytes, cfg.TmpInodes), unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
-		return nil, fmt.Errorf("mounting /tmp: %w", err)
+// mountTmp mounts a private /tmp, capped in bytes and inodes.
+func (b *builder) mountTmp() error {
+	if err := b.tmpfsAt("/tmp", fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", b.cfg.TmpBytes, b.cfg.TmpInodes), unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV); err != nil {
+		return fmt.Errorf("mounting /tmp: %w", err)
 	}
+	return nil
+}
 
-	// 6. The grants, shallowest first so nested grants land on top.
-	order := make([]int, len(cfg.Mounts))
+// shallowestFirst returns the indexes of mounts ordered by the depth of
+// their targets, keeping the given order among equals.
+func shallowestFirst(mounts []initproto.Mount) []int {
+	order := make([]int, len(mounts))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		return strings.Count(filepath.Clean(cfg.Mounts[order[i]].Target), "/") < strings.Count(filepath.Clean(cfg.Mounts[order[j]].Target), "/")
-	})
-	for _, i := range order {
-		m := cfg.Mounts[i]
+	depth := func(i int) int { return strings.Count(filepath.Clean(mounts[i].Target), "/") }
+	sort.SliceStable(order, func(i, j int) bool { return depth(order[i]) < depth(order[j]) })
+	return order
+}
+
+// mountGrants binds each grant source (srcs, in the order of cfg.Mounts)
+// on its target, shallowest first so that nested grants land on top.
+func (b *builder) mountGrants(srcs []int) error {
+	for _, i := range shallowestFirst(b.cfg.Mounts) {
+		m := b.cfg.Mounts[i]
 		attrs := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 		mode := "read-write"
 		if !m.Writable {
@@ -460,43 +513,47 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 			mode = "read-only"
 		}
 		if err := b.bindAt(srcs[i], m.Target, isDirFD(srcs[i]), attrs); err != nil {
-			return nil, fmt.Errorf("mounting %s %s: %w", m.Target, mode, err)
+			return fmt.Errorf("mounting %s %s: %w", m.Target, mode, err)
 		}
 	}
+	return nil
+}
 
-	// 7. The egress proxy's socket, alone in /run/airlock.
-	if fd := proxyFD; fd >= 0 {
-		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		if err == nil && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-			err = fmt.Errorf("%s is not a socket", cfg.ProxySocket)
-		}
-		if err == nil {
-			err = b.bindAt(fd, initproto.ProxyMount, false, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("mounting the proxy socket: %w", err)
-		}
+// mountProxy binds the egress proxy's socket (fd, -1 for none) alone in
+// /run/airlock.
+func (b *builder) mountProxy(fd int) error {
+	if fd < 0 {
+		return nil
 	}
-
-	// 8. /dev: a small tmpfs with the safe host devices, then read-only.
-	if err := b.buildDev(devs); err != nil {
-		return nil, err
+	var st unix.Stat_t
+	err := unix.Fstat(fd, &st)
+	if err == nil && st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		err = fmt.Errorf("%s is not a socket", b.cfg.ProxySocket)
 	}
+	if err == nil {
+		err = b.bindAt(fd, initproto.ProxyMount, false, maskAttrs)
+	}
+	if err != nil {
+		return fmt.Errorf("mounting the proxy socket: %w", err)
+	}
+	return nil
+}
 
-	// 9. A new /proc with its writable knobs made read-only.
+// mountProc mounts a new /proc, makes its writable knobs read-only and
+// masks the files that leak the host's kernel state.
+func (b *builder) mountProc() error {
 	procFd, err := b.target("/proc", true, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = unix.Mount("proc", procFD(procFd), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	unix.Close(procFd)
 	if err != nil {
-		return nil, fmt.Errorf("mounting /proc: %w", err)
+		return fmt.Errorf("mounting /proc: %w", err)
 	}
 	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
-		if err := b.bindSelf(p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC); err != nil && !errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("making %s read-only: %w", p, err)
+		if err := b.bindSelf(p, maskAttrs); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("making %s read-only: %w", p, err)
 		}
 	}
 	for _, p := range []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"} {
@@ -504,15 +561,13 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 		if err != nil {
 			continue
 		}
-		err = b.bind(b.devNull, fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		err = b.bind(b.devNull, fd, maskAttrs)
 		unix.Close(fd)
 		if err != nil {
-			return nil, fmt.Errorf("masking %s: %w", p, err)
+			return fmt.Errorf("masking %s: %w", p, err)
 		}
 	}
-	// 10. protect, called by setup (after the claim of a warm sandbox),
-	// hides the denied paths and makes the protected ones read-only.
-	return b, nil
+	return nil
 }
 
 // close releases the descriptors protect needs.
@@ -648,11 +703,7 @@ func enterCwd(cwd string, mounts []initproto.Mount) error {
 	if !filepath.IsAbs(cwd) || filepath.Clean(cwd) != cwd {
 		return fmt.Errorf("working directory %q is not a clean absolute path", cwd)
 	}
-	inside := within(cwd, "/tmp")
-	for _, m := range mounts {
-		inside = inside || within(cwd, m.Target)
-	}
-	if !inside {
+	if _, inGrant := initproto.Holding(mounts, cwd); !inGrant && !initproto.Within(cwd, "/tmp") {
 		return fmt.Errorf("working directory %q is not inside a grant", cwd)
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, cwd, &unix.OpenHow{
@@ -667,11 +718,6 @@ func enterCwd(cwd string, mounts []initproto.Mount) error {
 		return fmt.Errorf("entering working directory %q: %w", cwd, err)
 	}
 	return nil
-}
-
-func within(p, dir string) bool {
-	dir = filepath.Clean(dir)
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // ttyPath opens, in this mount namespace, the terminal that is fd 0: the
@@ -696,8 +742,8 @@ func ttyPath() (int, error) {
 	return fd, nil
 }
 
-// underWritable reports whether the innermost grant holding p is writable.
+// underWritable reports whether the grant holding p is writable.
 func underWritable(p string, mounts []initproto.Mount) bool {
-	m, ok := innermost(p, mounts)
+	m, ok := initproto.Holding(mounts, p)
 	return ok && m.Writable
 }

@@ -6,24 +6,6 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
-func TestWithin(t *testing.T) {
-	for _, tc := range []struct {
-		p, dir string
-		want   bool
-	}{
-		{"/w", "/w", true},
-		{"/w/x", "/w", true},
-		{"/wx", "/w", false},
-		{"/w-evil/s", "/w", false},
-		{"/tmp/a", "/tmp", true},
-		{"/", "/w", false},
-	} {
-		if got := within(tc.p, tc.dir); got != tc.want {
-			t.Errorf("within(%q, %q) = %v, want %v", tc.p, tc.dir, got, tc.want)
-		}
-	}
-}
-
 func TestUnderWritable(t *testing.T) {
 	mounts := []initproto.Mount{{Target: "/w", Writable: true}, {Target: "/w/.git"}, {Target: "/r"}}
 	for _, tc := range []struct {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -107,10 +108,7 @@ func reap(cmd int, stopping *atomic.Bool, ended chan<- [2]int) {
 	code, sig, exited := 0, 0, false
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		pid, err := eintr.Value(func() (int, error) { return unix.Wait4(-1, &ws, 0, nil) })
 		if err != nil {
 			if !exited {
 				code = 125

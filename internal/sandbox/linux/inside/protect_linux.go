@@ -173,7 +173,7 @@ func (b *builder) pinAncestors() error {
 	pins := map[string]bool{}
 	for _, p := range paths {
 		for a := filepath.Dir(p); a != "/" && !targets[a] && !pins[a]; a = filepath.Dir(a) {
-			m, ok := innermost(a, b.cfg.Mounts)
+			m, ok := initproto.Holding(b.cfg.Mounts, a)
 			if !ok || !m.Writable {
 				break
 			}
@@ -216,18 +216,4 @@ func (b *builder) listPlaceholders() error {
 	}
 	defer unix.Close(dir)
 	return writeAt(dir, filepath.Base(PlaceholderList), strings.Join(b.cfg.Placeholders, "\n")+"\n")
-}
-
-// innermost returns the grant mount holding sandbox path p most closely.
-func innermost(p string, mounts []initproto.Mount) (initproto.Mount, bool) {
-	best := -1
-	for i, m := range mounts {
-		if within(p, m.Target) && (best < 0 || len(m.Target) > len(mounts[best].Target)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return initproto.Mount{}, false
-	}
-	return mounts[best], true
 }

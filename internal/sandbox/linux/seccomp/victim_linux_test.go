@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // The victim test installs the real filter in a child process and makes raw
@@ -222,10 +224,10 @@ func runVictim(t *testing.T, mode string) victimReport {
 func TestFilterInKernel(t *testing.T) {
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil || statusField(status, "Seccomp") == "" {
-		skipOrFail(t, "the kernel has no seccomp (no Seccomp field in /proc/self/status)")
+		testenv.RequireFeature(t, "the kernel has no seccomp (no Seccomp field in /proc/self/status)")
 	}
 	if NativeArch() == "" {
-		skipOrFail(t, "no filter for GOARCH="+runtime.GOARCH)
+		testenv.RequireFeature(t, "no filter for GOARCH="+runtime.GOARCH)
 	}
 	filtered := runVictim(t, "filter")
 	control := runVictim(t, "control")
@@ -255,14 +257,4 @@ func TestFilterInKernel(t *testing.T) {
 	if filtered.tasks < 5 || filtered.filtered != filtered.tasks {
 		t.Errorf("%d of %d threads have the filter and no_new_privs, want all of at least 5", filtered.filtered, filtered.tasks)
 	}
-}
-
-// skipOrFail skips a test for a missing kernel feature, or fails it when
-// AIRLOCK_REQUIRE_FEATURES=1 says the feature must be there.
-func skipOrFail(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("AIRLOCK_REQUIRE_FEATURES") == "1" {
-		t.Fatalf("required feature missing: %s", reason)
-	}
-	t.Skip(reason)
 }
