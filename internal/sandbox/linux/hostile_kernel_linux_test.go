@@ -209,6 +209,7 @@ func initExe(t *testing.T, b *linux.Backend) (*os.File, string) {
 	}
 	return exe, link
 }
+
 // children lists the test process's child processes.
 func children(t *testing.T) []string {
 	t.Helper()
