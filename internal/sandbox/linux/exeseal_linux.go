@@ -32,13 +32,15 @@ func sealOverlay(path string) (*os.File, error) {
 	dir, name := filepath.Split(real)
 	// Without an upper layer overlayfs needs two lower ones: the binary's
 	// directory on top, an empty directory under it. The empty one is
-	// needed only while the layers are resolved.
-	empty, err := os.MkdirTemp("", "airlock-seal-")
+	// needed only while the layers are resolved, and no layer may lie
+	// inside another.
+	dir = filepath.Clean(dir)
+	empty, err := emptyLayer(dir)
 	if err != nil {
-		return nil, fmt.Errorf("making the overlay's empty layer: %w", err)
+		return nil, err
 	}
 	defer os.Remove(empty)
-	lower := escapeLowerDir(filepath.Clean(dir)) + ":" + escapeLowerDir(empty)
+	lower := escapeLowerDir(dir) + ":" + escapeLowerDir(empty)
 	if err := unix.FsconfigSetString(ctx, "lowerdir", lower); err != nil {
 		return nil, fmt.Errorf("overlay lowerdir=%s: %w", lower, err)
 	}
@@ -63,6 +65,20 @@ func sealOverlay(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// emptyLayer makes an empty directory outside dir and not containing it.
+func emptyLayer(dir string) (string, error) {
+	inside := func(a, b string) bool { return a == b || b == "/" || strings.HasPrefix(a, b+"/") }
+	for _, parent := range []string{os.TempDir(), "/dev/shm", "/run", "/var/tmp"} {
+		if parent = filepath.Clean(parent); inside(dir, parent) || inside(parent, dir) {
+			continue
+		}
+		if d, err := os.MkdirTemp(parent, "airlock-seal-"); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no place for the overlay's empty layer apart from %s", dir)
 }
 
 // checkSealed makes sure f is path's regular file (same inode, size and
