@@ -97,3 +97,15 @@ func sealMemfd(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// sealKind says which seal f is, for the host report.
+func sealKind(f *os.File) string {
+	var st unix.Statfs_t
+	if f == nil || unix.Fstatfs(int(f.Fd()), &st) != nil {
+		return "none"
+	}
+	if st.Type == unix.OVERLAYFS_SUPER_MAGIC {
+		return "the binary through a detached read-only overlay (no copy)"
+	}
+	return "a sealed memfd copy of the binary (this broker may not mount)"
+}
