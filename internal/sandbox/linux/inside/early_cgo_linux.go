@@ -23,7 +23,7 @@ long long airlock_early_ns;
 static int airlock_is_init(void) {
 	if (getpid() != 1)
 		return 0;
-	char buf[64];
+	char buf[256]; // argv[0] is "airlock"; a longer one leaves the work to the Go side
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
