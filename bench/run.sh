@@ -10,7 +10,9 @@
 #            --rev REV (build airlock from committed revision REV, e.g. HEAD, instead of the
 #            working tree, so a run describes a commit; REV must contain bench/),
 #            --only mcp (run only the MCP read_file section: airlock mcp against cat spawned by
-#            the same client and the reference MCP filesystem server)
+#            the same client and the reference MCP filesystem server),
+#            --only exec (the cold path only: direct, bwrap, airlock exec and airlock call on
+#            true, read_file and sh, 50 at once, and memory; a few minutes)
 #
 # Writes DIR/results.md and DIR/results.json. Every system gets a row for every workload it
 # can run, or a "skipped: reason" row; nothing is dropped silently. See bench/README.md.
@@ -41,11 +43,17 @@ parse_args() {
 		--out) OUT=$2; shift ;;
 		--rev) REV=$2; shift ;;
 		--only) ONLY=$2; shift ;;
-		-h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
+		-h | --help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
 		*) log "unknown argument $1"; exit 2 ;;
 		esac
 		shift
 	done
+	if [[ $ONLY == exec ]]; then
+		SYSTEMS=(direct bwrap "airlock exec" "airlock call")
+	elif [[ -n $ONLY && $ONLY != mcp ]]; then
+		log "unknown --only $ONLY (mcp or exec)"
+		exit 2
+	fi
 	if ((SMOKE)); then
 		RUNS=2 WARMUP=1 BURST_N=10 BURST_ROUNDS=1 BURST_WARMUP=0 RATE_DUR=300ms SLEEP=0.4
 	else
@@ -58,6 +66,12 @@ parse_args() {
 install_peers() {
 	if ((SMOKE)); then
 		log "smoke: installing nothing"
+		return
+	fi
+	if [[ $ONLY == exec ]]; then
+		command -v bwrap >/dev/null && command -v hyperfine >/dev/null ||
+			{ apt-get update -qq && apt-get install -y -qq bubblewrap hyperfine >/dev/null; } ||
+			log "apt-get failed; bwrap is reported as skipped, cells are timed by benchtool"
 		return
 	fi
 	if [[ $ONLY == mcp ]]; then
@@ -461,6 +475,10 @@ main() {
 	versions
 	if [[ $ONLY == mcp ]]; then
 		measure_mcp
+	elif [[ $ONLY == exec ]]; then
+		measure_latency
+		measure_bursts
+		measure_memory
 	else
 		measure_latency
 		measure_mcp

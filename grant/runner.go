@@ -3,6 +3,7 @@ package grant
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Backends a grant's [runner] section may name.
@@ -27,13 +28,15 @@ type Runner struct {
 func (g *Grant) Runner() Runner { return g.runner }
 
 // digestRef matches an image reference pinned by a sha256 digest.
-var digestRef = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[a-f0-9]{64}$`)
+var digestRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9][a-z0-9._/:-]*@sha256:[a-f0-9]{64}$`)
+})
 
 // CheckImage reports whether ref names an image by digest
 // (NAME@sha256:<64 hex>), the only form a container backend accepts: a
 // tag can be moved to other content, a digest cannot.
 func CheckImage(ref string) error {
-	if digestRef.MatchString(ref) {
+	if digestRef().MatchString(ref) {
 		return nil
 	}
 	if strings.Contains(ref, "@sha256:") {

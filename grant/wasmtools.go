@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // WasmTool is a tool a grant adds, backed by a WebAssembly (WASI) module:
@@ -32,7 +33,7 @@ type wasmToolSpec struct {
 	limits                                    Limits
 }
 
-var wasmToolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var wasmToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`) })
 
 // wasmToolsFromTOML reads the [tools.wasm] table of [tools.wasm.NAME] tables.
 func wasmToolsFromTOML(s *spec, v any, key []string, ps *problems) {
@@ -88,7 +89,7 @@ func (g *Grant) buildWasmTools(list []wasmToolSpec, ps *problems) {
 		key := func(k string) []string { return []string{"tools", "wasm", w.name, k} }
 		n := ps.n
 		switch {
-		case !wasmToolName.MatchString(w.name):
+		case !wasmToolName().MatchString(w.name):
 			ps.add([]string{"tools", "wasm", w.name}, "a wasm tool's name is a-z, 0-9 and _, starting with a letter, at most 64")
 		case slices.Contains(toolNames, w.name):
 			ps.add([]string{"tools", "wasm", w.name}, "%q is a built-in tool", w.name)

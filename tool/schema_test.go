@@ -135,3 +135,30 @@ func TestAccess(t *testing.T) {
 		})
 	}
 }
+
+// schemaAtInit is read while the package initialises, before any test.
+var schemaAtInit = func() int {
+	n := 0
+	for _, d := range all {
+		n += len(d.Schema)
+	}
+	return n
+}()
+
+// No schema is built while the package initialises: every start of the
+// binary (the sandbox init's, the runner's) would pay for the reflection.
+// The first All or Lookup builds them.
+func TestSchemasBuiltOnFirstUse(t *testing.T) {
+	if schemaAtInit != 0 {
+		t.Fatalf("%d bytes of schema built at package initialisation, want none", schemaAtInit)
+	}
+	d, ok := Lookup("read_file")
+	if !ok || !json.Valid(d.Schema) || len(d.Schema) == 0 {
+		t.Fatalf("Lookup: schema %q", d.Schema)
+	}
+	for _, d := range All() {
+		if !json.Valid(d.Schema) || len(d.Schema) == 0 {
+			t.Errorf("All: %s has schema %q", d.Name, d.Schema)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/airlockhq/airlock/wire"
 )
@@ -70,14 +71,25 @@ type Def struct {
 	// Hints say whether the tool is read-only, destructive, idempotent or
 	// reaches the network, and give it a title (MCP's tool annotations).
 	Hints Hints
-	// Schema is the JSON schema of the arguments, derived from the args struct.
+	// Schema is the JSON schema of the arguments, derived from the args
+	// struct when Lookup or All first returns the Def (not at package
+	// initialisation: every start of the binary, the sandbox init's too,
+	// would pay for the reflection).
 	Schema json.RawMessage
 	// Broker tools (background_command) are answered by the broker from its
 	// own state and never dispatched to a sandbox; their Run only fails.
 	Broker bool
 
-	parse func(raw json.RawMessage) (Args, error)
-	run   func(ctx context.Context, env Env, a Args) wire.ToolOutput
+	parse  func(raw json.RawMessage) (Args, error)
+	run    func(ctx context.Context, env Env, a Args) wire.ToolOutput
+	schema func() json.RawMessage
+	once   sync.Once
+}
+
+// ready fills d.Schema on first use.
+func (d *Def) ready() *Def {
+	d.once.Do(func() { d.Schema = d.schema() })
+	return d
 }
 
 // Parse decodes raw strictly (unknown fields, duplicate keys and case-only
@@ -106,7 +118,7 @@ type validator interface {
 // define builds a Def for an args type A.
 func define[A Args](name, description string, run func(context.Context, Env, A) wire.ToolOutput) *Def {
 	var zero A
-	required := requiredFields(zero)
+	required := sync.OnceValue(func() []string { return requiredFields(zero) })
 	h, ok := hints[name]
 	if !ok {
 		panic("tool: no hints for " + name)
@@ -115,13 +127,13 @@ func define[A Args](name, description string, run func(context.Context, Env, A) 
 		Name:        name,
 		Description: description,
 		Hints:       h,
-		Schema:      schemaFor(zero),
+		schema:      func() json.RawMessage { return schemaFor(zero) },
 		parse: func(raw json.RawMessage) (Args, error) {
 			var a A
 			if err := wire.DecodeStrict(raw, &a); err != nil {
 				return nil, err
 			}
-			if err := checkRequired(raw, required); err != nil {
+			if err := checkRequired(raw, required()); err != nil {
 				return nil, err
 			}
 			if v, ok := any(&a).(validator); ok {
@@ -147,11 +159,17 @@ func Lookup(name string) (*Def, bool) {
 	if i < 0 {
 		return nil, false
 	}
-	return all[i], true
+	return all[i].ready(), true
 }
 
 // All returns every tool, in a fixed order.
-func All() []*Def { return slices.Clone(all) }
+func All() []*Def {
+	out := slices.Clone(all)
+	for _, d := range out {
+		d.ready()
+	}
+	return out
+}
 
 // Names returns the names of every tool, in the order of All.
 func Names() []string {

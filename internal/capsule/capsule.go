@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -70,9 +71,10 @@ type manifest struct {
 	} `toml:"grant"`
 }
 
+// The patterns compile on first use, not at every start of the binary.
 var (
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+	envRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // Load loads the capsule at path: a .wasm file, a directory holding
@@ -145,7 +147,7 @@ func loadManifest(path string) (*Capsule, error) {
 	for _, k := range md.Undecoded() {
 		probs = append(probs, fmt.Sprintf("unknown key %q", k.String()))
 	}
-	if !nameRE.MatchString(m.Name) {
+	if !nameRE().MatchString(m.Name) {
 		probs = append(probs, fmt.Sprintf("name %q: want 1 to 64 of a-z, 0-9, '.', '_', '-'", m.Name))
 	}
 	if m.Module == "" || filepath.IsAbs(m.Module) || strings.Contains(filepath.ToSlash(m.Module), "..") {
@@ -181,7 +183,7 @@ func loadManifest(path string) (*Capsule, error) {
 		*x.dst = n
 	}
 	for _, e := range m.Grant.Env {
-		if !envRE.MatchString(e) {
+		if !envRE().MatchString(e) {
 			probs = append(probs, fmt.Sprintf("grant.env %q: want a variable name", e))
 		}
 	}

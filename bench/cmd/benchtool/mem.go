@@ -57,6 +57,9 @@ func cmdMem(args []string) error {
 	m := &results.Memory{}
 	var kept []proctree.Proc
 	for i, p := range procs {
+		if p.Comm != *leaf {
+			m.UnsharedKiB += p.UnsharedKiB
+		}
 		switch {
 		case i == 0:
 			m.LauncherRSSKiB, m.LauncherPSSKiB = p.RSSKiB, p.PSSKiB

@@ -13,6 +13,11 @@ type Proc struct {
 	// processes without counting a shared page twice.
 	RSSKiB int `json:"rss_kib"`
 	PSSKiB int `json:"pss_kib"`
+	// UnsharedKiB is the process's anonymous and shmem PSS (Pss_Anon +
+	// Pss_Shmem): memory no other process could be sharing, such as a
+	// heap or a memfd copy of a binary, as against file pages (a binary's
+	// page cache) that every process running the same file shares.
+	UnsharedKiB int `json:"unshared_kib"`
 }
 
 // Sum is the total RSS and PSS of procs.

@@ -75,6 +75,8 @@ func Read(pid int) (Proc, error) {
 			p.RSSKiB = n
 		case "Pss":
 			p.PSSKiB = n
+		case "Pss_Anon", "Pss_Shmem":
+			p.UnsharedKiB += n
 		}
 	}
 	if err := sc.Err(); err != nil {

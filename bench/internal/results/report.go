@@ -129,14 +129,14 @@ func (r *Results) Markdown(w io.Writer) error {
 		t := row.Rate
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %s | %s |\n", row.System, row.Workload, t.Concurrency, num(t.PerSecond), t.Calls, num(t.Seconds), cell(row.Note))
 	}
-	b.WriteString("\n### Memory (KiB; RSS counts shared pages in full, PSS shares them out)\n\n| system | launcher RSS | launcher PSS | in-sandbox helpers RSS | helpers PSS | note |\n|---|---:|---:|---:|---:|---|\n")
+	b.WriteString("\n### Memory (KiB; RSS counts shared pages in full, PSS shares them out)\n\n| system | launcher RSS | launcher PSS | in-sandbox helpers RSS | helpers PSS | unshared (anon + shmem) | note |\n|---|---:|---:|---:|---:|---:|---|\n")
 	var session []Row
 	for _, row := range r.Rows {
 		if row.Section != MemorySec {
 			continue
 		}
 		if row.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | | | | | skipped: %s |\n", row.System, cell(row.Skipped))
+			fmt.Fprintf(&b, "| %s | | | | | | skipped: %s |\n", row.System, cell(row.Skipped))
 			continue
 		}
 		if row.Memory.InFlight > 0 {
@@ -144,7 +144,7 @@ func (r *Results) Markdown(w io.Writer) error {
 			continue
 		}
 		m := row.Memory
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s |\n", row.System, m.LauncherRSSKiB, m.LauncherPSSKiB, m.HelpersRSSKiB, m.HelpersPSSKiB, cell(row.Note))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s |\n", row.System, m.LauncherRSSKiB, m.LauncherPSSKiB, m.HelpersRSSKiB, m.HelpersPSSKiB, m.UnsharedKiB, cell(row.Note))
 	}
 	if len(session) > 0 {
 		b.WriteString("\n| session (Go API) | broker RSS idle | idle processes (warm pool) | their PSS | broker RSS, calls in flight | broker peak RSS | in flight | sandbox helpers PSS, all | per sandbox PSS | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")

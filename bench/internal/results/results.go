@@ -53,6 +53,10 @@ type Memory struct {
 	// workload itself (sandbox init, runner, proxies, shells).
 	HelpersRSSKiB int `json:"helpers_rss_kib,omitempty"`
 	HelpersPSSKiB int `json:"helpers_pss_kib,omitempty"`
+	// UnsharedKiB: the anonymous and shmem PSS of the launcher and the
+	// helpers together (proctree.Proc.UnsharedKiB): what one more sandbox
+	// adds when another is already running the same binaries.
+	UnsharedKiB int `json:"unshared_kib,omitempty"`
 	// Session numbers (airlock session only).
 	BrokerIdleRSSKiB int `json:"broker_idle_rss_kib,omitempty"`
 	BrokerBusyRSSKiB int `json:"broker_busy_rss_kib,omitempty"`

@@ -1,14 +1,24 @@
 package linux_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux"
 )
 
 // probe runs raw syscalls through python's ctypes and returns "name errno"
@@ -100,26 +110,139 @@ func sha(t *testing.T, p string) [32]byte {
 	return s
 }
 
-// Case 38: /proc/1/exe (the init, a sealed memfd copy) cannot be written,
-// and the binary on disk is unchanged.
+// Case 38: the init's binary cannot be written, and the binary on disk is
+// unchanged: through the detached read-only overlay a broker that may
+// mount uses (root here), and through the sealed memfd copy of one that
+// may not (unprivileged). From inside, /proc/1/exe is refused (the init is
+// not dumpable); from the host, the broker's user keeps a handle on the running init's
+// executable and, once the sandbox is gone, tries to write through it, as
+// CVE-2019-5736 does from inside a container.
 func TestHostile38OverwriteExe(t *testing.T) {
-	before := sha(t, os.Args[0])
-	o := sh(t, `(exec 3</proc/1/exe) 2>&1; for i in 1 2 3; do (echo evil >/proc/1/exe) 2>&1; done; (readlink /proc/1/exe) 2>&1; echo done`)
-	if !strings.Contains(o.stdout, "done") {
-		t.Fatalf("output %q %q", o.stdout, o.stderr)
+	overlay := backend(t)
+	copied, err := linux.NewCopySealed(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional})
+	if err != nil {
+		t.Fatalf("New with a copied binary: %v", err)
 	}
-	if after := sha(t, os.Args[0]); after != before {
-		t.Fatal("the binary changed")
+	memfd, ovl := "/memfd:airlock (deleted)", "/"+filepath.Base(os.Args[0])
+	if os.Geteuid() != 0 { // an unprivileged broker may not mount: it copies
+		ovl = memfd
 	}
-	if b := sealedContent(t); strings.HasPrefix(b, "evil") {
-		t.Fatal("the sealed copy changed")
+	for _, tc := range []struct {
+		name string
+		b    *linux.Backend
+		exe  string // what the init's /proc/PID/exe names
+	}{
+		{"default", overlay, ovl},
+		{"memfd", copied, memfd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := sha(t, os.Args[0])
+			o := runOn(t, tc.b, `(exec 3</proc/1/exe) 2>&1; for i in 1 2 3; do (echo evil >/proc/1/exe) 2>&1; done; (readlink /proc/1/exe) 2>&1; echo done`)
+			if !strings.Contains(o.stdout, "done") || strings.Count(o.stdout, "Permission denied") < 4 {
+				t.Fatalf("inside: want every open of /proc/1/exe refused, got %q %q", o.stdout, o.stderr)
+			}
+			{
+				werr := unix.EPERM // the memfd's seals
+				if tc.exe != memfd {
+					werr = unix.EROFS // the overlay
+				}
+				exe, link := initExe(t, tc.b)
+				defer exe.Close()
+				if link != tc.exe {
+					t.Errorf("the init runs %q, want %q", link, tc.exe)
+				}
+				self := "/proc/self/fd/" + strconv.Itoa(int(exe.Fd()))
+				if w, err := os.OpenFile(self, os.O_WRONLY, 0); err != nil {
+					if !errors.Is(err, werr) {
+						t.Errorf("opening the init's binary for writing: %v, want %v", err, werr)
+					}
+				} else {
+					_, err := w.Write([]byte("evil"))
+					w.Close()
+					if !errors.Is(err, werr) {
+						t.Errorf("writing the init's binary: %v, want %v", err, werr)
+					}
+				}
+				if head, err := os.ReadFile(self); err != nil || !bytes.HasPrefix(head, []byte("\x7fELF")) {
+					t.Errorf("the init's binary after the writes: %.8q, %v; want the ELF header", head, err)
+				}
+			}
+			if after := sha(t, os.Args[0]); after != before {
+				t.Fatal("the binary changed")
+			}
+		})
 	}
 }
 
-// sealedContent reads the start of the init binary via a second sandbox.
-func sealedContent(t *testing.T) string {
-	o := sh(t, "head -c 4 /proc/1/exe 2>/dev/null | od -c | head -1")
-	return o.stdout
+// initExe runs a sandbox on b and, while it runs, opens its init's
+// executable (O_PATH, as /proc/PID/exe gives it) from the host; it returns
+// once the sandbox has ended, with the handle and what the link names.
+func initExe(t *testing.T, b *linux.Backend) (*os.File, string) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer pw.Close()
+		// Ended by cancel: the error is expected.
+		_, _ = b.Run(ctx, &sandbox.Spec{Command: []string{"/bin/sh", "-c", "echo up; exec sleep 600"}, Stdout: pw,
+			Env: []string{"PATH=/usr/bin:/bin"}, Limits: sandbox.Limits{Wall: time.Minute, AllowUnenforced: acceptUnenforced}})
+	}()
+	if line, err := bufio.NewReader(pr).ReadString('\n'); line != "up\n" {
+		t.Fatalf("the sandbox did not start: %q %v", line, err)
+	}
+	var exe *os.File
+	var link string
+	for _, pid := range children(t) {
+		l, err := os.Readlink("/proc/" + pid + "/exe")
+		if err != nil || !strings.HasPrefix(l, "/memfd:airlock") && filepath.Base(l) != filepath.Base(os.Args[0]) {
+			continue
+		}
+		if exe, err = os.OpenFile("/proc/"+pid+"/exe", unix.O_PATH, 0); err == nil {
+			link = l
+			break
+		}
+	}
+	cancel()
+	<-done
+	if exe == nil {
+		t.Fatal("no sandbox init among the test's children")
+	}
+	return exe, link
+}
+
+// children lists the test process's child processes.
+func children(t *testing.T) []string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	return pids
+}
+
+// runOn runs a shell script on backend b.
+func runOn(t *testing.T, b *linux.Backend, script string) out {
+	t.Helper()
+	var so, se bytes.Buffer
+	spec := &sandbox.Spec{Command: []string{"/bin/sh", "-c", script}, Stdout: &so, Stderr: &se,
+		Env: []string{"PATH=/usr/bin:/bin"}, Limits: sandbox.Limits{Wall: 30 * time.Second, AllowUnenforced: acceptUnenforced}}
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out{res: res, stdout: so.String(), stderr: se.String()}
 }
 
 // Case 39: only fds 0-2 reach the payload; PID 1's fds are unreadable.

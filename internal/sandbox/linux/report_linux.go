@@ -65,7 +65,7 @@ func (b *Backend) probe() sandbox.Report {
 	default:
 		add("cgroups", false, true, b.cg.reason, cgroupFix+"; "+optOut)
 	}
-	add("memfd sealing", b.exe != nil, true, "sealed copy of the binary", "")
+	add("sealed binary", b.exe != nil, true, sealKind(b.exe), "")
 	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
 	if err == nil {
 		unix.Close(fd)

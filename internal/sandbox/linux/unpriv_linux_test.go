@@ -137,6 +137,7 @@ func TestUnprivChild(t *testing.T) {
 	}
 	t.Run("ro", TestHostile06WritesToReadOnlyGrant)
 	t.Run("fds", TestHostile39LeakedFDs)
+	t.Run("exe", TestHostile38OverwriteExe)
 	t.Run("escape", TestHostile14EscapeProcessGroup)
 	t.Run("nested", TestHostile07NestedGrantSwapped)
 	t.Run("tty", TestTTY)

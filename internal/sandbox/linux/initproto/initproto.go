@@ -9,7 +9,7 @@
 //
 //	host                                         init (PID 1)
 //	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
-//	 |  exec /proc/self/fd/5 (sealed memfd) ------>|  close fd 5, CLOEXEC fds > 2
+//	 |  exec /proc/self/fd/5 (sealed binary) ----->|  close fd 5, CLOEXEC fds > 2
 //	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
 //	 |  (v2: into its init leaf)                   |
 //	 |  write Config JSON on fd 3 ---------------->|  decode Config
@@ -46,7 +46,7 @@ package initproto
 const (
 	ConfigFD = 3 // read end of the config pipe
 	StatusFD = 4 // write end of the status pipe
-	ExeFD    = 5 // the sealed memfd holding the airlock binary (closed at once)
+	ExeFD    = 5 // the sealed airlock binary (exe_linux.go; closed at once)
 
 	// With cgroups (Config.PayloadPids set), the host passes three files
 	// it opened for writing, so the init can start the command in a cgroup

@@ -140,6 +140,9 @@ func fail(status *os.File, err error) int {
 // keeps no placeholder in the user's tree for it.
 func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error) {
 	st := &initproto.Status{}
+	if early, ns, _ := earlyLockdown(); early {
+		st.Phases = append(st.Phases, initproto.Phase{Name: "bounding-before-runtime", Nanos: ns})
+	}
 	t := time.Now()
 	phase := func(name string) {
 		now := time.Now()
@@ -178,12 +181,17 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	}
 	st.Features = append(st.Features, "rlimits")
 	// Nothing the init still has to do needs the bounding set, or gaining
-	// privileges at exec: these go before a warm sandbox waits.
-	if err := dropBounding(lastCap()); err != nil {
+	// privileges at exec: these go before a warm sandbox waits, and, in a
+	// build with cgo, before the Go runtime started (earlyLockdown).
+	if early, _, err := earlyLockdown(); err != nil {
 		return nil, err
-	}
-	if err := noNewPrivs(); err != nil {
-		return nil, err
+	} else if !early {
+		if err := dropBounding(lastCap()); err != nil {
+			return nil, err
+		}
+		if err := noNewPrivs(); err != nil {
+			return nil, err
+		}
 	}
 	phase("bounding")
 	if cfg.Claim {

@@ -1,0 +1,103 @@
+//go:build cgo
+
+package inside
+
+/*
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define AIRLOCK_INIT_ARG "__sandbox"
+
+// The lockdown the sandbox's init does before the Go runtime starts: see
+// early_cgo_linux.go. Set once by the constructor, read by Go afterwards.
+int airlock_early_done;
+int airlock_early_errno;
+int airlock_early_cap = -1; // the capability whose drop failed, or -1
+long long airlock_early_ns;
+
+static int airlock_is_init(void) {
+	if (getpid() != 1)
+		return 0;
+	char buf[256]; // argv[0] is "airlock"; a longer one leaves the work to the Go side
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	size_t first = strlen(buf);
+	if ((ssize_t)first + 1 >= n)
+		return 0;
+	return strcmp(buf + first + 1, AIRLOCK_INIT_ARG) == 0;
+}
+
+static long long airlock_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+__attribute__((constructor)) static void airlock_early(void) {
+	if (!airlock_is_init())
+		return;
+	long long t = airlock_now();
+	airlock_early_done = 1;
+	// NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP(+LOCKED), KEEP_CAPS_LOCKED,
+	// as dropBounding sets them.
+	if (prctl(PR_SET_SECUREBITS, 0x2f, 0, 0, 0) != 0) {
+		airlock_early_errno = errno;
+		return;
+	}
+	for (int c = 0; c < 64; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) {
+			if (errno == EINVAL) // past the kernel's last capability
+				break;
+			airlock_early_errno = errno;
+			airlock_early_cap = c;
+			return;
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		airlock_early_errno = errno;
+		return;
+	}
+	airlock_early_ns = airlock_now() - t;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// earlyArg is the argument the constructor recognises the init by.
+const earlyArg = C.AIRLOCK_INIT_ARG
+
+// earlyLockdown reports the lockdown a C constructor did as the binary was
+// loaded, when it is the sandbox's init (PID 1, started with the init's
+// argument): the securebits, the empty bounding and ambient sets and
+// no_new_privs. These are per thread, and once the Go runtime runs each
+// takes an all-threads call (psx: every thread stopped and signalled, 44
+// times); before it starts there is one thread and they are 44 plain
+// syscalls, inherited by every thread the runtime makes later.
+func earlyLockdown() (done bool, ns int64, err error) {
+	if C.airlock_early_done == 0 {
+		return false, 0, nil
+	}
+	if e := syscall.Errno(C.airlock_early_errno); e != 0 {
+		if c := int(C.airlock_early_cap); c >= 0 {
+			return true, 0, fmt.Errorf("dropping capability %d from the bounding set: %w", c, e)
+		}
+		return true, 0, fmt.Errorf("locking the securebits, the ambient set or no_new_privs: %w", e)
+	}
+	return true, int64(C.airlock_early_ns), nil
+}
