@@ -341,7 +341,9 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg.PayloadPids = l.pids
+		if x.cg.payload != "" {
+			cfg.PayloadPids = l.pids
+		}
 		x.iso.Features = append(x.iso.Features, b.cg.features()...)
 	} else {
 		// Run let this through only with Limits.AllowUnenforced.

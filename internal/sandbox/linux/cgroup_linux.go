@@ -272,26 +272,28 @@ func (h cgroupHost) features() []string {
 	return nil
 }
 
-// cgroup is one sandbox's cgroup (a directory per hierarchy), with two
-// children in the pids hierarchy: payloadLeaf, where the init starts the
-// command under the call's own process limit, and (v2 only, whose
-// "no internal processes" rule keeps the sandbox's cgroup empty once it
-// hands pids to children) initLeaf, where the init lives. The sandbox's
-// cgroup holds the memory limit and a process limit a few higher, for the
-// init's threads: a command holding every process it may have cannot keep
-// the init from making one.
+// cgroup is one sandbox's cgroup (a directory per hierarchy). It holds
+// the memory limit and a process limit a few above the call's, for the
+// init's threads. On cgroup v1 the pids hierarchy has a child, payload,
+// whose pids.max is the call's own limit: the init's forking thread steps
+// into it alone (v1 moves single threads, through "tasks"), forks the
+// command and steps back, so the command and its children are born there
+// and the init's threads never are. A command holding every process it may
+// have then cannot keep the init from making a thread (a Go runtime that
+// cannot make one aborts). Cgroup v2 moves whole processes only (outside a
+// threaded subtree) and the init cannot clone3 into a cgroup under its
+// seccomp filter, so there the init and the command share the sandbox's
+// limit, as docs/architecture.md says.
 type cgroup struct {
 	host cgroupHost
 	dirs []string
-	// payload and home are the payload's directory and the init's, in the
-	// pids hierarchy.
+	// payload is the payload cgroup's directory (v1 only) and home the
+	// sandbox's, in the pids hierarchy.
 	payload, home string
 }
 
-const (
-	payloadLeaf = "payload"
-	initLeaf    = "init"
-)
+// payloadLeaf is the name of the payload cgroup.
+const payloadLeaf = "payload"
 
 func writeFile(p, v string) error {
 	if err := os.WriteFile(p, []byte(v), 0); err != nil {
@@ -300,8 +302,9 @@ func writeFile(p, v string) error {
 	return nil
 }
 
-// create makes the cgroup and its leaves and sets their limits: mem and
-// pids+extra for the sandbox, pids for the payload.
+// create makes the cgroup and sets its limits: mem and pids+extra for
+// the sandbox; on v1, pids for the payload (plus one for the init's thread
+// that forks it: see cgroup).
 func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, error) {
 	cg := &cgroup{host: h}
 	for _, p := range h.parents() {
@@ -317,13 +320,12 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 	switch h.version {
 	case 2:
 		d := cg.dirs[0]
-		cg.payload, cg.home = filepath.Join(d, payloadLeaf), filepath.Join(d, initLeaf)
+		cg.home = d
 		err = errors.Join(
 			writeFile(filepath.Join(d, "memory.max"), strconv.FormatInt(mem, 10)),
 			writeFile(filepath.Join(d, "pids.max"), total))
 		if err == nil {
 			_ = writeFile(filepath.Join(d, "memory.swap.max"), "0")
-			err = errors.Join(mkdir(cg.home), mkdir(cg.payload), enableControllers(d, []string{"pids"}))
 		}
 	case 1:
 		cg.payload, cg.home = filepath.Join(cg.dirs[1], payloadLeaf), cg.dirs[1]
@@ -340,9 +342,9 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 		if err == nil {
 			err = mkdir(cg.payload)
 		}
-	}
-	if err == nil {
-		err = writeFile(filepath.Join(cg.payload, "pids.max"), strconv.Itoa(pids))
+		if err == nil {
+			err = writeFile(filepath.Join(cg.payload, "pids.max"), strconv.Itoa(pids+1))
+		}
 	}
 	if err != nil {
 		cg.destroy()
@@ -358,14 +360,9 @@ func mkdir(d string) error {
 	return nil
 }
 
-// add moves pid (all its threads) into the cgroup: into its init leaf on
-// cgroup v2.
+// add moves pid (all its threads) into the cgroup.
 func (cg *cgroup) add(pid int) error {
-	dirs := cg.dirs
-	if cg.host.version == 2 {
-		dirs = []string{cg.home}
-	}
-	for _, d := range dirs {
+	for _, d := range cg.dirs {
 		if err := writeFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return err
 		}
@@ -373,14 +370,18 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
-// initFiles opens, for the init, the files at initproto.PayloadProcsFD,
-// PayloadPidsFD and InitProcsFD, in that order.
+// initFiles opens, for the init, the files at initproto.PayloadTasksFD,
+// PayloadPidsFD and InitTasksFD, in that order; none without a payload
+// cgroup.
 func (cg *cgroup) initFiles() ([]*os.File, error) {
+	if cg.payload == "" {
+		return nil, nil
+	}
 	var fs []*os.File
 	for _, p := range []string{
-		filepath.Join(cg.payload, "cgroup.procs"),
+		filepath.Join(cg.payload, "tasks"),
 		filepath.Join(cg.payload, "pids.max"),
-		filepath.Join(cg.home, "cgroup.procs"),
+		filepath.Join(cg.home, "tasks"),
 	} {
 		f, err := os.OpenFile(p, os.O_WRONLY, 0)
 		if err != nil {
@@ -429,16 +430,11 @@ func (cg *cgroup) memoryHit() bool {
 // counts it in the cgroup of the process that forked (the payload's, or
 // the init's).
 func (cg *cgroup) pidsMaxHits() int64 {
-	var dirs []string
-	switch cg.host.version {
-	case 2:
-		dirs = []string{cg.dirs[0], cg.home, cg.payload}
-	case 1:
-		dirs = []string{cg.dirs[1], cg.payload}
-	}
 	var n int64
-	for _, d := range dirs {
-		n += counter(filepath.Join(d, "pids.events"), "max")
+	for _, d := range []string{cg.home, cg.payload} {
+		if d != "" {
+			n += counter(filepath.Join(d, "pids.events"), "max")
+		}
 	}
 	return n
 }

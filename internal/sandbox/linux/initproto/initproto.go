@@ -11,7 +11,6 @@
 //	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
 //	 |  exec /proc/self/fd/5 (sealed binary) ----->|  close fd 5, CLOEXEC fds > 2
 //	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
-//	 |  (v2: into its init leaf)                   |
 //	 |  write Config JSON on fd 3 ---------------->|  decode Config
 //	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits,
 //	 |                                             |  empty bounding and ambient sets,
@@ -48,16 +47,16 @@ const (
 	StatusFD = 4 // write end of the status pipe
 	ExeFD    = 5 // the sealed airlock binary (exe_linux.go; closed at once)
 
-	// With cgroups (Config.PayloadPids set), the host passes three files
-	// it opened for writing, so the init can start the command in a cgroup
-	// of its own below the sandbox's: the payload's cgroup.procs and
-	// pids.max, and the cgroup.procs of the init's own cgroup. Otherwise
-	// these descriptors are closed.
-	PayloadProcsFD = 6
+	// With a payload cgroup (Config.PayloadPids set: cgroup v1), the host
+	// passes three files it opened for writing, so the init can start the
+	// command in a cgroup of its own below the sandbox's: the payload's
+	// tasks and pids.max, and the tasks of the sandbox's pids cgroup.
+	// Otherwise these descriptors are closed.
+	PayloadTasksFD = 6
 	PayloadPidsFD  = 7
-	InitProcsFD    = 8
+	InitTasksFD    = 8
 	// LastFD is the highest descriptor of the protocol.
-	LastFD = InitProcsFD
+	LastFD = InitTasksFD
 )
 
 // ProxyMount is where the proxy socket appears inside the sandbox.
@@ -105,7 +104,7 @@ type Config struct {
 	OpenFiles    int   `json:"open_files"`
 	Procs        int   `json:"procs"`
 	// PayloadPids, when set, is the command's own process limit, enforced
-	// by a payload cgroup the init starts it in (see PayloadProcsFD). The
+	// by a payload cgroup the init starts it in (see PayloadTasksFD). The
 	// sandbox's cgroup allows a few more, for the init's own threads, so a
 	// command that holds every process it may have cannot starve the init:
 	// a Go runtime that fails to create a thread aborts.

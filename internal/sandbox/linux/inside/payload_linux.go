@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -148,30 +147,32 @@ func (e *payloadCgroupError) Error() string {
 
 func (e *payloadCgroupError) Unwrap() error { return e.err }
 
-// inPayloadCgroup runs start (which forks the command) with the init in
-// the payload cgroup, so the command is born there, and brings the init
-// back to its own cgroup; it then closes the three cgroup files. While the
-// init is in, the payload's pids.max counts the init's threads on top of
-// the command's limit, and is set to the limit before the init leaves.
-// Without cgroups (cfg.PayloadPids 0) it only calls start.
+// inPayloadCgroup runs start (which forks the command) with the calling
+// thread, alone, in the payload cgroup, so the command is born there, then
+// sets the payload's pids.max to the command's limit and brings the thread
+// back to the sandbox's cgroup; it closes the three cgroup files. The
+// caller is locked to its thread (cgroup v1 "tasks" moves one thread), and
+// while it is locked the Go runtime makes new threads from its template
+// thread, which stays outside: no thread of the init is ever made in the
+// payload cgroup. While the thread is in, it holds the one extra process
+// the host allowed the payload for it (see the host's cgroup). Without a
+// payload cgroup (cfg.PayloadPids 0) it only calls start.
 func inPayloadCgroup(cfg *initproto.Config, start func() error) error {
 	if cfg.PayloadPids <= 0 {
 		return start()
 	}
-	enter := os.NewFile(initproto.PayloadProcsFD, "payload cgroup.procs")
-	max := os.NewFile(initproto.PayloadPidsFD, "payload pids.max")
-	home := os.NewFile(initproto.InitProcsFD, "init cgroup.procs")
+	enter := os.NewFile(initproto.PayloadTasksFD, "the payload cgroup's tasks")
+	max := os.NewFile(initproto.PayloadPidsFD, "the payload cgroup's pids.max")
+	home := os.NewFile(initproto.InitTasksFD, "the sandbox cgroup's tasks")
 	defer enter.Close()
 	defer max.Close()
 	defer home.Close()
 	write := func(f *os.File, v int) error {
+		// 0 is the writing thread.
 		if _, err := f.WriteString(strconv.Itoa(v)); err != nil {
 			return &payloadCgroupError{fmt.Errorf("writing %s: %w", f.Name(), err)}
 		}
 		return nil
-	}
-	if err := write(max, cfg.PayloadPids+threads()); err != nil {
-		return err
 	}
 	if err := write(enter, 0); err != nil {
 		return err
@@ -180,26 +181,11 @@ func inPayloadCgroup(cfg *initproto.Config, start func() error) error {
 	return errors.Join(serr, write(max, cfg.PayloadPids), write(home, 0))
 }
 
-// threads counts the init's threads.
-func threads() int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
-}
-
 // closePayloadCgroup closes the payload cgroup's files when the init runs
 // no command (tool mode).
 func closePayloadCgroup(cfg *initproto.Config) {
 	if cfg.PayloadPids > 0 {
-		for _, fd := range []int{initproto.PayloadProcsFD, initproto.PayloadPidsFD, initproto.InitProcsFD} {
+		for _, fd := range []int{initproto.PayloadTasksFD, initproto.PayloadPidsFD, initproto.InitTasksFD} {
 			unix.Close(fd)
 		}
 	}
