@@ -157,20 +157,27 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
 		if u.Scheme == "ws" && !loopbackHost(u.Hostname()) {
 			return nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
 		}
-		hdr := http.Header{"Authorization": {"Bearer " + o.Token}}
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: o.TLS, Proxy: nil}}
-		return func(ctx context.Context) (Conn, error) {
-			c, resp, err := websocket.Dial(ctx, ep, &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: client})
-			if err != nil {
-				if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-					return nil, errors.New("the tool-server refused the token (401)")
-				}
-				return nil, err
-			}
-			return newWSConn(c), nil
-		}, nil
+		token, tc := o.Token, o.TLS
+		return func(ctx context.Context) (Conn, error) { return DialWebSocket(ctx, ep, token, tc) }, nil
 	}
 	return nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT or wss://HOST:PORT", describeEndpoint(ep))
+}
+
+// DialWebSocket connects to a tool-server's --listen at url (ws:// or
+// wss://), presenting token; tc configures wss:// (nil: the system's
+// roots). It makes no loopback check: a caller dialing plain ws:// past
+// loopback must have its own reason (Options.Dial for hands it created).
+func DialWebSocket(ctx context.Context, url, token string, tc *tls.Config) (Conn, error) {
+	hdr := http.Header{"Authorization": {"Bearer " + token}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: nil}}
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: client})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, errors.New("the tool-server refused the token (401)")
+		}
+		return nil, err
+	}
+	return newWSConn(c), nil
 }
 
 // loopbackHost reports whether host is localhost or a loopback address.
