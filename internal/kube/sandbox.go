@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -180,3 +181,44 @@ func claimState(u *unstructured.Unstructured) (string, error) {
 	}
 	return "", nil
 }
+
+// SandboxTemplate is the agent-sandbox SandboxTemplate for warm hands:
+// PodSpec's pod, mounting the pool's Secret, and NetworkPolicy's rules.
+func SandboxTemplate(h *Hands) (*unstructured.Unstructured, error) {
+	hh := *h
+	hh.Secret = PoolSecret(h.Template)
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptrTo(PodSpec(&hh)))
+	if err != nil {
+		return nil, err
+	}
+	np, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&NetworkPolicy(&hh, "").Spec)
+	if err != nil {
+		return nil, err
+	}
+	delete(np, "podSelector")
+	delete(np, "policyTypes")
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": SandboxGroupVersion.String(),
+		"kind":       "SandboxTemplate",
+		"metadata":   map[string]any{"name": h.Template, "namespace": h.Namespace, "labels": map[string]any{LabelManagedBy: ManagedBy}},
+		"spec": map[string]any{
+			"podTemplate":   map[string]any{"metadata": map[string]any{"labels": map[string]any{LabelTemplate: h.Template}}, "spec": spec},
+			"networkPolicy": np,
+		},
+	}}, nil
+}
+
+// WarmPool is the SandboxWarmPool keeping replicas of template's hands warm.
+func WarmPool(namespace, template string, replicas int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": SandboxGroupVersion.String(),
+		"kind":       "SandboxWarmPool",
+		"metadata":   map[string]any{"name": template, "namespace": namespace, "labels": map[string]any{LabelManagedBy: ManagedBy}},
+		"spec": map[string]any{
+			"replicas":           replicas,
+			"sandboxTemplateRef": map[string]any{"name": template},
+		},
+	}}
+}
+
+func ptrTo[T any](v T) *T { return &v }
