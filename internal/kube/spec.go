@@ -164,9 +164,9 @@ func PodSpec(h *Hands) corev1.PodSpec {
 	mem := h.Limits.Memory + headroom
 	tmp := h.Limits.Tmp + h.Limits.FileSize
 	spec := corev1.PodSpec{
-		AutomountServiceAccountToken: &no,
-		EnableServiceLinks:           &no,
-		RestartPolicy:                corev1.RestartPolicyNever,
+		AutomountServiceAccountToken:  &no,
+		EnableServiceLinks:            &no,
+		RestartPolicy:                 corev1.RestartPolicyNever,
 		TerminationGracePeriodSeconds: &grace,
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot:   &yes,

@@ -130,8 +130,14 @@ func TestRestrictedPodSecurity(t *testing.T) {
 	for name, weaken := range map[string]func(*corev1.PodSpec){
 		"capability kept":      func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Capabilities.Drop = nil },
 		"privilege escalation": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil },
-		"root":                 func(s *corev1.PodSpec) { s.SecurityContext.RunAsNonRoot = nil; s.Containers[0].SecurityContext.RunAsNonRoot = nil },
-		"no seccomp":           func(s *corev1.PodSpec) { s.SecurityContext.SeccompProfile = nil; s.Containers[0].SecurityContext.SeccompProfile = nil },
+		"root": func(s *corev1.PodSpec) {
+			s.SecurityContext.RunAsNonRoot = nil
+			s.Containers[0].SecurityContext.RunAsNonRoot = nil
+		},
+		"no seccomp": func(s *corev1.PodSpec) {
+			s.SecurityContext.SeccompProfile = nil
+			s.Containers[0].SecurityContext.SeccompProfile = nil
+		},
 	} {
 		p := Pod(h, goldenNow, nil)
 		weaken(&p.Spec)
