@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
 	"github.com/airlockhq/airlock/internal/toolserver"
@@ -104,6 +105,11 @@ func newCluster(t testing.TB, sandboxAPI bool) *cluster {
 
 func (c *cluster) close() {
 	c.stop()
+	c.stopHands()
+}
+
+// stopHands ends every tool-server, as the kubelet does for deleted pods.
+func (c *cluster) stopHands() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for n, h := range c.hands {
@@ -185,6 +191,9 @@ func (c *cluster) run(ctx context.Context, p *corev1.Pod) {
 		if v.Secret != nil {
 			secret = v.Secret.SecretName
 		}
+	}
+	if secret == "" {
+		return // not a pod of hands
 	}
 	s, err := c.kube.CoreV1().Secrets(testNS).Get(ctx, secret, metav1.GetOptions{})
 	if err != nil {
@@ -295,7 +304,11 @@ func (c *cluster) waitStarted() string {
 // acquire opens kube hands for one session on c.
 func (c *cluster) acquire(mode Mode) *Session {
 	c.t.Helper()
-	h := HandsFor(c.grant)
+	r, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	h := HandsFor(r)
 	h.Port = c.port
 	s, err := Acquire(context.Background(), &Options{Target: Target{Namespace: testNS, Template: "hands"}, Clients: c.clients, Hands: h, Mode: mode})
 	if err != nil {

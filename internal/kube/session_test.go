@@ -32,6 +32,9 @@ func left(t *testing.T, c *cluster, session string) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
 	sel := metav1.ListOptions{LabelSelector: LabelSession + "=" + session}
+	if session == "" {
+		sel.LabelSelector = LabelManagedBy + "=" + ManagedBy
+	}
 	out := map[string][]string{}
 	pods, err := c.kube.CoreV1().Pods(testNS).List(ctx, sel)
 	if err != nil {

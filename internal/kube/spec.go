@@ -3,8 +3,7 @@ package kube
 import (
 	"fmt"
 	"net"
-	"path"
-	"slices"
+		"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 )
 
 // Labels and annotations on every object this package creates.
@@ -93,20 +93,23 @@ func (h *Hands) port() int32 {
 	return int32(h.Port)
 }
 
-// HandsFor fills the grant's part of Hands: paths, hosts and limits.
-func HandsFor(g *grant.Grant) Hands {
-	var h Hands
-	for _, m := range g.Mounts() {
-		p := m.Source
-		if !m.Dir {
-			p = path.Dir(p)
-		}
-		if !slices.ContainsFunc(h.Mounts, func(x Mount) bool { return x.Path == p }) {
-			h.Mounts = append(h.Mounts, Mount{Path: p, Writable: m.Writable})
-		}
+// HandsFor fills the request's part of Hands: paths, hosts, limits and
+// the runtime class.
+func HandsFor(r kubereq.Request) Hands {
+	h := Hands{Hosts: r.Hosts, RuntimeClass: r.RuntimeClass}
+	for _, m := range r.Mounts {
+		h.Mounts = append(h.Mounts, Mount{Path: m.Path, Writable: m.Writable})
 	}
-	h.Hosts = g.Hosts()
-	h.Limits = g.LimitsFor("shell")
+	h.Limits = grant.DefaultLimits
+	if r.Memory > 0 {
+		h.Limits.Memory = r.Memory
+	}
+	if r.Tmp > 0 {
+		h.Limits.Tmp = r.Tmp
+	}
+	if r.FileSize > 0 {
+		h.Limits.FileSize = r.FileSize
+	}
 	return h
 }
 

@@ -1,13 +1,9 @@
 package kube
 
-import (
-	"fmt"
-	"regexp"
-	"strings"
-)
+import "github.com/airlockhq/airlock/internal/kube/kubereq"
 
 // Scheme is the prefix of a Kubernetes remote target.
-const Scheme = "kube://"
+const Scheme = kubereq.Scheme
 
 // Target names where the hands come from: a namespace and a template, a
 // PodTemplate (plain Pods) or a SandboxTemplate (agent-sandbox) of that name.
@@ -16,25 +12,10 @@ type Target struct {
 	Template  string
 }
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-
 // ParseTarget parses "kube://NAMESPACE/TEMPLATE".
 func ParseTarget(s string) (Target, error) {
-	rest, ok := strings.CutPrefix(s, Scheme)
-	if !ok {
-		return Target{}, fmt.Errorf("%q is not kube://NAMESPACE/TEMPLATE", s)
-	}
-	ns, tpl, ok := strings.Cut(rest, "/")
-	if !ok || ns == "" || tpl == "" || strings.Contains(tpl, "/") {
-		return Target{}, fmt.Errorf("%q is not kube://NAMESPACE/TEMPLATE", s)
-	}
-	if len(ns) > 63 || !dnsLabel.MatchString(ns) {
-		return Target{}, fmt.Errorf("%q: namespace %q is not a DNS label (lower-case letters, digits and '-', at most 63)", s, ns)
-	}
-	if len(tpl) > 50 || !dnsLabel.MatchString(tpl) {
-		return Target{}, fmt.Errorf("%q: template %q is not a DNS label of at most 50 characters", s, tpl)
-	}
-	return Target{Namespace: ns, Template: tpl}, nil
+	ns, tpl, err := kubereq.ParseTarget(s)
+	return Target{Namespace: ns, Template: tpl}, err
 }
 
 func (t Target) String() string { return Scheme + t.Namespace + "/" + t.Template }
