@@ -3,7 +3,7 @@ package kube
 import (
 	"fmt"
 	"net"
-		"slices"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
