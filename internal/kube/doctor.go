@@ -36,6 +36,7 @@ var permissions = []permission{
 	{SandboxGroupVersion.Group, "sandboxclaims", "create", true}, {SandboxGroupVersion.Group, "sandboxclaims", "get", true},
 	{SandboxGroupVersion.Group, "sandboxclaims", "list", true}, {SandboxGroupVersion.Group, "sandboxclaims", "watch", true},
 	{SandboxGroupVersion.Group, "sandboxclaims", "delete", true},
+	{SandboxGroupVersion.Group, "sandboxtemplates", "get", true},
 }
 
 // Doctor reports what the cluster offers the target and what is missing:

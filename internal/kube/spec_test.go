@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
@@ -170,5 +172,39 @@ func TestPodSpecLockedDown(t *testing.T) {
 	}
 	if len(c.Env) != 0 {
 		t.Errorf("the hands get environment %v; they get none", c.Env)
+	}
+}
+
+// TestRBACManifest: deploy/rbac.yaml grants every permission the broker
+// needs (the list the doctor checks), and no verb on any other resource.
+func TestRBACManifest(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.Role
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		if strings.Contains(doc, "\nkind: Role\n") {
+			if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					granted[g+"/"+res+"/"+v] = true
+				}
+			}
+		}
+	}
+	need := map[string]bool{}
+	for _, p := range permissions {
+		need[p.group+"/"+p.resource+"/"+p.verb] = true
+	}
+	if d := cmp.Diff(need, granted); d != "" {
+		t.Errorf("deploy/rbac.yaml's Role and what the broker needs differ (-need +granted):\n%s", d)
 	}
 }
