@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,18 +235,14 @@ func (c *cluster) kill(name string) {
 	h.hs.Close()
 }
 
-// poolSecret is the warm pool's Secret, as the operator makes it.
+// poolSecret is the warm pool's Secret, made as the operator does
+// (airlock-kube pool-secret).
 func (c *cluster) poolSecret() {
-	cr, err := newCredentials(time.Now().Add(time.Hour))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	_, err = c.kube.CoreV1().Secrets(testNS).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: PoolSecret("hands"), Namespace: testNS},
-		Data:       map[string][]byte{keyToken: []byte(cr.token), keyCert: cr.certPEM, keyKey: cr.keyPEM},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		c.t.Fatal(err)
+	var out, errb strings.Builder
+	code := mainWith(context.Background(), []string{"pool-secret", "kube://" + testNS + "/hands"}, nil, &out, &errb,
+		func(string) string { return "" }, func() (*Clients, error) { return c.clients, nil })
+	if code != 0 {
+		c.t.Fatalf("airlock-kube pool-secret: exit %d: %s", code, errb.String())
 	}
 }
 

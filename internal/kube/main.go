@@ -22,7 +22,7 @@ func Main(ctx context.Context, args []string, in io.Reader, out, errw io.Writer,
 
 func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Writer, getenv func(string) string, newClients func() (*Clients, error)) int {
 	usage := func() int {
-		fmt.Fprintln(errw, "usage: airlock-kube connect REQUEST | doctor [--json] [--runtime-class RC] kube://NS/TEMPLATE | sweep kube://NS/TEMPLATE")
+		fmt.Fprintln(errw, "usage: airlock-kube connect REQUEST | doctor [--json] [--runtime-class RC] kube://NS/TEMPLATE | sweep kube://NS/TEMPLATE | pool-secret [--ttl D] kube://NS/TEMPLATE")
 		return 2
 	}
 	if len(args) == 0 {
@@ -58,11 +58,12 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 			return fail(err)
 		}
 		return 0
-	case "doctor", "sweep":
+	case "doctor", "sweep", "pool-secret":
 		fs := flag.NewFlagSet("airlock-kube "+args[0], flag.ContinueOnError)
 		fs.SetOutput(errw)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		rc := fs.String("runtime-class", "", "check that RuntimeClass `RC` exists")
+		ttl := fs.Duration("ttl", 30*24*time.Hour, "pool-secret: how long the pool's certificate is valid")
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 			return usage()
 		}
@@ -73,6 +74,13 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 		c, err := newClients()
 		if err != nil {
 			return fail(err)
+		}
+		if args[0] == "pool-secret" {
+			if err := CreatePoolSecret(ctx, c, t, *ttl); err != nil {
+				return fail(err)
+			}
+			fmt.Fprintf(out, "created Secret %s/%s (a new token and certificate; restart the pool's pods to take it)\n", t.Namespace, PoolSecret(t.Template))
+			return 0
 		}
 		if args[0] == "sweep" {
 			sandbox, _ := HasSandboxAPI(c)

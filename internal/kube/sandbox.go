@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -222,3 +223,26 @@ func WarmPool(namespace, template string, replicas int64) *unstructured.Unstruct
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// CreatePoolSecret makes (or replaces) the warm pool's Secret: a new
+// random token and a certificate for ServerName valid for ttl.
+func CreatePoolSecret(ctx context.Context, c *Clients, t Target, ttl time.Duration) error {
+	cr, err := newCredentials(time.Now().Add(ttl))
+	if err != nil {
+		return err
+	}
+	name := PoolSecret(t.Template)
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, Labels: map[string]string{LabelTemplate: t.Template}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{keyToken: []byte(cr.token), keyCert: cr.certPEM, keyKey: cr.keyPEM},
+	}
+	secrets := c.Kube.CoreV1().Secrets(t.Namespace)
+	if err := secrets.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("replacing Secret %s/%s: %w", t.Namespace, name, err)
+	}
+	if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Secret %s/%s: %w", t.Namespace, name, err)
+	}
+	return nil
+}
