@@ -72,11 +72,11 @@ func newCredentials(expires time.Time) (*credentials, error) {
 func credentialsFrom(name string, data map[string][]byte) (*credentials, error) {
 	tok, cert := data[keyToken], data[keyCert]
 	if len(tok) < 16 || len(cert) == 0 {
-		return nil, fmt.Errorf("Secret %s needs the keys %q (at least 16 characters) and %q", name, keyToken, keyCert)
+		return nil, fmt.Errorf("the Secret %s needs the keys %q (at least 16 characters) and %q", name, keyToken, keyCert)
 	}
 	tc, err := clientTLS(cert)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s: %w", name, err)
+		return nil, fmt.Errorf("the Secret %s: %w", name, err)
 	}
 	return &credentials{token: string(trimSpace(tok)), certPEM: cert, clientTC: tc}, nil
 }

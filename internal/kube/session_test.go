@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +22,9 @@ func readA(t *testing.T, c *cluster, b *toolserver.Backend) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt"}`))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Call(ctx, "read_file", json.RawMessage(`{"path":"a.txt"}`))
 	if err != nil || res.Class != broker.ClassOK || !strings.Contains(res.Output.Content, "alpha") {
 		t.Fatalf("read_file: %v %+v", err, res)
 	}
