@@ -124,6 +124,10 @@ type Session struct {
 	creds  *credentials
 	secret *corev1.Secret // the session's Secret (plain Pods)
 
+	// released is cancelled by Release, ending a Dial that waits.
+	released context.Context
+	release  context.CancelFunc
+
 	mu     sync.Mutex
 	pod    string // the current pod (plain Pods)
 	pods   int    // pods made
@@ -154,6 +158,7 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Session{o: o, c: o.Clients, log: logger, id: randomID()}
+	s.released, s.release = context.WithCancel(context.Background())
 	t := o.Target
 	if s.mode = o.Mode; s.mode == ModeAuto {
 		ok, err := HasSandboxAPI(s.c)
@@ -277,6 +282,9 @@ var errGone = errors.New("gone")
 // Dial returns a connection to the session's hands, waiting for the pod
 // to be ready, and replacing it when it has ended.
 func (s *Session) Dial(ctx context.Context) (toolserver.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.released, cancel)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -386,6 +394,7 @@ func (s *Session) deletePod(ctx context.Context, name string) {
 // Release deletes the session's pod, claim, policy and Secret. Dial fails
 // after it. It is safe to call more than once.
 func (s *Session) Release(ctx context.Context) error {
+	s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

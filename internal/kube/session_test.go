@@ -149,3 +149,31 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatalf("Release left %v", got)
 	}
 }
+
+// TestReleaseEndsAWaitingDial: a Dial waiting for a pod that never gets
+// ready ends when the session is released, and nothing is left.
+func TestReleaseEndsAWaitingDial(t *testing.T) {
+	c := newCluster(t, false)
+	c.stop() // no kubelet: the pod never gets ready
+	s := c.acquire(ModePods)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Dial(context.Background())
+		done <- err
+	}()
+	// Release waits for the Dial to let go of the session.
+	if err := s.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Dial succeeded without a ready pod")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Dial still waits after Release")
+	}
+	if got := left(t, c, s.ID()); len(got) != 0 {
+		t.Fatalf("Release left %v", got)
+	}
+}
