@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secret"
 	"github.com/airlockhq/airlock/internal/toolserver"
@@ -22,7 +23,9 @@ import (
 // See docs/remote.md.
 type Remote struct {
 	// Endpoint is "stdio:CMD ARGS..." (spawn CMD and speak over its stdin
-	// and stdout), "ws://HOST:PORT" (loopback only) or "wss://HOST:PORT".
+	// and stdout), "ws://HOST:PORT" (loopback only), "wss://HOST:PORT" or
+	// "kube://NAMESPACE/TEMPLATE" (a pod per connection in a Kubernetes
+	// cluster, through the airlock-kube helper; see docs/kubernetes.md).
 	Endpoint string
 	// Token is a WebSocket endpoint's bearer token.
 	Token string
@@ -65,8 +68,16 @@ func remoteBackend(o *Options, g *grant.Grant, local sandbox.Backend) (*toolserv
 	default:
 		return nil, nil
 	}
-	return toolserver.New(context.Background(), &toolserver.Options{
+	to := &toolserver.Options{
 		Endpoint: r.Endpoint, Token: r.Token, TLS: r.TLS, Heartbeat: r.Heartbeat,
 		Local: local, Logger: o.Logger,
-	})
+	}
+	if strings.HasPrefix(r.Endpoint, kubereq.Scheme) {
+		req, err := kubereq.FromGrant(r.Endpoint, g)
+		if err != nil {
+			return nil, fmt.Errorf("remote: %w", err)
+		}
+		to.Kube = req.Encode()
+	}
+	return toolserver.New(context.Background(), to)
 }

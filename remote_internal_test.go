@@ -74,3 +74,24 @@ func TestOpenRemote(t *testing.T) {
 		t.Fatalf("the hands ran %d calls, want 1", srv.Runs())
 	}
 }
+
+// TestRemoteKubeTarget: Options.Remote takes a kube:// target, and a bad
+// one is refused naming what is wrong before anything is spawned.
+func TestRemoteKubeTarget(t *testing.T) {
+	g, err := grant.FromFlags(t.TempDir(), grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = remoteBackend(&Options{Remote: &Remote{Endpoint: "kube://Agents/hands"}}, g, nil)
+	if err == nil || !strings.Contains(err.Error(), `namespace "Agents" is not a DNS label`) {
+		t.Fatalf("error %v, want the bad namespace named", err)
+	}
+	t.Setenv("AIRLOCK_KUBE", "")
+	if _, lerr := toolserver.FindKubeHelper(nil); lerr == nil {
+		t.Skip("an airlock-kube is installed here")
+	}
+	_, err = remoteBackend(&Options{Remote: &Remote{Endpoint: "kube://agents/hands"}}, g, nil)
+	if err == nil || !strings.Contains(err.Error(), "airlock-kube helper") {
+		t.Fatalf("error %v, want the missing helper named", err)
+	}
+}

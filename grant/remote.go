@@ -2,15 +2,20 @@ package grant
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 )
+
+// kubeName is a DNS label, as Kubernetes names namespaces and templates.
+var kubeName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Remote says where a session's sandboxes run when they are not on this
 // host: remote hands (an `airlock tool-server`), from the grant's [remote]
 // table. The zero Remote means the local sandbox.
 type Remote struct {
-	// Endpoint is "stdio:CMD ARGS...", "ws://HOST:PORT[/PATH]" or
-	// "wss://HOST:PORT[/PATH]".
+	// Endpoint is "stdio:CMD ARGS...", "ws://HOST:PORT[/PATH]",
+	// "wss://HOST:PORT[/PATH]" or "kube://NAMESPACE/TEMPLATE" (pods in a
+	// Kubernetes cluster, see docs/kubernetes.md).
 	Endpoint string
 	// Token is where the WebSocket bearer token comes from, as a secret's
 	// source: "env:VAR" or "file:/absolute/path". Never the token itself.
@@ -18,6 +23,9 @@ type Remote struct {
 	// CA is the PEM file of the CA that signed a wss:// endpoint's
 	// certificate (absolute); empty means the system's roots.
 	CA string
+	// RuntimeClass is the runtimeClassName of a kube:// endpoint's pods
+	// (gvisor, kata); empty for the template's or the cluster's default.
+	RuntimeClass string
 }
 
 // Remote returns the grant's [remote] table; the zero Remote when it has none.
@@ -36,9 +44,10 @@ func remoteFromTOML(s *spec, v any, key []string, ps *problems) {
 		}
 	}
 	walkTable(v, key, ps, map[string]func(any, []string){
-		"endpoint": str(&s.remote.Endpoint),
-		"token":    str(&s.remote.Token),
-		"ca":       str(&s.remote.CA),
+		"endpoint":      str(&s.remote.Endpoint),
+		"token":         str(&s.remote.Token),
+		"ca":            str(&s.remote.CA),
+		"runtime_class": str(&s.remote.RuntimeClass),
 	})
 	s.remoteSet = true
 }
@@ -50,7 +59,7 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 	ep := r.Endpoint
 	switch {
 	case ep == "":
-		ps.add(key("endpoint"), "is required: \"stdio:CMD ARGS...\", \"ws://HOST:PORT\" or \"wss://HOST:PORT\"")
+		ps.add(key("endpoint"), "is required: \"stdio:CMD ARGS...\", \"ws://HOST:PORT\", \"wss://HOST:PORT\" or \"kube://NAMESPACE/TEMPLATE\"")
 	case strings.HasPrefix(ep, "stdio:"):
 		if strings.TrimSpace(ep[len("stdio:"):]) == "" {
 			ps.add(key("endpoint"), "%q names no command", ep)
@@ -62,8 +71,22 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 		if r.Token == "" {
 			ps.add(key("token"), "is required for a WebSocket endpoint: \"env:VAR\" or \"file:PATH\"")
 		}
+	case strings.HasPrefix(ep, "kube://"):
+		ns, tpl, ok := strings.Cut(ep[len("kube://"):], "/")
+		if !ok || !kubeName.MatchString(ns) || len(ns) > 63 || !kubeName.MatchString(tpl) || len(tpl) > 50 {
+			ps.add(key("endpoint"), "%q is not kube://NAMESPACE/TEMPLATE (each a DNS label: lower-case letters, digits and '-')", ep)
+		}
+		if r.Token != "" {
+			ps.add(key("token"), "a kube endpoint takes no token: the broker makes one per session")
+		}
+		if r.CA != "" {
+			ps.add(key("ca"), "a kube endpoint takes no CA: the broker makes one per session")
+		}
 	default:
-		ps.add(key("endpoint"), "%q is not stdio:CMD, ws://HOST:PORT or wss://HOST:PORT", ep)
+		ps.add(key("endpoint"), "%q is not stdio:CMD, ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", ep)
+	}
+	if r.RuntimeClass != "" && (!strings.HasPrefix(ep, "kube://") || !kubeName.MatchString(r.RuntimeClass) || len(r.RuntimeClass) > 63) {
+		ps.add(key("runtime_class"), "%q: only for a kube:// endpoint, and a DNS label", r.RuntimeClass)
 	}
 	switch {
 	case r.Token == "":

@@ -36,6 +36,20 @@ endpoint = "http://hands"`, grant.Remote{}, `"http://hands" is not stdio:CMD`},
 endpoint = "stdio:x"
 retries = 3`, grant.Remote{}, "retries"},
 		{"not a table", `remote = "stdio:x"`, grant.Remote{}, "remote"},
+		{"kube", `[remote]
+endpoint = "kube://agents/hands"
+runtime_class = "gvisor"`, grant.Remote{Endpoint: "kube://agents/hands", RuntimeClass: "gvisor"}, ""},
+		{"kube without template", `[remote]
+endpoint = "kube://agents"`, grant.Remote{}, `"kube://agents" is not kube://NAMESPACE/TEMPLATE`},
+		{"kube bad namespace", `[remote]
+endpoint = "kube://Agents_1/hands"`, grant.Remote{}, "each a DNS label"},
+		{"kube with token", `[remote]
+endpoint = "kube://agents/hands"
+token = "env:T"`, grant.Remote{}, "a kube endpoint takes no token"},
+		{"runtime class off kube", `[remote]
+endpoint = "wss://hands:8443"
+token = "env:T"
+runtime_class = "gvisor"`, grant.Remote{}, "remote.runtime_class"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()

@@ -34,7 +34,7 @@ func doctorCommand() *command {
 	c := &command{
 		name:    "doctor",
 		summary: "show which isolation features this host provides and which airlock needs",
-		usage: `airlock doctor [--json]
+		usage: `airlock doctor [--json] [--backend B [--image I]] [--remote kube://NS/TEMPLATE [--runtime-class RC]]
 
 Probes the host and prints each isolation feature: whether it is available,
 whether the default grant needs it, and how to fix it when it is missing;
@@ -45,6 +45,9 @@ refused (the default grant has both limits) unless it accepts them unenforced
 With --backend podman it reports the Podman backend instead (podman, the
 runc runtime, root, a static airlock binary and, with --image, the image);
 without it, a last line says whether the Podman backend could run here.
+With --remote kube://NAMESPACE/TEMPLATE it reports the cluster instead
+(through the airlock-kube helper): the agent-sandbox CRDs, the template,
+the RuntimeClass, and each permission the broker needs.
 Exit status 1 when a required feature is missing.`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
@@ -52,11 +55,16 @@ Exit status 1 when a required feature is missing.`,
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		backend := fs.String("backend", "", "report `BACKEND` (linux or podman) instead of the native one")
 		image := fs.String("image", "", "with --backend podman, check that `IMAGE` (NAME@sha256:...) is present")
+		remote := fs.String("remote", "", "report what the cluster of `kube://NAMESPACE/TEMPLATE` offers the hands and what is missing")
+		runtimeClass := fs.String("runtime-class", "", "with --remote kube://..., check that RuntimeClass `RC` exists")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
 			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
+		}
+		if *remote != "" {
+			return kubeDoctor(ctx, env, *remote, *runtimeClass, *asJSON)
 		}
 		var rep sandbox.Report
 		switch *backend {

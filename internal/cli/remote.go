@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secret"
 	"github.com/airlockhq/airlock/internal/toolserver"
@@ -26,20 +28,23 @@ type remoteFlags struct {
 	heartbeat time.Duration
 	// tokenSource is the grant's [remote] token: "env:VAR" or "file:PATH".
 	tokenSource string
+	// grant is the session's grant: a kube:// endpoint's pods mount its paths.
+	grant *grant.Grant
 }
 
 // fromGrant returns f, or the grant's [remote] table when no --remote flag
 // names an endpoint.
 func (f remoteFlags) fromGrant(g *grant.Grant) remoteFlags {
 	if f.endpoint != "" {
+		f.grant = g
 		return f
 	}
 	r := g.Remote()
-	return remoteFlags{endpoint: r.Endpoint, caFile: r.CA, tokenSource: r.Token, heartbeat: f.heartbeat}
+	return remoteFlags{endpoint: r.Endpoint, caFile: r.CA, tokenSource: r.Token, heartbeat: f.heartbeat, grant: g}
 }
 
 func (f *remoteFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.endpoint, "remote", "", "run sandboxes on remote hands: `stdio:CMD ARGS...`, ws://HOST:PORT or wss://HOST:PORT (an airlock tool-server)")
+	fs.StringVar(&f.endpoint, "remote", "", "run sandboxes on remote hands: `stdio:CMD ARGS...`, ws://HOST:PORT or wss://HOST:PORT (an airlock tool-server), or kube://NAMESPACE/TEMPLATE (a pod per session, see docs/kubernetes.md)")
 	fs.StringVar(&f.tokenFile, "remote-token-file", "", "`FILE` holding the WebSocket tool-server's bearer token (default $AIRLOCK_REMOTE_TOKEN)")
 	fs.StringVar(&f.caFile, "remote-ca", "", "PEM `FILE` of the CA that signed a wss:// tool-server's certificate (default: the system's roots)")
 	fs.DurationVar(&f.heartbeat, "remote-heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval on the remote connection; hands silent for 3 intervals are taken for dead")
@@ -49,7 +54,22 @@ func (f *remoteFlags) register(fs *flag.FlagSet) {
 // local for the calls that carry a secret. private collects the files no
 // sandbox may see (the token file).
 func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend, private *[]string) (sandbox.Backend, error) {
-	o := &toolserver.Options{Endpoint: f.endpoint, Local: local, Heartbeat: f.heartbeat, Stderr: env.Stderr}
+	o := &toolserver.Options{Endpoint: f.endpoint, Local: local, Heartbeat: f.heartbeat, Stderr: env.Stderr, Getenv: env.Getenv}
+	if strings.HasPrefix(f.endpoint, kubereq.Scheme) {
+		if f.tokenFile != "" || f.caFile != "" {
+			return nil, errors.New("--remote " + f.endpoint + ": a kube endpoint takes no --remote-token-file or --remote-ca: each session gets its own")
+		}
+		if f.grant == nil {
+			return nil, errors.New("--remote " + f.endpoint + ": no grant to build the hands' pod from")
+		}
+		req, err := kubereq.FromGrant(f.endpoint, f.grant)
+		if err != nil {
+			return nil, fmt.Errorf("--remote: %w", err)
+		}
+		o.Kube = req.Encode()
+		// The cluster's credentials are no sandbox's business.
+		*private = append(*private, kubeconfigFiles(env.Getenv)...)
+	}
 	if strings.HasPrefix(f.endpoint, "ws://") || strings.HasPrefix(f.endpoint, "wss://") {
 		tok := env.Getenv("AIRLOCK_REMOTE_TOKEN")
 		if f.tokenSource != "" {
@@ -91,4 +111,20 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 		return nil, err
 	}
 	return b, nil
+}
+
+// kubeconfigFiles are the existing files holding the cluster's
+// credentials: $KUBECONFIG's, else ~/.kube/config.
+func kubeconfigFiles(getenv func(string) string) []string {
+	var out []string
+	list := filepath.SplitList(getenv("KUBECONFIG"))
+	if len(list) == 0 && getenv("HOME") != "" {
+		list = []string{filepath.Join(getenv("HOME"), ".kube", "config")}
+	}
+	for _, p := range list {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

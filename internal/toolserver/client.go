@@ -47,6 +47,16 @@ type Options struct {
 	MaxBackoff time.Duration
 	// Stderr receives a stdio endpoint's stderr; nil discards it.
 	Stderr io.Writer
+	// ConnectTimeout bounds one connection attempt, dial and handshake
+	// (default 10s, and 2m for a kube:// endpoint, whose first connection
+	// waits for a pod), plus DeadAfter heartbeats.
+	ConnectTimeout time.Duration
+	// Kube is a kube:// endpoint's request (kubereq.Request.Encode): the
+	// airlock-kube helper is spawned with it for each connection.
+	Kube string
+	// Getenv reads the environment a kube:// helper may inherit
+	// ($KUBECONFIG, $HOME, in-cluster variables); nil means os.Getenv.
+	Getenv func(string) string
 	// Dial, when set, replaces the endpoint's dialer.
 	Dial func(ctx context.Context) (Conn, error)
 	// Logger receives operational logs; nil discards.
@@ -89,6 +99,12 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+		if strings.HasPrefix(o.Endpoint, "kube://") {
+			o.ConnectTimeout = 2 * time.Minute
+		}
 	}
 	logger := o.Logger
 	if logger == nil {
@@ -145,7 +161,9 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
 		if len(args) == 0 {
 			return nil, fmt.Errorf("remote %q: stdio: needs a command", ep)
 		}
-		return func(ctx context.Context) (Conn, error) { return spawn(args, o.Stderr) }, nil
+		return func(ctx context.Context) (Conn, error) { return spawn(args, nil, o.Stderr, 2*time.Second) }, nil
+	case strings.HasPrefix(ep, "kube://"):
+		return kubeDialer(o)
 	case strings.HasPrefix(ep, "ws://"), strings.HasPrefix(ep, "wss://"):
 		if o.Token == "" {
 			return nil, fmt.Errorf("remote %s: a WebSocket tool-server needs its bearer token", describeEndpoint(ep))
@@ -157,20 +175,27 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
 		if u.Scheme == "ws" && !loopbackHost(u.Hostname()) {
 			return nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
 		}
-		hdr := http.Header{"Authorization": {"Bearer " + o.Token}}
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: o.TLS, Proxy: nil}}
-		return func(ctx context.Context) (Conn, error) {
-			c, resp, err := websocket.Dial(ctx, ep, &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: client})
-			if err != nil {
-				if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-					return nil, errors.New("the tool-server refused the token (401)")
-				}
-				return nil, err
-			}
-			return newWSConn(c), nil
-		}, nil
+		token, tc := o.Token, o.TLS
+		return func(ctx context.Context) (Conn, error) { return DialWebSocket(ctx, ep, token, tc) }, nil
 	}
-	return nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT or wss://HOST:PORT", describeEndpoint(ep))
+	return nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", describeEndpoint(ep))
+}
+
+// DialWebSocket connects to a tool-server's --listen at url (ws:// or
+// wss://), presenting token; tc configures wss:// (nil: the system's
+// roots). It makes no loopback check: a caller dialing plain ws:// past
+// loopback must have its own reason (Options.Dial for hands it created).
+func DialWebSocket(ctx context.Context, url, token string, tc *tls.Config) (Conn, error) {
+	hdr := http.Header{"Authorization": {"Bearer " + token}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: nil}}
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: client})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, errors.New("the tool-server refused the token (401)")
+		}
+		return nil, err
+	}
+	return newWSConn(c), nil
 }
 
 // loopbackHost reports whether host is localhost or a loopback address.
@@ -183,10 +208,12 @@ func loopbackHost(host string) bool {
 }
 
 // spawn starts a stdio tool-server. It gets no environment of the
-// broker's: a fixed PATH and locale only.
-func spawn(args []string, stderr io.Writer) (Conn, error) {
+// broker's: a fixed PATH and locale, and extra.
+//
+// Close waits grace for it to exit after its stdin closes, then kills it.
+func spawn(args, extra []string, stderr io.Writer, grace time.Duration) (Conn, error) {
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "LANG=C.UTF-8"}
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "LANG=C.UTF-8"}, extra...)
 	cmd.Stderr = stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -205,7 +232,7 @@ func spawn(args []string, stderr io.Writer) (Conn, error) {
 		in.Close()
 		select {
 		case <-exited:
-		case <-time.After(2 * time.Second):
+		case <-time.After(grace):
 			_ = cmd.Process.Kill()
 			<-exited
 		}
@@ -266,7 +293,7 @@ func (l *link) write(ctx context.Context, b []byte) error {
 
 // connect dials the hands and negotiates the version.
 func (b *Backend) connect(ctx context.Context) (*link, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second+DeadAfter*b.opts.Heartbeat)
+	ctx, cancel := context.WithTimeout(ctx, b.opts.ConnectTimeout+DeadAfter*b.opts.Heartbeat)
 	defer cancel()
 	c, err := b.opts.Dial(ctx)
 	if err != nil {

@@ -1,0 +1,210 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	ktesting "k8s.io/client-go/testing"
+
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
+	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/toolserver"
+)
+
+// helperDial is the broker's side of the airlock-kube helper, in process:
+// each connection runs Connect over a pair of pipes, as a spawned helper
+// would over its stdin and stdout. done receives each Connect's error.
+func helperDial(t testing.TB, c *cluster, done chan<- error) func(context.Context) (toolserver.Conn, error) {
+	req, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err = kubereq.Decode(req.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(context.Context) (toolserver.Conn, error) {
+		toHelper, fromBroker := io.Pipe()
+		toBroker, fromHelper := io.Pipe()
+		go func() {
+			err := Connect(context.Background(), req, &ConnectOptions{Clients: c.clients, Port: c.port}, toHelper, fromHelper)
+			fromHelper.CloseWithError(io.EOF)
+			toHelper.Close()
+			done <- err
+		}()
+		return toolserver.StreamConn(toBroker, fromBroker, closerFunc(func() error {
+			fromBroker.Close()
+			toBroker.Close()
+			return nil
+		})), nil
+	}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// TestHelperRelay: the helper's connection obtains a pod, relays a real
+// call to it, and when the pod dies ends; the broker's reconnect makes a
+// new helper connection with a new pod; closing the broker's end releases
+// everything.
+func TestHelperRelay(t *testing.T) {
+	c := newCluster(t, false)
+	done := make(chan error, 4)
+	b, err := toolserver.New(context.Background(), &toolserver.Options{
+		Endpoint: "kube://" + testNS + "/hands", Dial: helperDial(t, c, done),
+		Heartbeat: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.waitStarted()
+	readA(t, c, b)
+	c.kill(first)
+	if err := <-done; err == nil {
+		t.Fatal("the helper's connection to dead hands ended without an error")
+	}
+	c.waitStarted()
+	readA(t, c, b)
+	b.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the helper's connection ended with %v after the broker closed it", err)
+	}
+	if got := left(t, c, ""); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
+}
+
+// deadBroker is the broker id of a process of this host that has exited.
+func deadBroker(t testing.TB) string {
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no /bin/true: %v", err)
+	}
+	id := procid.Of(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if id == "" || id.Alive() {
+		t.Skip("cannot name an exited process here")
+	}
+	h, _ := os.Hostname()
+	return sanitizeLabel(h, 40) + "_" + string(id)
+}
+
+// TestSweepAfterBrokerCrash: what a killed broker left (pod, Secret,
+// policy, claim) and what is past its expiry is removed; a live broker's
+// objects, another host's before expiry, and objects not airlock's stay.
+func TestSweepAfterBrokerCrash(t *testing.T) {
+	c := newCluster(t, true)
+	ctx := context.Background()
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	objs := []struct {
+		name, broker, expires string
+		managed               bool
+	}{
+		{"crashed", deadBroker(t), future, true},
+		{"expired", BrokerID(), past, true},
+		{"live", BrokerID(), future, true},
+		{"other-host", "elsewhere_1-2", future, true},
+		{"not-ours", deadBroker(t), past, false},
+	}
+	for _, o := range objs {
+		m := metav1.ObjectMeta{Name: o.name, Namespace: testNS, Labels: map[string]string{LabelBroker: o.broker, LabelSession: o.name}, Annotations: map[string]string{AnnotationExpiry: o.expires}}
+		if o.managed {
+			m.Labels[LabelManagedBy] = ManagedBy
+		}
+		if _, err := c.kube.CoreV1().Pods(testNS).Create(ctx, &corev1.Pod{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.kube.CoreV1().Secrets(testNS).Create(ctx, &corev1.Secret{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.kube.NetworkingV1().NetworkPolicies(testNS).Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": SandboxGroupVersion.String(), "kind": "SandboxClaim"}}
+		u.SetName(o.name)
+		u.SetNamespace(testNS)
+		u.SetLabels(m.Labels)
+		u.SetAnnotations(m.Annotations)
+		if _, err := c.dyn.Resource(ClaimResource).Namespace(testNS).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Sweep(ctx, c.clients, testNS, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, l := range removed {
+		got[l.Name]++
+	}
+	if got["crashed"] != 4 || got["expired"] != 4 || len(got) != 2 {
+		t.Fatalf("removed %v, want the 4 objects each of crashed and expired", removed)
+	}
+	for _, keep := range []string{"live", "other-host", "not-ours"} {
+		if n := len(left(t, c, keep)); n != 4 {
+			t.Errorf("%s: %d kinds left, want all 4", keep, n)
+		}
+	}
+}
+
+// TestDoctor: the report names the missing template, RuntimeClass and
+// permissions, and passes once the cluster has them.
+func TestDoctor(t *testing.T) {
+	c := newCluster(t, false)
+	var mu sync.Mutex
+	allow := false
+	c.kube.PrependReactor("create", "selfsubjectaccessreviews", func(a ktesting.Action) (bool, runtime.Object, error) {
+		r := a.(ktesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
+		mu.Lock()
+		r.Status.Allowed = allow
+		mu.Unlock()
+		return true, r, nil
+	})
+	c.kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = append(c.kube.Discovery().(*fakediscovery.FakeDiscovery).Resources,
+		&metav1.APIResourceList{GroupVersion: "networking.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "networkpolicies"}}})
+	run := func(args ...string) (int, string) {
+		var out, errb strings.Builder
+		code := mainWith(context.Background(), append([]string{"doctor"}, args...), nil, &out, &errb, func(string) string { return "" },
+			func() (*Clients, error) { return c.clients, nil })
+		return code, out.String() + errb.String()
+	}
+	code, out := run("--runtime-class", "gvisor", "kube://"+testNS+"/other")
+	for _, want := range []string{"MISSING PodTemplate agents/other", "MISSING RuntimeClass gvisor", "MISSING may create pods", "absent  agent-sandbox API"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor's report lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d with missing pieces, want 1", code)
+	}
+	mu.Lock()
+	allow = true
+	mu.Unlock()
+	if _, err := c.kube.NodeV1().RuntimeClasses().Create(context.Background(), &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, out = run("--json", "--runtime-class", "gvisor", "kube://"+testNS+"/hands")
+	var rep struct{ Ready bool }
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.Ready {
+		t.Fatalf("exit %d, report %s", code, out)
+	}
+}

@@ -1,0 +1,97 @@
+package kube
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// credentials are a session's tool-server token and TLS certificate; the
+// key goes only into the Secret the pod mounts.
+type credentials struct {
+	token    string
+	certPEM  []byte
+	keyPEM   []byte
+	clientTC *tls.Config // trusts exactly certPEM, as ServerName
+}
+
+// newCredentials makes a random token and a self-signed certificate for
+// ServerName valid until expires.
+func newCredentials(expires time.Time) (*credentials, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return nil, err
+	}
+	tpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: ServerName},
+		DNSNames:     []string{ServerName},
+		NotBefore:    time.Now().Add(-5 * time.Minute),
+		NotAfter:     expires.Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	c := &credentials{
+		token:   hex.EncodeToString(b),
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+	}
+	if c.clientTC, err = clientTLS(c.certPEM); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// credentialsFrom reads the token and certificate of an existing Secret's
+// data (a warm pool's).
+func credentialsFrom(name string, data map[string][]byte) (*credentials, error) {
+	tok, cert := data[keyToken], data[keyCert]
+	if len(tok) < 16 || len(cert) == 0 {
+		return nil, fmt.Errorf("the Secret %s needs the keys %q (at least 16 characters) and %q", name, keyToken, keyCert)
+	}
+	tc, err := clientTLS(cert)
+	if err != nil {
+		return nil, fmt.Errorf("the Secret %s: %w", name, err)
+	}
+	return &credentials{token: string(trimSpace(tok)), certPEM: cert, clientTC: tc}, nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func clientTLS(certPEM []byte) (*tls.Config, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(certPEM) {
+		return nil, errors.New("no PEM certificate under " + keyCert)
+	}
+	return &tls.Config{RootCAs: pool, ServerName: ServerName, MinVersion: tls.VersionTLS13}, nil
+}

@@ -1,0 +1,429 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/toolserver"
+)
+
+// Clients are the API clients a session uses.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// LoadClients builds the clients from the standard loading rules:
+// $KUBECONFIG, ~/.kube/config, or the in-cluster service account.
+func LoadClients() (*Clients, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the cluster's configuration ($KUBECONFIG, ~/.kube/config or in-cluster): %w", err)
+	}
+	cfg.UserAgent = "airlock"
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's client: %w", err)
+	}
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's dynamic client: %w", err)
+	}
+	return &Clients{Kube: k, Dynamic: d}, nil
+}
+
+// Mode is how a session gets its hands.
+type Mode string
+
+// The modes: ModeAuto picks ModeSandbox when the cluster serves the
+// agent-sandbox SandboxClaim API, else ModePods.
+const (
+	ModeAuto    Mode = ""
+	ModePods    Mode = "pods"
+	ModeSandbox Mode = "sandbox"
+)
+
+// DefaultTTL is how long a session's objects live when their broker never
+// releases them.
+const DefaultTTL = 12 * time.Hour
+
+// Options configure Acquire. Acquire copies them.
+type Options struct {
+	Target  Target
+	Clients *Clients
+	// Hands holds the grant's part (HandsFor) and the optional
+	// RuntimeClass, Workspace claim and BrokerCIDRs; the rest is filled in.
+	Hands Hands
+	// TTL bounds the session's objects (default DefaultTTL).
+	TTL  time.Duration
+	Mode Mode
+	// Broker names this broker in labels (default BrokerID()).
+	Broker string
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// BrokerID names this process for the airlock.dev/broker label: the host
+// and the process's pid and start time, "HOST_PID-START".
+func BrokerID() string {
+	h, _ := os.Hostname()
+	return sanitizeLabel(h, 40) + "_" + string(procid.Self())
+}
+
+func sanitizeLabel(s string, n int) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-.")
+	if len(out) > n {
+		out = strings.Trim(out[:n], "-.")
+	}
+	if out == "" {
+		out = "host"
+	}
+	return out
+}
+
+// Session is one broker session's hands in the cluster. Dial is its
+// toolserver.Options.Dial: each call returns a connection to the current
+// pod, replacing a pod that died. Release deletes what the session made.
+type Session struct {
+	o      Options
+	c      *Clients
+	log    *slog.Logger
+	id     string
+	mode   Mode
+	hands  Hands // the template applied; Name set per pod
+	creds  *credentials
+	secret *corev1.Secret // the session's Secret (plain Pods)
+
+	// released is cancelled by Release, ending a Dial that waits.
+	released context.Context
+	release  context.CancelFunc
+
+	mu     sync.Mutex
+	pod    string // the current pod (plain Pods)
+	pods   int    // pods made
+	claim  string // the SandboxClaim (agent-sandbox)
+	closed bool
+}
+
+// ErrReleased is returned by Dial after Release.
+var ErrReleased = errors.New("kube: the session's hands were released")
+
+// Acquire obtains hands for one session: in ModePods it creates the
+// session's Secret (a random token and TLS key), NetworkPolicy and Pod; in
+// ModeSandbox a SandboxClaim against the template's warm pool. It does not
+// wait for the pod: the first Dial does.
+func Acquire(ctx context.Context, opts *Options) (*Session, error) {
+	o := *opts
+	if o.Clients == nil {
+		return nil, errors.New("kube: Options need Clients")
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Broker == "" {
+		o.Broker = BrokerID()
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{o: o, c: o.Clients, log: logger, id: randomID()}
+	s.released, s.release = context.WithCancel(context.Background())
+	t := o.Target
+	if s.mode = o.Mode; s.mode == ModeAuto {
+		ok, err := HasSandboxAPI(s.c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: asking the cluster which APIs it serves: %w", t, err)
+		}
+		s.mode = ModePods
+		if ok {
+			s.mode = ModeSandbox
+		}
+	}
+	h := o.Hands
+	h.Namespace, h.Session, h.Broker, h.Template = t.Namespace, s.id, o.Broker, t.Template
+	h.Expires = time.Now().Add(o.TTL).Truncate(time.Second)
+	h.Secret = "airlock-" + s.id
+	s.hands = h
+	var err error
+	if s.mode == ModeSandbox {
+		err = s.acquireClaim(ctx)
+	} else {
+		err = s.acquirePod(ctx)
+	}
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = s.Release(rctx)
+		return nil, fmt.Errorf("%s: %w", t, err)
+	}
+	return s, nil
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ID is the session's id, its airlock.dev/session label.
+func (s *Session) ID() string { return s.id }
+
+// Mode is how the session got its hands.
+func (s *Session) Mode() Mode { return s.mode }
+
+// Endpoint names the hands for records: the target, never a token.
+func (s *Session) Endpoint() string { return s.o.Target.String() }
+
+func (s *Session) acquirePod(ctx context.Context) error {
+	ns, tpl := s.o.Target.Namespace, s.o.Target.Template
+	pt, err := s.c.Kube.CoreV1().PodTemplates(ns).Get(ctx, tpl, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("no PodTemplate %q in namespace %q: create the hands' template (deploy/hands-podtemplate.yaml)", tpl, ns)
+	}
+	if err != nil {
+		return fmt.Errorf("reading PodTemplate %s/%s: %w", ns, tpl, err)
+	}
+	if len(pt.Template.Spec.Containers) == 0 {
+		return fmt.Errorf("PodTemplate %s/%s has no container to take the image from", ns, tpl)
+	}
+	h := &s.hands
+	if h.Image == "" {
+		h.Image = pt.Template.Spec.Containers[0].Image
+	}
+	h.NodeSelector = pt.Template.Spec.NodeSelector
+	h.Tolerations = pt.Template.Spec.Tolerations
+	h.ImagePullSecrets = pt.Template.Spec.ImagePullSecrets
+	if h.RuntimeClass == "" && pt.Template.Spec.RuntimeClassName != nil {
+		h.RuntimeClass = *pt.Template.Spec.RuntimeClassName
+	}
+	if err := validateHands(h); err != nil {
+		return err
+	}
+	if s.creds, err = newCredentials(h.Expires); err != nil {
+		return fmt.Errorf("making the session's token and certificate: %w", err)
+	}
+	immutable := true
+	sec := &corev1.Secret{
+		ObjectMeta: h.meta(h.Secret),
+		Immutable:  &immutable,
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			keyToken: []byte(s.creds.token),
+			keyCert:  s.creds.certPEM,
+			keyKey:   s.creds.keyPEM,
+		},
+	}
+	if s.secret, err = s.c.Kube.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the session's Secret %s: %w", h.Secret, err)
+	}
+	np := NetworkPolicy(h, h.Secret)
+	np.OwnerReferences = []metav1.OwnerReference{s.owner()}
+	if _, err := s.c.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the session's NetworkPolicy %s: %w", np.Name, err)
+	}
+	return s.createPod(ctx)
+}
+
+// owner makes the session's Secret the owner of its pods and policy, so
+// the cluster's garbage collector removes them with it.
+func (s *Session) owner() metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: s.secret.Name, UID: s.secret.UID}
+}
+
+// createPod creates the session's next pod and makes it current.
+func (s *Session) createPod(ctx context.Context) error {
+	s.pods++
+	h := s.hands
+	h.Name = "airlock-" + s.id + "-" + strconv.Itoa(s.pods)
+	own := s.owner()
+	p := Pod(&h, time.Now(), &own)
+	if _, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the hands' pod %s: %w", h.Name, err)
+	}
+	s.pod = h.Name
+	s.log.Info("created the hands' pod", "namespace", h.Namespace, "pod", h.Name, "session", s.id)
+	return nil
+}
+
+// errGone says the pod (or claim) ended: make another.
+var errGone = errors.New("gone")
+
+// Dial returns a connection to the session's hands, waiting for the pod
+// to be ready, and replacing it when it has ended.
+func (s *Session) Dial(ctx context.Context) (toolserver.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.released, cancel)()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrReleased
+	}
+	var ip string
+	var err error
+	if s.mode == ModeSandbox {
+		ip, err = s.claimAddr(ctx)
+	} else {
+		ip, err = s.podAddr(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	url := "wss://" + net.JoinHostPort(ip, strconv.Itoa(int(s.hands.port()))) + "/"
+	return toolserver.DialWebSocket(ctx, url, s.creds.token, s.creds.clientTC)
+}
+
+// podAddr returns the current pod's IP once it is ready, replacing a pod
+// that ended.
+func (s *Session) podAddr(ctx context.Context) (string, error) {
+	for range 3 {
+		if s.pod == "" {
+			if err := s.createPod(ctx); err != nil {
+				return "", err
+			}
+		}
+		ip, err := s.waitPod(ctx, s.pod)
+		if !errors.Is(err, errGone) {
+			return ip, err
+		}
+		s.log.Warn("the hands' pod ended; replacing it", "pod", s.pod, "why", err)
+		s.deletePod(ctx, s.pod)
+		s.pod = ""
+	}
+	return "", errors.New("three pods in a row ended before they were ready: see kubectl describe pod -l " + LabelSession + "=" + s.id)
+}
+
+// waitPod watches the pod until it is ready (its IP) or ends (errGone).
+func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
+	pods := s.c.Kube.CoreV1().Pods(s.hands.Namespace)
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return "", fmt.Errorf("watching pod %s: %w", name, err)
+	}
+	defer w.Stop()
+	p, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("pod %s was deleted: %w", name, errGone)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading pod %s: %w", name, err)
+	}
+	for {
+		if ip, err := podState(p); ip != "" || err != nil {
+			return ip, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for pod %s to be ready: %w (kubectl describe pod -n %s %s)", name, ctx.Err(), s.hands.Namespace, name)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return "", fmt.Errorf("waiting for pod %s: the watch ended", name)
+			}
+			np, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || np.Name != name {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				return "", fmt.Errorf("pod %s was deleted: %w", name, errGone)
+			}
+			p = np
+		}
+	}
+}
+
+// podState is the pod's IP when it is ready, errGone when it has ended.
+func podState(p *corev1.Pod) (string, error) {
+	if p.DeletionTimestamp != nil {
+		return "", fmt.Errorf("pod %s is being deleted: %w", p.Name, errGone)
+	}
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		why := p.Status.Reason
+		if why == "" {
+			why = string(p.Status.Phase)
+		}
+		return "", fmt.Errorf("pod %s ended (%s): %w", p.Name, why, errGone)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+			return p.Status.PodIP, nil
+		}
+	}
+	return "", nil
+}
+
+func (s *Session) deletePod(ctx context.Context, name string) {
+	zero := int64(0)
+	err := s.c.Kube.CoreV1().Pods(s.hands.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil && !apierrors.IsNotFound(err) {
+		s.log.Warn("deleting the hands' pod", "pod", name, "err", err)
+	}
+}
+
+// Release deletes the session's pod, claim, policy and Secret. Dial fails
+// after it. It is safe to call more than once.
+func (s *Session) Release(ctx context.Context) error {
+	s.release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	ns := s.hands.Namespace
+	var errs []error
+	del := func(what string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
+		}
+	}
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	if s.claim != "" {
+		del("SandboxClaim "+s.claim, s.c.Dynamic.Resource(ClaimResource).Namespace(ns).Delete(ctx, s.claim, opts))
+		s.claim = ""
+	}
+	if s.pod != "" {
+		zero := int64(0)
+		del("pod "+s.pod, s.c.Kube.CoreV1().Pods(ns).Delete(ctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+		s.pod = ""
+	}
+	if s.secret != nil {
+		del("NetworkPolicy "+s.secret.Name, s.c.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, s.secret.Name, opts))
+		del("Secret "+s.secret.Name, s.c.Kube.CoreV1().Secrets(ns).Delete(ctx, s.secret.Name, opts))
+		s.secret = nil
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("releasing the hands of session %s (what is left expires at %s, or the next start removes it): %w",
+			s.id, s.hands.Expires.UTC().Format(time.RFC3339), errors.Join(errs...))
+	}
+	return nil
+}

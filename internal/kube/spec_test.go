@@ -1,0 +1,210 @@
+package kube
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
+
+	"github.com/airlockhq/airlock/grant"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden manifests in testdata and deploy/")
+
+// goldenHands are fixed Hands: the same manifests on every run.
+func goldenHands(hosts ...string) *Hands {
+	l := grant.DefaultLimits
+	return &Hands{
+		Name: "airlock-0123456789ab-1", Namespace: "agents", Session: "0123456789ab",
+		Broker: "broker-host_4242-98765", Template: "hands",
+		Image: "registry.example/airlock-hands@sha256:0123", Secret: "airlock-0123456789ab",
+		Expires: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC),
+		Mounts:  []Mount{{Path: "/work/project", Writable: true}, {Path: "/opt/reference"}},
+		Hosts:   hosts, Limits: l, RuntimeClass: "gvisor",
+	}
+}
+
+var goldenNow = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+
+// golden compares v's YAML with testdata/name (or path), rewriting it with -update.
+func golden(t *testing.T, path string, v any) {
+	t.Helper()
+	got, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./internal/kube -run %s -update writes it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the generated manifest (review, then go test ./internal/kube -run %s -update):\n%s", path, t.Name(), got)
+	}
+}
+
+// TestGoldenManifests pins the generated pod, policies and claim.
+func TestGoldenManifests(t *testing.T) {
+	h := goldenHands()
+	golden(t, "testdata/pod.yaml", Pod(h, goldenNow, nil))
+	golden(t, "testdata/networkpolicy-no-egress.yaml", NetworkPolicy(h, h.Secret))
+	hn := goldenHands("api.github.com", "*.pypi.org", "registry.example:5000")
+	hn.BrokerCIDRs = []string{"203.0.113.7/32"}
+	golden(t, "testdata/networkpolicy-hosts.yaml", NetworkPolicy(hn, hn.Secret))
+	golden(t, "testdata/sandboxclaim.yaml", Claim(h, "airlock-0123456789ab-1"))
+}
+
+// deployHands are the hands of the manifests in deploy/.
+func deployHands() *Hands {
+	return &Hands{
+		Namespace: "airlock-hands", Template: "hands",
+		Image:  "ghcr.io/airlockhq/airlock-hands:latest",
+		Mounts: []Mount{{Path: "/workspace", Writable: true}},
+		Limits: grant.DefaultLimits,
+	}
+}
+
+// TestDeployManifests keeps deploy/'s template and warm pool the output
+// of PodSpec and NetworkPolicy.
+func TestDeployManifests(t *testing.T) {
+	h := deployHands()
+	st, err := SandboxTemplate(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "../../deploy/sandbox/sandboxtemplate.yaml", st.Object)
+	golden(t, "../../deploy/sandbox/warmpool.yaml", WarmPool(h.Namespace, h.Template, 3).Object)
+	pt := &corev1.PodTemplate{}
+	pt.APIVersion, pt.Kind = "v1", "PodTemplate"
+	pt.Name, pt.Namespace = h.Template, h.Namespace
+	pt.Labels = map[string]string{LabelManagedBy: ManagedBy}
+	// The broker takes only the image and scheduling from it; the rest
+	// is PodSpec's, shown here for review.
+	hh := *h
+	hh.Secret = "airlock-SESSION"
+	pt.Template.Spec = PodSpec(&hh)
+	golden(t, "../../deploy/pods/podtemplate.yaml", pt)
+}
+
+// TestRestrictedPodSecurity runs the Kubernetes "restricted" Pod Security
+// Standard (k8s.io/pod-security-admission's own checks, latest version)
+// on the generated pod specs, and checks that the check catches a
+// weakened spec.
+func TestRestrictedPodSecurity(t *testing.T) {
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restricted := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
+	check := func(p *corev1.Pod) []string {
+		var bad []string
+		for _, r := range ev.EvaluatePod(restricted, &p.ObjectMeta, &p.Spec) {
+			if !r.Allowed {
+				bad = append(bad, r.ForbiddenReason+": "+r.ForbiddenDetail)
+			}
+		}
+		return bad
+	}
+	h := goldenHands("api.github.com")
+	for name, h := range map[string]*Hands{"session": h, "no runtime class": {Image: "x", Mounts: h.Mounts, Limits: h.Limits}, "deploy": deployHands()} {
+		if bad := check(Pod(h, goldenNow, nil)); len(bad) > 0 {
+			t.Errorf("%s: the pod spec fails the restricted standard:\n%s", name, strings.Join(bad, "\n"))
+		}
+	}
+	for name, weaken := range map[string]func(*corev1.PodSpec){
+		"capability kept":      func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Capabilities.Drop = nil },
+		"privilege escalation": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil },
+		"root": func(s *corev1.PodSpec) {
+			s.SecurityContext.RunAsNonRoot = nil
+			s.Containers[0].SecurityContext.RunAsNonRoot = nil
+		},
+		"no seccomp": func(s *corev1.PodSpec) {
+			s.SecurityContext.SeccompProfile = nil
+			s.Containers[0].SecurityContext.SeccompProfile = nil
+		},
+	} {
+		p := Pod(h, goldenNow, nil)
+		weaken(&p.Spec)
+		if len(check(p)) == 0 {
+			t.Errorf("%s: the restricted check let a weakened spec through", name)
+		}
+	}
+}
+
+// TestPodSpecLockedDown names each setting the issue asks of the pod,
+// beside the standard's checks: read-only root, no token, limits.
+func TestPodSpecLockedDown(t *testing.T) {
+	h := goldenHands()
+	s := PodSpec(h)
+	c := s.Containers[0]
+	switch {
+	case s.AutomountServiceAccountToken == nil || *s.AutomountServiceAccountToken:
+		t.Error("the service-account token is mounted")
+	case c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem:
+		t.Error("the root filesystem is writable")
+	case s.RuntimeClassName == nil || *s.RuntimeClassName != "gvisor":
+		t.Error("the grant's runtime class is not set")
+	case c.Resources.Limits.Memory().Value() != h.Limits.Memory+headroom:
+		t.Errorf("memory limit %v, want the grant's %d plus %d", c.Resources.Limits.Memory(), h.Limits.Memory, headroom)
+	}
+	for _, a := range c.Args {
+		if strings.Contains(a, "token") && !strings.HasPrefix(a, "--") && !strings.HasPrefix(a, secretDir) {
+			t.Errorf("argument %q looks like a token", a)
+		}
+	}
+	if len(c.Env) != 0 {
+		t.Errorf("the hands get environment %v; they get none", c.Env)
+	}
+}
+
+// TestRBACManifest: deploy/rbac.yaml grants every permission the broker
+// needs (the list the doctor checks), and no verb on any other resource.
+func TestRBACManifest(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.Role
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		if strings.Contains(doc, "\nkind: Role\n") {
+			if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					granted[g+"/"+res+"/"+v] = true
+				}
+			}
+		}
+	}
+	need := map[string]bool{}
+	for _, p := range permissions {
+		need[p.group+"/"+p.resource+"/"+p.verb] = true
+	}
+	if d := cmp.Diff(need, granted); d != "" {
+		t.Errorf("deploy/rbac.yaml's Role and what the broker needs differ (-need +granted):\n%s", d)
+	}
+}

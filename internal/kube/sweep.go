@@ -1,0 +1,105 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/airlockhq/airlock/internal/procid"
+)
+
+// Leftover is an object Sweep removed, and why.
+type Leftover struct {
+	Kind, Name, Why string
+}
+
+// Sweep removes from namespace what brokers left: every object labelled
+// app.kubernetes.io/managed-by=airlock whose expiry has passed, or whose
+// broker ran on this host and is gone. Objects of live brokers, and of
+// other hosts' brokers before their expiry, are kept. claims says whether
+// the cluster serves SandboxClaims.
+func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Leftover, error) {
+	host, _ := os.Hostname()
+	host = sanitizeLabel(host, 40)
+	now := time.Now()
+	var out []Leftover
+	var errs []error
+	stale := func(m metav1.Object) (string, bool) {
+		if exp, err := time.Parse(time.RFC3339, m.GetAnnotations()[AnnotationExpiry]); err == nil && now.After(exp) {
+			return "expired at " + exp.UTC().Format(time.RFC3339), true
+		}
+		b := m.GetLabels()[LabelBroker]
+		h, id, ok := strings.Cut(b, "_")
+		if ok && h == host && !procid.ID(id).Alive() {
+			return "its broker (" + b + ") is gone", true
+		}
+		return "", false
+	}
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
+	zero := int64(0)
+	bg := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{PropagationPolicy: &bg}
+	sweep := func(kind string, items []metav1.Object, remove func(name string) error) {
+		for _, m := range items {
+			why, ok := stale(m)
+			if !ok {
+				continue
+			}
+			if err := remove(m.GetName()); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("removing %s %s: %w", kind, m.GetName(), err))
+				continue
+			}
+			out = append(out, Leftover{Kind: kind, Name: m.GetName(), Why: why})
+		}
+	}
+	core, net := c.Kube.CoreV1(), c.Kube.NetworkingV1()
+	if claims {
+		rc := c.Dynamic.Resource(ClaimResource).Namespace(namespace)
+		l, err := rc.List(ctx, sel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing SandboxClaims: %w", err))
+		} else {
+			var ms []metav1.Object
+			for i := range l.Items {
+				ms = append(ms, &l.Items[i])
+			}
+			sweep("SandboxClaim", ms, func(n string) error { return rc.Delete(ctx, n, del) })
+		}
+	}
+	if l, err := core.Pods(namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("listing pods: %w", err))
+	} else {
+		var ms []metav1.Object
+		for i := range l.Items {
+			ms = append(ms, &l.Items[i])
+		}
+		sweep("Pod", ms, func(n string) error {
+			return core.Pods(namespace).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		})
+	}
+	if l, err := net.NetworkPolicies(namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("listing NetworkPolicies: %w", err))
+	} else {
+		var ms []metav1.Object
+		for i := range l.Items {
+			ms = append(ms, &l.Items[i])
+		}
+		sweep("NetworkPolicy", ms, func(n string) error { return net.NetworkPolicies(namespace).Delete(ctx, n, del) })
+	}
+	if l, err := core.Secrets(namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("listing Secrets: %w", err))
+	} else {
+		var ms []metav1.Object
+		for i := range l.Items {
+			ms = append(ms, &l.Items[i])
+		}
+		sweep("Secret", ms, func(n string) error { return core.Secrets(namespace).Delete(ctx, n, del) })
+	}
+	return out, errors.Join(errs...)
+}
