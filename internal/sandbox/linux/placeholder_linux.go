@@ -53,7 +53,7 @@ type placeholders struct {
 
 // heldDir is this process's hold on one placeholder.
 type heldDir struct {
-	n       int      // sandboxes of this process holding it
+	n       int      // sandboxes of this process holding it (0: a release is removing it)
 	f       *os.File // open directory with a shared flock
 	created bool     // this process created it
 }
@@ -195,10 +195,7 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 				return nil, err
 			}
 		}
-		if created {
-			// Best effort: without user xattrs the mark is simply absent.
-			_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
-		} else if !marked(f) || !emptyFile(f) {
+		if !created && (!marked(f) || !emptyFile(f)) {
 			f.Close()
 			return nil, nil // the user's own (or written to since)
 		}
@@ -206,8 +203,16 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 			f.Close()
 			return nil, err
 		}
+		if created {
+			// Locked before it is marked: no remover takes an unmarked
+			// placeholder, nor a locked one, so the one made here is
+			// still at sub and needs no check. Best effort: without user
+			// xattrs the mark is simply absent.
+			_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
+			return &heldDir{n: 1, f: f, created: true}, nil
+		}
 		if same(root, sub, f) {
-			return &heldDir{n: 1, f: f, created: created}, nil
+			return &heldDir{n: 1, f: f}, nil
 		}
 		f.Close() // a remover got there first
 	}
@@ -216,31 +221,80 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 
 // release drops this sandbox's hold on placeholders and removes those that
 // no airlock process holds any more, deepest first, if they are still empty.
+// It takes p.mu for one placeholder at a time, so a claim's hold never
+// waits for more than one removal: it takes back (as its own, with no
+// syscall) every placeholder this release has not removed yet.
 func (p *placeholders) release(held []string) {
+	type gone struct {
+		host string
+		h    *heldDir
+	}
+	var rm []gone
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i := len(held) - 1; i >= 0; i-- {
-		host := held[i]
-		h := p.refs[host]
-		if h == nil {
-			continue
-		}
-		if h.n--; h.n > 0 {
-			continue
-		}
-		delete(p.refs, host)
-		if (h.created || marked(h.f)) && flock(h.f, unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if root, err := os.OpenRoot(filepath.Dir(host)); err == nil {
-				name := filepath.Base(host)
-				if same(root, name, h.f) && emptyFile(h.f) {
-					_ = root.Remove(name) // fails, and keeps it, if a non-empty directory
-				}
-				root.Close()
+		if h := p.refs[held[i]]; h != nil {
+			if h.n--; h.n == 0 {
+				rm = append(rm, gone{held[i], h}) // in refs until removed
 			}
 		}
-		h.f.Close()
 	}
+	p.mu.Unlock()
+	dirs := map[string]*os.File{} // parent directories, opened once
+	for _, g := range rm {
+		p.mu.Lock()
+		if p.refs[g.host] == g.h && g.h.n == 0 {
+			delete(p.refs, g.host)
+			if (g.h.created || marked(g.h.f)) && flock(g.h.f, unix.LOCK_EX|unix.LOCK_NB) == nil {
+				removeHeld(dirs, g.host, g.h.f)
+			}
+			g.h.f.Close()
+		}
+		p.mu.Unlock()
+		if afterRemove != nil {
+			afterRemove()
+		}
+	}
+	for _, d := range dirs {
+		if d != nil {
+			d.Close()
+		}
+	}
+	p.mu.Lock()
 	p.forget()
+	p.mu.Unlock()
+}
+
+// afterRemove, when set (by tests), runs after each placeholder a release
+// has removed, with p.mu free.
+var afterRemove func()
+
+// removeHeld removes host, the placeholder f holds with an exclusive lock,
+// if the path still names it and it is empty: through its parent directory
+// (opened once per release, in dirs), so nothing is followed but the
+// parent's path, as os.OpenRoot would.
+func removeHeld(dirs map[string]*os.File, host string, f *os.File) {
+	parent, name := filepath.Dir(host), filepath.Base(host)
+	d, ok := dirs[parent]
+	if !ok {
+		d, _ = os.OpenFile(parent, os.O_RDONLY|unix.O_DIRECTORY, 0)
+		dirs[parent] = d
+	}
+	if d == nil {
+		return
+	}
+	var held, cur unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Fstatat(int(d.Fd()), name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		held.Dev != cur.Dev || held.Ino != cur.Ino {
+		return // not the placeholder any more
+	}
+	switch held.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		_ = unix.Unlinkat(int(d.Fd()), name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
+	case unix.S_IFREG:
+		if held.Size == 0 {
+			_ = unix.Unlinkat(int(d.Fd()), name, 0)
+		}
+	}
 }
 
 // holding reports whether host path p, whose lstat is st, is a
