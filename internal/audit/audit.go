@@ -1,8 +1,19 @@
 // Package audit writes and reads airlock's call records: one JSON line per
 // call (and per background start and end, and per egress decision), appended
-// to a session's records file and synced before the call's result is
-// returned. A record that cannot be written is an error the broker turns into
-// a refused call; a record is never dropped silently.
+// to a session's records file before the call's result is returned. A record
+// that cannot be written is an error the broker turns into a refused call; a
+// record is never dropped silently.
+//
+// Durability: Write returns once the record's line is written to the file
+// (write(2)), so it is in the kernel's page cache and survives the broker's
+// death (kill -9, a crash) whole. The log's syncer goroutine then fsyncs the
+// file, coalescing every record written while the previous fsync ran into
+// the next one, so a call never waits for the disk. Only a power loss or a
+// kernel crash can lose records: those written since the last fsync
+// completed (on an idle log, none; under load, the last few milliseconds'
+// worth). A failed fsync fails the log like a failed write: every later Write
+// returns the error, so the broker refuses further calls. Close waits for
+// the syncer, syncs what is left and reports any failure.
 package audit
 
 import (
@@ -101,10 +112,17 @@ var ErrClosed = errors.New("audit log is closed")
 
 // Log appends records to one file. It is safe for concurrent use.
 type Log struct {
-	mu   sync.Mutex
-	f    *os.File
-	path string
-	err  error // the first write failure; the log stays failed
+	mu     sync.Mutex
+	f      *os.File // nil once closed
+	path   string
+	err    error // the first write or sync failure; the log stays failed
+	dirty  bool  // written since the syncer last started an fsync
+	closed bool
+
+	file   *os.File             // the file, for the syncer and Close
+	sync   func(*os.File) error // (*os.File).Sync; tests replace it
+	kick   chan struct{}        // one pending "dirty" signal for the syncer
+	synced chan struct{}        // closed when the syncer has exited
 }
 
 // Open opens (creating if needed) the records file in dir.
@@ -117,7 +135,43 @@ func Open(dir string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}
-	return &Log{f: f, path: path}, nil
+	l := &Log{f: f, file: f, path: path, sync: (*os.File).Sync, kick: make(chan struct{}, 1), synced: make(chan struct{})}
+	go l.syncer()
+	return l, nil
+}
+
+// syncer fsyncs the file whenever a record was written since its last
+// fsync started; records written during an fsync share the next one. It
+// exits when Close closes kick.
+func (l *Log) syncer() {
+	defer close(l.synced)
+	for range l.kick {
+		if err := l.syncDirty(); err != nil {
+			return
+		}
+	}
+}
+
+// syncDirty fsyncs the file if anything was written since the last fsync
+// started. A failure fails the log and is returned.
+func (l *Log) syncDirty() error {
+	l.mu.Lock()
+	if !l.dirty || l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		return err
+	}
+	l.dirty = false
+	l.mu.Unlock()
+	if err := l.sync(l.file); err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.err == nil {
+			l.err = fmt.Errorf("syncing audit log %s: %w", l.path, err)
+		}
+		return l.err
+	}
+	return nil
 }
 
 // Path returns the file the log writes.
@@ -133,8 +187,9 @@ func (l *Log) Healthy() error {
 	return l.err
 }
 
-// Write appends r as one line and syncs it to disk. Once a write has failed,
-// every later write fails with the same error.
+// Write appends r as one line. It returns once the line is written to the
+// file; the syncer fsyncs it soon after (see the package doc). Once a write
+// or a sync has failed, every later write fails with the same error.
 func (l *Log) Write(r Record) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
@@ -156,22 +211,32 @@ func (l *Log) Write(r Record) error {
 		l.err = fmt.Errorf("writing audit log %s: %w", l.path, err)
 		return l.err
 	}
-	if err := l.f.Sync(); err != nil {
-		l.err = fmt.Errorf("syncing audit log %s: %w", l.path, err)
-		return l.err
+	l.dirty = true
+	select {
+	case l.kick <- struct{}{}:
+	default: // the syncer has a signal pending already
 	}
 	return nil
 }
 
-// Close closes the file.
+// Close stops the syncer, syncs the records it had not synced yet and
+// closes the file. It returns the log's failure, if a write or a sync ever
+// failed, or the final sync's or close's.
 func (l *Log) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.closed {
+		l.mu.Unlock()
 		return nil
 	}
-	err := l.f.Close()
-	l.f = nil
+	l.closed = true
+	l.f = nil // later writes fail with ErrClosed
+	close(l.kick)
+	l.mu.Unlock()
+	<-l.synced
+	err := l.syncDirty()
+	if cerr := l.file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("closing audit log %s: %w", l.path, cerr)
+	}
 	return err
 }
 

@@ -174,7 +174,7 @@ func recoverSession(root, session, dir string, o owner) error {
 	if err != nil {
 		return err
 	}
-	defer lg.Close()
+	defer lg.Close() // after a failed write; the records are synced below
 	why := "the broker (pid " + strconv.Itoa(o.Process.PID()) + ") ended before this was recorded as finished"
 	for _, f := range flights {
 		rec := Record{Session: session, Tool: f.Tool, Class: ClassInterrupted, Detail: why}
@@ -189,6 +189,11 @@ func recoverSession(root, session, dir string, o owner) error {
 		}
 	}
 	if err := lg.Write(Record{Kind: KindSession, Session: session, Decision: "close", Class: ClassInterrupted, Detail: why}); err != nil {
+		return err
+	}
+	// The records are on disk before the live directory that stood for
+	// them goes.
+	if err := lg.Close(); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
@@ -57,6 +60,61 @@ func TestHoldUsesTheGrantHoldingTheParent(t *testing.T) {
 	for _, hidden := range []string{filepath.Join(w, "ro"), filepath.Join(ro, ".git")} {
 		if _, err := os.Lstat(hidden); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: %v, want no placeholder", hidden, err)
+		}
+	}
+}
+
+// TestHoldDuringRelease: a claim's hold while another call's release is
+// removing its placeholders does not wait for the release: it takes back,
+// as they are, those not removed yet, and makes the rest anew. Every
+// placeholder exists while a call holds it and none once both are done.
+func TestHoldDuringRelease(t *testing.T) {
+	dir := t.TempDir()
+	g, err := grant.FromFlags(dir, grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &initproto.Config{Mounts: []initproto.Mount{{Source: dir, Target: dir, Writable: true}},
+		Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs()}
+	var p placeholders
+	first, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]*heldDir{}
+	for _, h := range first {
+		before[h] = p.refs[h]
+	}
+	removed, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	afterRemove = func() { once.Do(func() { close(removed); <-resume }) }
+	defer func() { afterRemove = nil }()
+	done := make(chan struct{})
+	go func() { p.release(first); close(done) }()
+	<-removed // one placeholder is gone; the release is paused
+	second, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	<-done
+	kept := 0
+	for _, h := range second {
+		var st unix.Stat_t
+		if err := unix.Lstat(h, &st); err != nil {
+			t.Errorf("placeholder %s missing while a call holds it: %v", h, err)
+		}
+		if p.refs[h] == before[h] {
+			kept++ // the same open, locked placeholder: taken back
+		}
+	}
+	if len(second) != len(first) || kept != len(first)-1 {
+		t.Errorf("the second hold has %d placeholders, %d taken back from the paused release; want %d and %d", len(second), kept, len(first), len(first)-1)
+	}
+	p.release(second)
+	for _, h := range second {
+		if _, err := os.Lstat(h); !os.IsNotExist(err) {
+			t.Errorf("placeholder %s left after every release: %v", h, err)
 		}
 	}
 }

@@ -54,9 +54,15 @@ type placeholders struct {
 
 // heldDir is this process's hold on one placeholder.
 type heldDir struct {
-	n       int      // sandboxes of this process holding it
+	n       int      // sandboxes of this process holding it (0: a release is removing it)
 	f       *os.File // open directory with a shared flock
 	created bool     // this process created it
+	// own: it was there, unmarked or not empty: the user's own, or
+	// another process's placeholder in the moment between its creation
+	// and its mark. It is locked all the same, so that process cannot
+	// remove it while a sandbox of this one relies on it, but it is not
+	// listed as a placeholder, and removed only if it is one by then.
+	own bool
 }
 
 // hold makes sure that, for each denied or read-only path of cfg inside a
@@ -106,7 +112,9 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			if h := p.refs[host]; h != nil {
 				h.n++
 				held = append(held, host)
-				cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
+				if !h.own {
+					cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
+				}
 				continue
 			}
 			h, err := lockPlaceholder(root, sub, i < len(parts)-1 || leafDir)
@@ -114,11 +122,13 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 				return held, fmt.Errorf("protected path %s: %w", host, err)
 			}
 			if h == nil {
-				break // the user's own file, symlink or directory: the init handles it
+				break // not of the kind asked (a symlink, a file for a directory): the init binds or covers it
 			}
 			p.refs[host] = h
 			held = append(held, host)
-			cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
+			if !h.own {
+				cfg.Placeholders = append(cfg.Placeholders, filepath.Join(m.Target, sub))
+			}
 		}
 	}
 	slices.Sort(cfg.Placeholders)
@@ -151,8 +161,9 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 
 // lockPlaceholder creates (or finds) the placeholder sub beneath root, a
 // directory when dir is set and an empty file otherwise, and takes a
-// shared lock on it. It returns nil for anything that is the user's own
-// (exists and is not marked as a placeholder, or is not of the kind asked).
+// shared lock on it. What exists unmarked (or not empty) is held as own
+// (see heldDir). It returns nil for what is not of the kind asked, which
+// the init binds or covers as it is.
 func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		// Most placeholders are missing files: one openat creates and
@@ -196,19 +207,21 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 				return nil, err
 			}
 		}
-		if created {
-			// Best effort: without user xattrs the mark is simply absent.
-			_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
-		} else if !marked(f) || !emptyFile(f) {
-			f.Close()
-			return nil, nil // the user's own (or written to since)
-		}
+		own := !created && (!marked(f) || !emptyFile(f))
 		if err := flock(f, unix.LOCK_SH); err != nil {
 			f.Close()
 			return nil, err
 		}
+		if created {
+			// Locked before it is marked: no remover takes an unmarked
+			// placeholder, nor a locked one, so the one made here is
+			// still at sub and needs no check. Best effort: without user
+			// xattrs the mark is simply absent.
+			_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
+			return &heldDir{n: 1, f: f, created: true}, nil
+		}
 		if same(root, sub, f) {
-			return &heldDir{n: 1, f: f, created: created}, nil
+			return &heldDir{n: 1, f: f, own: own}, nil
 		}
 		f.Close() // a remover got there first
 	}
@@ -217,31 +230,80 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 
 // release drops this sandbox's hold on placeholders and removes those that
 // no airlock process holds any more, deepest first, if they are still empty.
+// It takes p.mu for one placeholder at a time, so a claim's hold never
+// waits for more than one removal: it takes back (as its own, with no
+// syscall) every placeholder this release has not removed yet.
 func (p *placeholders) release(held []string) {
+	type gone struct {
+		host string
+		h    *heldDir
+	}
+	var rm []gone
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i := len(held) - 1; i >= 0; i-- {
-		host := held[i]
-		h := p.refs[host]
-		if h == nil {
-			continue
-		}
-		if h.n--; h.n > 0 {
-			continue
-		}
-		delete(p.refs, host)
-		if (h.created || marked(h.f)) && flock(h.f, unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if root, err := os.OpenRoot(filepath.Dir(host)); err == nil {
-				name := filepath.Base(host)
-				if same(root, name, h.f) && emptyFile(h.f) {
-					_ = root.Remove(name) // fails, and keeps it, if a non-empty directory
-				}
-				root.Close()
+		if h := p.refs[held[i]]; h != nil {
+			if h.n--; h.n == 0 {
+				rm = append(rm, gone{held[i], h}) // in refs until removed
 			}
 		}
-		h.f.Close()
 	}
+	p.mu.Unlock()
+	dirs := map[string]*os.File{} // parent directories, opened once
+	for _, g := range rm {
+		p.mu.Lock()
+		if p.refs[g.host] == g.h && g.h.n == 0 {
+			delete(p.refs, g.host)
+			if (g.h.created || marked(g.h.f)) && flock(g.h.f, unix.LOCK_EX|unix.LOCK_NB) == nil {
+				removeHeld(dirs, g.host, g.h.f)
+			}
+			g.h.f.Close()
+		}
+		p.mu.Unlock()
+		if afterRemove != nil {
+			afterRemove()
+		}
+	}
+	for _, d := range dirs {
+		if d != nil {
+			d.Close()
+		}
+	}
+	p.mu.Lock()
 	p.forget()
+	p.mu.Unlock()
+}
+
+// afterRemove, when set (by tests), runs after each placeholder a release
+// has removed, with p.mu free.
+var afterRemove func()
+
+// removeHeld removes host, the placeholder f holds with an exclusive lock,
+// if the path still names it and it is empty: through its parent directory
+// (opened once per release, in dirs), so nothing is followed but the
+// parent's path, as os.OpenRoot would.
+func removeHeld(dirs map[string]*os.File, host string, f *os.File) {
+	parent, name := filepath.Dir(host), filepath.Base(host)
+	d, ok := dirs[parent]
+	if !ok {
+		d, _ = os.OpenFile(parent, os.O_RDONLY|unix.O_DIRECTORY, 0)
+		dirs[parent] = d
+	}
+	if d == nil {
+		return
+	}
+	var held, cur unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Fstatat(int(d.Fd()), name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		held.Dev != cur.Dev || held.Ino != cur.Ino {
+		return // not the placeholder any more
+	}
+	switch held.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		_ = unix.Unlinkat(int(d.Fd()), name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
+	case unix.S_IFREG:
+		if held.Size == 0 {
+			_ = unix.Unlinkat(int(d.Fd()), name, 0)
+		}
+	}
 }
 
 // holding reports whether host path p, whose lstat is st, is a
@@ -250,7 +312,7 @@ func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.refs[path]
-	if h == nil {
+	if h == nil || h.own {
 		return false
 	}
 	var hs unix.Stat_t

@@ -68,6 +68,7 @@ func reportP50(b *testing.B, ds []time.Duration) {
 // between an agent's calls).
 func benchCall(b *testing.B, be *linux.Backend, spec *sandbox.Spec, input, want string, warmOnly bool) {
 	ds := make([]time.Duration, 0, b.N)
+	warm, readyMax := 0, 0
 	if err := be.Prewarm(spec); err != nil {
 		b.Fatal(err)
 	}
@@ -86,12 +87,23 @@ func benchCall(b *testing.B, be *linux.Backend, spec *sandbox.Spec, input, want 
 		if err != nil || res.ExitCode != 0 || !strings.Contains(so.String(), want) {
 			b.Fatalf("Run: %v %+v stdout %q stderr %q", err, res, so.String(), se.String())
 		}
-		if warmOnly && !slices.Contains(res.Isolation.Features, "warm") {
+		isWarm := slices.Contains(res.Isolation.Features, "warm")
+		if warmOnly && !isWarm {
 			b.Fatalf("call %d was not warm", i)
 		}
+		if isWarm {
+			warm++
+		}
+		readyMax = max(readyMax, be.Warm(spec))
 	}
 	b.StopTimer()
 	reportP50(b, ds)
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[min(len(ds)-1, len(ds)*99/100)].Nanoseconds()), "p99-ns")
+	// Back to back, how many calls found a warm sandbox, and the most the
+	// pool held ready (it grows when calls outrun it).
+	b.ReportMetric(100*float64(warm)/float64(b.N), "warm-%")
+	b.ReportMetric(float64(readyMax), "ready-max")
 }
 
 // BenchmarkCatDirect is the baseline: fork+exec of cat on the 4 KiB file,
