@@ -290,7 +290,11 @@ func (s *Session) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	s.stopAll()
-	s.closePool()
+	// Every call and background work has ended: the session's records are
+	// complete, and are closed before the pool drains. Its warm sandboxes
+	// hold nothing of the user's and are no calls, and tearing them down
+	// can take a while on a loaded machine, long enough for a client that
+	// gives its server a few seconds after closing stdin to kill it first.
 	err := s.log.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "close"})
 	if cerr := s.log.Close(); err == nil {
 		err = cerr
@@ -298,6 +302,7 @@ func (s *Session) Close() error {
 	if err == nil {
 		err = s.live.Close()
 	}
+	s.closePool()
 	s.closeErr = err
 	return err
 }
