@@ -108,7 +108,7 @@ func deadBroker(t testing.TB) string {
 }
 
 // TestSweepAfterBrokerCrash: what a killed broker left (pod, Secret,
-// policy, claim) and what is past its expiry is removed; a live broker's
+// policy, workspace claim, SandboxClaim) and what is past its expiry is removed; a live broker's
 // objects, another host's before expiry, and objects not airlock's stay.
 func TestSweepAfterBrokerCrash(t *testing.T) {
 	c := newCluster(t, true)
@@ -139,6 +139,9 @@ func TestSweepAfterBrokerCrash(t *testing.T) {
 		if _, err := c.kube.NetworkingV1().NetworkPolicies(testNS).Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := c.kube.CoreV1().PersistentVolumeClaims(testNS).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": SandboxGroupVersion.String(), "kind": "SandboxClaim"}}
 		u.SetName(o.name)
 		u.SetNamespace(testNS)
@@ -156,12 +159,12 @@ func TestSweepAfterBrokerCrash(t *testing.T) {
 	for _, l := range removed {
 		got[l.Name]++
 	}
-	if got["crashed"] != 4 || got["expired"] != 4 || len(got) != 2 {
-		t.Fatalf("removed %v, want the 4 objects each of crashed and expired", removed)
+	if got["crashed"] != 5 || got["expired"] != 5 || len(got) != 2 {
+		t.Fatalf("removed %v, want the 5 objects each of crashed and expired", removed)
 	}
 	for _, keep := range []string{"live", "other-host", "not-ours"} {
-		if n := len(left(t, c, keep)); n != 4 {
-			t.Errorf("%s: %d kinds left, want all 4", keep, n)
+		if n := len(left(t, c, keep)); n != 5 {
+			t.Errorf("%s: %d kinds left, want all 5", keep, n)
 		}
 	}
 }
