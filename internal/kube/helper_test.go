@@ -30,9 +30,18 @@ import (
 // each connection runs Connect over a pair of pipes, as a spawned helper
 // would over its stdin and stdout. done receives each Connect's error.
 func helperDial(t testing.TB, c *cluster, done chan<- error) func(context.Context) (toolserver.Conn, error) {
+	return helperDialWith(t, c, done, nil)
+}
+
+// helperDialWith is helperDial with edit (if not nil) applied to the
+// request before it is encoded.
+func helperDialWith(t testing.TB, c *cluster, done chan<- error, edit func(*kubereq.Request)) func(context.Context) (toolserver.Conn, error) {
 	req, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&req)
 	}
 	req, err = kubereq.Decode(req.Encode())
 	if err != nil {
@@ -81,6 +90,45 @@ func TestHelperRelay(t *testing.T) {
 	}
 	c.waitStarted()
 	readA(t, c, b)
+	b.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the helper's connection ended with %v after the broker closed it", err)
+	}
+	if got := left(t, c, ""); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
+}
+
+// TestHelperWorkspaceClaim: through the helper, a request with a
+// workspace size gets the connection's pod a claim of that size, where
+// the agent-sandbox API is served too (warm pods cannot mount it), and
+// the broker's closing removes it with the rest.
+func TestHelperWorkspaceClaim(t *testing.T) {
+	c := newCluster(t, true)
+	done := make(chan error, 4)
+	b, err := toolserver.New(context.Background(), &toolserver.Options{
+		Endpoint:  "kube://" + testNS + "/hands",
+		Dial:      helperDialWith(t, c, done, func(r *kubereq.Request) { r.WorkspaceSize = "5Gi" }),
+		Heartbeat: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.waitStarted()
+	readA(t, c, b)
+	ctx := context.Background()
+	p, err := c.kube.CoreV1().Pods(testNS).Get(ctx, first, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the helper's hands are not a plain pod: %v", err)
+	}
+	claim := workspaceClaim(t, p, c.root)
+	pvc, err := c.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("pod %s's workspace claim %q: %v", first, claim, err)
+	}
+	if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "5Gi" {
+		t.Errorf("claim size %s, want 5Gi", q.String())
+	}
 	b.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("the helper's connection ended with %v after the broker closed it", err)

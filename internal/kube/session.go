@@ -72,8 +72,9 @@ const DefaultTTL = 12 * time.Hour
 type Options struct {
 	Target  Target
 	Clients *Clients
-	// Hands holds the grant's part (HandsFor) and the optional
-	// RuntimeClass, Workspace claim and BrokerCIDRs; the rest is filled in.
+	// Hands holds the grant's part (HandsFor: paths, hosts, limits,
+	// RuntimeClass, WorkspaceSize and WorkspaceClass) and the optional
+	// Workspace (an existing claim) and BrokerCIDRs; the rest is filled in.
 	Hands Hands
 	// TTL bounds the session's objects (default DefaultTTL).
 	TTL  time.Duration
@@ -193,7 +194,7 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 func pickMode(c *Clients, m Mode, h *Hands) (Mode, error) {
 	switch {
 	case m == ModeSandbox && (h.WorkspaceSize != "" || h.Workspace != ""):
-		return "", errors.New("remote.workspace_size: agent-sandbox warm pods cannot mount a per-session PersistentVolumeClaim (they are warmed before the session exists); use plain Pods or drop the workspace claim")
+		return "", errors.New("a workspace claim (the grant's remote.workspace_size): agent-sandbox warm pods cannot mount a per-session PersistentVolumeClaim (they are warmed before the session exists); use plain Pods or drop the workspace claim")
 	case m != ModeAuto:
 		return m, nil
 	case h.WorkspaceSize != "" || h.Workspace != "":

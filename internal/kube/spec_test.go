@@ -133,7 +133,9 @@ func TestRestrictedPodSecurity(t *testing.T) {
 		return bad
 	}
 	h := goldenHands("api.github.com")
-	for name, h := range map[string]*Hands{"session": h, "no runtime class": {Image: "x", Mounts: h.Mounts, Limits: h.Limits}, "deploy": deployHands()} {
+	hw := goldenHands()
+	hw.Workspace = hw.Secret
+	for name, h := range map[string]*Hands{"session": h, "workspace claim": hw, "no runtime class": {Image: "x", Mounts: h.Mounts, Limits: h.Limits}, "deploy": deployHands()} {
 		if bad := check(Pod(h, goldenNow, nil)); len(bad) > 0 {
 			t.Errorf("%s: the pod spec fails the restricted standard:\n%s", name, strings.Join(bad, "\n"))
 		}
