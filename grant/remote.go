@@ -9,6 +9,13 @@ import (
 // kubeName is a DNS label, as Kubernetes names namespaces and templates.
 var kubeName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
+// kubeSubdomain is a DNS subdomain, as Kubernetes names StorageClasses.
+var kubeSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// kubeSize is a Kubernetes quantity of bytes: a number and an optional
+// binary (Ki, Mi, Gi, Ti, Pi, Ei) or decimal (k, M, G, T, P, E) suffix.
+var kubeSize = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$`)
+
 // Remote says where a session's sandboxes run when they are not on this
 // host: remote hands (an `airlock tool-server`), from the grant's [remote]
 // table. The zero Remote means the local sandbox.
@@ -26,6 +33,14 @@ type Remote struct {
 	// RuntimeClass is the runtimeClassName of a kube:// endpoint's pods
 	// (gvisor, kata); empty for the template's or the cluster's default.
 	RuntimeClass string
+	// WorkspaceSize asks a kube:// endpoint's plain pods for a
+	// PersistentVolumeClaim of this size (a Kubernetes quantity: "10Gi")
+	// as the volume of the first granted path, one per session, kept
+	// while the session's pods come and go; empty for an emptyDir.
+	WorkspaceSize string
+	// WorkspaceClass is that claim's storageClassName; empty for the
+	// cluster's default StorageClass.
+	WorkspaceClass string
 }
 
 // Remote returns the grant's [remote] table; the zero Remote when it has none.
@@ -44,10 +59,12 @@ func remoteFromTOML(s *spec, v any, key []string, ps *problems) {
 		}
 	}
 	walkTable(v, key, ps, map[string]func(any, []string){
-		"endpoint":      str(&s.remote.Endpoint),
-		"token":         str(&s.remote.Token),
-		"ca":            str(&s.remote.CA),
-		"runtime_class": str(&s.remote.RuntimeClass),
+		"endpoint":        str(&s.remote.Endpoint),
+		"token":           str(&s.remote.Token),
+		"ca":              str(&s.remote.CA),
+		"runtime_class":   str(&s.remote.RuntimeClass),
+		"workspace_size":  str(&s.remote.WorkspaceSize),
+		"workspace_class": str(&s.remote.WorkspaceClass),
 	})
 	s.remoteSet = true
 }
@@ -87,6 +104,26 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 	}
 	if r.RuntimeClass != "" && (!strings.HasPrefix(ep, "kube://") || !kubeName.MatchString(r.RuntimeClass) || len(r.RuntimeClass) > 63) {
 		ps.add(key("runtime_class"), "%q: only for a kube:// endpoint, and a DNS label", r.RuntimeClass)
+	}
+	kube := strings.HasPrefix(ep, "kube://")
+	if r.WorkspaceSize != "" {
+		m := kubeSize.FindStringSubmatch(r.WorkspaceSize)
+		switch {
+		case !kube:
+			ps.add(key("workspace_size"), "%q: only for a kube:// endpoint", r.WorkspaceSize)
+		case m == nil:
+			ps.add(key("workspace_size"), "%q is not a Kubernetes quantity of bytes: a number and an optional Ki, Mi, Gi, Ti (or k, M, G, T) suffix, as \"10Gi\"", r.WorkspaceSize)
+		case strings.Trim(m[1], "0.") == "":
+			ps.add(key("workspace_size"), "%q: the workspace needs a size above zero", r.WorkspaceSize)
+		}
+	}
+	if r.WorkspaceClass != "" {
+		switch {
+		case r.WorkspaceSize == "":
+			ps.add(key("workspace_class"), "%q needs remote.workspace_size: the class is of the workspace's claim", r.WorkspaceClass)
+		case !kubeSubdomain.MatchString(r.WorkspaceClass) || len(r.WorkspaceClass) > 253:
+			ps.add(key("workspace_class"), "%q is not a StorageClass name (a DNS subdomain: lower-case letters, digits, '-' and '.')", r.WorkspaceClass)
+		}
 	}
 	switch {
 	case r.Token == "":

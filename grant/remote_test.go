@@ -50,6 +50,38 @@ token = "env:T"`, grant.Remote{}, "a kube endpoint takes no token"},
 endpoint = "wss://hands:8443"
 token = "env:T"
 runtime_class = "gvisor"`, grant.Remote{}, "remote.runtime_class"},
+		{"kube workspace", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "10Gi"
+workspace_class = "fast-ssd.example.com"`, grant.Remote{Endpoint: "kube://agents/hands", WorkspaceSize: "10Gi", WorkspaceClass: "fast-ssd.example.com"}, ""},
+		{"kube workspace decimal", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "1.5G"`, grant.Remote{Endpoint: "kube://agents/hands", WorkspaceSize: "1.5G"}, ""},
+		{"kube workspace bytes", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "1073741824"`, grant.Remote{Endpoint: "kube://agents/hands", WorkspaceSize: "1073741824"}, ""},
+		{"workspace size not a quantity", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "10GB"`, grant.Remote{}, `remote.workspace_size: "10GB" is not a Kubernetes quantity`},
+		{"workspace size negative", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "-1Gi"`, grant.Remote{}, `remote.workspace_size: "-1Gi" is not a Kubernetes quantity`},
+		{"workspace size zero", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "0.0Gi"`, grant.Remote{}, "remote.workspace_size: \"0.0Gi\": the workspace needs a size above zero"},
+		{"workspace size not a string", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = 10`, grant.Remote{}, "remote.workspace_size: must be a string"},
+		{"workspace size off kube", `[remote]
+endpoint = "stdio:x"
+workspace_size = "10Gi"`, grant.Remote{}, `remote.workspace_size: "10Gi": only for a kube:// endpoint`},
+		{"workspace class without size", `[remote]
+endpoint = "kube://agents/hands"
+workspace_class = "standard"`, grant.Remote{}, "remote.workspace_class: \"standard\" needs remote.workspace_size"},
+		{"workspace class bad name", `[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "10Gi"
+workspace_class = "Fast_SSD"`, grant.Remote{}, `remote.workspace_class: "Fast_SSD" is not a StorageClass name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := t.TempDir()

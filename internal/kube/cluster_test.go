@@ -301,17 +301,27 @@ func (c *cluster) waitStarted() string {
 // acquire opens kube hands for one session on c.
 func (c *cluster) acquire(mode Mode) *Session {
 	c.t.Helper()
-	r, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	h := HandsFor(r)
-	h.Port = c.port
-	s, err := Acquire(context.Background(), &Options{Target: Target{Namespace: testNS, Template: "hands"}, Clients: c.clients, Hands: h, Mode: mode})
+	s, err := c.acquireWith(mode, nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return s
+}
+
+// acquireWith opens kube hands for one session on c, with edit (if not
+// nil) applied to the request first.
+func (c *cluster) acquireWith(mode Mode, edit func(*kubereq.Request)) (*Session, error) {
+	c.t.Helper()
+	r, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&r)
+	}
+	h := HandsFor(r)
+	h.Port = c.port
+	return Acquire(context.Background(), &Options{Target: Target{Namespace: testNS, Template: "hands"}, Clients: c.clients, Hands: h, Mode: mode})
 }
 
 // remote connects a toolserver.Backend through s.

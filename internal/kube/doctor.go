@@ -31,6 +31,8 @@ var permissions = []permission{
 	{"", "pods", "watch", false}, {"", "pods", "delete", false},
 	{"", "secrets", "create", false}, {"", "secrets", "get", false}, {"", "secrets", "list", false}, {"", "secrets", "delete", false},
 	{"", "podtemplates", "get", false},
+	{"", "persistentvolumeclaims", "create", false}, {"", "persistentvolumeclaims", "get", false},
+	{"", "persistentvolumeclaims", "list", false}, {"", "persistentvolumeclaims", "delete", false},
 	{"networking.k8s.io", "networkpolicies", "create", false}, {"networking.k8s.io", "networkpolicies", "list", false},
 	{"networking.k8s.io", "networkpolicies", "delete", false},
 	{SandboxGroupVersion.Group, "sandboxclaims", "create", true}, {SandboxGroupVersion.Group, "sandboxclaims", "get", true},

@@ -35,26 +35,23 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	mode := o.Mode
-	if mode == ModeAuto {
-		ok, err := HasSandboxAPI(o.Clients)
-		if err != nil {
-			return fmt.Errorf("%s: asking the cluster which APIs it serves: %w", t, err)
-		}
-		mode = ModePods
-		if ok {
-			mode = ModeSandbox
-		}
+	h := HandsFor(req)
+	h.Port = o.Port
+	mode, err := pickMode(o.Clients, o.Mode, &h)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t, err)
 	}
-	left, err := Sweep(ctx, o.Clients, t.Namespace, mode == ModeSandbox)
+	sandbox := mode == ModeSandbox
+	if !sandbox && o.Mode == ModeAuto && h.WorkspaceSize != "" {
+		sandbox, _ = HasSandboxAPI(o.Clients) // sweep the claims too
+	}
+	left, err := Sweep(ctx, o.Clients, t.Namespace, sandbox)
 	for _, l := range left {
 		logger.Info("removed a leftover", "kind", l.Kind, "name", l.Name, "why", l.Why)
 	}
 	if err != nil {
 		logger.Warn("removing leftovers", "err", err)
 	}
-	h := HandsFor(req)
-	h.Port = o.Port
 	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Logger: logger})
 	if err != nil {
 		return err

@@ -30,9 +30,18 @@ import (
 // each connection runs Connect over a pair of pipes, as a spawned helper
 // would over its stdin and stdout. done receives each Connect's error.
 func helperDial(t testing.TB, c *cluster, done chan<- error) func(context.Context) (toolserver.Conn, error) {
+	return helperDialWith(t, c, done, nil)
+}
+
+// helperDialWith is helperDial with edit (if not nil) applied to the
+// request before it is encoded.
+func helperDialWith(t testing.TB, c *cluster, done chan<- error, edit func(*kubereq.Request)) func(context.Context) (toolserver.Conn, error) {
 	req, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&req)
 	}
 	req, err = kubereq.Decode(req.Encode())
 	if err != nil {
@@ -90,6 +99,45 @@ func TestHelperRelay(t *testing.T) {
 	}
 }
 
+// TestHelperWorkspaceClaim: through the helper, a request with a
+// workspace size gets the connection's pod a claim of that size, where
+// the agent-sandbox API is served too (warm pods cannot mount it), and
+// the broker's closing removes it with the rest.
+func TestHelperWorkspaceClaim(t *testing.T) {
+	c := newCluster(t, true)
+	done := make(chan error, 4)
+	b, err := toolserver.New(context.Background(), &toolserver.Options{
+		Endpoint:  "kube://" + testNS + "/hands",
+		Dial:      helperDialWith(t, c, done, func(r *kubereq.Request) { r.WorkspaceSize = "5Gi" }),
+		Heartbeat: 200 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.waitStarted()
+	readA(t, c, b)
+	ctx := context.Background()
+	p, err := c.kube.CoreV1().Pods(testNS).Get(ctx, first, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the helper's hands are not a plain pod: %v", err)
+	}
+	claim := workspaceClaim(t, p, c.root)
+	pvc, err := c.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("pod %s's workspace claim %q: %v", first, claim, err)
+	}
+	if q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "5Gi" {
+		t.Errorf("claim size %s, want 5Gi", q.String())
+	}
+	b.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the helper's connection ended with %v after the broker closed it", err)
+	}
+	if got := left(t, c, ""); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
+}
+
 // deadBroker is the broker id of a process of this host that has exited.
 func deadBroker(t testing.TB) string {
 	cmd := exec.Command("/bin/true")
@@ -108,7 +156,7 @@ func deadBroker(t testing.TB) string {
 }
 
 // TestSweepAfterBrokerCrash: what a killed broker left (pod, Secret,
-// policy, claim) and what is past its expiry is removed; a live broker's
+// policy, workspace claim, SandboxClaim) and what is past its expiry is removed; a live broker's
 // objects, another host's before expiry, and objects not airlock's stay.
 func TestSweepAfterBrokerCrash(t *testing.T) {
 	c := newCluster(t, true)
@@ -139,6 +187,9 @@ func TestSweepAfterBrokerCrash(t *testing.T) {
 		if _, err := c.kube.NetworkingV1().NetworkPolicies(testNS).Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := c.kube.CoreV1().PersistentVolumeClaims(testNS).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": SandboxGroupVersion.String(), "kind": "SandboxClaim"}}
 		u.SetName(o.name)
 		u.SetNamespace(testNS)
@@ -156,12 +207,12 @@ func TestSweepAfterBrokerCrash(t *testing.T) {
 	for _, l := range removed {
 		got[l.Name]++
 	}
-	if got["crashed"] != 4 || got["expired"] != 4 || len(got) != 2 {
-		t.Fatalf("removed %v, want the 4 objects each of crashed and expired", removed)
+	if got["crashed"] != 5 || got["expired"] != 5 || len(got) != 2 {
+		t.Fatalf("removed %v, want the 5 objects each of crashed and expired", removed)
 	}
 	for _, keep := range []string{"live", "other-host", "not-ours"} {
-		if n := len(left(t, c, keep)); n != 4 {
-			t.Errorf("%s: %d kinds left, want all 4", keep, n)
+		if n := len(left(t, c, keep)); n != 5 {
+			t.Errorf("%s: %d kinds left, want all 5", keep, n)
 		}
 	}
 }

@@ -72,8 +72,9 @@ const DefaultTTL = 12 * time.Hour
 type Options struct {
 	Target  Target
 	Clients *Clients
-	// Hands holds the grant's part (HandsFor) and the optional
-	// RuntimeClass, Workspace claim and BrokerCIDRs; the rest is filled in.
+	// Hands holds the grant's part (HandsFor: paths, hosts, limits,
+	// RuntimeClass, WorkspaceSize and WorkspaceClass) and the optional
+	// Workspace (an existing claim) and BrokerCIDRs; the rest is filled in.
 	Hands Hands
 	// TTL bounds the session's objects (default DefaultTTL).
 	TTL  time.Duration
@@ -123,6 +124,9 @@ type Session struct {
 	hands  Hands // the template applied; Name set per pod
 	creds  *credentials
 	secret *corev1.Secret // the session's Secret (plain Pods)
+	// workspace is the PersistentVolumeClaim the session made (plain
+	// Pods with WorkspaceSize): every pod of the session mounts it.
+	workspace string
 
 	// released is cancelled by Release, ending a Dial that waits.
 	released context.Context
@@ -160,22 +164,15 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 	s := &Session{o: o, c: o.Clients, log: logger, id: randomID()}
 	s.released, s.release = context.WithCancel(context.Background())
 	t := o.Target
-	if s.mode = o.Mode; s.mode == ModeAuto {
-		ok, err := HasSandboxAPI(s.c)
-		if err != nil {
-			return nil, fmt.Errorf("%s: asking the cluster which APIs it serves: %w", t, err)
-		}
-		s.mode = ModePods
-		if ok {
-			s.mode = ModeSandbox
-		}
+	var err error
+	if s.mode, err = pickMode(s.c, o.Mode, &o.Hands); err != nil {
+		return nil, fmt.Errorf("%s: %w", t, err)
 	}
 	h := o.Hands
 	h.Namespace, h.Session, h.Broker, h.Template = t.Namespace, s.id, o.Broker, t.Template
 	h.Expires = time.Now().Add(o.TTL).Truncate(time.Second)
 	h.Secret = "airlock-" + s.id
 	s.hands = h
-	var err error
 	if s.mode == ModeSandbox {
 		err = s.acquireClaim(ctx)
 	} else {
@@ -188,6 +185,29 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 		return nil, fmt.Errorf("%s: %w", t, err)
 	}
 	return s, nil
+}
+
+// pickMode resolves ModeAuto: ModeSandbox when the cluster serves
+// SandboxClaims, unless h asks for a workspace claim, which only plain
+// Pods can mount (a warm pod was made before the session and its claim).
+// An explicit ModeSandbox with a workspace claim is refused.
+func pickMode(c *Clients, m Mode, h *Hands) (Mode, error) {
+	switch {
+	case m == ModeSandbox && (h.WorkspaceSize != "" || h.Workspace != ""):
+		return "", errors.New("a workspace claim (the grant's remote.workspace_size): agent-sandbox warm pods cannot mount a per-session PersistentVolumeClaim (they are warmed before the session exists); use plain Pods or drop the workspace claim")
+	case m != ModeAuto:
+		return m, nil
+	case h.WorkspaceSize != "" || h.Workspace != "":
+		return ModePods, nil
+	}
+	ok, err := HasSandboxAPI(c)
+	if err != nil {
+		return "", fmt.Errorf("asking the cluster which APIs it serves: %w", err)
+	}
+	if ok {
+		return ModeSandbox, nil
+	}
+	return ModePods, nil
 }
 
 func randomID() string {
@@ -209,7 +229,11 @@ func (s *Session) acquirePod(ctx context.Context) error {
 	ns, tpl := s.o.Target.Namespace, s.o.Target.Template
 	pt, err := s.c.Kube.CoreV1().PodTemplates(ns).Get(ctx, tpl, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("no PodTemplate %q in namespace %q: create the hands' template (deploy/hands-podtemplate.yaml)", tpl, ns)
+		why := ""
+		if s.hands.WorkspaceSize != "" {
+			why = " (the grant's remote.workspace_size needs plain Pods: agent-sandbox warm pods cannot mount a per-session claim)"
+		}
+		return fmt.Errorf("no PodTemplate %q in namespace %q: create the hands' template (deploy/pods/podtemplate.yaml)%s", tpl, ns, why)
 	}
 	if err != nil {
 		return fmt.Errorf("reading PodTemplate %s/%s: %w", ns, tpl, err)
@@ -246,6 +270,21 @@ func (s *Session) acquirePod(ctx context.Context) error {
 	}
 	if s.secret, err = s.c.Kube.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the session's Secret %s: %w", h.Secret, err)
+	}
+	if h.WorkspaceSize != "" {
+		if h.Workspace != "" {
+			return fmt.Errorf("the hands name both a workspace claim %q and a size for a new one", h.Workspace)
+		}
+		h.Workspace = h.Secret
+		own := s.owner()
+		pvc, err := PersistentVolumeClaim(h, &own)
+		if err != nil {
+			return err
+		}
+		if _, err := s.c.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the session's workspace PersistentVolumeClaim %s: %w", pvc.Name, err)
+		}
+		s.workspace = pvc.Name
 	}
 	np := NetworkPolicy(h, h.Secret)
 	np.OwnerReferences = []metav1.OwnerReference{s.owner()}
@@ -391,7 +430,8 @@ func (s *Session) deletePod(ctx context.Context, name string) {
 	}
 }
 
-// Release deletes the session's pod, claim, policy and Secret. Dial fails
+// Release deletes the session's pod, claim, workspace claim, policy and
+// Secret. Dial fails
 // after it. It is safe to call more than once.
 func (s *Session) Release(ctx context.Context) error {
 	s.release()
@@ -415,6 +455,10 @@ func (s *Session) Release(ctx context.Context) error {
 		zero := int64(0)
 		del("pod "+s.pod, s.c.Kube.CoreV1().Pods(ns).Delete(ctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
 		s.pod = ""
+	}
+	if s.workspace != "" {
+		del("PersistentVolumeClaim "+s.workspace, s.c.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, s.workspace, opts))
+		s.workspace = ""
 	}
 	if s.secret != nil {
 		del("NetworkPolicy "+s.secret.Name, s.c.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, s.secret.Name, opts))

@@ -9,7 +9,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/toolserver"
@@ -54,6 +59,10 @@ func left(t *testing.T, c *cluster, session string) map[string][]string {
 	nps, _ := c.kube.NetworkingV1().NetworkPolicies(testNS).List(ctx, sel)
 	for _, n := range nps.Items {
 		out["NetworkPolicy"] = append(out["NetworkPolicy"], n.Name)
+	}
+	pvcs, _ := c.kube.CoreV1().PersistentVolumeClaims(testNS).List(ctx, sel)
+	for _, p := range pvcs.Items {
+		out["PersistentVolumeClaim"] = append(out["PersistentVolumeClaim"], p.Name)
 	}
 	cls, _ := c.dyn.Resource(ClaimResource).Namespace(testNS).List(ctx, sel)
 	for _, u := range cls.Items {
@@ -176,5 +185,159 @@ func TestReleaseEndsAWaitingDial(t *testing.T) {
 	}
 	if got := left(t, c, s.ID()); len(got) != 0 {
 		t.Fatalf("Release left %v", got)
+	}
+}
+
+// workspaceClaim is the claim the pod's first granted path is mounted
+// from ("" for none), and whether that mount is writable.
+func workspaceClaim(t *testing.T, p *corev1.Pod, path string) string {
+	t.Helper()
+	var vol string
+	for _, m := range p.Spec.Containers[0].VolumeMounts {
+		if m.MountPath == path {
+			if m.ReadOnly {
+				t.Errorf("pod %s mounts the workspace %s read-only", p.Name, path)
+			}
+			vol = m.Name
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Name == vol && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	return ""
+}
+
+// TestPodWorkspaceClaim: with a workspace size, the session makes one
+// PersistentVolumeClaim (the size and class asked, ReadWriteOnce, the
+// session's labels and expiry, owned by its Secret); its pod mounts it at
+// the first granted path; the pod that replaces a dead one mounts the
+// same claim; Release deletes it.
+func TestPodWorkspaceClaim(t *testing.T) {
+	c := newCluster(t, false)
+	s, err := c.acquireWith(ModePods, func(r *kubereq.Request) { r.WorkspaceSize, r.WorkspaceClass = "10Gi", "fast-ssd" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id := s.ID()
+	name := "airlock-" + id
+	pvc, err := c.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the session's workspace claim: %v", err)
+	}
+	sec, err := c.kube.CoreV1().Secrets(testNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	switch {
+	case size.Cmp(resource.MustParse("10Gi")) != 0:
+		t.Errorf("claim size %v, want 10Gi", size.String())
+	case pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "fast-ssd":
+		t.Errorf("claim class %v, want fast-ssd", pvc.Spec.StorageClassName)
+	case len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce:
+		t.Errorf("claim access modes %v, want ReadWriteOnce", pvc.Spec.AccessModes)
+	case len(pvc.OwnerReferences) != 1 || pvc.OwnerReferences[0].UID != sec.UID || pvc.OwnerReferences[0].Kind != "Secret":
+		t.Errorf("claim owners %+v, want the session's Secret", pvc.OwnerReferences)
+	case pvc.Labels[LabelSession] != id || pvc.Labels[LabelManagedBy] != ManagedBy || pvc.Annotations[AnnotationExpiry] == "":
+		t.Errorf("claim labels %v, annotations %v: not the session's", pvc.Labels, pvc.Annotations)
+	}
+
+	b := c.remote(s)
+	first := c.waitStarted()
+	readA(t, c, b)
+	p, err := c.kube.CoreV1().Pods(testNS).Get(ctx, first, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := workspaceClaim(t, p, c.root); got != name {
+		t.Fatalf("pod %s mounts claim %q at %s, want %q", first, got, c.root, name)
+	}
+
+	c.kill(first)
+	second := c.waitStarted()
+	readA(t, c, b)
+	p, err = c.kube.CoreV1().Pods(testNS).Get(ctx, second, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := workspaceClaim(t, p, c.root); got != name {
+		t.Fatalf("the replacement pod %s mounts claim %q, want the session's %q", second, got, name)
+	}
+	again, err := c.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || again.UID != pvc.UID {
+		t.Fatalf("the workspace claim did not survive the pod: %v", err)
+	}
+	want := map[string][]string{"Pod": {second}, "Secret": {name}, "NetworkPolicy": {name}, "PersistentVolumeClaim": {name}}
+	if d := cmp.Diff(want, left(t, c, id)); d != "" {
+		t.Fatalf("after the pod died (-want +got):\n%s", d)
+	}
+
+	b.Close()
+	if err := s.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(t, c, id); len(got) != 0 {
+		t.Fatalf("Release left %v", got)
+	}
+}
+
+// TestWorkspaceClaimModes: a workspace claim needs plain Pods. Asked of
+// agent-sandbox explicitly it is refused, naming the grant's key; in the
+// automatic mode it picks plain Pods even where warm pools are served;
+// a size that is not a quantity is refused before anything is made.
+func TestWorkspaceClaimModes(t *testing.T) {
+	c := newCluster(t, true)
+	ws := func(r *kubereq.Request) { r.WorkspaceSize = "1Gi" }
+	if _, err := c.acquireWith(ModeSandbox, ws); err == nil || !strings.Contains(err.Error(), "remote.workspace_size") {
+		t.Fatalf("a workspace claim with agent-sandbox: %v, want an error naming remote.workspace_size", err)
+	}
+	s, err := c.acquireWith(ModeAuto, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode() != ModePods {
+		t.Errorf("mode %q for a workspace claim, want pods", s.Mode())
+	}
+	c.waitStarted() // the fake kubelet has read the Secret
+	if err := s.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.acquireWith(ModePods, func(r *kubereq.Request) { r.WorkspaceSize = "ten gigs" }); err == nil || !strings.Contains(err.Error(), `"ten gigs"`) {
+		t.Fatalf("a bad size: %v, want an error naming it", err)
+	}
+	if got := left(t, c, ""); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
+}
+
+// TestWorkspaceFromGrant: the grant's workspace_size and workspace_class
+// reach the hands through the helper's request.
+func TestWorkspaceFromGrant(t *testing.T) {
+	dir := t.TempDir()
+	g, err := grant.Parse([]byte(`[paths]
+read_write = ["."]
+
+[remote]
+endpoint = "kube://agents/hands"
+workspace_size = "10Gi"
+workspace_class = "standard"
+`), "g.toml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := kubereq.FromGrant("kube://agents/hands", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = kubereq.Decode(r.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := HandsFor(r)
+	if h.WorkspaceSize != "10Gi" || h.WorkspaceClass != "standard" {
+		t.Fatalf("hands' workspace %q in %q, want 10Gi in standard", h.WorkspaceSize, h.WorkspaceClass)
 	}
 }

@@ -70,6 +70,12 @@ type Hands struct {
 	// PersistentVolumeClaim when Workspace names one.
 	Mounts    []Mount
 	Workspace string
+	// WorkspaceSize, when set, has the session make its own claim for
+	// the first path (PersistentVolumeClaim), of this size (a Kubernetes
+	// quantity), in the StorageClass WorkspaceClass (empty: the cluster's
+	// default). Plain Pods only.
+	WorkspaceSize  string
+	WorkspaceClass string
 	// Hosts are the grant's network.hosts: the egress the pod may have.
 	Hosts  []string
 	Limits grant.Limits
@@ -96,7 +102,7 @@ func (h *Hands) port() int32 {
 // HandsFor fills the request's part of Hands: paths, hosts, limits and
 // the runtime class.
 func HandsFor(r kubereq.Request) Hands {
-	h := Hands{Hosts: r.Hosts, RuntimeClass: r.RuntimeClass}
+	h := Hands{Hosts: r.Hosts, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass}
 	for _, m := range r.Mounts {
 		h.Mounts = append(h.Mounts, Mount{Path: m.Path, Writable: m.Writable})
 	}
@@ -254,6 +260,42 @@ func Pod(h *Hands, now time.Time, owner *metav1.OwnerReference) *corev1.Pod {
 	return p
 }
 
+// PersistentVolumeClaim is the session's workspace claim, named
+// h.Workspace: ReadWriteOnce, h.WorkspaceSize, in h.WorkspaceClass (else
+// the cluster's default StorageClass), with the session's labels and
+// expiry, owned by the session's Secret like its pods.
+func PersistentVolumeClaim(h *Hands, owner *metav1.OwnerReference) (*corev1.PersistentVolumeClaim, error) {
+	size, err := workspaceSize(h.WorkspaceSize)
+	if err != nil {
+		return nil, err
+	}
+	c := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: h.meta(h.Workspace),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if h.WorkspaceClass != "" {
+		sc := h.WorkspaceClass
+		c.Spec.StorageClassName = &sc
+	}
+	if owner != nil {
+		c.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	return c, nil
+}
+
+// workspaceSize parses the workspace's size, a positive quantity.
+func workspaceSize(s string) (resource.Quantity, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return resource.Quantity{}, fmt.Errorf("workspace size %q is not a positive Kubernetes quantity (10Gi)", s)
+	}
+	return q, nil
+}
+
 // NetworkPolicy lets into the session's pods only the broker, on the
 // tool-server's port, and out of them only DNS and the ports of the
 // grant's hosts on public addresses (the hands' egress proxy then allows
@@ -338,6 +380,14 @@ func validateHands(h *Hands) error {
 	}
 	if len(h.Mounts) == 0 {
 		bad = append(bad, "no granted path to mount")
+	}
+	if h.WorkspaceSize != "" {
+		if _, err := workspaceSize(h.WorkspaceSize); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if h.WorkspaceClass != "" && h.WorkspaceSize == "" {
+		bad = append(bad, fmt.Sprintf("workspace class %q without a workspace size", h.WorkspaceClass))
 	}
 	for _, c := range h.BrokerCIDRs {
 		if _, _, err := net.ParseCIDR(c); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
@@ -70,6 +71,14 @@ func TestGoldenManifests(t *testing.T) {
 	hn.BrokerCIDRs = []string{"203.0.113.7/32"}
 	golden(t, "testdata/networkpolicy-hosts.yaml", NetworkPolicy(hn, hn.Secret))
 	golden(t, "testdata/sandboxclaim.yaml", Claim(h, "airlock-0123456789ab-1"))
+	hw := goldenHands()
+	hw.Workspace, hw.WorkspaceSize, hw.WorkspaceClass = hw.Secret, "10Gi", "fast-ssd"
+	pvc, err := PersistentVolumeClaim(hw, &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: hw.Secret, UID: "0123-secret-uid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/persistentvolumeclaim.yaml", pvc)
+	golden(t, "testdata/pod-workspace.yaml", Pod(hw, goldenNow, nil))
 }
 
 // deployHands are the hands of the manifests in deploy/.
@@ -124,7 +133,9 @@ func TestRestrictedPodSecurity(t *testing.T) {
 		return bad
 	}
 	h := goldenHands("api.github.com")
-	for name, h := range map[string]*Hands{"session": h, "no runtime class": {Image: "x", Mounts: h.Mounts, Limits: h.Limits}, "deploy": deployHands()} {
+	hw := goldenHands()
+	hw.Workspace = hw.Secret
+	for name, h := range map[string]*Hands{"session": h, "workspace claim": hw, "no runtime class": {Image: "x", Mounts: h.Mounts, Limits: h.Limits}, "deploy": deployHands()} {
 		if bad := check(Pod(h, goldenNow, nil)); len(bad) > 0 {
 			t.Errorf("%s: the pod spec fails the restricted standard:\n%s", name, strings.Join(bad, "\n"))
 		}

@@ -83,6 +83,15 @@ func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Le
 			return core.Pods(namespace).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		})
 	}
+	if l, err := core.PersistentVolumeClaims(namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("listing PersistentVolumeClaims: %w", err))
+	} else {
+		var ms []metav1.Object
+		for i := range l.Items {
+			ms = append(ms, &l.Items[i])
+		}
+		sweep("PersistentVolumeClaim", ms, func(n string) error { return core.PersistentVolumeClaims(namespace).Delete(ctx, n, del) })
+	}
 	if l, err := net.NetworkPolicies(namespace).List(ctx, sel); err != nil {
 		errs = append(errs, fmt.Errorf("listing NetworkPolicies: %w", err))
 	} else {

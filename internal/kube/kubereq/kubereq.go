@@ -58,6 +58,11 @@ type Request struct {
 	FileSize int64 `json:"file_size"`
 	// RuntimeClass is the pod's runtimeClassName; empty for the default.
 	RuntimeClass string `json:"runtime_class,omitempty"`
+	// WorkspaceSize, when set, asks for a PersistentVolumeClaim of this
+	// size (a Kubernetes quantity) as the first path's volume, in the
+	// StorageClass WorkspaceClass (empty: the cluster's default).
+	WorkspaceSize  string `json:"workspace_size,omitempty"`
+	WorkspaceClass string `json:"workspace_class,omitempty"`
 }
 
 // FromGrant is the request for g's hands at target.
@@ -65,7 +70,9 @@ func FromGrant(target string, g *grant.Grant) (Request, error) {
 	if _, _, err := ParseTarget(target); err != nil {
 		return Request{}, err
 	}
-	r := Request{Target: target, Hosts: g.Hosts(), RuntimeClass: g.Remote().RuntimeClass}
+	gr := g.Remote()
+	r := Request{Target: target, Hosts: g.Hosts(), RuntimeClass: gr.RuntimeClass,
+		WorkspaceSize: gr.WorkspaceSize, WorkspaceClass: gr.WorkspaceClass}
 	for _, m := range g.Mounts() {
 		p := m.Source
 		if !m.Dir {
