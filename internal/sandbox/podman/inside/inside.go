@@ -31,9 +31,11 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 	deadline := fs.Int64("deadline", 0, "seconds")
 	proxy := fs.String("proxy", "", "proxy socket")
 	port := fs.Int("proxy-port", 0, "forwarder port")
+	ctlFD := fs.Int("control", -1, "descriptor of the broker's control pipe")
 	if err := fs.Parse(args); err != nil {
 		return ExitSetup
 	}
+	ctl := control(*ctlFD)
 	if *deadline <= 0 {
 		fmt.Fprintln(os.Stderr, "airlock container init: --deadline is required")
 		return ExitSetup
@@ -55,22 +57,45 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 		// SIGTERM (the broker's stop) reaches every process of the
 		// container, daemons that left the tool's process group included;
 		// the runner hears it too and cancels the tool.
-		term := make(chan os.Signal, 1)
+		// A stop on the control pipe is raised as SIGTERM, so the runner
+		// hears it the same way. term stays subscribed until the init
+		// exits: a SIGTERM after the runner returned is then caught, not
+		// the death of a Go program that cannot die of it (exit 2).
+		term := make(chan os.Signal, 4)
 		signal.Notify(term, syscall.SIGTERM)
 		var stopped atomic.Bool
+		quit := make(chan struct{})
 		handled := make(chan struct{})
 		go func() {
 			defer close(handled)
-			for range term {
-				stopped.Store(true)
-				killAll(syscall.SIGTERM)
+			for {
+				select {
+				case <-term:
+					stopped.Store(true)
+					killAll(syscall.SIGTERM)
+				case s := <-ctl:
+					if s == syscall.SIGTERM {
+						_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+					}
+				case <-quit:
+					return
+				}
 			}
 		}()
 		code := runTool(os.Stdin, os.Stdout, os.Stderr)
-		// Every SIGTERM that arrived is handled before stopped is read.
-		signal.Stop(term)
-		close(term)
+		close(quit)
 		<-handled
+		// Every SIGTERM that arrived is handled before stopped is read.
+	drain:
+		for {
+			select {
+			case <-term:
+				stopped.Store(true)
+				killAll(syscall.SIGTERM)
+			default:
+				break drain
+			}
+		}
 		if stopped.Load() {
 			// Let every process that heard the stop shut down cleanly:
 			// PID 1 exiting would SIGKILL them. The broker's grace, then
@@ -79,12 +104,40 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 		}
 		return code
 	}
-	return command(fs.Args())
+	return command(fs.Args(), ctl)
 }
 
-// command runs argv as a child, passing on SIGTERM, SIGINT and SIGHUP,
-// and returns its status (128+N when killed by signal N).
-func command(argv []string) int {
+// control returns the signals the broker sends on the control pipe at
+// descriptor fd (none when fd < 0): one byte each, the signal's number.
+// Unlike a signal sent to the container, which the kernel drops while
+// PID 1 has no handler yet (between its exec and the Go runtime's
+// start), a byte waits in the pipe until the init reads it, so a stop
+// asked for at any moment is delivered. The descriptor is closed on exec:
+// no process of the container gets it.
+func control(fd int) <-chan syscall.Signal {
+	if fd < 0 {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "control")
+	ch := make(chan syscall.Signal, 4)
+	go func() {
+		defer f.Close()
+		b := make([]byte, 1)
+		for {
+			if _, err := f.Read(b); err != nil {
+				return // the broker is done (or gone: the deadline still holds)
+			}
+			ch <- syscall.Signal(b[0])
+		}
+	}()
+	return ch
+}
+
+// command runs argv as a child, passing on SIGTERM, SIGINT and SIGHUP
+// (as signals or on ctl), and returns its status (128+N when killed by
+// signal N).
+func command(argv []string, ctl <-chan syscall.Signal) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -100,13 +153,24 @@ func command(argv []string) int {
 	handled := make(chan struct{})
 	go func() {
 		defer close(handled)
-		for s := range sigs {
-			if s == syscall.SIGTERM {
+		for {
+			var s os.Signal
+			select {
+			case sig, ok := <-sigs:
+				if !ok {
+					return
+				}
+				s = sig
+			case sig := <-ctl:
+				s = sig
+			}
+			switch s {
+			case syscall.SIGTERM:
 				stopped.Store(true)
 				killAll(syscall.SIGTERM) // every process, as on the native backend
-				continue
+			case syscall.SIGINT, syscall.SIGHUP:
+				_ = cmd.Process.Signal(s)
 			}
-			_ = cmd.Process.Signal(s)
 		}
 	}()
 	err := cmd.Wait()

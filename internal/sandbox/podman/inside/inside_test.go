@@ -27,7 +27,7 @@ func TestCommandStatus(t *testing.T) {
 		{[]string{"/bin/sh", "-c", "kill -KILL $$"}, 137},
 		{[]string{"/no/such/program"}, 127},
 	} {
-		if got := command(tc.argv); got != tc.want {
+		if got := command(tc.argv, nil); got != tc.want {
 			t.Errorf("command(%q) = %d, want %d", tc.argv, got, tc.want)
 		}
 	}
