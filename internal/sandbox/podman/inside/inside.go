@@ -1,6 +1,7 @@
 package inside
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,8 +25,9 @@ const Mode = "__podman"
 const ExitSetup = 125
 
 // Main runs the init with args (after the mode). runTool runs the tool
-// runner on the given streams and returns its exit code.
-func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
+// runner on the given streams, cancelling the tool when ctx is done (the
+// broker's stop), and returns its exit code.
+func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int) int {
 	fs := flag.NewFlagSet("__podman", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	deadline := fs.Int64("deadline", 0, "seconds")
@@ -54,16 +56,21 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 	// container: nothing outlives the call even if the broker died.
 	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { os.Exit(128 + int(syscall.SIGKILL)) })
 	if fs.NArg() == 0 {
-		// SIGTERM (the broker's stop) reaches every process of the
-		// container, daemons that left the tool's process group included;
-		// the runner hears it too and cancels the tool.
-		// A stop on the control pipe is raised as SIGTERM, so the runner
-		// hears it the same way. term stays subscribed until the init
-		// exits: a SIGTERM after the runner returned is then caught, not
-		// the death of a Go program that cannot die of it (exit 2).
+		// The stop (on the control pipe, or a SIGTERM) cancels the
+		// runner's context, which stays cancelled: a stop before the
+		// runner started is not lost. SIGTERM reaches every process of
+		// the container, daemons that left the tool's process group
+		// included.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		term := make(chan os.Signal, 4)
 		signal.Notify(term, syscall.SIGTERM)
 		var stopped atomic.Bool
+		stop := func() {
+			stopped.Store(true)
+			cancel()
+			killAll(syscall.SIGTERM)
+		}
 		quit := make(chan struct{})
 		handled := make(chan struct{})
 		go func() {
@@ -71,27 +78,27 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 			for {
 				select {
 				case <-term:
-					stopped.Store(true)
-					killAll(syscall.SIGTERM)
+					stop()
 				case s := <-ctl:
 					if s == syscall.SIGTERM {
-						_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+						stop()
 					}
 				case <-quit:
 					return
 				}
 			}
 		}()
-		code := runTool(os.Stdin, os.Stdout, os.Stderr)
+		code := runTool(ctx, os.Stdin, os.Stdout, os.Stderr)
 		close(quit)
 		<-handled
 		// Every SIGTERM that arrived is handled before stopped is read.
+		// term stays subscribed until the init exits: a later SIGTERM is
+		// caught, not the death of a Go PID 1 that cannot die (exit 2).
 	drain:
 		for {
 			select {
 			case <-term:
-				stopped.Store(true)
-				killAll(syscall.SIGTERM)
+				stop()
 			default:
 				break drain
 			}
