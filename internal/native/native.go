@@ -51,7 +51,7 @@ func RunHiddenMode() {
 	case runner.Mode:
 		os.Exit(runner.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	case podinside.Mode:
-		os.Exit(podinside.Main(os.Args[2:], runner.Run))
+		os.Exit(podinside.Main(os.Args[2:], runner.RunContext))
 	case initproto.Arg:
 		os.Exit(inside.Main(runner.Run))
 	}

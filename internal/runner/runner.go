@@ -38,7 +38,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // Run reads one ToolInput from stdin, runs it and writes one ToolOutput to
 // stdout, returning the exit code. SIGTERM cancels the tool.
 func Run(stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	return RunContext(context.Background(), stdin, stdout, stderr)
+}
+
+// RunContext is Run with the tool also cancelled when ctx is done (a
+// stop its caller heard before the runner could).
+func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	// With SIGPIPE notified (not ignored, which children would inherit), a
 	// broker that stopped reading makes the write fail with EPIPE, reported

@@ -22,6 +22,11 @@ const (
 	// LabelBroker labels every container with the broker that started it
 	// (its procid.ID, "PID-STARTTIME"), so a later broker removes those of a dead one.
 	LabelBroker = "io.airlock.broker"
+	// ControlFD is the container init's descriptor of the broker's
+	// control pipe, which carries the stop and the signals for the
+	// command (one byte each, the signal's number); podman run passes
+	// it on as its first descriptor after stderr.
+	ControlFD = 3
 )
 
 // IDMap is the user namespace mapping of every container: container ids
@@ -120,6 +125,8 @@ func Args(inv *Invocation) ([]string, error) {
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),
 		"--systemd", "false",
 		"--unsetenv-all",
+		// The broker's control pipe (ControlFD): its stop and signals.
+		"--preserve-fds", "1",
 	)
 	for _, kv := range inv.Env {
 		if !strings.Contains(kv, "=") || strings.HasPrefix(kv, "=") {
@@ -149,7 +156,8 @@ func Args(inv *Invocation) ([]string, error) {
 		}
 		a = append(a, "--mount", m)
 	}
-	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10))
+	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10),
+		"--control", strconv.Itoa(ControlFD))
 	if inv.ProxyDir != "" {
 		a = append(a, "--proxy", ProxyTarget+"/"+inv.ProxySock, "--proxy-port", strconv.Itoa(inv.ProxyPort))
 	}

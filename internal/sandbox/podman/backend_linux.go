@@ -297,9 +297,40 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	// The stop and the signals go to the init on a pipe, not as signals
+	// (podman kill): the kernel drops a SIGTERM sent to the container's
+	// PID 1 before the init's Go runtime installed its handler, and
+	// podman kill succeeds then, so a stop asked for while the container
+	// started was lost. A byte in the pipe waits until the init reads it.
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("making the control pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{ctlR} // ControlFD
+	err = cmd.Start()
+	ctlR.Close()
+	if err != nil {
+		ctlW.Close()
 		return nil, &RunError{Reason: err.Error(), Fix: fixInstall}
 	}
+	var ctlMu sync.Mutex
+	send := func(s syscall.Signal) {
+		ctlMu.Lock()
+		defer ctlMu.Unlock()
+		if ctlW == nil {
+			return // podman run has exited
+		}
+		// The init reads as it goes: a full pipe (64 KiB of signals
+		// not yet read) drops this one rather than block.
+		_ = ctlW.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = ctlW.Write([]byte{byte(s)})
+	}
+	defer func() {
+		ctlMu.Lock()
+		ctlW.Close()
+		ctlW = nil
+		ctlMu.Unlock()
+	}()
 	setup := time.Since(start)
 	exited := make(chan struct{}) // closed once podman run has exited
 	var why atomic.Value
@@ -316,13 +347,11 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	defer stopCtx()
 	done := make(chan struct{})
 	defer close(done)
-	var stopSent atomic.Bool
 	if spec.Stop != nil {
 		go func() {
 			select {
 			case <-spec.Stop:
-				stopSent.Store(true)
-				b.signal(name, "TERM", exited)
+				send(syscall.SIGTERM)
 			case <-done:
 			}
 		}()
@@ -336,7 +365,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 					case syscall.SIGKILL:
 						kill("signal")
 					case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
-						b.signal(name, strconv.Itoa(int(s)), exited)
+						send(s)
 					}
 				case <-done:
 					return
@@ -398,11 +427,6 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		return nil, runError(code, head.Bytes())
 	case code > 128 && code < 128+65:
 		res.ExitCode, res.Signal = -1, code-128
-	case code == goDiedOfSignal && stopSent.Load():
-		// The stop reached the container's init before it could handle
-		// SIGTERM: the Go runtime of a PID 1 that cannot die of a signal
-		// exits 2 instead. The stop ended the run, before the command.
-		res.ExitCode, res.Signal = -1, int(syscall.SIGTERM)
 	default:
 		res.ExitCode = code
 	}
@@ -412,13 +436,10 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	return res, nil
 }
 
-// goDiedOfSignal is the status a Go program exits with when a signal it
-// does not handle would kill it but cannot (it is PID 1 of its namespace).
-const goDiedOfSignal = 2
-
-// signal sends sig to the container name, trying again while it does not
-// exist yet (a stop or a deadline during creation is delivered once it
-// starts) until podman run has exited.
+// signal sends sig (KILL: the one signal PID 1 cannot miss) to the
+// container name, trying again while it does not exist or run yet (a
+// deadline or a cancel during creation is delivered once it starts)
+// until podman run has exited.
 func (b *Backend) signal(name, sig string, exited <-chan struct{}) {
 	for {
 		if b.podmanCmd("kill", "--signal", sig, name).Run() == nil {

@@ -264,3 +264,57 @@ func TestLiveStopBeforeStart(t *testing.T) {
 		t.Errorf("result %+v, want ended by the stop's SIGTERM", res)
 	}
 }
+
+// TestLiveStopWhileStarting: a stop asked for at any moment of the
+// container's start (here, racing Run from its first instant) ends the
+// command; it is never lost between the container starting and its init
+// being ready to hear it. A lost stop shows as the 60 s time limit.
+func TestLiveStopWhileStarting(t *testing.T) {
+	b := newLive(t)
+	for i := range 4 {
+		spec := baseSpec(t.TempDir())
+		spec.Command = []string{"/bin/sh", "-c", "sleep 987651"}
+		stop := make(chan struct{})
+		spec.Stop = stop
+		go close(stop)
+		res, err := b.Run(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Signal != int(syscall.SIGTERM) {
+			t.Errorf("run %d: result %+v, want ended by the stop's SIGTERM", i, res)
+		}
+	}
+}
+
+// TestLiveToolStopBeforeStart: in tool mode, a stop asked for before the
+// runner listens for it still cancels the tool.
+func TestLiveToolStopBeforeStart(t *testing.T) {
+	b := newLive(t)
+	spec := baseSpec(t.TempDir())
+	stop := make(chan struct{})
+	close(stop)
+	spec.Stop = stop
+	out, res := call(t, b, spec, "shell", map[string]any{"command": "sleep 987651"})
+	if res.Limit == sandbox.LimitTime || !out.IsError {
+		t.Errorf("result %+v, output %+v; want the tool cancelled by the stop", res, out)
+	}
+}
+
+// TestLiveSignalBeforeStart: a signal for the command sent before the
+// container starts is delivered once it does.
+func TestLiveSignalBeforeStart(t *testing.T) {
+	b := newLive(t)
+	spec := baseSpec(t.TempDir())
+	spec.Command = []string{"/bin/sh", "-c", "sleep 987651"}
+	sig := make(chan syscall.Signal, 1)
+	sig <- syscall.SIGINT
+	spec.Signal = sig
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != int(syscall.SIGINT) {
+		t.Errorf("result %+v, want ended by the SIGINT", res)
+	}
+}

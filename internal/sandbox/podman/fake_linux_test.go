@@ -172,3 +172,53 @@ func TestFakeMissingImage(t *testing.T) {
 		t.Errorf("New with a missing runtime = %v, want the install fix", err)
 	}
 }
+
+// TestFakeStopInitNotReady: a stop that reaches the container while its
+// init cannot hear signals yet (the kernel drops a SIGTERM to a PID 1
+// without a handler, and podman kill succeeds) still ends the command.
+// The fake podman drops every signal but KILL, as the kernel does in that
+// window, and its init ends as a stopped command once it reads the stop
+// from the control pipe. A lost stop shows as the time limit.
+func TestFakeStopInitNotReady(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the podman backend needs root (idmapped mounts)")
+	}
+	dir := t.TempDir()
+	pid := filepath.Join(dir, "run.pid")
+	podman := filepath.Join(dir, "podman")
+	script := fmt.Sprintf(`#!/bin/sh
+case "$3" in
+run)
+	echo $$ > %[1]q
+	b=$(head -c1 <&%[2]d 2>/dev/null | od -An -tu1 | tr -d ' ')
+	[ "$b" = 15 ] && exit 143
+	exec sleep 987651
+	;;
+kill)
+	[ "$5" = KILL ] && kill -9 "$(cat %[1]q)"
+	exit 0
+	;;
+esac
+exit 0
+`, pid, ControlFD)
+	if err := os.WriteFile(podman, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(&Options{Image: testImage, Podman: podman, Runtime: "true", Executable: fakeStaticELF(t), StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	spec := baseSpec(t.TempDir())
+	spec.Command = []string{"/bin/sh", "-c", "sleep 987651"}
+	stop := make(chan struct{})
+	close(stop)
+	spec.Stop = stop
+	res, err := b.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != int(syscall.SIGTERM) || res.Limit != "" {
+		t.Errorf("result %+v, want ended by the stop's SIGTERM", res)
+	}
+}

@@ -1,6 +1,7 @@
 package inside
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,16 +25,19 @@ const Mode = "__podman"
 const ExitSetup = 125
 
 // Main runs the init with args (after the mode). runTool runs the tool
-// runner on the given streams and returns its exit code.
-func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
+// runner on the given streams, cancelling the tool when ctx is done (the
+// broker's stop), and returns its exit code.
+func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int) int {
 	fs := flag.NewFlagSet("__podman", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	deadline := fs.Int64("deadline", 0, "seconds")
 	proxy := fs.String("proxy", "", "proxy socket")
 	port := fs.Int("proxy-port", 0, "forwarder port")
+	ctlFD := fs.Int("control", -1, "descriptor of the broker's control pipe")
 	if err := fs.Parse(args); err != nil {
 		return ExitSetup
 	}
+	ctl := control(*ctlFD)
 	if *deadline <= 0 {
 		fmt.Fprintln(os.Stderr, "airlock container init: --deadline is required")
 		return ExitSetup
@@ -52,25 +56,53 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 	// container: nothing outlives the call even if the broker died.
 	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { os.Exit(128 + int(syscall.SIGKILL)) })
 	if fs.NArg() == 0 {
-		// SIGTERM (the broker's stop) reaches every process of the
-		// container, daemons that left the tool's process group included;
-		// the runner hears it too and cancels the tool.
-		term := make(chan os.Signal, 1)
+		// The stop (on the control pipe, or a SIGTERM) cancels the
+		// runner's context, which stays cancelled: a stop before the
+		// runner started is not lost. SIGTERM reaches every process of
+		// the container, daemons that left the tool's process group
+		// included.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		term := make(chan os.Signal, 4)
 		signal.Notify(term, syscall.SIGTERM)
 		var stopped atomic.Bool
+		stop := func() {
+			stopped.Store(true)
+			cancel()
+			killAll(syscall.SIGTERM)
+		}
+		quit := make(chan struct{})
 		handled := make(chan struct{})
 		go func() {
 			defer close(handled)
-			for range term {
-				stopped.Store(true)
-				killAll(syscall.SIGTERM)
+			for {
+				select {
+				case <-term:
+					stop()
+				case s := <-ctl:
+					if s == syscall.SIGTERM {
+						stop()
+					}
+				case <-quit:
+					return
+				}
 			}
 		}()
-		code := runTool(os.Stdin, os.Stdout, os.Stderr)
-		// Every SIGTERM that arrived is handled before stopped is read.
-		signal.Stop(term)
-		close(term)
+		code := runTool(ctx, os.Stdin, os.Stdout, os.Stderr)
+		close(quit)
 		<-handled
+		// Every SIGTERM that arrived is handled before stopped is read.
+		// term stays subscribed until the init exits: a later SIGTERM is
+		// caught, not the death of a Go PID 1 that cannot die (exit 2).
+	drain:
+		for {
+			select {
+			case <-term:
+				stop()
+			default:
+				break drain
+			}
+		}
 		if stopped.Load() {
 			// Let every process that heard the stop shut down cleanly:
 			// PID 1 exiting would SIGKILL them. The broker's grace, then
@@ -79,12 +111,13 @@ func Main(args []string, runTool func(stdin io.Reader, stdout, stderr io.Writer)
 		}
 		return code
 	}
-	return command(fs.Args())
+	return command(fs.Args(), ctl)
 }
 
-// command runs argv as a child, passing on SIGTERM, SIGINT and SIGHUP,
-// and returns its status (128+N when killed by signal N).
-func command(argv []string) int {
+// command runs argv as a child, passing on SIGTERM, SIGINT and SIGHUP
+// (as signals or on ctl), and returns its status (128+N when killed by
+// signal N).
+func command(argv []string, ctl <-chan syscall.Signal) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -100,13 +133,24 @@ func command(argv []string) int {
 	handled := make(chan struct{})
 	go func() {
 		defer close(handled)
-		for s := range sigs {
-			if s == syscall.SIGTERM {
+		for {
+			var s os.Signal
+			select {
+			case sig, ok := <-sigs:
+				if !ok {
+					return
+				}
+				s = sig
+			case sig := <-ctl:
+				s = sig
+			}
+			switch s {
+			case syscall.SIGTERM:
 				stopped.Store(true)
 				killAll(syscall.SIGTERM) // every process, as on the native backend
-				continue
+			case syscall.SIGINT, syscall.SIGHUP:
+				_ = cmd.Process.Signal(s)
 			}
-			_ = cmd.Process.Signal(s)
 		}
 	}()
 	err := cmd.Wait()
