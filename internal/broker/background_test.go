@@ -471,7 +471,9 @@ func TestBackgroundWorkUsesTheGrantsNetwork(t *testing.T) {
 // call's.
 func TestBackgroundLimitsAreNamed(t *testing.T) {
 	f := newFixture(t, grant.Limits{Time: 1 * time.Second, Memory: 64 << 20, Processes: 32})
-	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.BackgroundWall = 3 * time.Second })
+	// 10 s: long enough that filling memory or forking 100 times ends
+	// the work first, even on a loaded machine.
+	s := f.open(t, sandboxtest.Native(t), func(o *broker.Options) { o.BackgroundWall = 10 * time.Second })
 	tests := []struct {
 		name, command string
 		limit         wire.Limit
@@ -491,7 +493,7 @@ func TestBackgroundLimitsAreNamed(t *testing.T) {
 				t.Fatalf("meta %+v, content %q; want the %s limit named", out.Meta, out.Content, tt.limit)
 			}
 			if info := workInfo(t, s, id); tt.name == "time" && info.Ended.Sub(info.Started) < 2*time.Second {
-				t.Errorf("background work ended after %v: the call's 1 s limit applied, not the session's 3 s", info.Ended.Sub(info.Started))
+				t.Errorf("background work ended after %v: the call's 1 s limit applied, not the session's 10 s", info.Ended.Sub(info.Started))
 			}
 		})
 	}

@@ -148,10 +148,12 @@ func TestPoolOff(t *testing.T) {
 // and the broker names them.
 func TestPooledLimits(t *testing.T) {
 	b, w := pooledBackend(t)
-	f := newFixture(t, grant.Limits{Time: 500 * time.Millisecond})
+	// 2 s: an echo in a warm sandbox ends well within it on a loaded
+	// machine; the idle wait below is longer.
+	f := newFixture(t, grant.Limits{Time: 2 * time.Second})
 	s := f.open(t, b, func(o *broker.Options) { o.Pool = broker.DefaultPool })
 	waitWarm(t, w, f.grant, 1)
-	time.Sleep(time.Second) // idle in the pool longer than the limit
+	time.Sleep(2500 * time.Millisecond) // idle in the pool longer than the limit
 	res := call(t, s, "shell", `{"command":"echo ok"}`)
 	if res.Class != broker.ClassOK {
 		t.Fatalf("a warm sandbox's idle time counted: class %s %q", res.Class, res.Output.Content)
