@@ -67,6 +67,10 @@ type Server struct {
 	closed   bool           // Shutdown is closing sessions: none may open
 	calls    sync.WaitGroup // tool calls inside a handler
 	inFlight int
+	// closing counts the broker sessions release has taken out of
+	// sessions but not yet closed: they are still open (their close
+	// record is not yet written), so the gauge counts them.
+	closing int
 	// owed counts the answers not yet written: requests read on Serve's
 	// connections and HTTP POSTs to the MCP endpoint being served.
 	owed owed
@@ -258,7 +262,14 @@ func (s *Server) release(ss *mcp.ServerSession) {
 	if b.sess == nil {
 		return
 	}
-	if err := b.sess.Close(); err != nil {
+	s.mu.Lock()
+	s.closing++
+	s.mu.Unlock()
+	err := b.sess.Close()
+	s.mu.Lock()
+	s.closing--
+	s.mu.Unlock()
+	if err != nil {
 		s.logger.Error("closing a broker session failed", "session", b.sess.ID(), "err", err)
 	}
 	s.logger.Info("broker session closed", "mcp_session", ss.ID(), "session", b.sess.ID())
@@ -284,7 +295,8 @@ func (s *Server) leave() {
 	s.calls.Done()
 }
 
-// stats sums the broker sessions' running and waiting calls.
+// stats sums the broker sessions' running and waiting calls; sessions
+// counts those open, including those still closing.
 func (s *Server) stats() (inFlight, running, waiting, sessions int) {
 	s.mu.Lock()
 	inFlight = s.inFlight
@@ -298,13 +310,14 @@ func (s *Server) stats() (inFlight, running, waiting, sessions int) {
 		default:
 		}
 	}
+	closing := s.closing
 	s.mu.Unlock()
 	for _, sess := range list {
 		r, w := sess.Stats()
 		running += r
 		waiting += w
 	}
-	return inFlight, running, waiting, len(list)
+	return inFlight, running, waiting, len(list) + closing
 }
 
 // Shutdown stops taking calls, waits for the calls in flight until ctx is

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/mcpserver"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/direct"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -393,5 +394,56 @@ func TestOpenFailure(t *testing.T) {
 	fail.Store(false)
 	if res := call(t, cs, "glob", map[string]any{"pattern": "*"}); res.IsError {
 		t.Errorf("call once the session can open: %q", text(t, res))
+	}
+}
+
+// stuck is a backend with a warm pool whose release waits for the test:
+// a broker session closing cannot finish (nor audit its close) until then.
+type stuck struct {
+	sandbox.Backend
+	closing, release chan struct{}
+}
+
+func (s *stuck) Pool(int) func() {
+	return func() {
+		close(s.closing)
+		<-s.release
+	}
+}
+
+func (s *stuck) Prewarm(*sandbox.Spec) error { return nil }
+
+// TestSessionOpenUntilClosed checks that a broker session is counted open
+// until its close is done and audited: while the session of a departed
+// client is still closing, airlock_sessions_open counts it, and once the
+// gauge drops the close record is there. (The gauge used to drop before
+// the close began, so a reader could see the session gone with no close
+// record; TestSessionPerConnection failed that way under load.)
+func TestSessionOpenUntilClosed(t *testing.T) {
+	d, err := direct.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk := &stuck{Backend: d, closing: make(chan struct{}), release: make(chan struct{})}
+	f := newFixture(t, bk, nil)
+	cs := connectStdio(t, f, nil)
+	call(t, cs, "glob", map[string]any{"pattern": "*"})
+	cs.Close()
+	<-bk.closing
+	if !hasLine(metrics(t, f.srv), "airlock_sessions_open 1") {
+		t.Errorf("a session still closing is not counted open:\n%s", metrics(t, f.srv))
+	}
+	close(bk.release)
+	eventually(t, 10*time.Second, "the broker session to close", func() bool {
+		return hasLine(metrics(t, f.srv), "airlock_sessions_open 0")
+	})
+	n := 0
+	for _, r := range auditRecords(t, f.records) {
+		if r["kind"] == "session" && r["decision"] == "close" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d session close records once the gauge dropped, want 1", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -125,11 +126,17 @@ func alive(x *box) bool {
 	ok := false
 	_ = rc.Control(func(fd uintptr) {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 0)
+		// poll(2) is never restarted after a signal: the runtime's
+		// preemption signal would make a live sandbox look dead, and a
+		// loaded machine would discard warm sandboxes for nothing.
+		n, err := eintr.Value(func() (int, error) { return pollFds(fds, 0) })
 		ok = err == nil && n == 0
 	})
 	return ok
 }
+
+// pollFds is unix.Poll; tests interrupt it.
+var pollFds = unix.Poll
 
 // shape is the warm sandboxes of one shape.
 type shape struct {
