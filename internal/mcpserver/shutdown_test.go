@@ -42,11 +42,27 @@ func TestShutdownWaitsForCalls(t *testing.T) {
 				return res.IsError && strings.Contains(text(t, res), "shutting down")
 			})
 			res := <-running
-			if got := text(t, res); res.IsError || !strings.Contains(got, "done") {
+			got := text(t, res)
+			// Over HTTP the go-sdk client fails a call whose session's
+			// standalone stream ends first (it retries that stream no
+			// more); the call still finished on the server: its record says.
+			lostStream := tr.name == "http" && strings.HasPrefix(got, "protocol error") && strings.Contains(got, "standalone SSE stream")
+			if !lostStream && (res.IsError || !strings.Contains(got, "done")) {
 				t.Errorf("the call in flight: isError=%v %q, want it to finish", res.IsError, got)
 			}
 			if err := <-shut; err != nil {
 				t.Errorf("Shutdown: %v, want nil (every call finished in time)", err)
+			}
+			if lostStream {
+				finished := false
+				for _, r := range auditRecords(t, f.records) {
+					if r["kind"] == "call" && r["tool"] == "shell" && r["class"] == "ok" {
+						finished = true
+					}
+				}
+				if !finished {
+					t.Errorf("the call in flight: the client saw %q and no ok record of it exists", got)
+				}
 			}
 		})
 	}
