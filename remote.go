@@ -3,7 +3,6 @@ package airlock
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"strings"
@@ -55,15 +54,11 @@ func remoteBackend(o *Options, g *grant.Grant, local sandbox.Backend) (*toolserv
 			r.Token = strings.TrimSpace(v)
 		}
 		if gr.CA != "" {
-			pem, err := os.ReadFile(gr.CA)
+			tc, err := toolserver.CAConfig(gr.CA)
 			if err != nil {
 				return nil, fmt.Errorf("the grant's remote.ca: %w", err)
 			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("the grant's remote.ca %s holds no PEM certificate", gr.CA)
-			}
-			r.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+			r.TLS = tc
 		}
 	default:
 		return nil, nil

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -96,15 +94,11 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 		o.Token = tok
 	}
 	if f.caFile != "" {
-		pem, err := os.ReadFile(f.caFile)
+		tc, err := toolserver.CAConfig(f.caFile)
 		if err != nil {
 			return nil, fmt.Errorf("--remote-ca: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--remote-ca %s: no PEM certificate in it", f.caFile)
-		}
-		o.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		o.TLS = tc
 	}
 	b, err := toolserver.New(ctx, o)
 	if err != nil {
