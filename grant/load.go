@@ -142,6 +142,19 @@ func specFromTOML(tree map[string]any, ps *problems) *spec {
 	return s
 }
 
+// stringField is a walkTable handler that stores a string value in dst,
+// and reports any other type at its key.
+func stringField(ps *problems, dst *string) func(any, []string) {
+	return func(v any, key []string) {
+		x, ok := v.(string)
+		if !ok {
+			ps.add(key, "must be a string, not %s", tomlType(v))
+			return
+		}
+		*dst = x
+	}
+}
+
 // walkTable calls the handler of each key of the table v, reporting unknown keys.
 func walkTable(v any, key []string, ps *problems, handlers map[string]func(any, []string)) {
 	t, ok := v.(map[string]any)

@@ -48,16 +48,7 @@ func (g *Grant) Remote() Remote { return g.remote }
 
 // remoteFromTOML reads the [remote] table.
 func remoteFromTOML(s *spec, v any, key []string, ps *problems) {
-	str := func(dst *string) func(any, []string) {
-		return func(v any, key []string) {
-			x, ok := v.(string)
-			if !ok {
-				ps.add(key, "must be a string, not %s", tomlType(v))
-				return
-			}
-			*dst = x
-		}
-	}
+	str := func(dst *string) func(any, []string) { return stringField(ps, dst) }
 	walkTable(v, key, ps, map[string]func(any, []string){
 		"endpoint":        str(&s.remote.Endpoint),
 		"token":           str(&s.remote.Token),

@@ -39,16 +39,7 @@ func secretsFromTOML(s *spec, v any, key []string, ps *problems) {
 	for _, name := range sortedKeys(t) {
 		sub := append(key[:len(key):len(key)], name)
 		sec := secretSpec{name: name}
-		str := func(dst *string) func(any, []string) {
-			return func(v any, key []string) {
-				x, ok := v.(string)
-				if !ok {
-					ps.add(key, "must be a string, not %s", tomlType(v))
-					return
-				}
-				*dst = x
-			}
-		}
+		str := func(dst *string) func(any, []string) { return stringField(ps, dst) }
 		walkTable(t[name], sub, ps, map[string]func(any, []string){
 			"from":   str(&sec.from),
 			"header": str(&sec.header),

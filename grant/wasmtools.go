@@ -45,16 +45,7 @@ func wasmToolsFromTOML(s *spec, v any, key []string, ps *problems) {
 	for _, name := range sortedKeys(t) {
 		sub := append(slices.Clip(key), name)
 		w := wasmToolSpec{name: name}
-		str := func(dst *string) func(any, []string) {
-			return func(v any, key []string) {
-				x, ok := v.(string)
-				if !ok {
-					ps.add(key, "must be a string, not %s", tomlType(v))
-					return
-				}
-				*dst = x
-			}
-		}
+		str := func(dst *string) func(any, []string) { return stringField(ps, dst) }
 		tt, ok := t[name].(map[string]any)
 		if !ok {
 			ps.add(sub, "must be a table, not %s", tomlType(t[name]))
