@@ -287,10 +287,12 @@ func (h cgroupHost) features() []string {
 type cgroup struct {
 	host cgroupHost
 	dirs []string
-	// payload is the payload cgroup's directory (v1 only) and home the
-	// sandbox's, in the pids hierarchy.
-	payload, home string
+	// payload is the payload cgroup's directory (v1 only).
+	payload string
 }
+
+// pidsDir is the sandbox's directory in the pids hierarchy.
+func (cg *cgroup) pidsDir() string { return cg.dirs[len(cg.dirs)-1] }
 
 // payloadLeaf is the name of the payload cgroup.
 const payloadLeaf = "payload"
@@ -320,7 +322,6 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 	switch h.version {
 	case 2:
 		d := cg.dirs[0]
-		cg.home = d
 		err = errors.Join(
 			writeFile(filepath.Join(d, "memory.max"), strconv.FormatInt(mem, 10)),
 			writeFile(filepath.Join(d, "pids.max"), total))
@@ -328,7 +329,7 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 			_ = writeFile(filepath.Join(d, "memory.swap.max"), "0")
 		}
 	case 1:
-		cg.payload, cg.home = filepath.Join(cg.dirs[1], payloadLeaf), cg.dirs[1]
+		cg.payload = filepath.Join(cg.dirs[1], payloadLeaf)
 		err = errors.Join(
 			writeFile(filepath.Join(cg.dirs[0], "memory.limit_in_bytes"), strconv.FormatInt(mem, 10)),
 			writeFile(filepath.Join(cg.dirs[1], "pids.max"), total))
@@ -381,7 +382,7 @@ func (cg *cgroup) initFiles() ([]*os.File, error) {
 	for _, p := range []string{
 		filepath.Join(cg.payload, "tasks"),
 		filepath.Join(cg.payload, "pids.max"),
-		filepath.Join(cg.home, "tasks"),
+		filepath.Join(cg.pidsDir(), "tasks"),
 	} {
 		f, err := os.OpenFile(p, os.O_WRONLY, 0)
 		if err != nil {
@@ -431,7 +432,7 @@ func (cg *cgroup) memoryHit() bool {
 // the init's).
 func (cg *cgroup) pidsMaxHits() int64 {
 	var n int64
-	for _, d := range []string{cg.home, cg.payload} {
+	for _, d := range []string{cg.pidsDir(), cg.payload} {
 		if d != "" {
 			n += counter(filepath.Join(d, "pids.events"), "max")
 		}
