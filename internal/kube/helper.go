@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
@@ -52,16 +54,22 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 	if !sandbox && o.Mode == ModeAuto && h.WorkspaceSize != "" {
 		sandbox, _ = HasSandboxAPI(o.Clients) // sweep the claims too
 	}
-	left, err := Sweep(ctx, o.Clients, t.Namespace, sandbox)
+	broker := o.Broker
+	if broker == "" {
+		broker = ParentBrokerID()
+	}
+	// The broker's own session is live, whatever its expiry says: this
+	// connection takes it up and moves the expiry on.
+	own := func(m metav1.Object) bool {
+		l := m.GetLabels()
+		return req.Session != "" && l[LabelSession] == req.Session && l[LabelBroker] == broker
+	}
+	left, err := sweep(ctx, o.Clients, t.Namespace, sandbox, own)
 	for _, l := range left {
 		logger.Info("removed a leftover", "kind", l.Kind, "name", l.Name, "why", l.Why)
 	}
 	if err != nil {
 		logger.Warn("removing leftovers", "err", err)
-	}
-	broker := o.Broker
-	if broker == "" {
-		broker = ParentBrokerID()
 	}
 	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Session: req.Session, Broker: broker, Logger: logger})
 	if err != nil {

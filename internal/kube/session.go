@@ -343,6 +343,10 @@ func (s *Session) acquirePod(ctx context.Context) error {
 	return s.createPod(ctx)
 }
 
+// podMargin is how long before its session's objects expire a pod of a
+// broker's session ends (at most a tenth of the TTL).
+const podMargin = 10 * time.Minute
+
 // MaxSessionLife bounds a broker's session (Options.Session) however often
 // it reconnects: its certificate ends then, and each connection moves the
 // objects' expiry on by the TTL, never past it.
@@ -466,6 +470,12 @@ func (s *Session) createPod(ctx context.Context) error {
 	s.pods++
 	h := s.hands
 	h.Name = s.prefix + "-" + strconv.Itoa(s.pods)
+	if s.shared {
+		// The pod ends a little before the session's objects expire, so
+		// the broker's reconnect takes them up before another broker's
+		// sweep may take them for garbage.
+		h.Expires = h.Expires.Add(-min(podMargin, s.o.TTL/10))
+	}
 	own := s.owner()
 	p := Pod(&h, time.Now(), &own)
 	if _, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
