@@ -73,6 +73,26 @@ func newBrokerSession(t *testing.T, c *cluster, edit func(*kubereq.Request), opt
 	}
 }
 
+// connectionCalls are the broker's API calls among the fake cluster's
+// actions [from, to): not the kubelet's reading a new pod's Secret or
+// setting its status, not the sweep's lists, and with kill not the first
+// (the test's kill reading the pod).
+func connectionCalls(c *cluster, from, to int, kill bool) []string {
+	var calls []string
+	created := false
+	for i, a := range c.kube.Actions()[from:to] {
+		call := a.GetVerb() + " " + a.GetResource().Resource
+		switch {
+		case kill && i == 0 && call == "get pods", a.GetSubresource() == "status", a.GetVerb() == "list",
+			created && call == "get secrets":
+			continue
+		}
+		created = created || call == "create pods"
+		calls = append(calls, call)
+	}
+	return calls
+}
+
 func patchErr[T any](_ T, err error) error { return err }
 
 // uids are the UIDs of the session's Secret, NetworkPolicy and claim.
@@ -118,6 +138,7 @@ func TestWorkspaceOutlivesAConnection(t *testing.T) {
 	bs, o := newBrokerSession(t, c, func(r *kubereq.Request) { r.WorkspaceSize = "5Gi" }, func(int) ConnectOptions {
 		return ConnectOptions{Clients: c.clients, Port: c.port, Broker: BrokerID()}
 	})
+	kStart := len(c.kube.Actions())
 	b, err := toolserver.New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +152,12 @@ func TestWorkspaceOutlivesAConnection(t *testing.T) {
 	name := "airlock-" + bs.req.Session
 	first := c.waitStarted()
 	readA(t, c, b)
+	if d := cmp.Diff([]string{
+		"get resource", "get podtemplates", "get secrets", "create secrets", "create persistentvolumeclaims",
+		"create networkpolicies", "create pods", "watch pods", "get pods",
+	}, connectionCalls(c, kStart, len(c.kube.Actions()), false)); d != "" {
+		t.Errorf("the API calls of the first connection (-want +got):\n%s", d)
+	}
 	ctx := context.Background()
 	before := uids(t, c, name)
 	p, err := c.kube.CoreV1().Pods(testNS).Get(ctx, first, metav1.GetOptions{})
@@ -186,20 +213,7 @@ func TestWorkspaceOutlivesAConnection(t *testing.T) {
 	if exp := expiry(t, c, name); !exp.After(time.Now()) {
 		t.Errorf("the reused Secret's expiry %v did not move on", exp)
 	}
-	// The broker's calls: not the kill's get, the kubelet's reading the
-	// new pod's Secret or setting its status, the sweep's lists.
-	var calls []string
-	created := false
-	for i, a := range c.kube.Actions()[k0:k1] {
-		call := a.GetVerb() + " " + a.GetResource().Resource
-		switch {
-		case i == 0 && call == "get pods", a.GetSubresource() == "status", a.GetVerb() == "list",
-			created && call == "get secrets":
-			continue
-		}
-		created = created || call == "create pods"
-		calls = append(calls, call)
-	}
+	calls := connectionCalls(c, k0, k1, true)
 	want := []string{
 		"delete pods",  // the first connection's end
 		"get resource", // discovery: does the sweep list SandboxClaims too

@@ -52,7 +52,9 @@ type Options struct {
 	// waits for a pod), plus DeadAfter heartbeats.
 	ConnectTimeout time.Duration
 	// Kube is a kube:// endpoint's request (kubereq.Request.Encode): the
-	// airlock-kube helper is spawned with it for each connection.
+	// airlock-kube helper is spawned with it for each connection, with one
+	// session id (kubereq.NewSession, unless the request names one) for
+	// all of them, and once more to release the session on Close.
 	Kube string
 	// Getenv reads the environment a kube:// helper may inherit
 	// ($KUBECONFIG, $HOME, in-cluster variables); nil means os.Getenv.

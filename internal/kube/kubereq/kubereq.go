@@ -1,5 +1,6 @@
 // Package kubereq is what a broker asks of the airlock-kube helper for
-// one connection: the target and the grant's part of the hands' pod. It
+// each connection of its session, and at the session's end: the target,
+// the session id and the grant's part of the hands' pod. It
 // imports no Kubernetes client, so the airlock binary can build a request
 // without linking one.
 package kubereq
