@@ -28,7 +28,7 @@ type brokerSession struct {
 	done chan error // each Connect's error
 }
 
-func newBrokerSession(t *testing.T, c *cluster, edit func(*kubereq.Request), opts func(n int) ConnectOptions) (*brokerSession, *toolserver.Options) {
+func newBrokerSession(t testing.TB, c *cluster, edit func(*kubereq.Request), opts func(n int) ConnectOptions) (*brokerSession, *toolserver.Options) {
 	t.Helper()
 	req, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
 	if err != nil {
