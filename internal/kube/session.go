@@ -379,9 +379,9 @@ func (s *Session) createPolicy(ctx context.Context) error {
 // reuse takes up the broker's session's Secret, workspace claim and
 // policy when an earlier connection made them: their labels must be this
 // session's and this broker's; their expiry moves to the TTL from now
-// (never past the certificate's end). It reports false when there is no
-// Secret yet. A missing claim or policy is made again; the claim then
-// starts empty, which is logged.
+// (never past the certificate's end); pods earlier connections left are
+// deleted. It reports false when there is no Secret yet. A missing claim
+// or policy is made again; the claim then starts empty, which is logged.
 func (s *Session) reuse(ctx context.Context) (bool, error) {
 	h := &s.hands
 	ns, name := h.Namespace, h.Secret
@@ -405,6 +405,18 @@ func (s *Session) reuse(ctx context.Context) (bool, error) {
 	if !h.Expires.After(time.Now()) {
 		return false, fmt.Errorf("the session's Secret %s: its certificate ends at %s (a broker's session lives at most %s): start a new session",
 			name, s.creds.notAfter.UTC().Format(time.RFC3339), MaxSessionLife)
+	}
+	// A pod an earlier connection left (its helper was killed) would hold
+	// the ReadWriteOnce claim: this connection has made none yet, so every
+	// pod of the session is such a leftover.
+	sel := LabelManagedBy + "=" + ManagedBy + "," + LabelSession + "=" + s.id + "," + LabelBroker + "=" + h.Broker
+	pods, err := core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return false, fmt.Errorf("listing the session's earlier pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		s.log.Warn("deleting a pod an earlier connection of the session left", "pod", p.Name, "session", s.id)
+		s.deletePod(ctx, p.Name)
 	}
 	patch := expiryPatch(h.Expires)
 	if s.secret, err = core.Secrets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

@@ -184,6 +184,12 @@ func TestWorkspaceOutlivesAConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A pod an earlier connection left (its helper killed) holds the
+	// ReadWriteOnce claim: the reuse deletes it.
+	leftover := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "airlock-" + bs.req.Session + "-dead-1", Namespace: testNS, Labels: p.Labels}}
+	if _, err := c.kube.CoreV1().Pods(testNS).Create(ctx, leftover, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	k0 := len(c.kube.Actions())
 	c.kill(first)
 	if err := <-bs.done; err == nil {
@@ -217,7 +223,9 @@ func TestWorkspaceOutlivesAConnection(t *testing.T) {
 	want := []string{
 		"delete pods",  // the first connection's end
 		"get resource", // discovery: does the sweep list SandboxClaims too
-		"get podtemplates", "get secrets", "patch secrets", "get persistentvolumeclaims", "patch persistentvolumeclaims",
+		"get podtemplates", "get secrets",
+		"delete pods", // the leftover (after listing the session's pods)
+		"patch secrets", "get persistentvolumeclaims", "patch persistentvolumeclaims",
 		"patch networkpolicies", "create pods", "watch pods", "get pods",
 	}
 	if d := cmp.Diff(want, calls); d != "" {
