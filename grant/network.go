@@ -29,3 +29,22 @@ func (g *Grant) Hosts() []string {
 	}
 	return slices.Clip(out)
 }
+
+// NetworkHosts returns the network.hosts patterns alone, in normal form.
+func (g *Grant) NetworkHosts() []string {
+	out := make([]string, 0, len(g.hosts))
+	for _, p := range g.hosts {
+		out = append(out, p.String())
+	}
+	return slices.Clip(out)
+}
+
+// NetworkPrivate returns the network.private entries alone (IPs, CIDRs
+// and names), in normal form.
+func (g *Grant) NetworkPrivate() []string {
+	out := make([]string, 0, len(g.private))
+	for _, p := range g.private {
+		out = append(out, p.String())
+	}
+	return slices.Clip(out)
+}

@@ -21,7 +21,10 @@ type grantFlags struct {
 	readWrite   multiFlag
 	readOnly    multiFlag
 	allowHosts  multiFlag
-	records     string
+	// allowPrivate are network.private entries (tool-server only: the
+	// hands' pod of a kube:// session gets its grant's).
+	allowPrivate multiFlag
+	records      string
 	// private are more of airlock's own files (a token file) that no
 	// sandbox may see; not a flag.
 	private []string
@@ -70,8 +73,8 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts) > 0 || f.allowUnenforced {
-			return g.With(cwd, grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts, AllowUnenforcedLimits: f.allowUnenforced})
+		if len(f.readWrite)+len(f.readOnly)+len(f.allowHosts)+len(f.allowPrivate) > 0 || f.allowUnenforced {
+			return g.With(cwd, grant.Flags{ReadWrite: f.readWrite, ReadOnly: f.readOnly, AllowHosts: f.allowHosts, Private: f.allowPrivate, AllowUnenforcedLimits: f.allowUnenforced})
 		}
 		return g, nil
 	}
@@ -80,7 +83,7 @@ func (f *grantFlags) load(env *Env) (*grant.Grant, error) {
 	if !names(cwd, f.readWrite) && !names(cwd, f.readOnly) {
 		rw = append([]string{cwd}, rw...)
 	}
-	fl := grant.Flags{ReadWrite: rw, ReadOnly: f.readOnly, AllowHosts: f.allowHosts, AllowUnenforcedLimits: f.allowUnenforced}
+	fl := grant.Flags{ReadWrite: rw, ReadOnly: f.readOnly, AllowHosts: f.allowHosts, Private: f.allowPrivate, AllowUnenforcedLimits: f.allowUnenforced}
 	return grant.FromFlags(cwd, fl)
 }
 

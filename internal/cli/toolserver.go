@@ -42,6 +42,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		fs := newFlags(c, env)
 		var gf grantFlags
 		gf.register(fs)
+		fs.Var(&gf.allowPrivate, "allow-private", "let the network reach the non-public `ADDR` (an IP[:PORT], a CIDR, or a name whose addresses may be private; repeatable): the grant's network.private")
 		listen := fs.String("listen", "", "serve WebSocket on `ADDR` (host:port) instead of stdio")
 		tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token every WebSocket connection must present")
 		certFile := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM) for --listen")

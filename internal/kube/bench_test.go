@@ -11,6 +11,7 @@ import (
 	ktesting "k8s.io/client-go/testing"
 
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
@@ -106,5 +107,42 @@ func TestAirlockBinaryLinksNoKubernetesClient(t *testing.T) {
 				t.Errorf("%s links %s", pkg, dep)
 			}
 		}
+	}
+}
+
+// BenchmarkReconnect measures, through the helper with the broker's
+// session id and a workspace claim, the time from a pod's death after its
+// connection is up to the next call answered on the new pod: the lost
+// link, the new helper's sweep, its reuse of the Secret and claim, the new
+// pod, the TLS WebSocket and the hands' sandbox.
+func BenchmarkReconnect(b *testing.B) {
+	c := newCluster(b, false)
+	bs, o := newBrokerSession(b, c, func(r *kubereq.Request) { r.WorkspaceSize = "1Gi" }, func(int) ConnectOptions {
+		return ConnectOptions{Clients: c.clients, Port: c.port, Broker: BrokerID()}
+	})
+	ctx := context.Background()
+	tb, err := toolserver.New(ctx, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tb.Close()
+	bs2, err := broker.Open(&broker.Options{Grant: c.grant, Backend: tb, RecordsDir: b.TempDir(), Pool: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs2.Close()
+	call := func() {
+		res, err := bs2.Call(ctx, "read_file", json.RawMessage(`{"path":"a.txt"}`))
+		if err != nil || res.Class != broker.ClassOK {
+			b.Fatalf("read_file: %v %+v", err, res)
+		}
+	}
+	cur := c.waitStarted()
+	call()
+	for b.Loop() {
+		c.kill(cur)
+		<-bs.done
+		cur = c.waitStarted()
+		call()
 	}
 }

@@ -265,6 +265,9 @@ func (c *cluster) controller(ctx context.Context) {
 				if !ok || ev.Type != watch.Added {
 					continue
 				}
+				if _, ok, _ := unstructured.NestedString(u.Object, "spec", "sandboxTemplateRef", "name"); !ok {
+					continue // not a claim of hands (a sweep test's bare object)
+				}
 				go func() {
 					s, err := c.kube.CoreV1().Secrets(testNS).Get(ctx, PoolSecret("hands"), metav1.GetOptions{})
 					if err != nil {

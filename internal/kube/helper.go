@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
@@ -18,14 +20,21 @@ type ConnectOptions struct {
 	TTL     time.Duration
 	Mode    Mode
 	// Port overrides the tool-server's port (tests).
-	Port   int
+	Port int
+	// Broker names the broker in labels (default ParentBrokerID: the
+	// process that spawned the helper).
+	Broker string
 	Logger *slog.Logger
 }
 
 // Connect is the airlock-kube helper's connection: it removes what dead
 // brokers left in the namespace, obtains the session's hands, relays
 // frames between the broker (in, out) and the tool-server in the pod
-// until either side ends, and then releases the hands.
+// until either side ends, and then releases the hands. With the broker's
+// session id (req.Session) it releases only this connection's pod or
+// SandboxClaim: the session's Secret, policy and workspace claim wait for
+// the broker's next connection, and its Release (airlock-kube release);
+// without one, everything.
 func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.Reader, out io.Writer) error {
 	t, err := ParseTarget(req.Target)
 	if err != nil {
@@ -45,21 +54,35 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 	if !sandbox && o.Mode == ModeAuto && h.WorkspaceSize != "" {
 		sandbox, _ = HasSandboxAPI(o.Clients) // sweep the claims too
 	}
-	left, err := Sweep(ctx, o.Clients, t.Namespace, sandbox)
+	broker := o.Broker
+	if broker == "" {
+		broker = ParentBrokerID()
+	}
+	// The broker's own session is live, whatever its expiry says: this
+	// connection takes it up and moves the expiry on.
+	own := func(m metav1.Object) bool {
+		l := m.GetLabels()
+		return req.Session != "" && l[LabelSession] == req.Session && l[LabelBroker] == broker
+	}
+	left, err := sweep(ctx, o.Clients, t.Namespace, sandbox, own)
 	for _, l := range left {
 		logger.Info("removed a leftover", "kind", l.Kind, "name", l.Name, "why", l.Why)
 	}
 	if err != nil {
 		logger.Warn("removing leftovers", "err", err)
 	}
-	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Logger: logger})
+	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Session: req.Session, Broker: broker, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 25*time.Second)
 		defer cancel()
-		if err := s.Release(rctx); err != nil {
+		end := s.Release
+		if req.Session != "" {
+			end = s.Disconnect
+		}
+		if err := end(rctx); err != nil {
 			logger.Warn("releasing the hands", "err", err)
 		}
 	}()
@@ -69,6 +92,39 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 	}
 	defer conn.Close()
 	return relay(ctx, toolserver.StreamConn(in, out, nil), conn)
+}
+
+// Release is the airlock-kube helper's end of a broker's session
+// (req.Session): it deletes the session's pods, SandboxClaims, workspace
+// claim, policy and Secret, those labelled with this broker (o.Broker,
+// default ParentBrokerID) only.
+func Release(ctx context.Context, req kubereq.Request, o *ConnectOptions) error {
+	t, err := ParseTarget(req.Target)
+	if err != nil {
+		return err
+	}
+	if req.Session == "" {
+		return fmt.Errorf("%s: the request names no session to release", t)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	broker := o.Broker
+	if broker == "" {
+		broker = ParentBrokerID()
+	}
+	claims := o.Mode == ModeSandbox
+	if o.Mode == ModeAuto {
+		if claims, err = HasSandboxAPI(o.Clients); err != nil {
+			logger.Warn("asking the cluster whether it serves SandboxClaims", "err", err)
+		}
+	}
+	gone, err := ReleaseSession(ctx, o.Clients, t, req.Session, broker, claims)
+	for _, l := range gone {
+		logger.Info("released", "kind", l.Kind, "name", l.Name)
+	}
+	return err
 }
 
 // relay copies frames both ways until one side ends; only the broker's

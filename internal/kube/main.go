@@ -22,7 +22,7 @@ func Main(ctx context.Context, args []string, in io.Reader, out, errw io.Writer,
 
 func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Writer, getenv func(string) string, newClients func() (*Clients, error)) int {
 	usage := func() int {
-		fmt.Fprintln(errw, "usage: airlock-kube connect REQUEST | doctor [--json] [--runtime-class RC] kube://NS/TEMPLATE | sweep kube://NS/TEMPLATE | pool-secret [--ttl D] kube://NS/TEMPLATE")
+		fmt.Fprintln(errw, "usage: airlock-kube connect REQUEST | release REQUEST | doctor [--json] [--runtime-class RC] kube://NS/TEMPLATE | sweep kube://NS/TEMPLATE | pool-secret [--ttl D] kube://NS/TEMPLATE")
 		return 2
 	}
 	if len(args) == 0 {
@@ -36,7 +36,7 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	switch args[0] {
-	case "connect":
+	case "connect", "release":
 		if len(args) != 2 {
 			return usage()
 		}
@@ -54,7 +54,13 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 		if err != nil {
 			return fail(err)
 		}
-		if err := Connect(ctx, req, &ConnectOptions{Clients: c, TTL: ttl, Logger: logger}, in, out); err != nil {
+		o := &ConnectOptions{Clients: c, TTL: ttl, Logger: logger}
+		if args[0] == "release" {
+			err = Release(ctx, req, o)
+		} else {
+			err = Connect(ctx, req, o, in, out)
+		}
+		if err != nil {
 			return fail(err)
 		}
 		return 0

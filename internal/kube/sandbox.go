@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,7 @@ func Claim(h *Hands, name string) *unstructured.Unstructured {
 
 func (s *Session) createClaim(ctx context.Context) error {
 	s.pods++
-	name := fmt.Sprintf("airlock-%s-%d", s.id, s.pods)
+	name := s.prefix + "-" + strconv.Itoa(s.pods)
 	if _, err := s.c.Dynamic.Resource(ClaimResource).Namespace(s.hands.Namespace).Create(ctx, Claim(&s.hands, name), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating SandboxClaim %s: %w", name, err)
 	}

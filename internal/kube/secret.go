@@ -22,10 +22,11 @@ type credentials struct {
 	certPEM  []byte
 	keyPEM   []byte
 	clientTC *tls.Config // trusts exactly certPEM, as ServerName
+	notAfter time.Time   // the certificate's end
 }
 
 // newCredentials makes a random token and a self-signed certificate for
-// ServerName valid until expires.
+// ServerName valid until an hour after expires.
 func newCredentials(expires time.Time) (*credentials, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -57,9 +58,10 @@ func newCredentials(expires time.Time) (*credentials, error) {
 		return nil, err
 	}
 	c := &credentials{
-		token:   hex.EncodeToString(b),
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+		token:    hex.EncodeToString(b),
+		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+		notAfter: tpl.NotAfter,
 	}
 	if c.clientTC, err = clientTLS(c.certPEM); err != nil {
 		return nil, err
@@ -78,7 +80,13 @@ func credentialsFrom(name string, data map[string][]byte) (*credentials, error) 
 	if err != nil {
 		return nil, fmt.Errorf("the Secret %s: %w", name, err)
 	}
-	return &credentials{token: string(trimSpace(tok)), certPEM: cert, clientTC: tc}, nil
+	c := &credentials{token: string(trimSpace(tok)), certPEM: cert, clientTC: tc}
+	if b, _ := pem.Decode(cert); b != nil {
+		if x, err := x509.ParseCertificate(b.Bytes); err == nil {
+			c.notAfter = x.NotAfter
+		}
+	}
+	return c, nil
 }
 
 func trimSpace(b []byte) []byte {

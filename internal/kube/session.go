@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -77,8 +80,15 @@ type Options struct {
 	// Workspace (an existing claim) and BrokerCIDRs; the rest is filled in.
 	Hands Hands
 	// TTL bounds the session's objects (default DefaultTTL).
-	TTL  time.Duration
-	Mode Mode
+	TTL time.Duration
+	// Session, when set, is the broker's session id (kubereq.Request.Session):
+	// the session's Secret, NetworkPolicy and workspace claim are named from
+	// it and outlive the connection. Acquire reuses them when they exist
+	// (and carry this broker's labels), refreshing their expiry, and makes
+	// only a new pod; Disconnect keeps them; ReleaseSession deletes them.
+	// Empty: a random id, and the session is this Session alone.
+	Session string
+	Mode    Mode
 	// Broker names this broker in labels (default BrokerID()).
 	Broker string
 	// Logger receives operational logs; nil discards.
@@ -90,6 +100,18 @@ type Options struct {
 func BrokerID() string {
 	h, _ := os.Hostname()
 	return sanitizeLabel(h, 40) + "_" + string(procid.Self())
+}
+
+// ParentBrokerID is BrokerID of this process's parent: for the
+// airlock-kube helper, the broker that spawned it, whose session its
+// objects belong to (BrokerID when the parent cannot be named).
+func ParentBrokerID() string {
+	id := procid.Of(os.Getppid())
+	if id == "" {
+		return BrokerID()
+	}
+	h, _ := os.Hostname()
+	return sanitizeLabel(h, 40) + "_" + string(id)
 }
 
 func sanitizeLabel(s string, n int) string {
@@ -116,10 +138,17 @@ func sanitizeLabel(s string, n int) string {
 // toolserver.Options.Dial: each call returns a connection to the current
 // pod, replacing a pod that died. Release deletes what the session made.
 type Session struct {
-	o      Options
-	c      *Clients
-	log    *slog.Logger
-	id     string
+	o   Options
+	c   *Clients
+	log *slog.Logger
+	id  string
+	// shared says the id is the broker's (Options.Session): the Secret,
+	// policy and workspace claim outlive this connection.
+	shared bool
+	// prefix names the pods and SandboxClaims: "airlock-ID", and for a
+	// shared session a connection id after it ("airlock-ID-CONN"), so a
+	// connection's pods never collide with an earlier connection's.
+	prefix string
 	mode   Mode
 	hands  Hands // the template applied; Name set per pod
 	creds  *credentials
@@ -161,7 +190,16 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{o: o, c: o.Clients, log: logger, id: randomID()}
+	s := &Session{o: o, c: o.Clients, log: logger, id: o.Session, shared: o.Session != ""}
+	if s.shared {
+		if !sessionID.MatchString(s.id) {
+			return nil, fmt.Errorf("%s: session id %q is not 12 lower-case hex digits", o.Target, s.id)
+		}
+		s.prefix = "airlock-" + s.id + "-" + randomID()[:4]
+	} else {
+		s.id = randomID()
+		s.prefix = "airlock-" + s.id
+	}
 	s.released, s.release = context.WithCancel(context.Background())
 	t := o.Target
 	var err error
@@ -181,11 +219,17 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_ = s.Release(rctx)
+		if s.shared {
+			_ = s.Disconnect(rctx) // the broker's session keeps the rest
+		} else {
+			_ = s.Release(rctx)
+		}
 		return nil, fmt.Errorf("%s: %w", t, err)
 	}
 	return s, nil
 }
+
+var sessionID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // pickMode resolves ModeAuto: ModeSandbox when the cluster serves
 // SandboxClaims, unless h asks for a workspace claim, which only plain
@@ -254,7 +298,21 @@ func (s *Session) acquirePod(ctx context.Context) error {
 	if err := validateHands(h); err != nil {
 		return err
 	}
-	if s.creds, err = newCredentials(h.Expires); err != nil {
+	if s.shared {
+		reused, err := s.reuse(ctx)
+		if err != nil {
+			return err
+		}
+		if reused {
+			return s.createPod(ctx)
+		}
+	}
+	certEnd := h.Expires
+	if s.shared {
+		// Later connections move the expiry on, up to the certificate's end.
+		certEnd = time.Now().Add(MaxSessionLife)
+	}
+	if s.creds, err = newCredentials(certEnd); err != nil {
 		return fmt.Errorf("making the session's token and certificate: %w", err)
 	}
 	immutable := true
@@ -275,23 +333,142 @@ func (s *Session) acquirePod(ctx context.Context) error {
 		if h.Workspace != "" {
 			return fmt.Errorf("the hands name both a workspace claim %q and a size for a new one", h.Workspace)
 		}
-		h.Workspace = h.Secret
-		own := s.owner()
-		pvc, err := PersistentVolumeClaim(h, &own)
-		if err != nil {
+		if err := s.createWorkspace(ctx); err != nil {
 			return err
 		}
-		if _, err := s.c.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating the session's workspace PersistentVolumeClaim %s: %w", pvc.Name, err)
-		}
-		s.workspace = pvc.Name
 	}
-	np := NetworkPolicy(h, h.Secret)
-	np.OwnerReferences = []metav1.OwnerReference{s.owner()}
-	if _, err := s.c.Kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the session's NetworkPolicy %s: %w", np.Name, err)
+	if err := s.createPolicy(ctx); err != nil {
+		return err
 	}
 	return s.createPod(ctx)
+}
+
+// podMargin is how long before its session's objects expire a pod of a
+// broker's session ends (at most a tenth of the TTL).
+const podMargin = 10 * time.Minute
+
+// MaxSessionLife bounds a broker's session (Options.Session) however often
+// it reconnects: its certificate ends then, and each connection moves the
+// objects' expiry on by the TTL, never past it.
+const MaxSessionLife = 30 * 24 * time.Hour
+
+func (s *Session) createWorkspace(ctx context.Context) error {
+	h := &s.hands
+	h.Workspace = h.Secret
+	own := s.owner()
+	pvc, err := PersistentVolumeClaim(h, &own)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.Kube.CoreV1().PersistentVolumeClaims(h.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the session's workspace PersistentVolumeClaim %s: %w", pvc.Name, err)
+	}
+	s.workspace = pvc.Name
+	return nil
+}
+
+func (s *Session) createPolicy(ctx context.Context) error {
+	np := NetworkPolicy(&s.hands, s.hands.Secret)
+	np.OwnerReferences = []metav1.OwnerReference{s.owner()}
+	if _, err := s.c.Kube.NetworkingV1().NetworkPolicies(s.hands.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the session's NetworkPolicy %s: %w", np.Name, err)
+	}
+	return nil
+}
+
+// reuse takes up the broker's session's Secret, workspace claim and
+// policy when an earlier connection made them: their labels must be this
+// session's and this broker's; their expiry moves to the TTL from now
+// (never past the certificate's end); pods earlier connections left are
+// deleted. It reports false when there is no Secret yet. A missing claim
+// or policy is made again; the claim then starts empty, which is logged.
+func (s *Session) reuse(ctx context.Context) (bool, error) {
+	h := &s.hands
+	ns, name := h.Namespace, h.Secret
+	core := s.c.Kube.CoreV1()
+	sec, err := core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the session's Secret %s: %w", name, err)
+	}
+	if err := s.ours("Secret", &sec.ObjectMeta); err != nil {
+		return false, err
+	}
+	if s.creds, err = credentialsFrom(name, sec.Data); err != nil {
+		return false, err
+	}
+	if end := s.creds.notAfter.Add(-time.Hour); h.Expires.After(end) {
+		h.Expires = end
+	}
+	if !h.Expires.After(time.Now()) {
+		return false, fmt.Errorf("the session's Secret %s: its certificate ends at %s (a broker's session lives at most %s): start a new session",
+			name, s.creds.notAfter.UTC().Format(time.RFC3339), MaxSessionLife)
+	}
+	// A pod an earlier connection left (its helper was killed) would hold
+	// the ReadWriteOnce claim: this connection has made none yet, so every
+	// pod of the session is such a leftover.
+	sel := LabelManagedBy + "=" + ManagedBy + "," + LabelSession + "=" + s.id + "," + LabelBroker + "=" + h.Broker
+	pods, err := core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return false, fmt.Errorf("listing the session's earlier pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		s.log.Warn("deleting a pod an earlier connection of the session left", "pod", p.Name, "session", s.id)
+		s.deletePod(ctx, p.Name)
+	}
+	patch := expiryPatch(h.Expires)
+	if s.secret, err = core.Secrets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return false, fmt.Errorf("refreshing the expiry of the session's Secret %s: %w", name, err)
+	}
+	if h.WorkspaceSize != "" {
+		pvc, err := core.PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			s.log.Warn("the session's workspace claim is gone; making a new, empty one", "claim", name, "session", s.id)
+			if err := s.createWorkspace(ctx); err != nil {
+				return false, err
+			}
+		case err != nil:
+			return false, fmt.Errorf("reading the session's workspace PersistentVolumeClaim %s: %w", name, err)
+		default:
+			if err := s.ours("PersistentVolumeClaim", &pvc.ObjectMeta); err != nil {
+				return false, err
+			}
+			if _, err := core.PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return false, fmt.Errorf("refreshing the expiry of the session's workspace PersistentVolumeClaim %s: %w", name, err)
+			}
+			h.Workspace, s.workspace = name, name
+		}
+	}
+	_, err = s.c.Kube.NetworkingV1().NetworkPolicies(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		err = s.createPolicy(ctx)
+	}
+	if err != nil {
+		return false, fmt.Errorf("refreshing the expiry of the session's NetworkPolicy %s: %w", name, err)
+	}
+	s.log.Info("took up the session's Secret and workspace", "namespace", ns, "secret", name, "session", s.id, "expires", h.Expires)
+	return true, nil
+}
+
+// ours refuses an object of the session's name that is not this broker's
+// session's: another broker's, another session's or not airlock's.
+func (s *Session) ours(kind string, m *metav1.ObjectMeta) error {
+	h := &s.hands
+	l := m.Labels
+	if l[LabelManagedBy] == ManagedBy && l[LabelSession] == s.id && l[LabelBroker] == h.Broker && l[LabelTemplate] == h.Template {
+		return nil
+	}
+	return fmt.Errorf("%s %s/%s exists but is not this session's (its labels %s=%q, %s=%q, %s=%q; want session %s of broker %s, template %s): not using it",
+		kind, m.Namespace, m.Name, LabelManagedBy, l[LabelManagedBy], LabelSession, l[LabelSession], LabelBroker, l[LabelBroker], s.id, h.Broker, h.Template)
+}
+
+// expiryPatch is a merge patch setting the expiry annotation.
+func expiryPatch(t time.Time) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationExpiry: t.UTC().Format(time.RFC3339)}}})
+	return b
 }
 
 // owner makes the session's Secret the owner of its pods and policy, so
@@ -304,7 +481,13 @@ func (s *Session) owner() metav1.OwnerReference {
 func (s *Session) createPod(ctx context.Context) error {
 	s.pods++
 	h := s.hands
-	h.Name = "airlock-" + s.id + "-" + strconv.Itoa(s.pods)
+	h.Name = s.prefix + "-" + strconv.Itoa(s.pods)
+	if s.shared {
+		// The pod ends a little before the session's objects expire, so
+		// the broker's reconnect takes them up before another broker's
+		// sweep may take them for garbage.
+		h.Expires = h.Expires.Add(-min(podMargin, s.o.TTL/10))
+	}
 	own := s.owner()
 	p := Pod(&h, time.Now(), &own)
 	if _, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -431,9 +614,18 @@ func (s *Session) deletePod(ctx context.Context, name string) {
 }
 
 // Release deletes the session's pod, claim, workspace claim, policy and
-// Secret. Dial fails
-// after it. It is safe to call more than once.
-func (s *Session) Release(ctx context.Context) error {
+// Secret. Dial fails after it. It is safe to call more than once.
+func (s *Session) Release(ctx context.Context) error { return s.end(ctx, true) }
+
+// Disconnect ends this connection's part of a broker's session
+// (Options.Session): it deletes the current pod or SandboxClaim and keeps
+// the Secret, the policy and the workspace claim for the broker's next
+// connection (ReleaseSession deletes them; the sweep, when the broker is
+// gone or they expire). Dial fails after it. It is safe to call more than
+// once.
+func (s *Session) Disconnect(ctx context.Context) error { return s.end(ctx, false) }
+
+func (s *Session) end(ctx context.Context, all bool) error {
 	s.release()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -456,11 +648,11 @@ func (s *Session) Release(ctx context.Context) error {
 		del("pod "+s.pod, s.c.Kube.CoreV1().Pods(ns).Delete(ctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
 		s.pod = ""
 	}
-	if s.workspace != "" {
+	if all && s.workspace != "" {
 		del("PersistentVolumeClaim "+s.workspace, s.c.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, s.workspace, opts))
 		s.workspace = ""
 	}
-	if s.secret != nil {
+	if all && s.secret != nil {
 		del("NetworkPolicy "+s.secret.Name, s.c.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, s.secret.Name, opts))
 		del("Secret "+s.secret.Name, s.c.Kube.CoreV1().Secrets(ns).Delete(ctx, s.secret.Name, opts))
 		s.secret = nil
@@ -470,4 +662,93 @@ func (s *Session) Release(ctx context.Context) error {
 			s.id, s.hands.Expires.UTC().Format(time.RFC3339), errors.Join(errs...))
 	}
 	return nil
+}
+
+// ReleaseSession deletes what a broker's session (Options.Session id)
+// holds in the target's namespace: every pod, SandboxClaim (claims says the
+// cluster serves them), workspace claim, NetworkPolicy and Secret labelled
+// with the session id and broker. Objects of another broker are left
+// alone. What it removed is returned.
+func ReleaseSession(ctx context.Context, c *Clients, t Target, id, broker string, claims bool) ([]Leftover, error) {
+	if !sessionID.MatchString(id) {
+		return nil, fmt.Errorf("session id %q is not 12 lower-case hex digits", id)
+	}
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy + "," + LabelSession + "=" + id + "," + LabelBroker + "=" + broker}
+	ns := t.Namespace
+	core, net := c.Kube.CoreV1(), c.Kube.NetworkingV1()
+	var out []Leftover
+	var errs []error
+	remove := func(kind string, names []string, listErr error, del func(string) error) {
+		if listErr != nil {
+			errs = append(errs, fmt.Errorf("listing the session's %ss: %w", kind, listErr))
+			return
+		}
+		for _, n := range names {
+			if err := del(n); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting %s %s: %w", kind, n, err))
+				continue
+			}
+			out = append(out, Leftover{Kind: kind, Name: n, Why: "the broker ended session " + id})
+		}
+	}
+	zero := int64(0)
+	bg := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{PropagationPolicy: &bg}
+	if claims {
+		rc := c.Dynamic.Resource(ClaimResource).Namespace(ns)
+		l, err := rc.List(ctx, sel)
+		var names []string
+		if err == nil {
+			for _, u := range l.Items {
+				names = append(names, u.GetName())
+			}
+		}
+		remove("SandboxClaim", names, err, func(n string) error { return rc.Delete(ctx, n, del) })
+	}
+	{
+		l, err := core.Pods(ns).List(ctx, sel)
+		var names []string
+		if err == nil {
+			for _, p := range l.Items {
+				names = append(names, p.Name)
+			}
+		}
+		remove("Pod", names, err, func(n string) error {
+			return core.Pods(ns).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		})
+	}
+	{
+		l, err := core.PersistentVolumeClaims(ns).List(ctx, sel)
+		var names []string
+		if err == nil {
+			for _, p := range l.Items {
+				names = append(names, p.Name)
+			}
+		}
+		remove("PersistentVolumeClaim", names, err, func(n string) error { return core.PersistentVolumeClaims(ns).Delete(ctx, n, del) })
+	}
+	{
+		l, err := net.NetworkPolicies(ns).List(ctx, sel)
+		var names []string
+		if err == nil {
+			for _, p := range l.Items {
+				names = append(names, p.Name)
+			}
+		}
+		remove("NetworkPolicy", names, err, func(n string) error { return net.NetworkPolicies(ns).Delete(ctx, n, del) })
+	}
+	{
+		l, err := core.Secrets(ns).List(ctx, sel)
+		var names []string
+		if err == nil {
+			for _, p := range l.Items {
+				names = append(names, p.Name)
+			}
+		}
+		remove("Secret", names, err, func(n string) error { return core.Secrets(ns).Delete(ctx, n, del) })
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("%s: releasing session %s (what is left expires, or the next start on this host removes it once the broker is gone): %w", t, id, errors.Join(errs...))
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/hostrule"
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 )
 
@@ -76,9 +78,13 @@ type Hands struct {
 	// default). Plain Pods only.
 	WorkspaceSize  string
 	WorkspaceClass string
-	// Hosts are the grant's network.hosts: the egress the pod may have.
-	Hosts  []string
-	Limits grant.Limits
+	// Hosts are the grant's network.hosts: the egress the pod may have
+	// to public addresses.
+	Hosts []string
+	// Private are the grant's network.private entries: each IP and CIDR
+	// is let out on its ports (kubereq.CheckPrivate).
+	Private []string
+	Limits  grant.Limits
 	// RuntimeClass is the pod's runtimeClassName (gVisor, Kata); empty for
 	// the cluster's default runtime.
 	RuntimeClass string
@@ -102,7 +108,7 @@ func (h *Hands) port() int32 {
 // HandsFor fills the request's part of Hands: paths, hosts, limits and
 // the runtime class.
 func HandsFor(r kubereq.Request) Hands {
-	h := Hands{Hosts: r.Hosts, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass}
+	h := Hands{Hosts: r.Hosts, Private: r.Private, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass}
 	for _, m := range r.Mounts {
 		h.Mounts = append(h.Mounts, Mount{Path: m.Path, Writable: m.Writable})
 	}
@@ -154,6 +160,9 @@ func (h *Hands) Args() []string {
 	}
 	for _, host := range h.Hosts {
 		a = append(a, "--allow-host", host)
+	}
+	for _, p := range h.Private {
+		a = append(a, "--allow-private", p)
 	}
 	return a
 }
@@ -297,9 +306,12 @@ func workspaceSize(s string) (resource.Quantity, error) {
 }
 
 // NetworkPolicy lets into the session's pods only the broker, on the
-// tool-server's port, and out of them only DNS and the ports of the
-// grant's hosts on public addresses (the hands' egress proxy then allows
-// only the granted names); a grant without hosts gets no egress at all.
+// tool-server's port, and out of them only DNS, the ports of the grant's
+// hosts on public addresses (the hands' egress proxy then allows only the
+// granted names), and each IP and CIDR of network.private on its ports; a
+// grant without hosts or private entries gets no egress at all. A name in
+// network.private gets no peer of its own (kubereq.CheckPrivate): only DNS
+// to resolve it.
 func NetworkPolicy(h *Hands, name string) *networkingv1.NetworkPolicy {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	port := intstr.FromInt32(h.port())
@@ -323,30 +335,79 @@ func NetworkPolicy(h *Hands, name string) *networkingv1.NetworkPolicy {
 			Egress: []networkingv1.NetworkPolicyEgressRule{},
 		},
 	}
-	if len(h.Hosts) == 0 {
+	blocks, names := privateBlocks(h.Private)
+	if len(h.Hosts) == 0 && len(blocks) == 0 && !names {
 		return np
 	}
-	dns := intstr.FromInt32(53)
-	np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
-		To: []networkingv1.NetworkPolicyPeer{{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
-			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
-		}},
-		Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
-	})
-	var ports []networkingv1.NetworkPolicyPort
-	for _, p := range hostPorts(h.Hosts) {
-		ip := intstr.FromInt32(p)
-		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &ip})
+	tcpPorts := func(ps []int32) []networkingv1.NetworkPolicyPort {
+		var out []networkingv1.NetworkPolicyPort
+		for _, p := range ps {
+			ip := intstr.FromInt32(p)
+			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &ip})
+		}
+		return out
 	}
-	np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
-		To: []networkingv1.NetworkPolicyPeer{
-			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}}},
-			{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"::1/128", "fc00::/7", "fe80::/10"}}},
-		},
-		Ports: ports,
-	})
+	if len(h.Hosts) > 0 || names {
+		dns := intstr.FromInt32(53)
+		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+		})
+	}
+	if len(h.Hosts) > 0 {
+		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+			To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"::1/128", "fc00::/7", "fe80::/10"}}},
+			},
+			Ports: tcpPorts(hostPorts(h.Hosts)),
+		})
+	}
+	for _, b := range blocks {
+		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+			To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: b.cidr}}},
+			Ports: tcpPorts(b.ports),
+		})
+	}
 	return np
+}
+
+// privateBlock is a network.private IP or CIDR as a NetworkPolicy peer:
+// the CIDR (an IP as /32 or /128) and the ports the grant allows it.
+type privateBlock struct {
+	cidr  string
+	ports []int32
+}
+
+// privateBlocks are the IPs and CIDRs of network.private, in the grant's
+// order, and whether it lists any name. Entries that do not parse are
+// left out (kubereq.Decode refused them).
+func privateBlocks(private []string) (blocks []privateBlock, names bool) {
+	for _, e := range private {
+		p, err := hostrule.ParsePrivate(e)
+		if err != nil {
+			continue
+		}
+		var pfx netip.Prefix
+		switch {
+		case p.Prefix().IsValid():
+			pfx = p.Prefix()
+		case p.Addr().IsValid():
+			pfx = netip.PrefixFrom(p.Addr(), p.Addr().BitLen())
+		default:
+			names = true
+			continue
+		}
+		var ports []int32
+		for _, n := range kubereq.Ports(p) {
+			ports = append(ports, int32(n))
+		}
+		blocks = append(blocks, privateBlock{cidr: pfx.String(), ports: ports})
+	}
+	return blocks, names
 }
 
 // hostPorts are the ports the grant's host entries name (HOST:PORT), 443
@@ -393,6 +454,9 @@ func validateHands(h *Hands) error {
 		if _, _, err := net.ParseCIDR(c); err != nil {
 			bad = append(bad, fmt.Sprintf("broker address %q is not a CIDR", c))
 		}
+	}
+	if err := kubereq.CheckPrivate(h.Private); err != nil {
+		bad = append(bad, err.Error())
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("the hands' pod: %s", strings.Join(bad, "; "))

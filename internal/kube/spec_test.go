@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden manifests in testdata and deploy/")
@@ -70,6 +71,10 @@ func TestGoldenManifests(t *testing.T) {
 	hn := goldenHands("api.github.com", "*.pypi.org", "registry.example:5000")
 	hn.BrokerCIDRs = []string{"203.0.113.7/32"}
 	golden(t, "testdata/networkpolicy-hosts.yaml", NetworkPolicy(hn, hn.Secret))
+	hp := goldenHands("api.github.com")
+	hp.Private = privateEntries
+	golden(t, "testdata/networkpolicy-private.yaml", NetworkPolicy(hp, hp.Secret))
+	golden(t, "testdata/pod-private.yaml", Pod(hp, goldenNow, nil))
 	golden(t, "testdata/sandboxclaim.yaml", Claim(h, "airlock-0123456789ab-1"))
 	hw := goldenHands()
 	hw.Workspace, hw.WorkspaceSize, hw.WorkspaceClass = hw.Secret, "10Gi", "fast-ssd"
@@ -79,6 +84,131 @@ func TestGoldenManifests(t *testing.T) {
 	}
 	golden(t, "testdata/persistentvolumeclaim.yaml", pvc)
 	golden(t, "testdata/pod-workspace.yaml", Pod(hw, goldenNow, nil))
+}
+
+// privateEntries are a grant's network.private: a CIDR, IPs with and
+// without a port, IPv6, and a name on a port an IP entry opens.
+var privateEntries = []string{"10.20.0.0/16", "192.168.1.5:5432", "172.16.0.9", "[fd00::7]:8443", "db.corp.example:5432"}
+
+// TestNetworkPolicyPrivate: each IP and CIDR of network.private is an
+// ipBlock peer on exactly the ports the grant allows it, a name gets DNS
+// and no peer, and nothing else is opened: no public rule without
+// network.hosts, no private port added to the public rule with them.
+func TestNetworkPolicyPrivate(t *testing.T) {
+	type rule struct {
+		To    []string
+		Ports []string
+	}
+	rules := func(h *Hands) []rule {
+		var out []rule
+		for _, r := range NetworkPolicy(h, h.Secret).Spec.Egress {
+			var x rule
+			for _, p := range r.To {
+				switch {
+				case p.IPBlock != nil:
+					x.To = append(x.To, p.IPBlock.CIDR+" except "+strings.Join(p.IPBlock.Except, ","))
+				case p.PodSelector != nil && p.PodSelector.MatchLabels["k8s-app"] == "kube-dns":
+					x.To = append(x.To, "kube-dns")
+				default:
+					x.To = append(x.To, "other")
+				}
+			}
+			for _, p := range r.Ports {
+				x.Ports = append(x.Ports, string(*p.Protocol)+"/"+p.Port.String())
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	dns := rule{To: []string{"kube-dns"}, Ports: []string{"UDP/53", "TCP/53"}}
+	web := []string{"TCP/80", "TCP/443"}
+	blocks := []rule{
+		{To: []string{"10.20.0.0/16 except "}, Ports: web},
+		{To: []string{"192.168.1.5/32 except "}, Ports: []string{"TCP/5432"}},
+		{To: []string{"172.16.0.9/32 except "}, Ports: web},
+		{To: []string{"fd00::7/128 except "}, Ports: []string{"TCP/8443"}},
+	}
+
+	h := goldenHands()
+	h.Private = privateEntries[:4] // addresses only: no DNS, no public rule
+	if d := cmp.Diff(blocks, rules(h)); d != "" {
+		t.Errorf("private addresses only (-want +got):\n%s", d)
+	}
+	h.Private = privateEntries // a name: DNS to resolve it, no peer of its own
+	if d := cmp.Diff(append([]rule{dns}, blocks...), rules(h)); d != "" {
+		t.Errorf("private addresses and a name (-want +got):\n%s", d)
+	}
+	h = goldenHands("api.github.com")
+	h.Private = privateEntries
+	public := rule{To: []string{
+		"0.0.0.0/0 except 10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16,172.16.0.0/12,192.168.0.0/16",
+		"::/0 except ::1/128,fc00::/7,fe80::/10",
+	}, Ports: web}
+	if d := cmp.Diff(append([]rule{dns, public}, blocks...), rules(h)); d != "" {
+		t.Errorf("hosts and private entries: the public rule keeps only the hosts' ports (-want +got):\n%s", d)
+	}
+	args := strings.Join(h.Args(), " ")
+	for _, e := range privateEntries {
+		if !strings.Contains(args, "--allow-private "+e) {
+			t.Errorf("the hands' arguments lack --allow-private %s: %s", e, args)
+		}
+	}
+	if strings.Contains(args, "--allow-host 10.") || strings.Contains(args, "--allow-host db.") {
+		t.Errorf("a private entry is passed as a host: %s", args)
+	}
+}
+
+// TestPrivateNamesNeedAnAddress: a name in network.private whose port no
+// IP or CIDR entry opens could never be reached from the pod; the
+// broker's request refuses it, naming the entry and the fix, and so do
+// the hands (a request made elsewhere).
+func TestPrivateNamesNeedAnAddress(t *testing.T) {
+	dir := t.TempDir()
+	g, err := grant.Parse([]byte(`[paths]
+read_write = ["."]
+
+[network]
+private = ["10.0.0.0/8", "db.corp.example:5432"]
+`), "g.toml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kubereq.FromGrant("kube://agents/hands", g)
+	if err == nil || !strings.Contains(err.Error(), `network.private "db.corp.example:5432" is a name`) || !strings.Contains(err.Error(), `"10.1.2.3:5432"`) {
+		t.Fatalf("a private name no address entry opens: %v, want it refused naming the entry and the fix", err)
+	}
+	h := goldenHands()
+	h.Private = []string{"*.corp.example"}
+	if err := validateHands(h); err == nil || !strings.Contains(err.Error(), `"*.corp.example" is a name`) {
+		t.Fatalf("the hands took a private name without an address: %v", err)
+	}
+	h.Private = []string{"*.corp.example", "10.0.0.0/8"} // 80 and 443 both ways
+	if err := validateHands(h); err != nil {
+		t.Fatal(err)
+	}
+	g, err = grant.Parse([]byte(`[paths]
+read_write = ["."]
+
+[network]
+hosts = ["api.github.com"]
+private = ["10.9.8.7:5432", "db.corp.example:5432"]
+`), "g.toml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := kubereq.FromGrant("kube://agents/hands", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = kubereq.Decode(r.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"api.github.com"}, r.Hosts); d != "" {
+		t.Errorf("request hosts (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"10.9.8.7:5432", "db.corp.example:5432"}, r.Private); d != "" {
+		t.Errorf("request private entries (-want +got):\n%s", d)
+	}
 }
 
 // deployHands are the hands of the manifests in deploy/.

@@ -25,12 +25,21 @@ type Leftover struct {
 // other hosts' brokers before their expiry, are kept. claims says whether
 // the cluster serves SandboxClaims.
 func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Leftover, error) {
+	return sweep(ctx, c, namespace, claims, nil)
+}
+
+// sweep is Sweep, keeping also the objects keep names (the connecting
+// broker's own session, which it is about to take up).
+func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep func(metav1.Object) bool) ([]Leftover, error) {
 	host, _ := os.Hostname()
 	host = sanitizeLabel(host, 40)
 	now := time.Now()
 	var out []Leftover
 	var errs []error
 	stale := func(m metav1.Object) (string, bool) {
+		if keep != nil && keep(m) {
+			return "", false
+		}
 		if exp, err := time.Parse(time.RFC3339, m.GetAnnotations()[AnnotationExpiry]); err == nil && now.After(exp) {
 			return "expired at " + exp.UTC().Format(time.RFC3339), true
 		}

@@ -52,13 +52,21 @@ type Options struct {
 	// waits for a pod), plus DeadAfter heartbeats.
 	ConnectTimeout time.Duration
 	// Kube is a kube:// endpoint's request (kubereq.Request.Encode): the
-	// airlock-kube helper is spawned with it for each connection.
+	// airlock-kube helper is spawned with it for each connection, with one
+	// session id (kubereq.NewSession, unless the request names one) for
+	// all of them, and once more to release the session on Close.
 	Kube string
 	// Getenv reads the environment a kube:// helper may inherit
 	// ($KUBECONFIG, $HOME, in-cluster variables); nil means os.Getenv.
 	Getenv func(string) string
 	// Dial, when set, replaces the endpoint's dialer.
 	Dial func(ctx context.Context) (Conn, error)
+	// Release, when set, ends the hands' session: Close runs it once the
+	// last connection has ended, and New when the first connection fails.
+	// A lost connection and the reconnect never run it. A kube:// endpoint
+	// without one runs "airlock-kube release" (its session's Secret and
+	// workspace claim outlive each connection, not the Backend).
+	Release func(ctx context.Context) error
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 }
@@ -116,15 +124,22 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
 	if o.Dial == nil {
-		d, err := dialer(&o)
+		d, release, err := dialer(&o)
 		if err != nil {
 			return nil, err
 		}
 		b.opts.Dial = d
+		if b.opts.Release == nil {
+			b.opts.Release = release
+		}
 	}
 	l, err := b.connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reaching the tool-server at %s: %w", b.endpoint, err)
+		err = fmt.Errorf("reaching the tool-server at %s: %w", b.endpoint, err)
+		if rerr := b.releaseSession(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
 	}
 	b.install(l)
 	go b.maintain()
@@ -152,33 +167,34 @@ func describeEndpoint(ep string) string {
 	return ep
 }
 
-// dialer returns the dial function of o.Endpoint.
-func dialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
+// dialer returns the dial function of o.Endpoint, and what ends its
+// session (nil when a connection is all there is).
+func dialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx context.Context) error, error) {
 	ep := o.Endpoint
 	switch {
 	case strings.HasPrefix(ep, "stdio:"):
 		args := strings.Fields(strings.TrimPrefix(ep, "stdio:"))
 		if len(args) == 0 {
-			return nil, fmt.Errorf("remote %q: stdio: needs a command", ep)
+			return nil, nil, fmt.Errorf("remote %q: stdio: needs a command", ep)
 		}
-		return func(ctx context.Context) (Conn, error) { return spawn(args, nil, o.Stderr, 2*time.Second) }, nil
+		return func(ctx context.Context) (Conn, error) { return spawn(args, nil, o.Stderr, 2*time.Second) }, nil, nil
 	case strings.HasPrefix(ep, "kube://"):
 		return kubeDialer(o)
 	case strings.HasPrefix(ep, "ws://"), strings.HasPrefix(ep, "wss://"):
 		if o.Token == "" {
-			return nil, fmt.Errorf("remote %s: a WebSocket tool-server needs its bearer token", describeEndpoint(ep))
+			return nil, nil, fmt.Errorf("remote %s: a WebSocket tool-server needs its bearer token", describeEndpoint(ep))
 		}
 		u, err := url.Parse(ep)
 		if err != nil {
-			return nil, fmt.Errorf("remote %s: %w", describeEndpoint(ep), err)
+			return nil, nil, fmt.Errorf("remote %s: %w", describeEndpoint(ep), err)
 		}
 		if u.Scheme == "ws" && !loopbackHost(u.Hostname()) {
-			return nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
+			return nil, nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
 		}
 		token, tc := o.Token, o.TLS
-		return func(ctx context.Context) (Conn, error) { return DialWebSocket(ctx, ep, token, tc) }, nil
+		return func(ctx context.Context) (Conn, error) { return DialWebSocket(ctx, ep, token, tc) }, nil, nil
 	}
-	return nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", describeEndpoint(ep))
+	return nil, nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", describeEndpoint(ep))
 }
 
 // DialWebSocket connects to a tool-server's --listen at url (ws:// or
@@ -781,7 +797,8 @@ func (b *Backend) Report() sandbox.Report {
 	return r
 }
 
-// Close ends the connection; calls in flight end as lost.
+// Close ends the connection, and then the hands' session (Options.Release);
+// calls in flight end as lost.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -793,8 +810,28 @@ func (b *Backend) Close() error {
 	close(b.closing)
 	b.mu.Unlock()
 	<-b.done
+	err := b.releaseSession()
 	if c, ok := b.opts.Local.(io.Closer); ok {
-		return c.Close()
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// releaseTimeout bounds Options.Release.
+const releaseTimeout = time.Minute
+
+// releaseSession runs Options.Release, once.
+func (b *Backend) releaseSession() error {
+	if b.opts.Release == nil {
+		return nil
+	}
+	release := b.opts.Release
+	b.opts.Release = nil
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := release(ctx); err != nil {
+		b.logger.Warn("ending the hands' session", "endpoint", b.endpoint, "err", err)
+		return fmt.Errorf("ending the session of the hands at %s: %w", b.endpoint, err)
 	}
 	return nil
 }

@@ -31,8 +31,8 @@ const testHeartbeat = 200 * time.Millisecond
 
 func TestMain(m *testing.M) {
 	sandboxtest.RunHiddenMode()
-	if len(os.Args) == 3 && os.Args[1] == "connect" {
-		os.Exit(fakeKubeHelper(os.Args[2]))
+	if len(os.Args) == 3 && (os.Args[1] == "connect" || os.Args[1] == "release") {
+		os.Exit(fakeKubeHelper(os.Args[1], os.Args[2]))
 	}
 	if addr := os.Getenv("TOOLSERVER_TEST_CHILD"); addr != "" {
 		os.Exit(childMain(addr, os.Getenv("TOOLSERVER_TEST_ROOT")))

@@ -3,10 +3,14 @@ package toolserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 )
 
 // KubeHelper is the program that reaches hands in a Kubernetes cluster:
@@ -51,12 +55,15 @@ func KubeEnv(getenv func(string) string) []string {
 	return env
 }
 
-// kubeDialer spawns the helper for each connection: it obtains the
-// session's pod, relays the frames to the tool-server in it, and deletes
-// the pod and its Secret when the connection ends.
-func kubeDialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
+// kubeDialer spawns the helper for each connection: it obtains a pod of
+// the session, relays the frames to the tool-server in it, and deletes the
+// pod when the connection ends. The session is the Backend's: the dialer
+// picks its id once (kubereq.NewSession) and every helper gets it, so the
+// session's Secret and workspace claim outlive each connection; the
+// release it returns ("airlock-kube release", run by Close) deletes them.
+func kubeDialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx context.Context) error, error) {
 	if o.Kube == "" {
-		return nil, errors.New("remote " + o.Endpoint + ": a kube endpoint needs the grant's paths (Options.Kube)")
+		return nil, nil, errors.New("remote " + o.Endpoint + ": a kube endpoint needs the grant's paths (Options.Kube)")
 	}
 	getenv := o.Getenv
 	if getenv == nil {
@@ -64,9 +71,30 @@ func kubeDialer(o *Options) (func(ctx context.Context) (Conn, error), error) {
 	}
 	helper, err := FindKubeHelper(getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	req, err := kubereq.Decode(o.Kube)
+	if err != nil {
+		return nil, nil, fmt.Errorf("remote %s: %w", o.Endpoint, err)
+	}
+	if req.Session == "" {
+		req.Session = kubereq.NewSession()
+	}
+	raw := req.Encode()
 	env := KubeEnv(getenv)[2:]
-	args := []string{helper, "connect", o.Kube}
-	return func(ctx context.Context) (Conn, error) { return spawn(args, env, o.Stderr, 30*time.Second) }, nil
+	dial := func(ctx context.Context) (Conn, error) {
+		return spawn([]string{helper, "connect", raw}, env, o.Stderr, 30*time.Second)
+	}
+	release := func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, helper, "release", raw)
+		cmd.Env = KubeEnv(getenv)
+		cmd.Stdin = nil
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s release: %w: %s", KubeHelper, err, strings.TrimSpace(out.String()))
+		}
+		return nil
+	}
+	return dial, release, nil
 }

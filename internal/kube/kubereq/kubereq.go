@@ -1,10 +1,13 @@
 // Package kubereq is what a broker asks of the airlock-kube helper for
-// one connection: the target and the grant's part of the hands' pod. It
+// each connection of its session, and at the session's end: the target,
+// the session id and the grant's part of the hands' pod. It
 // imports no Kubernetes client, so the airlock binary can build a request
 // without linking one.
 package kubereq
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/hostrule"
 )
 
 // Scheme is the prefix of a Kubernetes remote target.
@@ -48,10 +52,20 @@ type Mount struct {
 
 // Request is one connection's hands: never a secret.
 type Request struct {
-	Target string  `json:"target"`
-	Mounts []Mount `json:"mounts"`
-	// Hosts are the grant's network.hosts: the pod's egress.
+	Target string `json:"target"`
+	// Session names the broker's session (NewSession): the broker picks it
+	// once and gives it to every helper it spawns, so the session's Secret
+	// and workspace claim outlive a connection. Empty: the connection is a
+	// session of its own, released when it ends.
+	Session string  `json:"session,omitempty"`
+	Mounts  []Mount `json:"mounts"`
+	// Hosts are the grant's network.hosts: the pod's egress to public
+	// addresses.
 	Hosts []string `json:"hosts,omitempty"`
+	// Private are the grant's network.private entries: each IP or CIDR
+	// gets an egress rule of its own (CheckPrivate says which names may
+	// be among them).
+	Private []string `json:"private,omitempty"`
 	// Memory, Tmp and FileSize are the grant's limits in bytes.
 	Memory   int64 `json:"memory"`
 	Tmp      int64 `json:"tmp"`
@@ -71,8 +85,11 @@ func FromGrant(target string, g *grant.Grant) (Request, error) {
 		return Request{}, err
 	}
 	gr := g.Remote()
-	r := Request{Target: target, Hosts: g.Hosts(), RuntimeClass: gr.RuntimeClass,
+	r := Request{Target: target, Hosts: g.NetworkHosts(), Private: g.NetworkPrivate(), RuntimeClass: gr.RuntimeClass,
 		WorkspaceSize: gr.WorkspaceSize, WorkspaceClass: gr.WorkspaceClass}
+	if err := CheckPrivate(r.Private); err != nil {
+		return Request{}, fmt.Errorf("%s: %w", target, err)
+	}
 	for _, m := range g.Mounts() {
 		p := m.Source
 		if !m.Dir {
@@ -107,5 +124,69 @@ func Decode(s string) (Request, error) {
 	if len(r.Mounts) == 0 {
 		return Request{}, errors.New("the hands request names no path to mount")
 	}
+	if r.Session != "" && !sessionID.MatchString(r.Session) {
+		return Request{}, fmt.Errorf("the hands request's session %q is not %d lower-case hex digits", r.Session, sessionLen)
+	}
+	if err := CheckPrivate(r.Private); err != nil {
+		return Request{}, err
+	}
 	return r, nil
+}
+
+// sessionLen is the length of a session id: 48 random bits in hex.
+const sessionLen = 12
+
+var sessionID = regexp.MustCompile(`^[0-9a-f]{12}$`)
+
+// NewSession returns a random session id for Request.Session.
+func NewSession() string {
+	b := make([]byte, sessionLen/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// CheckPrivate refuses network.private entries the hands' NetworkPolicy
+// cannot let out. An IP or a CIDR becomes an ipBlock peer on the ports the
+// grant allows it (the entry's port; 80 and 443 without one). A name
+// cannot be a peer: a NetworkPolicy names no hosts, and the grant trusts
+// the name's DNS answers whatever addresses they are, so the only way to
+// open it would be every address on its port, the cluster's pods and the
+// node's metadata service included. A name is therefore let out only
+// where an IP or CIDR entry lets its answers out, and a name on a port
+// that no IP or CIDR entry opens is refused here: it could never be
+// reached from the pod.
+func CheckPrivate(private []string) error {
+	open := map[int]bool{}
+	var names []hostrule.Pattern
+	for _, e := range private {
+		p, err := hostrule.ParsePrivate(e)
+		if err != nil {
+			return fmt.Errorf("network.private %q: %w", e, err)
+		}
+		if p.Name() != "" {
+			names = append(names, p)
+			continue
+		}
+		for _, port := range Ports(p) {
+			open[port] = true
+		}
+	}
+	for _, p := range names {
+		for _, port := range Ports(p) {
+			if !open[port] {
+				return fmt.Errorf("network.private %q is a name, and in Kubernetes the hands' NetworkPolicy lets private addresses out only by network.private's IPs and CIDRs "+
+					"(a policy cannot name hosts, and opening every address on port %d would open the cluster's pods and the node's metadata service too); "+
+					"none opens port %d: list the addresses it resolves to with that port, as \"10.1.2.3:%d\"", p.String(), port, port, port)
+			}
+		}
+	}
+	return nil
+}
+
+// Ports are the ports a host pattern allows: its own, or 80 and 443.
+func Ports(p hostrule.Pattern) []int {
+	if p.Port() != 0 {
+		return []int{p.Port()}
+	}
+	return hostrule.DefaultPorts()
 }
