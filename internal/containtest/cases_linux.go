@@ -254,15 +254,21 @@ i=0; while [ $i -lt 500 ]; do (sleep 300 &) || break; i=$((i+1)); done; echo "st
 		s.t.Errorf("class %s: the bomb was not stopped by the process limit: %q", res.Class, out)
 	}
 	// The limit bounds the sandbox, which may keep a few processes for its
-	// own helpers (the native init's threads): near the limit, never far.
-	if n := fieldAfter(out, "started "); n > 2*pidsLimit {
-		s.t.Errorf("%d processes started under a limit of %d", n, pidsLimit)
+	// own helpers: the native sandbox allows 16 more for its init's
+	// threads, which in tool mode (the runner is the init) its command
+	// may use (docs/architecture.md).
+	if n := fieldAfter(out, "started "); n < 0 || n > pidsLimit+helperAllowance {
+		s.t.Errorf("%d processes started under a limit of %d (+%d for the sandbox's helpers)", n, pidsLimit, helperAllowance)
 	}
 	if !slices.Contains(res.Output.Meta.LimitsHit, wire.LimitProcesses) {
 		s.t.Errorf("the result does not report the process limit hit: %+v", res.Output.Meta)
 	}
 	s.noSurvivors("bomb-" + s.marker)
 }
+
+// helperAllowance is how many processes past the call's limit a
+// sandbox may allow for its own helpers.
+const helperAllowance = 16
 
 func fieldAfter(out, prefix string) int {
 	_, rest, ok := strings.Cut(out, prefix)
