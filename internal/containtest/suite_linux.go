@@ -290,7 +290,7 @@ func (s *suite) noSurvivors(needle string) {
 			s.t.Errorf("processes of an ended call are still there after a minute: %q", left)
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) //permit:time.Sleep (a named wait: for the kernel to reap)
 		left = hostProcs(needle)
 	}
 }

@@ -113,7 +113,7 @@ func sweep() {
 	calls = append(calls, archCalls()...)
 	for _, c := range calls {
 		_, _, errno := unix.Syscall6(c.nr, c.args[0], c.args[1], c.args[2], c.args[3], c.args[4], c.args[5])
-		fmt.Printf("%s %d\n", c.name, errno)
+		fmt.Fprintf(os.Stdout, "%s %d\n", c.name, errno)
 	}
 }
 
@@ -125,17 +125,17 @@ func dials(port string) {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err == nil {
 			c.Close()
-			fmt.Println(name, "connected")
+			fmt.Fprintln(os.Stdout, name, "connected")
 			return
 		}
-		fmt.Println(name, word(err))
+		fmt.Fprintln(os.Stdout, name, word(err))
 	}
 	tcp("host_loopback4", "127.0.0.1:"+port)
 	tcp("host_loopback6", "[::1]:"+port)
 	// (From /proc: a sandbox may refuse netlink sockets.)
 	dev, err := os.ReadFile("/proc/net/dev")
 	if err != nil {
-		fmt.Println("interfaces", word(err))
+		fmt.Fprintln(os.Stdout, "interfaces", word(err))
 		return
 	}
 	lines := strings.Split(string(dev), "\n")
@@ -143,25 +143,25 @@ func dials(port string) {
 		name, _, ok := strings.Cut(l, ":")
 		if name = strings.TrimSpace(name); ok && name != "lo" {
 			// Never send traffic off the machine: report and stop.
-			fmt.Println("interface", name)
+			fmt.Fprintln(os.Stdout, "interface", name)
 			return
 		}
 	}
-	fmt.Println("interfaces lo")
+	fmt.Fprintln(os.Stdout, "interfaces lo")
 	tcp("tcp4_testnet", "192.0.2.1:80")
 	tcp("tcp6_testnet", "[2001:db8::1]:80")
 	if c, err := net.Dial("udp", "192.0.2.1:53"); err != nil {
-		fmt.Println("udp4_testnet", word(err))
+		fmt.Fprintln(os.Stdout, "udp4_testnet", word(err))
 	} else {
 		_, err := c.Write([]byte("x"))
 		c.Close()
-		fmt.Println("udp4_testnet", word(err))
+		fmt.Fprintln(os.Stdout, "udp4_testnet", word(err))
 	}
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
 	if err == nil {
 		unix.Close(s)
 	}
-	fmt.Println("raw_icmp", word(err))
+	fmt.Fprintln(os.Stdout, "raw_icmp", word(err))
 }
 
 // word is an error's errno name, "ok" for none, or "timeout".
@@ -190,8 +190,8 @@ func grow(n int) {
 		}
 		keep = append(keep, b)
 		if i%16 == 0 {
-			fmt.Println("mib", i)
+			fmt.Fprintln(os.Stdout, "mib", i)
 		}
 	}
-	fmt.Println("allocated", len(keep))
+	fmt.Fprintln(os.Stdout, "allocated", len(keep))
 }
