@@ -273,7 +273,7 @@ func fieldAfter(out, prefix string) int {
 	return n
 }
 
-// Case 12: memory beyond the limit, in the heap and in tmpfs, is an OOM
+// Case 12: memory beyond the limit, in the heap, a memfd and tmpfs, is an OOM
 // kill inside the sandbox, and the result says so. (/dev/shm may instead
 // be smaller than the limit: its write then fails first.)
 func (s *suite) memoryBomb() {
@@ -283,6 +283,7 @@ func (s *suite) memoryBomb() {
 		sizeCaps bool // a size cap below the memory limit may stop it first
 	}{
 		{s.probe + " mem 1024 && echo filled", false},
+		{s.probe + " memfd 1024 | grep -q allocated && echo filled", false},
 		{"head -c 400000000 /dev/zero > /tmp/fill && echo filled", false},
 		{"head -c 400000000 /dev/zero > /dev/shm/fill && echo filled", true},
 	} {

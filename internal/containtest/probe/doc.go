@@ -8,4 +8,5 @@
 //	probe sys          the syscall sweep: "name errno" per call
 //	probe net PORT     loopback and non-loopback dials; PORT is a listener on the host's loopback
 //	probe mem MIB      allocates and touches MIB MiB of memory
+//	probe memfd MIB    writes MIB MiB into a memfd
 package main

@@ -28,13 +28,21 @@ func main() {
 			os.Exit(2)
 		}
 		dials(os.Args[2])
-	case "mem":
-		n, err := strconv.Atoi(os.Args[2])
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "probe mem: %q is not a positive number of MiB\n", os.Args[2])
+	case "mem", "memfd":
+		if len(os.Args) != 3 {
+			fmt.Fprintf(os.Stderr, "usage: probe %s MIB\n", os.Args[1])
 			os.Exit(2)
 		}
-		grow(n)
+		n, err := strconv.Atoi(os.Args[2])
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "probe %s: %q is not a positive number of MiB\n", os.Args[1], os.Args[2])
+			os.Exit(2)
+		}
+		if os.Args[1] == "mem" {
+			grow(n)
+		} else {
+			growMemfd(n)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "probe: unknown probe %q\n", os.Args[1])
 		os.Exit(2)
@@ -178,6 +186,29 @@ func word(err error) string {
 		return "timeout"
 	}
 	return "error"
+}
+
+// growMemfd writes n MiB into a memfd (shmem, which no process's heap
+// holds), one at a time.
+func growMemfd(n int) {
+	fd, err := unix.MemfdCreate("probe", 0)
+	if err != nil {
+		fmt.Fprintln(os.Stdout, "memfd_create", word(err))
+		return
+	}
+	f := os.NewFile(uintptr(fd), "memfd")
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = 1
+	}
+	for i := 1; i <= n; i++ {
+		if _, err := f.Write(chunk); err != nil {
+			fmt.Fprintln(os.Stdout, "write", word(err))
+			return
+		}
+	}
+	fmt.Fprintln(os.Stdout, "allocated", n)
 }
 
 // grow allocates and touches n MiB, one at a time, reporting progress.
