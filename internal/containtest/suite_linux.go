@@ -46,7 +46,11 @@ const (
 	pidsLimit   = 64
 )
 
-// Run runs every case against the backend open opens sessions on.
+// Run runs every case against the backend open opens sessions on, as
+// subtests named for their hostile case. The backend's sandboxes must run
+// on this host: the suite checks the host's processes and files after
+// the calls. Run sets environment variables (the broker's secrets a
+// sandbox must not inherit), so the calling test must not be parallel.
 func Run(t *testing.T, open Open, opts *Options) {
 	var o Options
 	if opts != nil {
