@@ -182,7 +182,14 @@ func (w *workspace) session(t testing.TB, backend sandbox.Backend) *broker.Sessi
 // inProcess serves a tool-server in this process on a loopback WebSocket.
 func inProcess(t testing.TB, w *workspace) (*toolserver.Server, string) {
 	t.Helper()
-	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: w.grant, Backend: sandboxtest.Native(t), Name: "test", Heartbeat: testHeartbeat})
+	return serveGrant(t, w.grant)
+}
+
+// serveGrant serves a tool-server capped by g, over the native backend,
+// in this process on a loopback WebSocket.
+func serveGrant(t testing.TB, g *grant.Grant) (*toolserver.Server, string) {
+	t.Helper()
+	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: sandboxtest.Native(t), Name: "test", Heartbeat: testHeartbeat})
 	if err != nil {
 		t.Fatal(err)
 	}

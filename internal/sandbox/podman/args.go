@@ -27,6 +27,11 @@ const (
 	// command (one byte each, the signal's number); podman run passes
 	// it on as its first descriptor after stderr.
 	ControlFD = 3
+	// ReportFD is the init's descriptor of the broker's report pipe,
+	// where it writes the limits the container hit (package inside's
+	// Report names) when its payload has ended; podman run passes it on
+	// second.
+	ReportFD = 4
 )
 
 // IDMap is the user namespace mapping of every container: container ids
@@ -125,8 +130,9 @@ func Args(inv *Invocation) ([]string, error) {
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),
 		"--systemd", "false",
 		"--unsetenv-all",
-		// The broker's control pipe (ControlFD): its stop and signals.
-		"--preserve-fds", "1",
+		// The broker's control pipe (ControlFD): its stop and signals;
+		// and its report pipe (ReportFD): the limits the container hit.
+		"--preserve-fds", "2",
 	)
 	for _, kv := range inv.Env {
 		if !strings.Contains(kv, "=") || strings.HasPrefix(kv, "=") {
@@ -157,7 +163,7 @@ func Args(inv *Invocation) ([]string, error) {
 		a = append(a, "--mount", m)
 	}
 	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10),
-		"--control", strconv.Itoa(ControlFD))
+		"--control", strconv.Itoa(ControlFD), "--report", strconv.Itoa(ReportFD))
 	if inv.ProxyDir != "" {
 		a = append(a, "--proxy", ProxyTarget+"/"+inv.ProxySock, "--proxy-port", strconv.Itoa(inv.ProxyPort))
 	}

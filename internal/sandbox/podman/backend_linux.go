@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/podman/inside"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -275,14 +277,18 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.run(ctx, spec, args, name, l, start)
+	res, err := b.run(ctx, spec, args, name, dir, l, start)
 	b.log.Debug("podman call done", "name", name, "stage_ns", staged.Nanoseconds(), "run_ns", b.ran.Load(), "total_ns", time.Since(start).Nanoseconds())
 	return res, err
 }
 
-// run starts podman and relays, enforces and classifies.
-func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, name string, l limits, start time.Time) (*sandbox.Result, error) {
+// run starts podman and relays, enforces and classifies. dir is the
+// call's own staging directory: podman runs there, so conmon's record of
+// an OOM kill in the container (a file "oom" in its working directory)
+// lands there, and only for this call.
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, name, dir string, l limits, start time.Time) (*sandbox.Result, error) {
 	cmd := exec.Command(b.podman, args...)
+	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -306,13 +312,28 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	if err != nil {
 		return nil, fmt.Errorf("making the control pipe: %w", err)
 	}
-	cmd.ExtraFiles = []*os.File{ctlR} // ControlFD
+	// The init reports the limits the container hit on the report pipe.
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, fmt.Errorf("making the report pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{ctlR, repW} // ControlFD, ReportFD
 	err = cmd.Start()
 	ctlR.Close()
+	repW.Close()
 	if err != nil {
 		ctlW.Close()
+		repR.Close()
 		return nil, &RunError{Reason: err.Error(), Fix: fixInstall}
 	}
+	reported := make(chan []string, 1)
+	go func() {
+		defer repR.Close()
+		b, _ := io.ReadAll(io.LimitReader(repR, 4096))
+		reported <- strings.Fields(string(b))
+	}()
 	var ctlMu sync.Mutex
 	send := func(s syscall.Signal) {
 		ctlMu.Lock()
@@ -416,24 +437,76 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	}
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(),
 		Isolation: wire.Isolation{Backend: "podman", Features: append([]string(nil), features...)}}
-	switch {
-	case reason == "time":
-		res.ExitCode, res.Signal, res.Limit, res.LimitsHit = -1, int(syscall.SIGKILL), sandbox.LimitTime, []wire.Limit{sandbox.LimitTime}
-		if res.OutputTruncated {
-			res.LimitsHit = append(res.LimitsHit, sandbox.LimitOutput)
+	hit := hits{time: reason == "time", output: res.OutputTruncated}
+	if reason == "time" {
+		res.ExitCode, res.Signal = -1, int(syscall.SIGKILL)
+	} else {
+		switch {
+		case podmanFailed(code, len(spec.Command) == 0, head.Bytes()):
+			return nil, runError(code, head.Bytes())
+		case code > 128 && code < 128+65:
+			res.ExitCode, res.Signal = -1, code-128
+		default:
+			res.ExitCode = code
 		}
-		return res, nil
-	case podmanFailed(code, len(spec.Command) == 0, head.Bytes()):
-		return nil, runError(code, head.Bytes())
-	case code > 128 && code < 128+65:
-		res.ExitCode, res.Signal = -1, code-128
-	default:
-		res.ExitCode = code
 	}
-	if res.OutputTruncated {
-		res.Limit, res.LimitsHit = sandbox.LimitOutput, []wire.Limit{sandbox.LimitOutput}
+	// The init's report, once every holder of the pipe is gone (with the
+	// container); a container killed before the init could write it
+	// reports nothing, and conmon's record of an OOM kill still counts.
+	var reportedHits []string
+	select {
+	case reportedHits = <-reported:
+	case <-time.After(reportWait):
+		b.log.Debug("no report from the container's init", "name", name)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "oom")); err == nil || slices.Contains(reportedHits, inside.ReportMemory) {
+		hit.memory = true
+	}
+	hit.processes = slices.Contains(reportedHits, inside.ReportProcesses)
+	res.LimitsHit = hit.names()
+	res.Limit = hit.ended(res.ExitCode == 0 && res.Signal == 0)
 	return res, nil
+}
+
+// reportWait bounds the wait for the init's report after podman run has
+// exited: the pipe ends with the container, but a process that escaped
+// it (a broken runtime) must not hold up the call.
+const reportWait = 5 * time.Second
+
+// hits are the limits one run hit.
+type hits struct{ time, memory, processes, output bool }
+
+// names lists them in the order of Result.LimitsHit.
+func (h hits) names() []wire.Limit {
+	var out []wire.Limit
+	for _, n := range []struct {
+		hit  bool
+		name wire.Limit
+	}{{h.time, sandbox.LimitTime}, {h.memory, sandbox.LimitMemory}, {h.processes, sandbox.LimitProcesses}, {h.output, sandbox.LimitOutput}} {
+		if n.hit {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// ended names the limit that ended the run (see Result.Limit): the output
+// cap or the deadline when the container was killed for it, else memory
+// or processes when hit by a payload that did not finish normally.
+func (h hits) ended(finished bool) wire.Limit {
+	switch {
+	case h.output:
+		return sandbox.LimitOutput
+	case h.time:
+		return sandbox.LimitTime
+	case finished:
+		return ""
+	case h.memory:
+		return sandbox.LimitMemory
+	case h.processes:
+		return sandbox.LimitProcesses
+	}
+	return ""
 }
 
 // signal sends sig (KILL: the one signal PID 1 cannot miss) to the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,9 +68,13 @@ func TestLiveLimits(t *testing.T) {
 	t.Run("processes", func(t *testing.T) {
 		spec := baseSpec(work)
 		spec.Limits.Pids = 16
-		out, _ := sh(t, b, spec, "for i in $(seq 1 40); do sleep 30 & done 2>&1; echo end")
+		out, res := sh(t, b, spec, "for i in $(seq 1 40); do sleep 30 & done 2>&1; echo end")
 		if !strings.Contains(out, "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
 			t.Errorf("40 processes under a limit of 16 all started: %q", out)
+		}
+		// The init reports the fork refused at pids.max.
+		if !slices.Contains(res.LimitsHit, sandbox.LimitProcesses) {
+			t.Errorf("result %+v, want the process limit among the limits hit", res)
 		}
 	})
 	t.Run("memory", func(t *testing.T) {
@@ -81,6 +86,10 @@ func TestLiveLimits(t *testing.T) {
 		out, res := sh(t, b, spec, "head -c 128m /dev/zero > /tmp/fill; echo size=$(wc -c < /tmp/fill)")
 		if strings.Contains(out, "size=134217728") {
 			t.Errorf("128 MiB written to tmpfs under a 32 MiB memory limit: %q, %+v", out, res)
+		}
+		// The OOM kill is reported, even when it took the init.
+		if !slices.Contains(res.LimitsHit, sandbox.LimitMemory) || res.Limit != sandbox.LimitMemory {
+			t.Errorf("result %+v, want the memory limit hit and named as what ended it", res)
 		}
 	})
 	t.Run("output", func(t *testing.T) {

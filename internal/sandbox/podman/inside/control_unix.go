@@ -33,3 +33,13 @@ func control(fd int) <-chan syscall.Signal {
 	}()
 	return ch
 }
+
+// reportFile is the broker's report pipe at descriptor fd (nil when fd <
+// 0), closed on exec like the control pipe: only the init writes it.
+func reportFile(fd int) *os.File {
+	if fd < 0 {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "report")
+}

@@ -34,10 +34,12 @@ func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdo
 	proxy := fs.String("proxy", "", "proxy socket")
 	port := fs.Int("proxy-port", 0, "forwarder port")
 	ctlFD := fs.Int("control", -1, "descriptor of the broker's control pipe")
+	repFD := fs.Int("report", -1, "descriptor of the broker's report pipe")
 	if err := fs.Parse(args); err != nil {
 		return ExitSetup
 	}
 	ctl := control(*ctlFD)
+	rep := reportFile(*repFD)
 	if *deadline <= 0 {
 		fmt.Fprintln(os.Stderr, "airlock container init: --deadline is required")
 		return ExitSetup
@@ -109,9 +111,12 @@ func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdo
 			// its kill, bound the wait.
 			waitAll()
 		}
+		report(rep)
 		return code
 	}
-	return command(fs.Args(), ctl)
+	code := command(fs.Args(), ctl)
+	report(rep)
+	return code
 }
 
 // command runs argv as a child, passing on SIGTERM, SIGINT and SIGHUP
