@@ -82,6 +82,11 @@ type Hands struct {
 	// RuntimeClass is the pod's runtimeClassName (gVisor, Kata); empty for
 	// the cluster's default runtime.
 	RuntimeClass string
+	// AllowUnenforced gives the tool-server --allow-unenforced-limits: the
+	// grant accepts memory and process limits that the pod, which has no
+	// cgroup of its own to delegate, cannot enforce per call. A call runs
+	// so only when the broker's grant says so too.
+	AllowUnenforced bool
 	// From the template: scheduling only, never security settings.
 	NodeSelector     map[string]string
 	Tolerations      []corev1.Toleration
@@ -102,7 +107,8 @@ func (h *Hands) port() int32 {
 // HandsFor fills the request's part of Hands: paths, hosts, limits and
 // the runtime class.
 func HandsFor(r kubereq.Request) Hands {
-	h := Hands{Hosts: r.Hosts, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass}
+	h := Hands{Hosts: r.Hosts, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass,
+		AllowUnenforced: r.AllowUnenforced}
 	for _, m := range r.Mounts {
 		h.Mounts = append(h.Mounts, Mount{Path: m.Path, Writable: m.Writable})
 	}
@@ -154,6 +160,9 @@ func (h *Hands) Args() []string {
 	}
 	for _, host := range h.Hosts {
 		a = append(a, "--allow-host", host)
+	}
+	if h.AllowUnenforced {
+		a = append(a, "--allow-unenforced-limits")
 	}
 	return a
 }
