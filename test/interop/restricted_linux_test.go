@@ -267,9 +267,14 @@ func TestHandsRestrictedPod(t *testing.T) {
 	cases := []struct {
 		name, class string
 		global      []string
+		unmasked    bool
 		skip        func(t *testing.T)
 	}{
 		{name: "runc", global: []string{"--runtime", "runc"}},
+		// procMount: Unmasked, which the restricted standard forbids: the
+		// /proc mount then succeeds, and RuntimeDefault seccomp refuses
+		// the next step.
+		{name: "runc-unmasked", global: []string{"--runtime", "runc"}, unmasked: true},
 		{name: "runsc", class: "gvisor", global: []string{"--runtime", runsc, "--runtime-flag", "network=host"}, skip: func(t *testing.T) {
 			if runscErr != nil {
 				testenv.RequireFeature(t, "gVisor's runsc is not installed (apt-get install runsc)")
@@ -289,13 +294,13 @@ func TestHandsRestrictedPod(t *testing.T) {
 			if tc.skip != nil {
 				tc.skip(t)
 			}
-			restrictedPod(t, tag, tc.class, tc.global)
+			restrictedPod(t, tag, tc.class, tc.global, tc.unmasked)
 		})
 	}
 }
 
 // restrictedPod is one runtime's case of TestHandsRestrictedPod.
-func restrictedPod(t *testing.T, tag, class string, global []string) {
+func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bool) {
 	w := newWorkspace(t)
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -315,6 +320,10 @@ func restrictedPod(t *testing.T, tag, class string, global []string) {
 		RuntimeClass: class, AllowUnenforced: true,
 	}
 	spec := kube.PodSpec(&h)
+	if unmasked {
+		pm := corev1.UnmaskedProcMount
+		spec.Containers[0].SecurityContext.ProcMount = &pm
+	}
 	certFile, keyFile, _ := selfSigned(t, t.TempDir())
 	cert, _ := os.ReadFile(certFile)
 	key, _ := os.ReadFile(keyFile)
@@ -419,6 +428,16 @@ func restrictedPod(t *testing.T, tag, class string, global []string) {
 		"these hands have no cgroup of their own", `limits.unenforced = "allow"`, "airlock tool-server --allow-unenforced-limits",
 		"the broker's grant does not, these hands' does"}
 
+	if unmasked {
+		hostWant := []string{"sethostname in the sandbox's UTS namespace", "setting the hostname: operation not permitted", "seccomp"}
+		for _, s := range hostWant {
+			if !strings.Contains(trial, s) {
+				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
+			}
+		}
+		failsWith("grant allowing unenforced limits", []string{"--grant", allow}, "shell", shell, hostWant...)
+		return
+	}
 	if class == "" {
 		// runc: the sandbox's init cannot mount its own /proc.
 		procWant := []string{"a fresh /proc for the sandbox", "mounting /proc: operation not permitted", "masks parts of this container's /proc", `remote.runtime_class = "gvisor"`}
