@@ -41,6 +41,8 @@ func doctorCommand() *command {
 
 Probes the host and prints each isolation feature: whether it is available,
 whether the default grant needs it, and how to fix it when it is missing;
+"sandbox start" is one trial sandbox, which shows what a container runtime
+refuses that the probes cannot see (a masked /proc, a seccomp profile);
 then each kind of limit and whether it is enforced for this user. Memory and
 process limits need a cgroup the user may manage: without one every call is
 refused (the default grant has both limits) unless it accepts them unenforced

@@ -17,6 +17,10 @@ import (
 // (see docs/remote.md): rlimits within the host's hard limits, the
 // sandbox's own seccomp filter and a fresh /proc instead of the engine's
 // masking, and the host's cgroups writable for the memory and process limits.
+// This is not how a restricted pod runs: under the engine's default /proc
+// masks and seccomp profile the sandbox cannot start, and without the host's
+// cgroups calls with memory and process limits are refused. That pod is
+// TestHandsRestrictedPod's.
 var podmanRun = []string{
 	"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
 	"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined",
@@ -26,8 +30,8 @@ var podmanRun = []string{
 
 // TestHandsImage builds the Containerfile's image (over a base made here
 // from the host's static busybox, so nothing is pulled) and runs a call
-// on hands in a container: spawned over stdio (podman run -i), and reached
-// over WebSocket.
+// on hands in a container given what the sandbox needs (podmanRun):
+// spawned over stdio (podman run -i), and reached over WebSocket.
 func TestHandsImage(t *testing.T) {
 	tag := handsImage(t)
 	podman := func(stdin io.Reader, args ...string) string {

@@ -915,6 +915,15 @@ func startError(err error) error {
 	if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EACCES) {
 		return fmt.Errorf("starting the sandbox init: %w", err)
 	}
+	if errors.Is(err, syscall.EINVAL) {
+		// Linux refuses no combination of these flags with EINVAL; a
+		// kernel that does not know one of them does.
+		return &sandbox.MissingFeatureError{
+			Feature: "the namespaces the sandbox is cloned into (user, mount, PID, network, IPC, UTS, cgroup)",
+			Reason:  fmt.Sprintf("clone: %v: the kernel or container runtime does not provide one of them (gVisor has no cgroup namespaces)", err),
+			Fix:     nsFix,
+		}
+	}
 	reason, fix := usernsDiagnosis()
 	return &sandbox.MissingFeatureError{
 		Feature: "user namespaces",
