@@ -60,7 +60,9 @@ type kubelet struct {
 //     which podman has no equivalent of);
 //   - Secret volume: a directory of its keys with defaultMode, read-only;
 //   - emptyDir: a fresh host directory, mode 0777 and setgid to fsGroup as
-//     the kubelet makes one (Memory medium: a tmpfs);
+//     the kubelet makes one (the default medium is a directory on the
+//     node; a podman tmpfs would not do, runc gives it the mode of the
+//     image's directory, root's 0755); Memory medium: a tmpfs;
 //   - runtimeClassName: the node's runtime of that name; none: its default.
 //
 // No host cgroup is mounted (a pod gets none), and no environment is set
