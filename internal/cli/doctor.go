@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -38,6 +41,8 @@ func doctorCommand() *command {
 
 Probes the host and prints each isolation feature: whether it is available,
 whether the default grant needs it, and how to fix it when it is missing;
+"sandbox start" is one trial sandbox, which shows what a container runtime
+refuses that the probes cannot see (a masked /proc, a seccomp profile);
 then each kind of limit and whether it is enforced for this user. Memory and
 process limits need a cgroup the user may manage: without one every call is
 refused (the default grant has both limits) unless it accepts them unenforced
@@ -74,6 +79,9 @@ Exit status 1 when a required feature is missing.`,
 				rep = sandbox.Report{Backend: "linux", Features: []sandbox.Feature{{Name: "native sandbox", Required: true, Detail: err.Error()}}}
 			} else {
 				rep = b.Report()
+				if f, ok := trialSandbox(ctx, b, rep); ok {
+					rep.Features = append(append([]sandbox.Feature(nil), rep.Features...), f)
+				}
 			}
 		case "podman":
 			rep = podman.Probe(&podman.Options{Image: *image})
@@ -99,6 +107,49 @@ Exit status 1 when a required feature is missing.`,
 		return exitOK
 	}
 	return c
+}
+
+// trialSandbox starts one real sandbox, as a call does, when the report
+// lists everything it needs (cgroups aside): the probes read files and
+// sysctls, but a container runtime can still refuse a step of the setup
+// (a masked /proc, a seccomp profile). Its limits are accepted unenforced so
+// that missing cgroups, reported on their own, hide nothing else. ok is
+// false when the trial was not run.
+func trialSandbox(ctx context.Context, b sandbox.Backend, rep sandbox.Report) (f sandbox.Feature, ok bool) {
+	for _, f := range rep.Features {
+		if f.Required && !f.Available && f.Name != "cgroups" {
+			return sandbox.Feature{}, false
+		}
+	}
+	f = sandbox.Feature{Name: "sandbox start", Required: true}
+	dir, err := os.MkdirTemp("", "airlock-doctor-")
+	if err != nil {
+		f.Detail = fmt.Sprintf("no directory for the trial sandbox: %v", err)
+		return f, true
+	}
+	defer os.Remove(dir)
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		f.Detail = fmt.Sprintf("no directory for the trial sandbox: %v", err)
+		return f, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = b.Run(ctx, &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir}}, Env: []string{}, Cwd: dir,
+		Limits: sandbox.Limits{Wall: 20 * time.Second, AllowUnenforced: true}})
+	if err == nil {
+		f.Available, f.Detail = true, "a trial sandbox started (namespaces, its own /proc, pivot_root, seccomp)"
+		return f, true
+	}
+	f.Detail = err.Error()
+	var mf *sandbox.MissingFeatureError
+	if errors.As(err, &mf) {
+		f.Detail = "lacks " + mf.Feature
+		if mf.Reason != "" {
+			f.Detail += " (" + mf.Reason + ")"
+		}
+		f.Fix = mf.Fix
+	}
+	return f, true
 }
 
 func printReport(env *Env, rep sandbox.Report) {

@@ -88,6 +88,11 @@ type Hands struct {
 	// RuntimeClass is the pod's runtimeClassName (gVisor, Kata); empty for
 	// the cluster's default runtime.
 	RuntimeClass string
+	// AllowUnenforced gives the tool-server --allow-unenforced-limits: the
+	// grant accepts memory and process limits that the pod, which has no
+	// cgroup of its own to delegate, cannot enforce per call. A call runs
+	// so only when the broker's grant says so too.
+	AllowUnenforced bool
 	// From the template: scheduling only, never security settings.
 	NodeSelector     map[string]string
 	Tolerations      []corev1.Toleration
@@ -108,7 +113,8 @@ func (h *Hands) port() int32 {
 // HandsFor fills the request's part of Hands: paths, hosts, limits and
 // the runtime class.
 func HandsFor(r kubereq.Request) Hands {
-	h := Hands{Hosts: r.Hosts, Private: r.Private, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass}
+	h := Hands{Hosts: r.Hosts, Private: r.Private, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass,
+		AllowUnenforced: r.AllowUnenforced}
 	for _, m := range r.Mounts {
 		h.Mounts = append(h.Mounts, Mount{Path: m.Path, Writable: m.Writable})
 	}
@@ -163,6 +169,9 @@ func (h *Hands) Args() []string {
 	}
 	for _, p := range h.Private {
 		a = append(a, "--allow-private", p)
+	}
+	if h.AllowUnenforced {
+		a = append(a, "--allow-unenforced-limits")
 	}
 	return a
 }

@@ -3,8 +3,10 @@ package kube
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,5 +349,30 @@ func TestRBACManifest(t *testing.T) {
 	}
 	if d := cmp.Diff(need, granted); d != "" {
 		t.Errorf("deploy/rbac.yaml's Role and what the broker needs differ (-need +granted):\n%s", d)
+	}
+}
+
+// TestArgsAllowUnenforced: a grant with limits.unenforced = "allow" gives
+// the hands --allow-unenforced-limits (their pod has no cgroup to enforce
+// per-call memory and process limits); without it they get no such flag.
+func TestArgsAllowUnenforced(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		mode := map[bool]string{false: grant.UnenforcedRefuse, true: grant.UnenforcedAllow}[allow]
+		g, err := grant.Parse([]byte(fmt.Sprintf("[paths]\nread_write = [%q]\n[limits]\nunenforced = %q\n", t.TempDir(), mode)), "test.toml", "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := kubereq.FromGrant("kube://agents/hands", g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err = kubereq.Decode(r.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := HandsFor(r)
+		if got := slices.Contains(h.Args(), "--allow-unenforced-limits"); got != allow {
+			t.Errorf("unenforced allowed %v: --allow-unenforced-limits in the hands' arguments is %v", allow, got)
+		}
 	}
 }

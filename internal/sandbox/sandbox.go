@@ -25,6 +25,10 @@ type MissingFeatureError struct {
 	Feature string // e.g. "user namespaces"
 	Reason  string // what the host reported
 	Fix     string // how to provide it, e.g. "sysctl -w kernel.unprivileged_userns_clone=1"
+	// Unenforceable, when what is missing is the means to enforce limits
+	// (a cgroup), names those limits: Limits.AllowUnenforced runs the
+	// Spec anyway.
+	Unenforceable []wire.Limit `json:",omitempty"`
 }
 
 func (e *MissingFeatureError) Error() string {

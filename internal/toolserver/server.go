@@ -445,7 +445,7 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 		out := &Result{Error: err.Error()}
 		var mf *sandbox.MissingFeatureError
 		if errors.As(err, &mf) {
-			out.Missing = mf
+			out.Missing = s.handsFix(mf, call, spec)
 		}
 		return out
 	}
@@ -587,6 +587,24 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 		tl.TimeoutMS = smaller(tl.TimeoutMS, gl.Time.Milliseconds())
 	}
 	return spec, in, nil
+}
+
+// handsFix says, when these hands refused a call for limits they cannot
+// enforce (they have no cgroup, as in a container or Kubernetes pod), that
+// both grants must accept them unenforced for it to run, and which of the
+// two did; otherwise it returns mf as it is.
+func (s *Server) handsFix(mf *sandbox.MissingFeatureError, call *Call, spec *sandbox.Spec) *sandbox.MissingFeatureError {
+	if len(mf.Unenforceable) == 0 || spec.Limits.AllowUnenforced {
+		return mf
+	}
+	yes := map[bool]string{false: "does not", true: "does"}
+	out := *mf
+	out.Fix = fmt.Sprintf("these hands have no cgroup of their own to enforce each call's memory and process limits, as in a container or a Kubernetes pod: "+
+		"to run calls with those limits not enforced (the container's own limits then bound all its calls together), both the broker's grant "+
+		"(limits.unenforced = \"allow\"; kube:// hands then get --allow-unenforced-limits) and these hands' own (airlock tool-server --allow-unenforced-limits) "+
+		"must accept that: the broker's grant %s, these hands' %s; otherwise: %s",
+		yes[call.Limits.AllowUnenforced], yes[s.opts.Grant.AllowsUnenforcedLimits()], mf.Fix)
+	return &out
 }
 
 // maxDecisions bounds the egress decisions one call reports.

@@ -17,6 +17,10 @@ import (
 // (see docs/remote.md): rlimits within the host's hard limits, the
 // sandbox's own seccomp filter and a fresh /proc instead of the engine's
 // masking, and the host's cgroups writable for the memory and process limits.
+// This is not how a restricted pod runs: under the engine's default /proc
+// masks and seccomp profile the sandbox cannot start, and without the host's
+// cgroups calls with memory and process limits are refused. That pod is
+// TestHandsRestrictedPod's.
 var podmanRun = []string{
 	"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
 	"--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined",
@@ -26,36 +30,10 @@ var podmanRun = []string{
 
 // TestHandsImage builds the Containerfile's image (over a base made here
 // from the host's static busybox, so nothing is pulled) and runs a call
-// on hands in a container: spawned over stdio (podman run -i), and reached
-// over WebSocket.
+// on hands in a container given what the sandbox needs (podmanRun):
+// spawned over stdio (podman run -i), and reached over WebSocket.
 func TestHandsImage(t *testing.T) {
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is not installed: the hands' image is not built here")
-	}
-	busybox, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Skip("no busybox on this host to make an offline base image from")
-	}
-	needNative(t)
-	dir := t.TempDir()
-	tag := "localhost/airlock-hands-test-" + randomHex(4)
-	base := tag + "-base"
-	// The base: busybox as /bin/sh and friends, and empty system directories.
-	var tb bytes.Buffer
-	tw := tar.NewWriter(&tb)
-	bb, err := os.ReadFile(busybox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"bin/", "etc/", "tmp/", "usr/", "lib/", "workspace/"} {
-		tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755})
-	}
-	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Mode: 0o755, Size: int64(len(bb))})
-	tw.Write(bb)
-	for _, l := range []string{"sh", "cat", "echo", "ls", "sleep"} {
-		tw.WriteHeader(&tar.Header{Name: "bin/" + l, Typeflag: tar.TypeSymlink, Linkname: "busybox"})
-	}
-	tw.Close()
+	tag := handsImage(t)
 	podman := func(stdin io.Reader, args ...string) string {
 		t.Helper()
 		cmd := exec.Command("podman", args...)
@@ -66,16 +44,7 @@ func TestHandsImage(t *testing.T) {
 		}
 		return string(out)
 	}
-	podman(&tb, "import", "-", base)
-	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", tag, base).Run() })
-	ctxDir := filepath.Join(dir, "ctx")
-	os.Mkdir(ctxDir, 0o755)
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(ctxDir, "airlock"), "github.com/airlockhq/airlock/cmd/airlock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("static build: %v\n%s", err, out)
-	}
-	podman(nil, "build", "-q", "-f", "../../Containerfile", "--build-arg", "BASE="+base, "-t", tag, ctxDir)
+	dir := t.TempDir()
 
 	w := newWorkspace(t)
 	call := func(extra ...string) string {
@@ -123,4 +92,59 @@ func TestHandsImage(t *testing.T) {
 	if got := call("--remote", "ws://"+addr, "--remote-token-file", tokenFile); got != want {
 		t.Fatalf("over WebSocket into the container: %q, want %q", got, want)
 	}
+}
+
+// handsImage builds the Containerfile's image over a base made here from
+// the host's static busybox (so nothing is pulled), for this test only,
+// and returns its tag. It skips where podman or busybox is missing.
+func handsImage(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Skip("podman is not installed: the hands' image is not built here")
+	}
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("no busybox on this host to make an offline base image from")
+	}
+	needNative(t)
+	dir := t.TempDir()
+	tag := "localhost/airlock-hands-test-" + randomHex(4)
+	base := tag + "-base"
+	// The base: busybox as /bin/sh and friends, and empty system directories.
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	bb, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"bin/", "etc/", "tmp/", "usr/", "lib/", "workspace/"} {
+		tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755})
+	}
+	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Mode: 0o755, Size: int64(len(bb))})
+	tw.Write(bb)
+	for _, l := range []string{"sh", "cat", "echo", "ls", "sleep"} {
+		tw.WriteHeader(&tar.Header{Name: "bin/" + l, Typeflag: tar.TypeSymlink, Linkname: "busybox"})
+	}
+	tw.Close()
+	podman := func(stdin io.Reader, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("podman", args...)
+		cmd.Stdin = stdin
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	podman(&tb, "import", "-", base)
+	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", tag, base).Run() })
+	ctxDir := filepath.Join(dir, "ctx")
+	os.Mkdir(ctxDir, 0o755)
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(ctxDir, "airlock"), "github.com/airlockhq/airlock/cmd/airlock")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
+	}
+	podman(nil, "build", "-q", "-f", "../../Containerfile", "--build-arg", "BASE="+base, "-t", tag, ctxDir)
+	return tag
 }

@@ -77,6 +77,10 @@ type Request struct {
 	// StorageClass WorkspaceClass (empty: the cluster's default).
 	WorkspaceSize  string `json:"workspace_size,omitempty"`
 	WorkspaceClass string `json:"workspace_class,omitempty"`
+	// AllowUnenforced is the grant's limits.unenforced = "allow": the
+	// hands may run calls whose memory and process limits their pod gives
+	// them no cgroup to enforce.
+	AllowUnenforced bool `json:"allow_unenforced,omitempty"`
 }
 
 // FromGrant is the request for g's hands at target.
@@ -86,7 +90,7 @@ func FromGrant(target string, g *grant.Grant) (Request, error) {
 	}
 	gr := g.Remote()
 	r := Request{Target: target, Hosts: g.NetworkHosts(), Private: g.NetworkPrivate(), RuntimeClass: gr.RuntimeClass,
-		WorkspaceSize: gr.WorkspaceSize, WorkspaceClass: gr.WorkspaceClass}
+		WorkspaceSize: gr.WorkspaceSize, WorkspaceClass: gr.WorkspaceClass, AllowUnenforced: g.AllowsUnenforcedLimits()}
 	if err := CheckPrivate(r.Private); err != nil {
 		return Request{}, fmt.Errorf("%s: %w", target, err)
 	}

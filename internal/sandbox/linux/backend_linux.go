@@ -175,6 +175,9 @@ func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
 	start := time.Now()
 	l := withDefaults(spec.Limits)
+	if err := b.hostReady(); err != nil {
+		return nil, err
+	}
 	if err := b.enforceable(spec, l); err != nil {
 		return nil, err
 	}
@@ -220,9 +223,10 @@ func (b *Backend) enforceable(spec *sandbox.Spec, l limits) error {
 		return nil
 	}
 	return &sandbox.MissingFeatureError{
-		Feature: fmt.Sprintf("a cgroup to enforce the memory limit (%s) and the process limit (%d)", formatBytes(l.mem), l.pids),
-		Reason:  b.cg.reason,
-		Fix:     cgroupFix + "; " + optOut,
+		Feature:       fmt.Sprintf("a cgroup to enforce the memory limit (%s) and the process limit (%d)", formatBytes(l.mem), l.pids),
+		Reason:        b.cg.reason,
+		Fix:           cgroupFix + "; " + optOut,
+		Unenforceable: append([]wire.Limit(nil), unenforcedLimits...),
 	}
 }
 
@@ -440,7 +444,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 	first, ok := <-statuses
 	if !ok || first.Error != "" || first.Ready == x.cfg.Claim || first.Staged != x.cfg.Claim || werr != nil {
 		x.kill("setup")
-		_, _ = c.proc.Wait()
+		ps, _ := c.proc.Wait()
 		if x.reason() == "time" {
 			// The wall time ran out before the payload started.
 			res := &sandbox.Result{ExitCode: -1, Signal: int(syscall.SIGKILL), Limit: sandbox.LimitTime, LimitsHit: []wire.Limit{sandbox.LimitTime},
@@ -452,12 +456,15 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 			return nil, fmt.Errorf("sandbox cancelled during setup: %w", ctx.Err())
 		}
 		if first.Error != "" {
-			return nil, fmt.Errorf("sandbox setup: %s", first.Error)
+			return nil, setupError(first)
+		}
+		if !ok {
+			return nil, silentExit(ps, werr)
 		}
 		if werr != nil {
 			return nil, fmt.Errorf("sending the sandbox config: %w", werr)
 		}
-		return nil, errors.New("sandbox setup: the init exited without a status")
+		return nil, errors.New("sandbox setup: the init's first status was not the one expected")
 	}
 	if x.cfg.Claim {
 		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
@@ -502,7 +509,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 	case !ok:
 		return errors.New("the warm sandbox's init exited before it was ready")
 	case st.Error != "":
-		return fmt.Errorf("sandbox setup: %s", st.Error)
+		return setupError(st)
 	case werr != nil:
 		return fmt.Errorf("claiming the warm sandbox: %w", werr)
 	case !st.Ready:
@@ -848,8 +855,12 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File) (*child
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
-		Pdeathsig:                  syscall.SIGKILL,
-		Setsid:                     true,
+		// No Pdeathsig here: the init asks for it itself (inside.Main).
+		// Go's child checks after the prctl that getppid() is still the
+		// parent's pid; in a new PID namespace getppid() is 0, so the child
+		// kills itself, which Linux ignores (a namespace's init cannot be
+		// killed from inside) but gVisor does not.
+		Setsid: true,
 	}
 	if tty {
 		master, slave, err := openPTY(rows, cols)
@@ -903,6 +914,15 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File) (*child
 func startError(err error) error {
 	if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.EACCES) {
 		return fmt.Errorf("starting the sandbox init: %w", err)
+	}
+	if errors.Is(err, syscall.EINVAL) {
+		// Linux refuses no combination of these flags with EINVAL; a
+		// kernel that does not know one of them does.
+		return &sandbox.MissingFeatureError{
+			Feature: "the namespaces the sandbox is cloned into (user, mount, PID, network, IPC, UTS, cgroup)",
+			Reason:  fmt.Sprintf("clone: %v: the kernel or container runtime does not provide one of them (gVisor has no cgroup namespaces)", err),
+			Fix:     nsFix,
+		}
 	}
 	reason, fix := usernsDiagnosis()
 	return &sandbox.MissingFeatureError{

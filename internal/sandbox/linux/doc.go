@@ -70,7 +70,20 @@
 //     all-threads credential changes.
 //   - Pdeathsig ties the init to the thread that started it; Go only ends
 //     threads whose goroutine exits while locked, so a caller must not call
-//     Run from a goroutine that locks its OS thread and exits.
+//     Run from a goroutine that locks its OS thread and exits. The init asks
+//     for it itself (PR_SET_PDEATHSIG first thing in inside.Main), not
+//     through SysProcAttr.Pdeathsig: Go's child then compares getppid(),
+//     0 in a new PID namespace, with the parent's pid and kills itself,
+//     which Linux ignores (the init of a namespace) and gVisor does not. A
+//     broker that dies before the prctl leaves the init no config to read,
+//     or no reader for its first status.
+//   - Setup steps a container runtime refuses (EPERM) come back as
+//     MissingFeatureErrors saying why and how to fix it (refused_linux.go):
+//     a fresh /proc where runc masks parts of the container's, sethostname
+//     under a seccomp profile that allows it only with CAP_SYS_ADMIN, a /
+//     outside a mount namespace of the sandbox's own. A host whose report
+//     lacks a required feature (a namespace, openat2) has every Run refused
+//     at once, naming all of them.
 //   - Warm pool (pool_linux.go, off unless Options.PoolSize or a
 //     Backend.Pool holder asks): tool-mode sandboxes (no Command, no TTY,
 //     no egress proxy, whose socket is per call) are built ahead for a

@@ -46,7 +46,11 @@ func (b *Backend) probe() sandbox.Report {
 	add("user namespaces", userns, true, detail, fix)
 	for _, ns := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup"} {
 		_, err := os.Stat("/proc/self/ns/" + ns)
-		add(ns+" namespace", err == nil, true, errDetail(err), "")
+		f := ""
+		if err != nil {
+			f = nsFix
+		}
+		add(ns+" namespace", err == nil, true, errDetail(err), f)
 	}
 	if v, err := llsys.LandlockGetABIVersion(); err == nil && v > 0 {
 		add("landlock", true, false, "ABI "+strconv.Itoa(v), "")
@@ -70,7 +74,7 @@ func (b *Backend) probe() sandbox.Report {
 	if err == nil {
 		unix.Close(fd)
 	}
-	add("openat2", err == nil, true, errDetail(err), "Linux 5.6+")
+	add("openat2", err == nil, true, errDetail(err), "Linux 5.6+, or a container runtime with its own kernel that implements openat2 (gVisor's runsc of December 2022 does not)")
 	fd, err = unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLOEXEC)
 	if err == nil {
 		unix.Close(fd)
@@ -109,6 +113,11 @@ func (b *Backend) limitReport() []sandbox.LimitStatus {
 	mem.Limit, pids.Limit = sandbox.LimitMemory, sandbox.LimitProcesses
 	return append(ls, mem, pids)
 }
+
+// nsFix is how to provide a missing namespace: the kernel has them all
+// since 4.6, so a missing one is a container runtime's.
+const nsFix = "run airlock on Linux itself or under a container runtime that provides every namespace " +
+	"(gVisor's runsc of December 2022, for one, shows only user, pid and net in /proc/self/ns)"
 
 func errDetail(err error) string {
 	if err == nil {

@@ -139,6 +139,10 @@ type Phase struct {
 type Status struct {
 	// Error, when set, says why setup failed; the init then exits.
 	Error string `json:"error,omitempty"`
+	// Step, with Error, names the setup step that the host's kernel or
+	// container runtime refused (one of the Step constants), so the host
+	// can say what it lacks and how to provide it.
+	Step string `json:"step,omitempty"`
 	// Ready reports that setup finished and the payload is starting.
 	Ready bool `json:"ready,omitempty"`
 	// Staged reports (with Config.Claim) that the grant mounts are built
@@ -168,6 +172,17 @@ type Status struct {
 	Code   int  `json:"code,omitempty"`
 	Signal int  `json:"signal,omitempty"`
 }
+
+// Setup steps a host may refuse for want of a feature (Status.Step).
+const (
+	// StepProc: mounting the sandbox's own /proc was refused (EPERM).
+	StepProc = "proc"
+	// StepHostname: setting the sandbox's host name was refused (EPERM).
+	StepHostname = "hostname"
+	// StepMountNS: changing the propagation of the sandbox's / was
+	// refused (EPERM): its mount namespace is not its own.
+	StepMountNS = "mountns"
+)
 
 // ExitSetupFailed is the init's exit code when setup failed.
 const ExitSetupFailed = 125

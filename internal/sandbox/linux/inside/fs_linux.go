@@ -295,7 +295,7 @@ func build(cfg *initproto.Config) (_ *builder, err error) {
 		}
 	}()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return nil, fmt.Errorf("making / private: %w", err)
+		return nil, refused(initproto.StepMountNS, fmt.Errorf("making / private: %w", err))
 	}
 	h, err := openHost(cfg)
 	if err != nil {
@@ -549,7 +549,7 @@ func (b *builder) mountProc() error {
 	err = unix.Mount("proc", procFD(procFd), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	unix.Close(procFd)
 	if err != nil {
-		return fmt.Errorf("mounting /proc: %w", err)
+		return refused(initproto.StepProc, fmt.Errorf("mounting /proc: %w", err))
 	}
 	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
 		if err := b.bindSelf(p, maskAttrs); err != nil && !errors.Is(err, unix.ENOENT) {

@@ -2,6 +2,7 @@ package inside
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,11 @@ import (
 // process exit code. The protocol with the host is drawn in initproto.
 func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	mainAt := mono()
+	// The init dies with the thread of the broker that started it. Asked
+	// for here, not by the host's SysProcAttr.Pdeathsig (see start in
+	// package linux). Should the broker die before this, the init reads no
+	// config (its pipe's writer is gone) or fails its first status write.
+	pdeathErr := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	// Nothing in the sandbox may ptrace or read the init's memory.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// The sealed binary is not needed once running.
@@ -34,6 +40,9 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 
 	status := os.NewFile(initproto.StatusFD, "status")
+	if pdeathErr != nil {
+		return fail(status, fmt.Errorf("asking to die with the broker (PR_SET_PDEATHSIG): %w", pdeathErr))
+	}
 	cfgFile := os.NewFile(initproto.ConfigFD, "config")
 	var cfg initproto.Config
 	dec := json.NewDecoder(cfgFile)
@@ -129,8 +138,31 @@ func send(w io.Writer, st *initproto.Status) error {
 }
 
 func fail(status *os.File, err error) int {
-	_ = send(status, &initproto.Status{Error: err.Error()})
+	st := &initproto.Status{Error: err.Error()}
+	var r *refusal
+	if errors.As(err, &r) {
+		st.Step = r.step
+	}
+	_ = send(status, st)
 	return initproto.ExitSetupFailed
+}
+
+// A refusal is a setup step the host refused with EPERM, for want of a
+// feature the host side can name (initproto.Status.Step).
+type refusal struct {
+	step string
+	err  error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// refused tags err with step when the host refused it (EPERM).
+func refused(step string, err error) error {
+	if !errors.Is(err, unix.EPERM) {
+		return err
+	}
+	return &refusal{step: step, err: err}
 }
 
 // setup builds the sandbox and applies every restriction, in order. With
@@ -164,7 +196,7 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	st.Features = append(st.Features, "pivot_root")
 	phase("pivot")
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
-		return nil, fmt.Errorf("setting the hostname: %w", err)
+		return nil, refused(initproto.StepHostname, fmt.Errorf("setting the hostname: %w", err))
 	}
 	if err := loopbackUp(); err != nil {
 		return nil, err

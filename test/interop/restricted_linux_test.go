@@ -1,0 +1,480 @@
+package interop_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube"
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// kubelet stands in for a node's kubelet: it turns a pod spec into the
+// arguments of podman run (podmanArgs), making each volume the way a
+// kubelet does.
+type kubelet struct {
+	dir string // where volumes' host directories are made
+	// secret is the data of the Secret volumes.
+	secret map[string][]byte
+	// runtimes are the node's RuntimeClasses: the podman global arguments
+	// each one runs with; "" is the node's default runtime.
+	runtimes map[string][]string
+	// emptyDirs are host directories to use for emptyDir volumes, by
+	// MountPath (a workspace with files in it); others are made fresh.
+	emptyDirs map[string]string
+	// host are the arguments this node needs whatever the pod: its network
+	// and the rlimits within this host's hard limits (runc sets rlimits
+	// the host's hard limit does not allow otherwise).
+	host []string
+}
+
+// podmanArgs translates spec, the one function that decides the hands'
+// pod, into podman's global arguments and the arguments of podman run
+// (without the image, which comes from the spec, and with the
+// container's command and arguments). Anything it cannot translate
+// faithfully is an error, never dropped:
+//
+//   - runAsUser/runAsGroup: --user; fsGroup: --group-add, and the group of
+//     the volumes' files (the kubelet chowns them to it);
+//   - runAsNonRoot with uid 0: refused, as the kubelet refuses it;
+//   - readOnlyRootFilesystem: --read-only, without podman's extra tmpfs
+//     (a kubelet adds none);
+//   - capabilities: --cap-drop / --cap-add; privileged: refused;
+//   - allowPrivilegeEscalation false: no-new-privileges;
+//   - seccomp RuntimeDefault: podman's default profile; Unconfined or
+//     none (the kubelet's default): seccomp=unconfined; Localhost: refused;
+//   - procMount Default or none: podman's default masked paths; Unmasked:
+//     systempaths=unconfined;
+//   - memory limit: --memory (ephemeral storage is the kubelet's eviction,
+//     which podman has no equivalent of);
+//   - Secret volume: a directory of its keys with defaultMode, read-only;
+//   - emptyDir: a fresh host directory, mode 0777 and setgid to fsGroup as
+//     the kubelet makes one (the default medium is a directory on the
+//     node; a podman tmpfs would not do, runc gives it the mode of the
+//     image's directory, root's 0755); Memory medium: a tmpfs;
+//   - runtimeClassName: the node's runtime of that name; none: its default.
+//
+// No host cgroup is mounted (a pod gets none), and no environment is set
+// but the container's own (enableServiceLinks false).
+func (k *kubelet) podmanArgs(spec corev1.PodSpec) (global, run []string, image string, err error) {
+	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
+		return nil, nil, "", fmt.Errorf("the pod has %d containers and %d init containers; this stand-in runs one container", len(spec.Containers), len(spec.InitContainers))
+	}
+	c := spec.Containers[0]
+	psc, csc := spec.SecurityContext, c.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	if csc == nil {
+		csc = &corev1.SecurityContext{}
+	}
+	uid, gid := psc.RunAsUser, psc.RunAsGroup
+	if csc.RunAsUser != nil {
+		uid = csc.RunAsUser
+	}
+	if csc.RunAsGroup != nil {
+		gid = csc.RunAsGroup
+	}
+	nonRoot := psc.RunAsNonRoot
+	if csc.RunAsNonRoot != nil {
+		nonRoot = csc.RunAsNonRoot
+	}
+	if uid == nil || gid == nil {
+		return nil, nil, "", fmt.Errorf("the pod names no runAsUser or runAsGroup; the image's user is not translated")
+	}
+	if nonRoot != nil && *nonRoot && *uid == 0 {
+		return nil, nil, "", fmt.Errorf("runAsNonRoot with runAsUser 0: the kubelet refuses to start it")
+	}
+	run = append(run, "--user", fmt.Sprintf("%d:%d", *uid, *gid))
+	fsGroup := -1
+	if psc.FSGroup != nil {
+		fsGroup = int(*psc.FSGroup)
+		run = append(run, "--group-add", strconv.Itoa(fsGroup))
+	}
+	if csc.Privileged != nil && *csc.Privileged {
+		return nil, nil, "", fmt.Errorf("a privileged container is not translated")
+	}
+	if csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem {
+		run = append(run, "--read-only", "--read-only-tmpfs=false")
+	}
+	if caps := csc.Capabilities; caps != nil {
+		for _, d := range caps.Drop {
+			run = append(run, "--cap-drop="+string(d))
+		}
+		for _, a := range caps.Add {
+			run = append(run, "--cap-add="+string(a))
+		}
+	}
+	if csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation {
+		run = append(run, "--security-opt", "no-new-privileges")
+	}
+	seccomp := psc.SeccompProfile
+	if csc.SeccompProfile != nil {
+		seccomp = csc.SeccompProfile
+	}
+	switch {
+	case seccomp == nil || seccomp.Type == corev1.SeccompProfileTypeUnconfined:
+		run = append(run, "--security-opt", "seccomp=unconfined")
+	case seccomp.Type == corev1.SeccompProfileTypeRuntimeDefault:
+		// podman's default profile
+	default:
+		return nil, nil, "", fmt.Errorf("seccomp profile %q is not translated", seccomp.Type)
+	}
+	if pm := csc.ProcMount; pm != nil && *pm == corev1.UnmaskedProcMount {
+		run = append(run, "--security-opt", "systempaths=unconfined")
+	}
+	if m, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		run = append(run, "--memory", strconv.FormatInt(m.Value(), 10))
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			return nil, nil, "", fmt.Errorf("env %s from a source is not translated", e.Name)
+		}
+		run = append(run, "-e", e.Name+"="+e.Value)
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+	}
+	for _, vm := range c.VolumeMounts {
+		v, ok := volumes[vm.Name]
+		if !ok {
+			return nil, nil, "", fmt.Errorf("volume mount %s names no volume", vm.Name)
+		}
+		ro := ""
+		if vm.ReadOnly {
+			ro = ":ro"
+		}
+		switch {
+		case v.Secret != nil:
+			dir, err := k.secretDir(v.Name, v.Secret, fsGroup)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			run = append(run, "-v", dir+":"+vm.MountPath+":ro")
+		case v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory:
+			run = append(run, "--tmpfs", vm.MountPath)
+		case v.EmptyDir != nil:
+			dir, ok := k.emptyDirs[vm.MountPath]
+			if !ok {
+				dir = filepath.Join(k.dir, "emptydir-"+v.Name)
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					return nil, nil, "", err
+				}
+			}
+			// The kubelet makes an emptyDir 0777, and gives it to fsGroup.
+			if err := os.Chmod(dir, 0o777); err != nil {
+				return nil, nil, "", err
+			}
+			if fsGroup >= 0 {
+				if err := os.Chown(dir, 0, fsGroup); err != nil {
+					return nil, nil, "", err
+				}
+				if err := os.Chmod(dir, 0o777|os.ModeSetgid); err != nil {
+					return nil, nil, "", err
+				}
+			}
+			run = append(run, "-v", dir+":"+vm.MountPath+ro)
+		default:
+			return nil, nil, "", fmt.Errorf("volume %s: only Secret and emptyDir volumes are translated", v.Name)
+		}
+	}
+	rc := ""
+	if spec.RuntimeClassName != nil {
+		rc = *spec.RuntimeClassName
+	}
+	global, ok := k.runtimes[rc]
+	if !ok {
+		return nil, nil, "", fmt.Errorf("this node has no RuntimeClass %q", rc)
+	}
+	run = append(run, k.host...)
+	switch len(c.Command) {
+	case 0:
+	case 1:
+		run = append(run, "--entrypoint", c.Command[0])
+	default:
+		b, _ := json.Marshal(c.Command)
+		run = append(run, "--entrypoint", string(b))
+	}
+	return global, run, c.Image, nil
+}
+
+// secretDir makes the directory a Secret volume shows: one file per key,
+// with the volume's defaultMode, in group fsGroup.
+func (k *kubelet) secretDir(name string, s *corev1.SecretVolumeSource, fsGroup int) (string, error) {
+	dir := filepath.Join(k.dir, "secret-"+name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	mode := os.FileMode(0o644)
+	if s.DefaultMode != nil {
+		mode = os.FileMode(*s.DefaultMode)
+	}
+	for key, data := range k.secret {
+		p := filepath.Join(dir, key)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			return "", err
+		}
+		if fsGroup >= 0 {
+			if err := os.Chown(p, 0, fsGroup); err != nil {
+				return "", err
+			}
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// doctorReport is what airlock doctor --json prints.
+type doctorReport struct {
+	Features []struct {
+		Name      string `json:"name"`
+		Available bool   `json:"available"`
+		Required  bool   `json:"required"`
+		Detail    string `json:"detail"`
+		Fix       string `json:"fix"`
+	} `json:"features"`
+	Ready bool `json:"ready"`
+}
+
+// TestHandsRestrictedPod runs the hands' image the way a node would run
+// the pod kube.PodSpec generates (podman as the kubelet, the translation
+// in podmanArgs), once under runc, the default runtime, and once under
+// gVisor's runsc, the RuntimeClass the pod names with remote.runtime_class
+// = "gvisor", and reaches it with the real broker over TLS WebSocket. It
+// asserts what the hands do there: under runc the native sandbox cannot
+// mount its own /proc (runc masks parts of the container's), so every call
+// fails closed with an error naming that and the fix, and airlock doctor
+// run in the container says the same; under runsc the calls succeed if
+// the doctor finds everything the sandbox needs, and otherwise fail with
+// an error naming every feature it lacks. Without a cgroup, a call whose
+// grant does not accept unenforced memory and process limits is refused,
+// saying so.
+func TestHandsRestrictedPod(t *testing.T) {
+	tag := handsImage(t)
+	runsc, runscErr := exec.LookPath("runsc")
+	cases := []struct {
+		name, class string
+		global      []string
+		unmasked    bool
+		skip        func(t *testing.T)
+	}{
+		{name: "runc", global: []string{"--runtime", "runc"}},
+		// procMount: Unmasked, which the restricted standard forbids: the
+		// /proc mount then succeeds, and RuntimeDefault seccomp refuses
+		// the next step.
+		{name: "runc-unmasked", global: []string{"--runtime", "runc"}, unmasked: true},
+		{name: "runsc", class: "gvisor", global: []string{"--runtime", runsc, "--runtime-flag", "network=host"}, skip: func(t *testing.T) {
+			if runscErr != nil {
+				testenv.RequireFeature(t, "gVisor's runsc is not installed (apt-get install runsc)")
+			}
+			// runsc itself needs things of the host (its platform, its
+			// own namespaces): a host where it cannot start a container
+			// at all says nothing about the hands.
+			out, err := exec.Command("podman", "--runtime", runsc, "--runtime-flag", "network=host", "run", "--rm",
+				"--network=host", "--entrypoint", "/bin/echo", tag, "ok").CombinedOutput()
+			if err != nil {
+				t.Skipf("runsc cannot start a container on this host: %v\n%s", err, out)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip != nil {
+				tc.skip(t)
+			}
+			restrictedPod(t, tag, tc.class, tc.global, tc.unmasked)
+		})
+	}
+}
+
+// restrictedPod is one runtime's case of TestHandsRestrictedPod.
+func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bool) {
+	w := newWorkspace(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_, portStr, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portStr)
+	ln.Close()
+
+	// The pod a broker whose grant accepts unenforced limits asks for.
+	h := kube.Hands{
+		Name: "airlock-test-1", Namespace: "agents", Session: "test", Broker: "test", Template: "hands",
+		Image: tag, Port: port, Secret: "airlock-test", Expires: time.Now().Add(time.Hour),
+		Mounts: []kube.Mount{{Path: w.root, Writable: true}}, Limits: grant.DefaultLimits,
+		RuntimeClass: class, AllowUnenforced: true,
+	}
+	spec := kube.PodSpec(&h)
+	if unmasked {
+		pm := corev1.UnmaskedProcMount
+		spec.Containers[0].SecurityContext.ProcMount = &pm
+	}
+	certFile, keyFile, _ := selfSigned(t, t.TempDir())
+	cert, _ := os.ReadFile(certFile)
+	key, _ := os.ReadFile(keyFile)
+	token := "restricted-pod-token-" + randomHex(8)
+	k := &kubelet{
+		dir:       dir,
+		secret:    map[string][]byte{"token": []byte(token), "tls.crt": cert, "tls.key": key},
+		runtimes:  map[string][]string{"": {"--runtime", "runc"}, "gvisor": global},
+		emptyDirs: map[string]string{w.root: w.root},
+		// The pod's IP is this host's loopback: the pod shares the host's
+		// network namespace, and the tool-server listens on loopback only.
+		host: []string{"--network=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"},
+	}
+	if class == "" {
+		k.runtimes[""] = global
+	}
+	g, run, image, err := k.podmanArgs(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := slices.Clone(spec.Containers[0].Args)
+	for i := range args {
+		if args[i] == "--listen" {
+			args[i+1] = addr
+		}
+	}
+
+	// airlock doctor in the same container.
+	doctor := append(append(slices.Clone(g), "run", "--rm"), run...)
+	doctor = append(doctor, image, "doctor", "--json")
+	out, _ := exec.Command("podman", doctor...).Output()
+	var rep doctorReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("airlock doctor --json in the pod: %v\n%s", err, out)
+	}
+	var missing []string
+	var trial string
+	for _, f := range rep.Features {
+		if f.Name == "sandbox start" && !f.Available {
+			trial = f.Detail + "; to fix: " + f.Fix
+		}
+		if f.Required && !f.Available && f.Name != "cgroups" && f.Name != "sandbox start" {
+			missing = append(missing, f.Name)
+		}
+	}
+	t.Logf("airlock doctor in the pod: missing %v; sandbox start: %q", missing, trial)
+
+	name := "airlock-restricted-" + randomHex(4)
+	start := append(append(slices.Clone(g), "run", "-d", "--rm", "--name", name), run...)
+	start = append(append(start, image), args...)
+	if out, err := exec.Command("podman", start...).CombinedOutput(); err != nil {
+		t.Fatalf("podman %s: %v\n%s", strings.Join(start, " "), err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("podman", "logs", name).CombinedOutput()
+			t.Logf("the hands' log:\n%s", logs)
+		}
+		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
+	})
+	eventually(t, 60*time.Second, "the hands to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	tokenFile, caFile := filepath.Join(dir, "broker-token"), filepath.Join(dir, "broker-ca.pem")
+	os.WriteFile(tokenFile, []byte(token), 0o600)
+	os.WriteFile(caFile, cert, 0o644)
+	allow := filepath.Join(dir, "allow.toml")
+	os.WriteFile(allow, []byte(fmt.Sprintf("[paths]\nread_write = [%q]\n[limits]\nunenforced = \"allow\"\n", w.root)), 0o644)
+	// call runs a tool through the broker; grantArgs say its grant.
+	call := func(grantArgs []string, tool, input string) (string, error) {
+		t.Helper()
+		a := append(append([]string{"call"}, grantArgs...), "--remote", "wss://"+addr, "--remote-token-file", tokenFile, "--remote-ca", caFile, tool, input)
+		c := exec.Command(airlock(t), a...)
+		c.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	read, shell := `{"path":"hello.txt"}`, `{"command":"echo restricted-$((6*7))"}`
+	failsWith := func(what string, grantArgs []string, tool, input string, want ...string) {
+		t.Helper()
+		out, err := call(grantArgs, tool, input)
+		t.Logf("%s: %s: %v\n%s", what, tool, err, out)
+		if err == nil {
+			t.Errorf("%s: %s ran: %s", what, tool, out)
+			return
+		}
+		for _, s := range want {
+			if !strings.Contains(out, s) {
+				t.Errorf("%s: %s failed without saying %q:\n%s", what, tool, s, out)
+			}
+		}
+	}
+	root := []string{"--root", w.root}
+	// Without a cgroup, a call whose grant does not accept unenforced
+	// limits is refused, saying that both grants must accept them.
+	refuseWant := []string{"a cgroup to enforce the memory limit (1GiB) and the process limit (256)",
+		"these hands have no cgroup of their own", `limits.unenforced = "allow"`, "airlock tool-server --allow-unenforced-limits",
+		"the broker's grant does not, these hands' does"}
+
+	if unmasked {
+		hostWant := []string{"sethostname in the sandbox's UTS namespace", "setting the hostname: operation not permitted", "seccomp"}
+		for _, s := range hostWant {
+			if !strings.Contains(trial, s) {
+				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
+			}
+		}
+		failsWith("grant allowing unenforced limits", []string{"--grant", allow}, "shell", shell, hostWant...)
+		return
+	}
+	if class == "" {
+		// runc: the sandbox's init cannot mount its own /proc.
+		procWant := []string{"a fresh /proc for the sandbox", "mounting /proc: operation not permitted", "masks parts of this container's /proc", `remote.runtime_class = "gvisor"`}
+		for _, s := range procWant {
+			if !strings.Contains(trial, s) {
+				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("airlock doctor in the pod finds missing %v; under runc only the trial fails", missing)
+		}
+		failsWith("grant refusing unenforced limits", root, "read_file", read, refuseWant...)
+		failsWith("grant allowing unenforced limits", []string{"--grant", allow}, "read_file", read, procWant...)
+		failsWith("grant allowing unenforced limits", []string{"--grant", allow}, "shell", shell, procWant...)
+		return
+	}
+	if len(missing) > 0 || trial != "" {
+		// This runsc lacks something the sandbox needs: every call names
+		// all of it.
+		want := []string{"this host lacks"}
+		if len(missing) > 0 {
+			want = append(want, strings.Join(missing, ", "))
+		}
+		t.Logf("runsc lacks %v: the calls must fail closed naming it", missing)
+		failsWith("grant allowing unenforced limits", []string{"--grant", allow}, "read_file", read, want...)
+		failsWith("grant allowing unenforced limits", []string{"--grant", allow}, "shell", shell, want...)
+		return
+	}
+	failsWith("grant refusing unenforced limits", root, "read_file", read, refuseWant...)
+	got, err := call([]string{"--grant", allow}, "read_file", read)
+	if err != nil || !strings.Contains(got, "hello from interop") || !strings.Contains(got, "NOT ENFORCED") {
+		t.Errorf("read_file under runsc: %v\n%s", err, got)
+	}
+	got, err = call([]string{"--grant", allow}, "shell", shell)
+	if err != nil || !strings.Contains(got, "restricted-42") {
+		t.Errorf("shell under runsc: %v\n%s", err, got)
+	}
+}
