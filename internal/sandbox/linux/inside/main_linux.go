@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -42,6 +43,11 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 	status := os.NewFile(initproto.StatusFD, "status")
 	if pdeathErr != nil {
 		return fail(status, fmt.Errorf("asking to die with the broker (PR_SET_PDEATHSIG): %w", pdeathErr))
+	}
+	if brokerGone(initproto.StatusFD) {
+		// The broker died before the prctl, so no signal will come: a
+		// command that ran now would outlive its time limit.
+		return initproto.ExitSetupFailed
 	}
 	cfgFile := os.NewFile(initproto.ConfigFD, "config")
 	var cfg initproto.Config
@@ -301,4 +307,13 @@ func mono() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
+}
+
+// brokerGone reports whether the reader of the write end fd has gone: the
+// broker holds the status pipe's read end for as long as the sandbox
+// lives, so its end closed means the broker has died.
+func brokerGone(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	n, err := eintr.Value(func() (int, error) { return unix.Poll(fds, 0) })
+	return err == nil && n > 0 && fds[0].Revents&unix.POLLERR != 0
 }
