@@ -1,7 +1,6 @@
 package grant
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -216,42 +215,39 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			}
 		}
 	}
-	seen := 0
-	complete := true
-	_ = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == r {
-			return nil
-		}
-		if d.IsDir() && slices.Contains(others, p) {
-			return filepath.SkipDir
-		}
-		seen++
-		if seen > maxProtectedScan {
-			complete = false
-			return filepath.SkipAll
-		}
-		rel := relParts(p, r)
-		if gitDir == r && len(rel) == 1 {
-			return nil
-		}
-		if len(rel) == 1 {
-			// Top-level names were added above; do not descend into them.
-			if rel[0] == ".git" || protectedRule(rel, true) != "" {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		last := rel[len(rel)-1]
-		if last == ".git" || isAnywhereName(last) {
-			rule := last
-			add(p, rule, d.IsDir())
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-		}
-		return nil
+	// The scan may list a directory's entries in any order; the names it
+	// finds are added in the order of a walk in name order, as before.
+	type find struct {
+		p, name string
+		dir     bool
+	}
+	var finds []find
+	complete := scanNested(r, gitDir == r, others, func(p, name string, dir bool) {
+		finds = append(finds, find{p, name, dir})
 	})
+	slices.SortStableFunc(finds, func(a, b find) int { return compareWalkOrder(a.p, b.p) })
+	for _, f := range finds {
+		add(f.p, f.name, f.dir)
+	}
 	return out, complete
+}
+
+// compareWalkOrder compares two paths in the order a walk that lists each
+// directory in name order visits them: component by component, so "a/b"
+// comes before "a.b" (a plain string comparison puts '.' before '/').
+func compareWalkOrder(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			return -1
+		}
+		if cb == '/' {
+			return 1
+		}
+		return int(ca) - int(cb)
+	}
+	return len(a) - len(b)
 }
