@@ -1,6 +1,8 @@
 package grant
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,7 +173,8 @@ func looksLikeHome(r string) bool {
 	return false
 }
 
-// protectedPaths lists the protected paths of a read-write directory root:
+// protectedPaths lists the protected paths of a read-write directory root r
+// (resolved: no symlink among its components):
 // those at its top (existing or not), the home entries (existing, or every
 // one in a home directory) and nested ones found by a bounded scan that
 // does not follow symlinks. It reports whether the scan was complete.
@@ -184,7 +187,14 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		}
 		out = append(out, protectedPath{path: p, name: rule, dir: dir})
 		// A protected path that is a symlink protects its target too, so
-		// writing the target directly is refused as well.
+		// writing the target directly is refused as well. r is resolved,
+		// so a name directly in it that is missing or no symlink resolves
+		// to itself: one lstat instead of one per component from /.
+		if filepath.Dir(p) == r {
+			if fi, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+				return
+			}
+		}
 		if res, err := resolve(p); err == nil && res.path != p && within(res.path, r) && res.path != r {
 			out = append(out, protectedPath{path: res.path, name: rule, dir: dir})
 		}
