@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -36,6 +37,44 @@ func TestImports(t *testing.T) {
 		}
 		if f == "doc.go" && ast.Doc == nil {
 			t.Errorf("doc.go has no package comment")
+		}
+	}
+}
+
+// TestNoRegexpAtInit: every airlock process (the CLI and each sandbox's
+// init) imports grant, so a regular expression compiled at package
+// initialisation costs every start; they are compiled on first use.
+func TestNoRegexpAtInit(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, s := range gd.Specs {
+				for _, v := range s.(*ast.ValueSpec).Values {
+					call, ok := v.(*ast.CallExpr)
+					if !ok {
+						continue
+					}
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "regexp" {
+							t.Errorf("%s: a package-level regexp.%s runs at every start; compile it on first use (sync.OnceValue)", f, sel.Sel.Name)
+						}
+					}
+				}
+			}
 		}
 	}
 }

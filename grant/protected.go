@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -172,7 +173,8 @@ func looksLikeHome(r string) bool {
 	return false
 }
 
-// protectedPaths lists the protected paths of a read-write directory root:
+// protectedPaths lists the protected paths of a read-write directory root r
+// (resolved: no symlink among its components):
 // those at its top (existing or not), the home entries (existing, or every
 // one in a home directory) and nested ones found by a bounded scan that
 // does not follow symlinks. It reports whether the scan was complete.
@@ -185,7 +187,14 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		}
 		out = append(out, protectedPath{path: p, name: rule, dir: dir})
 		// A protected path that is a symlink protects its target too, so
-		// writing the target directly is refused as well.
+		// writing the target directly is refused as well. r is resolved,
+		// so a name directly in it that is missing or no symlink resolves
+		// to itself: one lstat instead of one per component from /.
+		if filepath.Dir(p) == r {
+			if fi, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+				return
+			}
+		}
 		if res, err := resolve(p); err == nil && res.path != p && within(res.path, r) && res.path != r {
 			out = append(out, protectedPath{path: res.path, name: rule, dir: dir})
 		}
@@ -216,42 +225,39 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			}
 		}
 	}
-	seen := 0
-	complete := true
-	_ = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == r {
-			return nil
-		}
-		if d.IsDir() && slices.Contains(others, p) {
-			return filepath.SkipDir
-		}
-		seen++
-		if seen > maxProtectedScan {
-			complete = false
-			return filepath.SkipAll
-		}
-		rel := relParts(p, r)
-		if gitDir == r && len(rel) == 1 {
-			return nil
-		}
-		if len(rel) == 1 {
-			// Top-level names were added above; do not descend into them.
-			if rel[0] == ".git" || protectedRule(rel, true) != "" {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		last := rel[len(rel)-1]
-		if last == ".git" || isAnywhereName(last) {
-			rule := last
-			add(p, rule, d.IsDir())
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-		}
-		return nil
+	// The scan may list a directory's entries in any order; the names it
+	// finds are added in the order of a walk in name order, as before.
+	type find struct {
+		p, name string
+		dir     bool
+	}
+	var finds []find
+	complete := scanNested(r, gitDir == r, others, func(p, name string, dir bool) {
+		finds = append(finds, find{p, name, dir})
 	})
+	slices.SortStableFunc(finds, func(a, b find) int { return compareWalkOrder(a.p, b.p) })
+	for _, f := range finds {
+		add(f.p, f.name, f.dir)
+	}
 	return out, complete
+}
+
+// compareWalkOrder compares two paths in the order a walk that lists each
+// directory in name order visits them: component by component, so "a/b"
+// comes before "a.b" (a plain string comparison puts '.' before '/').
+func compareWalkOrder(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			return -1
+		}
+		if cb == '/' {
+			return 1
+		}
+		return int(ca) - int(cb)
+	}
+	return len(a) - len(b)
 }

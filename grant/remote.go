@@ -4,17 +4,22 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // kubeName is a DNS label, as Kubernetes names namespaces and templates.
-var kubeName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var kubeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
 
 // kubeSubdomain is a DNS subdomain, as Kubernetes names StorageClasses.
-var kubeSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+var kubeSubdomain = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+})
 
 // kubeSize is a Kubernetes quantity of bytes: a number and an optional
 // binary (Ki, Mi, Gi, Ti, Pi, Ei) or decimal (k, M, G, T, P, E) suffix.
-var kubeSize = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$`)
+var kubeSize = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$`)
+})
 
 // Remote says where a session's sandboxes run when they are not on this
 // host: remote hands (an `airlock tool-server`), from the grant's [remote]
@@ -81,7 +86,7 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 		}
 	case strings.HasPrefix(ep, "kube://"):
 		ns, tpl, ok := strings.Cut(ep[len("kube://"):], "/")
-		if !ok || !kubeName.MatchString(ns) || len(ns) > 63 || !kubeName.MatchString(tpl) || len(tpl) > 50 {
+		if !ok || !kubeName().MatchString(ns) || len(ns) > 63 || !kubeName().MatchString(tpl) || len(tpl) > 50 {
 			ps.add(key("endpoint"), "%q is not kube://NAMESPACE/TEMPLATE (each a DNS label: lower-case letters, digits and '-')", ep)
 		}
 		if r.Token != "" {
@@ -93,12 +98,12 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 	default:
 		ps.add(key("endpoint"), "%q is not stdio:CMD, ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", ep)
 	}
-	if r.RuntimeClass != "" && (!strings.HasPrefix(ep, "kube://") || !kubeName.MatchString(r.RuntimeClass) || len(r.RuntimeClass) > 63) {
+	if r.RuntimeClass != "" && (!strings.HasPrefix(ep, "kube://") || !kubeName().MatchString(r.RuntimeClass) || len(r.RuntimeClass) > 63) {
 		ps.add(key("runtime_class"), "%q: only for a kube:// endpoint, and a DNS label", r.RuntimeClass)
 	}
 	kube := strings.HasPrefix(ep, "kube://")
 	if r.WorkspaceSize != "" {
-		m := kubeSize.FindStringSubmatch(r.WorkspaceSize)
+		m := kubeSize().FindStringSubmatch(r.WorkspaceSize)
 		switch {
 		case !kube:
 			ps.add(key("workspace_size"), "%q: only for a kube:// endpoint", r.WorkspaceSize)
@@ -112,7 +117,7 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 		switch {
 		case r.WorkspaceSize == "":
 			ps.add(key("workspace_class"), "%q needs remote.workspace_size: the class is of the workspace's claim", r.WorkspaceClass)
-		case !kubeSubdomain.MatchString(r.WorkspaceClass) || len(r.WorkspaceClass) > 253:
+		case !kubeSubdomain().MatchString(r.WorkspaceClass) || len(r.WorkspaceClass) > 253:
 			ps.add(key("workspace_class"), "%q is not a StorageClass name (a DNS subdomain: lower-case letters, digits, '-' and '.')", r.WorkspaceClass)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/airlockhq/airlock/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -18,7 +19,7 @@ const maxSafeID = 1<<53 - 1
 
 // integerID is the form of an integer id airlock accepts: no fraction, no
 // exponent, no leading zeros.
-var integerID = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+var integerID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`) })
 
 // rpcError is a JSON-RPC error reply that airlock writes itself, before the
 // SDK sees the message: the message could not be parsed or is not a valid
@@ -142,7 +143,7 @@ func checkID(env map[string]json.RawMessage) (json.RawMessage, string) {
 			return nil, fmt.Sprintf(`"id" %s is not a valid string`, raw)
 		}
 		return raw, ""
-	case integerID.Match(raw):
+	case integerID().Match(raw):
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= -maxSafeID && n <= maxSafeID {
 			return raw, ""
 		}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/hostrule"
@@ -23,7 +24,7 @@ import (
 // Scheme is the prefix of a Kubernetes remote target.
 const Scheme = "kube://"
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var dnsLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
 
 // ParseTarget splits "kube://NAMESPACE/TEMPLATE", naming what is wrong.
 func ParseTarget(s string) (namespace, template string, err error) {
@@ -35,10 +36,10 @@ func ParseTarget(s string) (namespace, template string, err error) {
 	if !ok || ns == "" || tpl == "" || strings.Contains(tpl, "/") {
 		return "", "", fmt.Errorf("%q is not kube://NAMESPACE/TEMPLATE", s)
 	}
-	if len(ns) > 63 || !dnsLabel.MatchString(ns) {
+	if len(ns) > 63 || !dnsLabel().MatchString(ns) {
 		return "", "", fmt.Errorf("%q: namespace %q is not a DNS label (lower-case letters, digits and '-', at most 63)", s, ns)
 	}
-	if len(tpl) > 50 || !dnsLabel.MatchString(tpl) {
+	if len(tpl) > 50 || !dnsLabel().MatchString(tpl) {
 		return "", "", fmt.Errorf("%q: template %q is not a DNS label of at most 50 characters", s, tpl)
 	}
 	return ns, tpl, nil

@@ -327,7 +327,7 @@ func (b *Backend) teardown(x *box) error {
 }
 
 // build makes a sandbox for cfg up to the point where its init reports
-// Ready: cgroup, placeholders, clone, cgroup placement, config. It kills
+// Ready: cgroup, clone, cgroup placement, placeholders, config. It kills
 // the sandbox at deadline or when ctx ends. On failure it has torn
 // everything down and returns either a Result (the deadline passed during
 // setup: a time limit) or an error.
@@ -358,17 +358,8 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		// A warm sandbox makes no placeholder until a call claims it.
 		cfg.Claim = true
 		x.paths = b.grantPaths(cfg)
-	} else {
-		x.held, err = b.placeholders.hold(cfg)
-		if err != nil {
-			b.placeholders.release(x.held)
-			if cerr := x.cg.destroy(); cerr != nil {
-				b.log.Debug("cgroup teardown", "err", cerr)
-			}
-			return nil, nil, err
-		}
 	}
-	res, err := b.setup(ctx, x, deadline, start)
+	res, err := b.setup(ctx, x, deadline, start, !warm)
 	if err != nil || res != nil {
 		if x.c != nil {
 			if terr := b.teardown(x); terr != nil && err == nil {
@@ -386,8 +377,12 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 }
 
 // setup starts the init and drives the exchange drawn in package
-// initproto up to the Ready status: clone, cgroup placement, config.
-func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) (*sandbox.Result, error) {
+// initproto up to the Ready status: clone, cgroup placement, config. With
+// hold it makes the sandbox's placeholders between the clone and the
+// config, while the init's runtime starts: the init reads the config
+// before it mounts anything, and what is created on the host's file
+// system after the clone is there in the sandbox's copy of the mounts.
+func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, hold bool) (*sandbox.Result, error) {
 	t0 := mono()
 	var cgFiles []*os.File
 	if x.cg != nil {
@@ -415,7 +410,15 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 		}
 	}
 	tCgroup := time.Now()
-	tCgroupMono := mono()
+	if hold {
+		var err error
+		if x.held, err = b.placeholders.hold(x.cfg); err != nil {
+			x.kill("setup")
+			_, _ = c.proc.Wait()
+			return nil, err
+		}
+	}
+	tHeld, tHeldMono := time.Now(), mono()
 	cfgJSON, err := json.Marshal(x.cfg)
 	if err != nil {
 		x.kill("setup")
@@ -472,8 +475,8 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time) 
 	}
 	x.ready(first)
 	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
-		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
-		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tCgroupMono), "phases", first.Phases)
+		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "hold_ns", tHeld.Sub(tCgroup).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
+		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tHeldMono), "phases", first.Phases)
 	return nil, nil
 }
 

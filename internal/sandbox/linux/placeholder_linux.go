@@ -88,14 +88,15 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			r.Close()
 		}
 	}()
-	for _, ro := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
+	paths := append(slices.Clone(cfg.Masks), cfg.ReadOnly...)
+	for _, ro := range paths {
 		m, ok := entryMount(cfg.Mounts, ro)
 		if !ok {
 			continue
 		}
 		// A directory by its kind, or because another held path lies below it.
-		leafDir := slices.Contains(cfg.ReadOnlyDirs, ro) || slices.ContainsFunc(append(slices.Clone(cfg.Masks), cfg.ReadOnly...), func(o string) bool {
-			return strings.HasPrefix(o, ro+"/")
+		leafDir := slices.Contains(cfg.ReadOnlyDirs, ro) || slices.ContainsFunc(paths, func(o string) bool {
+			return len(o) > len(ro) && o[len(ro)] == '/' && strings.HasPrefix(o, ro)
 		})
 		root := roots[m.Source]
 		if root == nil {

@@ -3,11 +3,15 @@ package linux_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
@@ -88,5 +92,73 @@ func TestPlaceholderNeverRemovesUserDirectories(t *testing.T) {
 	}
 	if fi, err := os.Stat(mine); err != nil || !fi.IsDir() {
 		t.Fatalf("the user's empty .vscode was removed: %v", err)
+	}
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (chattr +i).
+const fsImmutableFL = 0x10
+
+// TestPlaceholderFailureAfterClone: a cold sandbox makes its placeholders
+// while its init starts; when one cannot be made (here in an immutable
+// directory) the run fails naming the path, the init is reaped, its
+// cgroup removed, and the placeholders made before the failure are gone.
+func TestPlaceholderFailureAfterClone(t *testing.T) {
+	d := newDirs(t)
+	sub := filepath.Join(d.W, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setImmutable := func(on bool) error {
+		f, err := os.Open(sub)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		if err != nil {
+			return err
+		}
+		if on {
+			flags |= fsImmutableFL
+		} else {
+			flags &^= fsImmutableFL
+		}
+		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+	}
+	if err := setImmutable(true); err != nil {
+		t.Skipf("cannot make %s immutable here: %v", sub, err)
+	}
+	defer func() {
+		if err := setImmutable(false); err != nil {
+			t.Error(err)
+		}
+	}()
+	b := backend(t)
+	spec := &sandbox.Spec{
+		Mounts:   d.mounts(),
+		ReadOnly: []string{filepath.Join(d.W, ".bashrc"), filepath.Join(sub, ".bashrc")},
+		Env:      []string{"PATH=/usr/bin:/bin"},
+		Command:  []string{"/bin/true"},
+		Limits:   sandbox.Limits{Wall: 30 * time.Second, AllowUnenforced: acceptUnenforced},
+		Stdout:   io.Discard, Stderr: io.Discard,
+	}
+	_, err := b.Run(context.Background(), spec)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(sub, ".bashrc")) {
+		t.Fatalf("run: %v; want an error naming %s", err, filepath.Join(sub, ".bashrc"))
+	}
+	if kids := children(t); len(kids) != 0 {
+		t.Errorf("processes left: %v", kids)
+	}
+	if cg := sandboxCgroups(t); len(cg) != 0 {
+		t.Errorf("cgroups left: %v", cg)
+	}
+	entries, err := os.ReadDir(d.W)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "sub" {
+			t.Errorf("left in the tree: %s", e.Name())
+		}
 	}
 }

@@ -185,3 +185,11 @@ func BenchmarkReadFileWarmProtected(b *testing.B) {
 	be := pooled(b, 2)
 	benchCall(b, be, protectedSpec(b, d), toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", true)
 }
+
+// BenchmarkReadFileColdProtected is BenchmarkReadFileCold in a tree where
+// every protected path of the default grant is missing: each call makes
+// its placeholders while its init starts.
+func BenchmarkReadFileColdProtected(b *testing.B) {
+	d, p := benchFile(b)
+	benchCall(b, backend(b), protectedSpec(b, d), toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", false)
+}

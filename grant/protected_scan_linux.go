@@ -1,0 +1,190 @@
+package grant
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"syscall"
+)
+
+// scanBufSize is the getdents64 buffer of a scan: a directory of a few
+// hundred entries is read in one call.
+const scanBufSize = 32 << 10
+
+// scanForceLstat makes scanNested treat every entry as DT_UNKNOWN, as some
+// file systems report them, so tests reach the lstat path.
+var scanForceLstat bool
+
+// The offsets in a linux_dirent64 record.
+const (
+	direntReclen = 16
+	direntType   = 18
+	direntName   = 19
+)
+
+// scanEntry is one listed directory entry: its name, at names[off:off+n],
+// and its first eight bytes as a big-endian number, which orders most
+// names without reading them.
+type scanEntry struct {
+	key    uint64
+	off, n int
+	dir    bool
+}
+
+// nestedScan is the state of one scanNested: stacks of the names and
+// entries of the directories being walked, so a scan allocates a handful
+// of slices and a string per directory opened, not per entry.
+type nestedScan struct {
+	rootIsGit bool
+	others    []string
+	found     nestedFound
+	seen      int
+	buf       []byte
+	names     []byte
+	ents      []scanEntry
+	path      []byte // the directory being listed, then each entry in turn
+}
+
+// scanNested is walkNested with the same results and bounds, read with
+// getdents64 into a large buffer and typed by d_type (an lstat only for
+// DT_UNKNOWN), with no allocation per entry. It opens
+// directories with O_NOFOLLOW, so a directory swapped for a symlink while
+// the scan runs is not followed.
+func scanNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
+	s := &nestedScan{rootIsGit: rootIsGit, others: others, found: found, buf: make([]byte, scanBufSize)}
+	s.path = append(make([]byte, 0, 512), r...)
+	return s.walk(1)
+}
+
+// walk visits the entries of the directory at s.path, whose entries are at
+// depth below the root. It reports false once the cap is passed.
+func (s *nestedScan) walk(depth int) bool {
+	base, nbase := len(s.ents), len(s.names)
+	defer func() { s.ents, s.names = s.ents[:base], s.names[:nbase] }()
+	s.list()
+	end := len(s.ents)
+	// Name order, as os.ReadDir sorts: which entries are counted before
+	// the cap depends on it.
+	slices.SortFunc(s.ents[base:end], func(a, b scanEntry) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		return bytes.Compare(s.names[a.off:a.off+a.n], s.names[b.off:b.off+b.n])
+	})
+	dirLen := len(s.path)
+	for i := base; i < end; i++ {
+		e := s.ents[i]
+		name := s.names[e.off : e.off+e.n]
+		s.path = s.path[:dirLen]
+		if dirLen > 1 {
+			s.path = append(s.path, '/')
+		}
+		s.path = append(s.path, name...)
+		if e.dir && s.isOther() {
+			continue
+		}
+		s.seen++
+		if s.seen > maxProtectedScan {
+			return false
+		}
+		descend := e.dir
+		switch {
+		case depth == 1 && s.rootIsGit:
+		case !isProtectedName(name):
+		case depth == 1:
+			// Top-level names were added by the caller; do not descend into them.
+			descend = false
+		default:
+			s.found(string(s.path), string(name), e.dir)
+			descend = false
+		}
+		if descend && !s.walk(depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// isOther reports whether s.path is one of the other read-write roots.
+func (s *nestedScan) isOther() bool {
+	for _, o := range s.others {
+		if o == string(s.path) {
+			return true
+		}
+	}
+	return false
+}
+
+// isProtectedName reports whether a directory entry's name is .git or an
+// "anywhere" name of the table, all of which start with a dot.
+func isProtectedName(name []byte) bool {
+	if len(name) < 2 || name[0] != '.' {
+		return false
+	}
+	for _, e := range protectedTable {
+		if e.Where == "anywhere" && e.Name == string(name) {
+			return true
+		}
+	}
+	return string(name) == ".git"
+}
+
+// list appends the entries of the directory at s.path to s.ents, as
+// os.ReadDir would list them: without "." and "..", without an entry that
+// is gone by the time its DT_UNKNOWN type is looked up, and those read
+// before an error if one stops the listing.
+func (s *nestedScan) list() {
+	fd, err := retryEINTR(func() (int, error) {
+		return syscall.Open(string(s.path), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return
+	}
+	defer syscall.Close(fd)
+	for {
+		n, err := retryEINTR(func() (int, error) { return syscall.Getdents(fd, s.buf) })
+		if err != nil || n <= 0 {
+			return
+		}
+		for rec := s.buf[:n]; len(rec) >= direntName; {
+			reclen := int(binary.NativeEndian.Uint16(rec[direntReclen:]))
+			if reclen < direntName || reclen > len(rec) {
+				return
+			}
+			name, typ := rec[direntName:reclen], rec[direntType]
+			rec = rec[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			dir := typ == syscall.DT_DIR
+			if typ == syscall.DT_UNKNOWN || scanForceLstat {
+				var st syscall.Stat_t
+				p := string(s.path) + "/" + string(name)
+				if _, err := retryEINTR(func() (int, error) { return 0, syscall.Lstat(p, &st) }); err == syscall.ENOENT {
+					continue
+				} else if err != nil {
+					return
+				}
+				dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+			}
+			var key [8]byte
+			copy(key[:], name)
+			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir})
+			s.names = append(s.names, name...)
+		}
+	}
+}
+
+// retryEINTR calls f until it fails with something other than EINTR.
+func retryEINTR(f func() (int, error)) (int, error) {
+	for {
+		n, err := f()
+		if err != syscall.EINTR {
+			return n, err
+		}
+	}
+}

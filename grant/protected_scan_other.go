@@ -1,0 +1,8 @@
+//go:build !linux
+
+package grant
+
+// scanNested is walkNested where no faster scan is written.
+func scanNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
+	return walkNested(r, rootIsGit, others, found)
+}

@@ -1,0 +1,60 @@
+package grant
+
+import (
+	"io/fs"
+	"path/filepath"
+	"slices"
+)
+
+// nestedFound receives a protected name found below the top of a
+// read-write tree: its path, its name (the rule) and whether it is a
+// directory.
+type nestedFound func(p, name string, dir bool)
+
+// walkNested is the portable scan for nested protected names below the
+// read-write root r (filepath.WalkDir, one lstat-free ReadDir per
+// directory, sorted). It visits at most maxProtectedScan entries, does not
+// follow symlinks, skips the nested read-write roots in others and the
+// top-level protected names (added by the caller), and reports whether
+// it saw every entry. rootIsGit says r is itself a .git directory, whose
+// top-level entries are not protected names. Found names are not
+// descended into.
+func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
+	seen := 0
+	complete := true
+	_ = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == r {
+			return nil
+		}
+		if d.IsDir() && slices.Contains(others, p) {
+			return filepath.SkipDir
+		}
+		seen++
+		if seen > maxProtectedScan {
+			complete = false
+			return filepath.SkipAll
+		}
+		rel := relParts(p, r)
+		if rootIsGit && len(rel) == 1 {
+			return nil
+		}
+		if len(rel) == 1 {
+			// Top-level names were added by the caller; do not descend into them.
+			if rel[0] == ".git" || protectedRule(rel, true) != "" {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		last := rel[len(rel)-1]
+		if last == ".git" || isAnywhereName(last) {
+			found(p, last, d.IsDir())
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return complete
+}
