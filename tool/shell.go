@@ -75,7 +75,7 @@ func runShell(ctx context.Context, env Env, a ShellArgs) wire.ToolOutput {
 		// the broker answers such a call itself and never sends it here.
 		return Failure("field %q: background commands are not available in this context", "run_in_background")
 	}
-	return runCommand(ctx, a.Command, t.shown, shellTimeout(env, a.Timeout), outputCap(env))
+	return runCommand(ctx, a.Command, t.shown, shellTimeout(env, a.Timeout), outputCap(env), env.Start)
 }
 
 // shellTimeout is min(the requested timeout, the call's limit), default 120 s.

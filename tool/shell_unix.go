@@ -22,7 +22,7 @@ const eofGrace = 100 * time.Millisecond
 
 // runCommand runs command with /bin/sh -c in its own process group, stdout and
 // stderr on one pipe, and renders the result.
-func runCommand(ctx context.Context, command, dir string, timeout time.Duration, maxOut int) wire.ToolOutput {
+func runCommand(ctx context.Context, command, dir string, timeout time.Duration, maxOut int, starter func(func() error) error) wire.ToolOutput {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return Failure("the shell could not start: %v", errnoText(err))
@@ -39,7 +39,14 @@ func runCommand(ctx context.Context, command, dir string, timeout time.Duration,
 	cmd.Stdout = w // one write end for both: output stays in write order
 	cmd.Stderr = w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	if starter == nil {
+		err = cmd.Start()
+	} else if err = starter(cmd.Start); err != nil && cmd.Process != nil {
+		// Started, but not where it had to be (outside its process
+		// limit): it must not run.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
 	w.Close()
 	devnull.Close()
 	if err != nil {

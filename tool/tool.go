@@ -38,6 +38,14 @@ type Env struct {
 	// missing protected or denied names, not the user's files: read_file
 	// treats them as missing and glob and grep never list them.
 	Hidden []string
+	// Start, when set, is how a tool starts the command it runs (the shell
+	// tool's /bin/sh): it calls start, which starts the command, where it
+	// chooses. The native sandbox's init starts it in the cgroup of the
+	// call's own processes, so the call's process limit counts the
+	// command's processes and not the init's threads. Nil: start is called
+	// as it is. An error means the command must not run: a command start
+	// started is stopped.
+	Start func(start func() error) error
 }
 
 // hidden reports whether the absolute path p is one of env.Hidden.

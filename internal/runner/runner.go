@@ -44,6 +44,16 @@ func Run(stdin io.Reader, stdout, stderr io.Writer) int {
 // RunContext is Run with the tool also cancelled when ctx is done (a
 // stop its caller heard before the runner could).
 func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(ctx, nil, stdin, stdout, stderr)
+}
+
+// RunStarting is Run for a runner that is a sandbox's init: the tools
+// start their commands through start (tool.Env.Start).
+func RunStarting(start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), start, stdin, stdout, stderr)
+}
+
+func runContext(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	// With SIGPIPE notified (not ignored, which children would inherit), a
@@ -52,10 +62,10 @@ func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	return run(ctx, stdin, stdout, stderr)
+	return run(ctx, start, stdin, stdout, stderr)
 }
 
-func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+func run(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	frame, err := wire.ReadFrame(stdin)
 	if err != nil {
 		return report(stderr, wire.ExitBadInput, fmt.Errorf("reading input frame: %w", err))
@@ -76,6 +86,7 @@ func run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code i
 	if err != nil {
 		return report(stderr, wire.ExitBadInput, err)
 	}
+	env.Start = start
 	var out wire.ToolOutput
 	func() {
 		defer func() {

@@ -292,11 +292,7 @@ func TestPayloadProcessLimitExact(t *testing.T) {
 		testenv.RequireFeature(t, "cgroups (pids.max)")
 	}
 	needPython(t)
-	for _, pids := range []int{1, 2, 5, 40} {
-		t.Run(strconv.Itoa(pids), func(t *testing.T) {
-			o := run(t, &sandbox.Spec{
-				Limits: sandbox.Limits{Pids: pids},
-				Command: []string{"python3", "-c", `
+	const forker = `
 import os, time
 n = 0
 try:
@@ -308,19 +304,32 @@ try:
 except OSError:
     pass
 print(n)
-`},
+`
+	// A command (exec) and a tool's command (the shell tool, which the
+	// init runs in-process and which starts its /bin/sh through
+	// tool.Env.Start) get the same exact limit.
+	for _, mode := range []string{"command", "tool"} {
+		for _, pids := range []int{1, 2, 5, 40} {
+			t.Run(mode+"/"+strconv.Itoa(pids), func(t *testing.T) {
+				spec := &sandbox.Spec{Limits: sandbox.Limits{Pids: pids}}
+				if mode == "command" {
+					spec.Command = []string{"python3", "-c", forker}
+				} else {
+					spec.Stdin = strings.NewReader("sh:exec python3 -c '" + forker + "'")
+				}
+				o := run(t, spec)
+				if !slices.Contains(o.res.Isolation.Features, "cgroup-v1-pids") {
+					t.Skip("cgroup v2: the init shares the command's process limit (docs/architecture.md, Limits)")
+				}
+				want := fmt.Sprintf("%d\n", pids-1)
+				if o.stdout != want || o.res.ExitCode != 0 {
+					t.Fatalf("forked %q (exit %d, stderr %q), want %q: the command's own limit is %d", o.stdout, o.res.ExitCode, tail(o.stderr, 2000), want, pids)
+				}
+				if pids > 1 && !slices.Equal(o.res.LimitsHit, []wire.Limit{"processes"}) {
+					t.Errorf("LimitsHit %q, want [processes]", o.res.LimitsHit)
+				}
 			})
-			if !slices.Contains(o.res.Isolation.Features, "cgroup-v1-pids") {
-				t.Skip("cgroup v2: the init shares the command's process limit (docs/architecture.md, Limits)")
-			}
-			want := fmt.Sprintf("%d\n", pids-1)
-			if o.stdout != want || o.res.ExitCode != 0 {
-				t.Fatalf("forked %q (exit %d, stderr %q), want %q: the command's own limit is %d", o.stdout, o.res.ExitCode, tail(o.stderr, 2000), want, pids)
-			}
-			if pids > 1 && !slices.Equal(o.res.LimitsHit, []wire.Limit{"processes"}) {
-				t.Errorf("LimitsHit %q, want [processes]", o.res.LimitsHit)
-			}
-		})
+		}
 	}
 	waitNoProcs(t, "987670")
 }

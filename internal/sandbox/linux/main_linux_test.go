@@ -32,20 +32,24 @@ func TestMain(m *testing.M) {
 }
 
 // fakeRunner answers "pong: <stdin>" and exits 7, so tool mode is visible.
-func fakeRunner(stdin io.Reader, stdout, stderr io.Writer) int {
+func fakeRunner(start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
 	b, _ := io.ReadAll(stdin)
 	if string(b) == "spawn-and-kill" {
 		return spawnAndKill(stdout)
 	}
 	if frame, ok := strings.CutPrefix(string(b), "runner:"); ok {
 		// The real runner, for benchmarks of real tools.
-		return runner.Run(strings.NewReader(frame), stdout, stderr)
+		return runner.RunStarting(start, strings.NewReader(frame), stdout, stderr)
 	}
 	if script, ok := strings.CutPrefix(string(b), "sh:"); ok {
 		// A shell script run from the in-process tool, as the shell tool does.
 		cmd := exec.Command("/bin/sh", "-c", script)
 		cmd.Stdout, cmd.Stderr = stdout, stderr
-		if err := cmd.Run(); err != nil {
+		err := start(cmd.Start)
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err != nil {
 			io.WriteString(stderr, err.Error())
 			return 1
 		}

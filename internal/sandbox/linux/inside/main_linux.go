@@ -23,9 +23,11 @@ import (
 // Main is the sandbox init: it runs as PID 1 of the sandbox's namespaces,
 // reads its configuration from fd 3, builds and locks down the sandbox,
 // then runs the command (as a child it reaps) or, with no command, calls
-// runTool in-process with the sandbox's standard streams. It returns the
+// runTool in-process with the sandbox's standard streams and a start
+// function that starts the tool's command (tool.Env.Start) in the cgroup of
+// the call's own processes. It returns the
 // process exit code. The protocol with the host is drawn in initproto.
-func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
+func Main(runTool func(start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int) int {
 	mainAt := mono()
 	// The init dies with the thread of the broker that started it. Asked
 	// for here, not by the host's SysProcAttr.Pdeathsig (see start in
@@ -101,10 +103,11 @@ func Main(runTool func(stdin io.Reader, stdout, stderr io.Writer) int) int {
 		}
 	}
 	if len(cfg.Command) == 0 {
-		closePayloadCgroup(&cfg)
+		ps := &payloadStart{cfg: &cfg}
 		runtime.GOMAXPROCS(runtime.NumCPU())
 		warmSignals()
-		code := runTool(os.Stdin, os.Stdout, os.Stderr)
+		code := runTool(ps.start, os.Stdin, os.Stdout, os.Stderr)
+		ps.close()
 		endTool(status, code)
 		return code
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -179,6 +180,48 @@ func inPayloadCgroup(cfg *initproto.Config, start func() error) error {
 	}
 	serr := start()
 	return errors.Join(serr, write(max, cfg.PayloadPids), write(home, 0))
+}
+
+// payloadStart starts a tool's command (tool mode) in the payload cgroup:
+// the first start goes through inPayloadCgroup from a thread locked for it;
+// a tool call starts one command, so a second start is refused where there
+// is a payload cgroup (it would run outside the call's process limit).
+type payloadStart struct {
+	mu   sync.Mutex
+	cfg  *initproto.Config
+	used bool // the payload cgroup's files are used or closed
+}
+
+func (p *payloadStart) start(start func() error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.used {
+		if p.cfg.PayloadPids > 0 {
+			return errors.New("a tool call starts one command: its process limit's cgroup is taken")
+		}
+		return start()
+	}
+	p.used = true
+	runtime.LockOSThread()
+	err := inPayloadCgroup(p.cfg, start)
+	var cgErr *payloadCgroupError
+	if !errors.As(err, &cgErr) {
+		// Back in the sandbox's cgroup: the thread may serve others.
+		runtime.UnlockOSThread()
+	}
+	// Else the thread may still be in the payload cgroup: it stays locked,
+	// and the runtime ends it with its goroutine.
+	return err
+}
+
+// close closes the payload cgroup's files if no command took them.
+func (p *payloadStart) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.used {
+		p.used = true
+		closePayloadCgroup(p.cfg)
+	}
 }
 
 // closePayloadCgroup closes the payload cgroup's files when the init runs
