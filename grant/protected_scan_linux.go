@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"syscall"
 )
@@ -164,7 +165,7 @@ func (s *nestedScan) list() {
 			if typ == syscall.DT_UNKNOWN || scanForceLstat {
 				var st syscall.Stat_t
 				p := string(s.path) + "/" + string(name)
-				if _, err := retryEINTR(func() (int, error) { return 0, syscall.Lstat(p, &st) }); err == syscall.ENOENT {
+				if _, err := retryEINTR(func() (int, error) { return 0, syscall.Lstat(p, &st) }); errors.Is(err, syscall.ENOENT) {
 					continue
 				} else if err != nil {
 					return
@@ -183,7 +184,7 @@ func (s *nestedScan) list() {
 func retryEINTR(f func() (int, error)) (int, error) {
 	for {
 		n, err := f()
-		if err != syscall.EINTR {
+		if !errors.Is(err, syscall.EINTR) {
 			return n, err
 		}
 	}
