@@ -523,7 +523,7 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 		return
 	}
 	if unmasked {
-		hostWant := []string{"sethostname in the sandbox's UTS namespace", "setting the hostname: operation not permitted", "seccomp"}
+		hostWant := []string{"sethostname in the sandbox's UTS namespace", "setting the hostname: operation not permitted", "seccomp", `remote.pod_security = "userns"`}
 		for _, s := range hostWant {
 			if !strings.Contains(trial, s) {
 				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
@@ -534,7 +534,7 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	}
 	if class == "" {
 		// runc: the sandbox's init cannot mount its own /proc.
-		procWant := []string{"a fresh /proc for the sandbox", "mounting /proc: operation not permitted", "masks parts of this container's /proc", `remote.runtime_class = "gvisor"`}
+		procWant := []string{"a fresh /proc for the sandbox", "mounting /proc: operation not permitted", "masks parts of this container's /proc", `remote.runtime_class = "gvisor"`, `remote.pod_security = "userns"`}
 		for _, s := range procWant {
 			if !strings.Contains(trial, s) {
 				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
