@@ -161,7 +161,7 @@ func podSecurityFindings(ctx context.Context, c *Clients, t Target, podSecurity,
 	}
 	if mj, mn := serverVersion(major, minor); mj == 1 && mn < 33 {
 		ok = false
-		detail = append(detail, fmt.Sprintf("Kubernetes %s.%s: user namespaces and procMount: Unmasked are on by default from 1.33", major, minor))
+		detail = append(detail, fmt.Sprintf("Kubernetes %s.%s: user namespaces are on by default from 1.33 (earlier, the UserNamespacesSupport and ProcMountType feature gates)", major, minor))
 	}
 	// The profile on the nodes cannot be seen from the API.
 	detail = append(detail, "every node that may run the hands needs deploy/seccomp/hands.json at /var/lib/kubelet/seccomp/"+SeccompProfile+

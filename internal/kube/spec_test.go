@@ -351,6 +351,54 @@ func TestUsernsPodSecurity(t *testing.T) {
 	}
 }
 
+// TestNamespaceManifests: each namespace manifest in deploy/ admits its
+// pods at the level and version its enforce labels name, and the
+// restricted namespace refuses the userns pod.
+func TestNamespaceManifests(t *testing.T) {
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admits := func(file string, p *corev1.Pod) bool {
+		t.Helper()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns corev1.Namespace
+		if err := yaml.UnmarshalStrict(b, &ns); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		lv, err := psapi.ParseLevel(ns.Labels[psapi.EnforceLevelLabel])
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		v, err := psapi.ParseVersion(ns.Labels[psapi.EnforceVersionLabel])
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		return policy.AggregateCheckResults(ev.EvaluatePod(psapi.LevelVersion{Level: lv, Version: v}, &p.ObjectMeta, &p.Spec)).Allowed
+	}
+	restricted := Pod(deployHands(), goldenNow, nil)
+	hu := deployHands()
+	hu.PodSecurity = grant.PodSecurityUserns
+	userns := Pod(hu, goldenNow, nil)
+	for _, tc := range []struct {
+		file string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"../../deploy/namespace.yaml", restricted, true},
+		{"../../deploy/namespace.yaml", userns, false},
+		{"../../deploy/namespace-userns.yaml", userns, true},
+		{"../../deploy/namespace-userns.yaml", restricted, true},
+	} {
+		if got := admits(tc.file, tc.pod); got != tc.want {
+			t.Errorf("%s admits the %s pod: %v, want %v", tc.file, map[bool]string{false: "restricted", true: "userns"}[tc.pod == userns], got, tc.want)
+		}
+	}
+}
+
 // TestPodSecurityFromGrant: the grant's remote.pod_security reaches the
 // hands through the helper's request; a request with another value is
 // refused.
