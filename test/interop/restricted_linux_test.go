@@ -456,26 +456,7 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	}
 	t.Logf("airlock doctor in the pod: missing %v; sandbox start: %q", missing, trial)
 
-	name := "airlock-restricted-" + randomHex(4)
-	start := append(append(slices.Clone(g), "run", "-d", "--rm", "--name", name), run...)
-	start = append(append(start, image), args...)
-	if out, err := exec.Command("podman", start...).CombinedOutput(); err != nil {
-		t.Fatalf("podman %s: %v\n%s", strings.Join(start, " "), err, out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := exec.Command("podman", "logs", name).CombinedOutput()
-			t.Logf("the hands' log:\n%s", logs)
-		}
-		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
-	})
-	eventually(t, 60*time.Second, "the hands to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	startPod(t, g, run, image, args, addr)
 
 	tokenFile, caFile := filepath.Join(dir, "broker-token"), filepath.Join(dir, "broker-ca.pem")
 	os.WriteFile(tokenFile, []byte(token), 0o600)
@@ -631,4 +612,31 @@ echo made > ` + rw + `/made-in-pod; echo rw-rc=$?`
 	} else {
 		t.Logf("the sandbox's file is owned by host uid %d (the pod's uid %d)", uid, uid-base)
 	}
+}
+
+// startPod runs the pod's container (podman's global arguments g, run's,
+// the image and the container's arguments) until the test ends, and waits
+// until its tool-server listens at addr.
+func startPod(t *testing.T, g, run []string, image string, args []string, addr string) {
+	t.Helper()
+	name := "airlock-restricted-" + randomHex(4)
+	start := append(append(slices.Clone(g), "run", "-d", "--rm", "--name", name), run...)
+	start = append(append(start, image), args...)
+	if out, err := exec.Command("podman", start...).CombinedOutput(); err != nil {
+		t.Fatalf("podman %s: %v\n%s", strings.Join(start, " "), err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("podman", "logs", name).CombinedOutput()
+			t.Logf("the hands' log:\n%s", logs)
+		}
+		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
+	})
+	eventually(t, 60*time.Second, "the hands to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 }
