@@ -46,7 +46,23 @@ type Remote struct {
 	// WorkspaceClass is that claim's storageClassName; empty for the
 	// cluster's default StorageClass.
 	WorkspaceClass string
+	// PodSecurity is the security profile of a kube:// endpoint's pods:
+	// PodSecurityRestricted (the default, also when empty) or
+	// PodSecurityUserns (see docs/kubernetes.md).
+	PodSecurity string
 }
+
+// The values of remote.pod_security.
+const (
+	// PodSecurityRestricted is a pod that passes the "restricted" Pod
+	// Security Standard; the native sandbox cannot start in it under a
+	// runtime that shares the node's kernel (runc, crun).
+	PodSecurityRestricted = "restricted"
+	// PodSecurityUserns is a user-namespaced pod (hostUsers: false) with an
+	// unmasked /proc and airlock's own seccomp profile, in which the native
+	// sandbox starts; it passes the "baseline" standard, not "restricted".
+	PodSecurityUserns = "userns"
+)
 
 // Remote returns the grant's [remote] table; the zero Remote when it has none.
 func (g *Grant) Remote() Remote { return g.remote }
@@ -61,6 +77,7 @@ func remoteFromTOML(s *spec, v any, key []string, ps *problems) {
 		"runtime_class":   str(&s.remote.RuntimeClass),
 		"workspace_size":  str(&s.remote.WorkspaceSize),
 		"workspace_class": str(&s.remote.WorkspaceClass),
+		"pod_security":    str(&s.remote.PodSecurity),
 	})
 	s.remoteSet = true
 }
@@ -120,6 +137,16 @@ func checkRemote(r Remote, base string, ps *problems) Remote {
 		case !kubeSubdomain().MatchString(r.WorkspaceClass) || len(r.WorkspaceClass) > 253:
 			ps.add(key("workspace_class"), "%q is not a StorageClass name (a DNS subdomain: lower-case letters, digits, '-' and '.')", r.WorkspaceClass)
 		}
+	}
+	switch r.PodSecurity {
+	case "":
+	case PodSecurityRestricted, PodSecurityUserns:
+		if !kube {
+			ps.add(key("pod_security"), "%q: only for a kube:// endpoint", r.PodSecurity)
+		}
+	default:
+		ps.add(key("pod_security"), "%q is not %q (the default: the restricted Pod Security Standard) or %q (a user-namespaced pod in which the native sandbox starts; needs a baseline namespace and airlock's seccomp profile on the nodes)",
+			r.PodSecurity, PodSecurityRestricted, PodSecurityUserns)
 	}
 	switch {
 	case r.Token == "":

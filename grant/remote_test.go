@@ -75,6 +75,22 @@ workspace_size = 10`, grant.Remote{}, "remote.workspace_size: must be a string"}
 		{"workspace size off kube", `[remote]
 endpoint = "stdio:x"
 workspace_size = "10Gi"`, grant.Remote{}, `remote.workspace_size: "10Gi": only for a kube:// endpoint`},
+		{"kube userns pods", `[remote]
+endpoint = "kube://agents/hands"
+pod_security = "userns"`, grant.Remote{Endpoint: "kube://agents/hands", PodSecurity: "userns"}, ""},
+		{"kube restricted pods", `[remote]
+endpoint = "kube://agents/hands"
+pod_security = "restricted"`, grant.Remote{Endpoint: "kube://agents/hands", PodSecurity: "restricted"}, ""},
+		{"pod security unknown", `[remote]
+endpoint = "kube://agents/hands"
+pod_security = "baseline"`, grant.Remote{}, `remote.pod_security: "baseline" is not "restricted" (the default`},
+		{"pod security not a string", `[remote]
+endpoint = "kube://agents/hands"
+pod_security = true`, grant.Remote{}, "remote.pod_security: must be a string"},
+		{"pod security off kube", `[remote]
+endpoint = "wss://hands:8443"
+token = "env:T"
+pod_security = "userns"`, grant.Remote{}, `remote.pod_security: "userns": only for a kube:// endpoint`},
 		{"workspace class without size", `[remote]
 endpoint = "kube://agents/hands"
 workspace_class = "standard"`, grant.Remote{}, "remote.workspace_class: \"standard\" needs remote.workspace_size"},

@@ -6,7 +6,7 @@
 //
 //	airlock-kube connect REQUEST   relay one broker connection (airlock spawns this)
 //	airlock-kube release REQUEST   end the broker's session: delete its Secret, policy, workspace claim and pods
-//	airlock-kube doctor [--json] [--runtime-class RC] kube://NAMESPACE/TEMPLATE
+//	airlock-kube doctor [--json] [--runtime-class RC] [--pod-security P] kube://NAMESPACE/TEMPLATE
 //	airlock-kube sweep kube://NAMESPACE/TEMPLATE
 package main
 

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/podman"
@@ -37,7 +39,7 @@ func doctorCommand() *command {
 	c := &command{
 		name:    "doctor",
 		summary: "show which isolation features this host provides and which airlock needs",
-		usage: `airlock doctor [--json] [--backend B [--image I]] [--remote kube://NS/TEMPLATE [--runtime-class RC]]
+		usage: `airlock doctor [--json] [--backend B [--image I]] [--remote kube://NS/TEMPLATE [--runtime-class RC] [--pod-security P]] [--grant FILE]
 
 Probes the host and prints each isolation feature: whether it is available,
 whether the default grant needs it, and how to fix it when it is missing;
@@ -52,7 +54,10 @@ runc runtime, root, a static airlock binary and, with --image, the image);
 without it, a last line says whether the Podman backend could run here.
 With --remote kube://NAMESPACE/TEMPLATE it reports the cluster instead
 (through the airlock-kube helper): the agent-sandbox CRDs, the template,
-the RuntimeClass, and each permission the broker needs.
+the RuntimeClass, the pods' security profile (restricted or userns) and
+whether the namespace's Pod Security admission lets them in, and each
+permission the broker needs. --grant FILE takes the endpoint, runtime
+class and pod security from the grant's [remote] where the flags do not.
 Exit status 1 when a required feature is missing.`,
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
@@ -62,14 +67,40 @@ Exit status 1 when a required feature is missing.`,
 		image := fs.String("image", "", "with --backend podman, check that `IMAGE` (NAME@sha256:...) is present")
 		remote := fs.String("remote", "", "report what the cluster of `kube://NAMESPACE/TEMPLATE` offers the hands and what is missing")
 		runtimeClass := fs.String("runtime-class", "", "with --remote kube://..., check that RuntimeClass `RC` exists")
+		podSecurity := fs.String("pod-security", "", "with --remote kube://..., the pods' security profile `P` (restricted or userns, as remote.pod_security)")
+		grantFile := fs.String("grant", "", "with a kube:// endpoint, take --remote, --runtime-class and --pod-security from grant `FILE`'s [remote]")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
 		}
 		if fs.NArg() != 0 {
 			return usageError(env, c, "unexpected argument %q", fs.Arg(0))
 		}
+		if *grantFile != "" {
+			g, err := grant.Load(*grantFile)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "airlock doctor: --grant: %v\n", err)
+				return exitUsage
+			}
+			r := g.Remote()
+			if !strings.HasPrefix(r.Endpoint, kubereq.Scheme) && *remote == "" {
+				fmt.Fprintf(env.Stderr, "airlock doctor: --grant %s: its remote.endpoint %q is not kube://NAMESPACE/TEMPLATE (the doctor checks only clusters against a grant)\n", *grantFile, r.Endpoint)
+				return exitUsage
+			}
+			if *remote == "" {
+				*remote = r.Endpoint
+			}
+			if *runtimeClass == "" {
+				*runtimeClass = r.RuntimeClass
+			}
+			if *podSecurity == "" {
+				*podSecurity = r.PodSecurity
+			}
+		}
 		if *remote != "" {
-			return kubeDoctor(ctx, env, *remote, *runtimeClass, *asJSON)
+			return kubeDoctor(ctx, env, *remote, *runtimeClass, *podSecurity, *asJSON)
+		}
+		if *podSecurity != "" {
+			return usageError(env, c, "--pod-security is for --remote kube://...")
 		}
 		var rep sandbox.Report
 		switch *backend {

@@ -7,13 +7,14 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
 // kubeDoctor runs `airlock-kube doctor` for target: the Kubernetes client
 // lives in the helper, not in this binary.
-func kubeDoctor(ctx context.Context, env *Env, target, runtimeClass string, asJSON bool) int {
+func kubeDoctor(ctx context.Context, env *Env, target, runtimeClass, podSecurity string, asJSON bool) int {
 	if !strings.HasPrefix(target, kubereq.Scheme) {
 		fmt.Fprintf(env.Stderr, "airlock doctor: --remote %q: only a kube://NAMESPACE/TEMPLATE target can be checked\n", target)
 		return exitUsage
@@ -33,6 +34,14 @@ func kubeDoctor(ctx context.Context, env *Env, target, runtimeClass string, asJS
 	}
 	if runtimeClass != "" {
 		args = append(args, "--runtime-class", runtimeClass)
+	}
+	switch podSecurity {
+	case "":
+	case grant.PodSecurityRestricted, grant.PodSecurityUserns:
+		args = append(args, "--pod-security", podSecurity)
+	default:
+		fmt.Fprintf(env.Stderr, "airlock doctor: --pod-security %q is not %q or %q\n", podSecurity, grant.PodSecurityRestricted, grant.PodSecurityUserns)
+		return exitUsage
 	}
 	cmd := exec.CommandContext(ctx, helper, append(args, target)...)
 	cmd.Env = toolserver.KubeEnv(env.Getenv)

@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	ktesting "k8s.io/client-go/testing"
 
@@ -258,4 +260,65 @@ func TestDoctor(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.Ready {
 		t.Fatalf("exit %d, report %s", code, out)
 	}
+}
+
+// TestDoctorPodSecurity: the report names the pods' security profile,
+// and for userns pods whether the namespace's Pod Security label admits
+// them: restricted does not (procMount), baseline does from v1.35 only,
+// no label leaves the cluster's default, and a namespace the broker may
+// not read is reported as unknown, not as missing.
+func TestDoctorPodSecurity(t *testing.T) {
+	c := newCluster(t, false)
+	c.kube.PrependReactor("create", "selfsubjectaccessreviews", func(a ktesting.Action) (bool, runtime.Object, error) {
+		r := a.(ktesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
+		r.Status.Allowed = true
+		return true, r, nil
+	})
+	c.kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = append(c.kube.Discovery().(*fakediscovery.FakeDiscovery).Resources,
+		&metav1.APIResourceList{GroupVersion: "networking.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "networkpolicies"}}})
+	run := func(args ...string) (int, string) {
+		var out, errb strings.Builder
+		code := mainWith(context.Background(), append([]string{"doctor"}, append(args, "kube://"+testNS+"/hands")...), nil, &out, &errb, func(string) string { return "" },
+			func() (*Clients, error) { return c.clients, nil })
+		return code, out.String() + errb.String()
+	}
+	label := func(labels map[string]string) {
+		t.Helper()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, Labels: labels}}
+		if _, err := c.kube.CoreV1().Namespaces().Update(context.Background(), ns, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = c.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(name string, wantCode int, want ...string) {
+		t.Helper()
+		code, out := run("--pod-security", "userns")
+		if code != wantCode {
+			t.Errorf("%s: exit %d, want %d:\n%s", name, code, wantCode, out)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the report lacks %q:\n%s", name, w, out)
+			}
+		}
+	}
+	if code, out := run(); code != 0 || !strings.Contains(out, "ok      pod security restricted") {
+		t.Errorf("restricted pods: exit %d:\n%s", code, out)
+	}
+	check("namespace not readable", 0, "ok      pod security userns: user-namespaced pods", "/var/lib/kubelet/seccomp/airlock/hands.json",
+		"absent  namespace agents admits them: cannot tell (no such namespace)")
+	label(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	check("restricted namespace", 1, `MISSING namespace agents admits them: pod-security.kubernetes.io/enforce="restricted": the restricted standard refuses procMount: Unmasked`)
+	label(map[string]string{"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "v1.34"})
+	check("baseline v1.34", 1, "baseline allows procMount: Unmasked in a user-namespaced pod only from v1.35")
+	label(map[string]string{"pod-security.kubernetes.io/enforce": "baseline", "pod-security.kubernetes.io/enforce-version": "latest"})
+	check("baseline latest", 0, `ok      namespace agents admits them: pod-security.kubernetes.io/enforce="baseline"`)
+	label(nil)
+	check("no label", 0, "the cluster's default level applies")
+	c.kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "31", GitVersion: "v1.31.0"}
+	check("old cluster", 1, "MISSING pod security userns", "on by default from 1.33")
 }

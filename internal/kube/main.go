@@ -22,7 +22,7 @@ func Main(ctx context.Context, args []string, in io.Reader, out, errw io.Writer,
 
 func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Writer, getenv func(string) string, newClients func() (*Clients, error)) int {
 	usage := func() int {
-		fmt.Fprintln(errw, "usage: airlock-kube connect REQUEST | release REQUEST | doctor [--json] [--runtime-class RC] kube://NS/TEMPLATE | sweep kube://NS/TEMPLATE | pool-secret [--ttl D] kube://NS/TEMPLATE")
+		fmt.Fprintln(errw, "usage: airlock-kube connect REQUEST | release REQUEST | doctor [--json] [--runtime-class RC] [--pod-security P] kube://NS/TEMPLATE | sweep kube://NS/TEMPLATE | pool-secret [--ttl D] kube://NS/TEMPLATE")
 		return 2
 	}
 	if len(args) == 0 {
@@ -69,6 +69,7 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 		fs.SetOutput(errw)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		rc := fs.String("runtime-class", "", "check that RuntimeClass `RC` exists")
+		ps := fs.String("pod-security", "", "doctor: the grant's remote.pod_security `P` (restricted or userns): check that the namespace admits such pods")
 		ttl := fs.Duration("ttl", 30*24*time.Hour, "pool-secret: how long the pool's certificate is valid")
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
 			return usage()
@@ -99,7 +100,7 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 			}
 			return 0
 		}
-		fs2 := Doctor(ctx, c, t, *rc)
+		fs2 := Doctor(ctx, c, t, *rc, *ps)
 		ready := true
 		for _, f := range fs2 {
 			if f.Required && !f.OK {

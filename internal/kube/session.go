@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
@@ -233,15 +234,18 @@ var sessionID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // pickMode resolves ModeAuto: ModeSandbox when the cluster serves
 // SandboxClaims, unless h asks for a workspace claim, which only plain
-// Pods can mount (a warm pod was made before the session and its claim).
-// An explicit ModeSandbox with a workspace claim is refused.
+// Pods can mount (a warm pod was made before the session and its claim),
+// or the userns pod security (a warm pod's spec is its template's). An
+// explicit ModeSandbox with either is refused.
 func pickMode(c *Clients, m Mode, h *Hands) (Mode, error) {
 	switch {
 	case m == ModeSandbox && (h.WorkspaceSize != "" || h.Workspace != ""):
 		return "", errors.New("a workspace claim (the grant's remote.workspace_size): agent-sandbox warm pods cannot mount a per-session PersistentVolumeClaim (they are warmed before the session exists); use plain Pods or drop the workspace claim")
+	case m == ModeSandbox && h.userns():
+		return "", fmt.Errorf("remote.pod_security = %q: agent-sandbox warm pods are the SandboxTemplate's, made before the session; use plain Pods, whose spec the broker makes", grant.PodSecurityUserns)
 	case m != ModeAuto:
 		return m, nil
-	case h.WorkspaceSize != "" || h.Workspace != "":
+	case h.WorkspaceSize != "" || h.Workspace != "" || h.userns():
 		return ModePods, nil
 	}
 	ok, err := HasSandboxAPI(c)
@@ -276,6 +280,9 @@ func (s *Session) acquirePod(ctx context.Context) error {
 		why := ""
 		if s.hands.WorkspaceSize != "" {
 			why = " (the grant's remote.workspace_size needs plain Pods: agent-sandbox warm pods cannot mount a per-session claim)"
+		}
+		if s.hands.userns() {
+			why = fmt.Sprintf(" (the grant's remote.pod_security = %q needs plain Pods: agent-sandbox warm pods have their template's spec)", grant.PodSecurityUserns)
 		}
 		return fmt.Errorf("no PodTemplate %q in namespace %q: create the hands' template (deploy/pods/podtemplate.yaml)%s", tpl, ns, why)
 	}

@@ -313,6 +313,36 @@ func TestWorkspaceClaimModes(t *testing.T) {
 	}
 }
 
+// TestUsernsModes: the userns pod security needs plain Pods (a warm pod's
+// spec is its template's): asked of agent-sandbox explicitly it is
+// refused, naming the grant's key; in the automatic mode it picks plain
+// Pods even where warm pools are served, and the pod is user-namespaced.
+func TestUsernsModes(t *testing.T) {
+	c := newCluster(t, true)
+	userns := func(r *kubereq.Request) { r.PodSecurity = grant.PodSecurityUserns }
+	if _, err := c.acquireWith(ModeSandbox, userns); err == nil || !strings.Contains(err.Error(), "remote.pod_security") {
+		t.Fatalf("userns pods with agent-sandbox: %v, want an error naming remote.pod_security", err)
+	}
+	s, err := c.acquireWith(ModeAuto, userns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Mode() != ModePods {
+		t.Errorf("mode %q for userns pods, want pods", s.Mode())
+	}
+	c.waitStarted()
+	pods, err := c.kube.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods %v: %v", pods, err)
+	}
+	if hu := pods.Items[0].Spec.HostUsers; hu == nil || *hu {
+		t.Errorf("the session's pod has hostUsers %v, want false", hu)
+	}
+	if err := s.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWorkspaceFromGrant: the grant's workspace_size and workspace_class
 // reach the hands through the helper's request.
 func TestWorkspaceFromGrant(t *testing.T) {

@@ -93,6 +93,11 @@ type Hands struct {
 	// cgroup of its own to delegate, cannot enforce per call. A call runs
 	// so only when the broker's grant says so too.
 	AllowUnenforced bool
+	// PodSecurity is the grant's remote.pod_security: empty or
+	// grant.PodSecurityRestricted for a pod of the restricted standard,
+	// grant.PodSecurityUserns for a user-namespaced pod in which the
+	// native sandbox starts (PodSpec).
+	PodSecurity string
 	// From the template: scheduling only, never security settings.
 	NodeSelector     map[string]string
 	Tolerations      []corev1.Toleration
@@ -114,7 +119,7 @@ func (h *Hands) port() int32 {
 // the runtime class.
 func HandsFor(r kubereq.Request) Hands {
 	h := Hands{Hosts: r.Hosts, Private: r.Private, RuntimeClass: r.RuntimeClass, WorkspaceSize: r.WorkspaceSize, WorkspaceClass: r.WorkspaceClass,
-		AllowUnenforced: r.AllowUnenforced}
+		AllowUnenforced: r.AllowUnenforced, PodSecurity: r.PodSecurity}
 	for _, m := range r.Mounts {
 		h.Mounts = append(h.Mounts, Mount{Path: m.Path, Writable: m.Writable})
 	}
@@ -176,13 +181,32 @@ func (h *Hands) Args() []string {
 	return a
 }
 
+// SeccompProfile is the seccomp profile of the userns pods, as the pod
+// names it: a path under the kubelet's seccomp directory
+// (/var/lib/kubelet/seccomp), where deploy/seccomp/installer.yaml puts
+// deploy/seccomp/hands.json.
+const SeccompProfile = "airlock/hands.json"
+
+// userns reports whether h asks for the user-namespaced pod.
+func (h *Hands) userns() bool { return h.PodSecurity == grant.PodSecurityUserns }
+
 // headroom is the memory the tool-server itself needs beside the calls.
 const headroom = 256 << 20
 
 // PodSpec is the hands' pod spec: the one function that decides it.
 // Non-root, read-only root filesystem, every capability dropped, no
 // privilege escalation, seccomp RuntimeDefault, no service-account token,
-// resources from the grant's limits, the optional RuntimeClass.
+// resources from the grant's limits, the optional RuntimeClass: a pod of
+// the "restricted" Pod Security Standard.
+//
+// With h.PodSecurity grant.PodSecurityUserns, the pod is the same but for
+// three settings, which let the native sandbox start in it under a runtime
+// that shares the node's kernel: hostUsers false (the pod's own user
+// namespace: its uids are unprivileged ones of the node), procMount
+// Unmasked (Linux lets the sandbox mount a fresh /proc only where no part
+// of the container's is hidden) and the Localhost seccomp profile
+// SeccompProfile (the runtime's default refuses sethostname). It passes
+// the "baseline" standard, and of "restricted" fails procMount only.
 func PodSpec(h *Hands) corev1.PodSpec {
 	no, yes := false, true
 	uid := int64(UID)
@@ -247,6 +271,16 @@ func PodSpec(h *Hands) corev1.PodSpec {
 	if h.RuntimeClass != "" {
 		rc := h.RuntimeClass
 		spec.RuntimeClassName = &rc
+	}
+	if h.userns() {
+		spec.HostUsers = &no
+		pm := corev1.UnmaskedProcMount
+		spec.Containers[0].SecurityContext.ProcMount = &pm
+		profile := SeccompProfile
+		sp := corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &profile}
+		spec.SecurityContext.SeccompProfile = &sp
+		csp := sp
+		spec.Containers[0].SecurityContext.SeccompProfile = &csp
 	}
 	for i, m := range h.Mounts {
 		name := "workspace-" + strconv.Itoa(i)
@@ -466,6 +500,11 @@ func validateHands(h *Hands) error {
 	}
 	if err := kubereq.CheckPrivate(h.Private); err != nil {
 		bad = append(bad, err.Error())
+	}
+	switch h.PodSecurity {
+	case "", grant.PodSecurityRestricted, grant.PodSecurityUserns:
+	default:
+		bad = append(bad, fmt.Sprintf("pod security %q is not %q or %q", h.PodSecurity, grant.PodSecurityRestricted, grant.PodSecurityUserns))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("the hands' pod: %s", strings.Join(bad, "; "))

@@ -86,6 +86,9 @@ func TestGoldenManifests(t *testing.T) {
 	}
 	golden(t, "testdata/persistentvolumeclaim.yaml", pvc)
 	golden(t, "testdata/pod-workspace.yaml", Pod(hw, goldenNow, nil))
+	hu := goldenHands()
+	hu.RuntimeClass, hu.PodSecurity, hu.AllowUnenforced = "", grant.PodSecurityUserns, true
+	golden(t, "testdata/pod-userns.yaml", Pod(hu, goldenNow, nil))
 }
 
 // privateEntries are a grant's network.private: a CIDR, IPs with and
@@ -289,6 +292,146 @@ func TestRestrictedPodSecurity(t *testing.T) {
 		if len(check(p)) == 0 {
 			t.Errorf("%s: the restricted check let a weakened spec through", name)
 		}
+	}
+}
+
+// TestUsernsPodSecurity runs the Pod Security Standards (latest version)
+// on the userns pod: it passes "baseline", which since Kubernetes 1.35
+// allows procMount Unmasked in a user-namespaced pod, and of "restricted"
+// it fails the procMount check alone; every other setting stays as locked
+// down as the restricted pod's.
+func TestUsernsPodSecurity(t *testing.T) {
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := func(level psapi.Level, p *corev1.Pod) []string {
+		var bad []string
+		for _, r := range ev.EvaluatePod(psapi.LevelVersion{Level: level, Version: psapi.LatestVersion()}, &p.ObjectMeta, &p.Spec) {
+			if !r.Allowed {
+				bad = append(bad, r.ForbiddenReason)
+			}
+		}
+		return bad
+	}
+	h := goldenHands("api.github.com")
+	h.PodSecurity = grant.PodSecurityUserns
+	hw := goldenHands()
+	hw.Workspace, hw.PodSecurity = hw.Secret, grant.PodSecurityUserns
+	for name, h := range map[string]*Hands{"session": h, "workspace claim": hw, "no runtime class": {Image: "x", Mounts: h.Mounts, Limits: h.Limits, PodSecurity: grant.PodSecurityUserns}} {
+		p := Pod(h, goldenNow, nil)
+		if bad := failed(psapi.LevelBaseline, p); len(bad) > 0 {
+			t.Errorf("%s: the userns pod fails the baseline standard: %v", name, bad)
+		}
+		if d := cmp.Diff([]string{"procMount"}, failed(psapi.LevelRestricted, p)); d != "" {
+			t.Errorf("%s: the restricted checks the userns pod fails (-want +got):\n%s", name, d)
+		}
+	}
+	// Without hostUsers: false, baseline forbids the unmasked /proc.
+	p := Pod(h, goldenNow, nil)
+	p.Spec.HostUsers = nil
+	if d := cmp.Diff([]string{"procMount"}, failed(psapi.LevelBaseline, p)); d != "" {
+		t.Errorf("an unmasked /proc in a pod of the node's users: baseline's failures (-want +got):\n%s", d)
+	}
+
+	// The userns pod differs from the restricted one in exactly three
+	// settings.
+	r := PodSpec(goldenHands())
+	u := PodSpec(&Hands{Name: r.Hostname, Image: goldenHands().Image, Mounts: goldenHands().Mounts, Limits: grant.DefaultLimits, RuntimeClass: "gvisor", PodSecurity: grant.PodSecurityUserns})
+	no := false
+	pm := corev1.UnmaskedProcMount
+	profile := SeccompProfile
+	local := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &profile}
+	r.HostUsers = &no
+	r.Containers[0].SecurityContext.ProcMount = &pm
+	r.SecurityContext.SeccompProfile, r.Containers[0].SecurityContext.SeccompProfile = local, local
+	r.Volumes[0].Secret.SecretName = u.Volumes[0].Secret.SecretName
+	if d := cmp.Diff(r, u); d != "" {
+		t.Errorf("the userns pod differs from the restricted one beyond hostUsers, procMount and seccomp (-want +got):\n%s", d)
+	}
+}
+
+// TestNamespaceManifests: each namespace manifest in deploy/ admits its
+// pods at the level and version its enforce labels name, and the
+// restricted namespace refuses the userns pod.
+func TestNamespaceManifests(t *testing.T) {
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admits := func(file string, p *corev1.Pod) bool {
+		t.Helper()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns corev1.Namespace
+		if err := yaml.UnmarshalStrict(b, &ns); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		lv, err := psapi.ParseLevel(ns.Labels[psapi.EnforceLevelLabel])
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		v, err := psapi.ParseVersion(ns.Labels[psapi.EnforceVersionLabel])
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		return policy.AggregateCheckResults(ev.EvaluatePod(psapi.LevelVersion{Level: lv, Version: v}, &p.ObjectMeta, &p.Spec)).Allowed
+	}
+	restricted := Pod(deployHands(), goldenNow, nil)
+	hu := deployHands()
+	hu.PodSecurity = grant.PodSecurityUserns
+	userns := Pod(hu, goldenNow, nil)
+	for _, tc := range []struct {
+		file string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"../../deploy/namespace.yaml", restricted, true},
+		{"../../deploy/namespace.yaml", userns, false},
+		{"../../deploy/namespace-userns.yaml", userns, true},
+		{"../../deploy/namespace-userns.yaml", restricted, true},
+	} {
+		if got := admits(tc.file, tc.pod); got != tc.want {
+			t.Errorf("%s admits the %s pod: %v, want %v", tc.file, map[bool]string{false: "restricted", true: "userns"}[tc.pod == userns], got, tc.want)
+		}
+	}
+}
+
+// TestPodSecurityFromGrant: the grant's remote.pod_security reaches the
+// hands through the helper's request; a request with another value is
+// refused.
+func TestPodSecurityFromGrant(t *testing.T) {
+	for _, ps := range []string{"", grant.PodSecurityRestricted, grant.PodSecurityUserns} {
+		src := fmt.Sprintf("[paths]\nread_write = [%q]\n[remote]\nendpoint = \"kube://agents/hands\"\n", t.TempDir())
+		if ps != "" {
+			src += fmt.Sprintf("pod_security = %q\n", ps)
+		}
+		g, err := grant.Parse([]byte(src), "g.toml", "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := kubereq.FromGrant("kube://agents/hands", g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err = kubereq.Decode(r.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := HandsFor(r)
+		h.Image = "x"
+		if err := validateHands(&h); err != nil {
+			t.Fatal(err)
+		}
+		if got := PodSpec(&h).HostUsers != nil; got != (ps == grant.PodSecurityUserns) {
+			t.Errorf("pod_security %q: hostUsers set %v", ps, got)
+		}
+	}
+	r := kubereq.Request{Target: "kube://agents/hands", Mounts: []kubereq.Mount{{Path: "/w"}}, PodSecurity: "privileged"}
+	if _, err := kubereq.Decode(r.Encode()); err == nil || !strings.Contains(err.Error(), `pod_security "privileged"`) {
+		t.Errorf("a request for privileged pods: %v, want an error naming pod_security", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +38,18 @@ type kubelet struct {
 	// and the rlimits within this host's hard limits (runc sets rlimits
 	// the host's hard limit does not allow otherwise).
 	host []string
+	// usernsBase is the first host uid and gid of the range a
+	// user-namespaced pod (hostUsers: false) gets, 65536 of them, as the
+	// kubelet gives each such pod its own; 0: this node runs none.
+	usernsBase int
+	// seccompDir is the node's seccomp root (the kubelet's
+	// /var/lib/kubelet/seccomp), where Localhost profiles are found.
+	seccompDir string
 }
+
+// usernsSize is how many uids and gids a user-namespaced pod maps, as
+// the kubelet maps them: 0-65535 in the pod.
+const usernsSize = 65536
 
 // podmanArgs translates spec, the one function that decides the hands'
 // pod, into podman's global arguments and the arguments of podman run
@@ -48,12 +60,17 @@ type kubelet struct {
 //   - runAsUser/runAsGroup: --user; fsGroup: --group-add, and the group of
 //     the volumes' files (the kubelet chowns them to it);
 //   - runAsNonRoot with uid 0: refused, as the kubelet refuses it;
+//   - hostUsers false: --uidmap and --gidmap of the pod's 0-65535 to the
+//     node's range at usernsBase, and the volumes' files owned by the
+//     pod's root and fsGroup as mapped (the kubelet chowns them so);
 //   - readOnlyRootFilesystem: --read-only, without podman's extra tmpfs
 //     (a kubelet adds none);
 //   - capabilities: --cap-drop / --cap-add; privileged: refused;
 //   - allowPrivilegeEscalation false: no-new-privileges;
 //   - seccomp RuntimeDefault: podman's default profile; Unconfined or
-//     none (the kubelet's default): seccomp=unconfined; Localhost: refused;
+//     none (the kubelet's default): seccomp=unconfined; Localhost: the
+//     file of that relative path under the node's seccompDir (a profile
+//     the node lacks fails the container's start, as on a node);
 //   - procMount Default or none: podman's default masked paths; Unmasked:
 //     systempaths=unconfined;
 //   - memory limit: --memory (ephemeral storage is the kubelet's eviction,
@@ -97,10 +114,25 @@ func (k *kubelet) podmanArgs(spec corev1.PodSpec) (global, run []string, image s
 		return nil, nil, "", fmt.Errorf("runAsNonRoot with runAsUser 0: the kubelet refuses to start it")
 	}
 	run = append(run, "--user", fmt.Sprintf("%d:%d", *uid, *gid))
+	// owner is the host uid of the pod's root, shift what the pod's gids
+	// are moved by on the host.
+	owner, shift := 0, 0
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		if k.usernsBase <= 0 {
+			return nil, nil, "", fmt.Errorf("hostUsers false: this node has no uid range for user-namespaced pods")
+		}
+		m := fmt.Sprintf("0:%d:%d", k.usernsBase, usernsSize)
+		run = append(run, "--uidmap", m, "--gidmap", m)
+		owner, shift = k.usernsBase, k.usernsBase
+	}
 	fsGroup := -1
 	if psc.FSGroup != nil {
 		fsGroup = int(*psc.FSGroup)
 		run = append(run, "--group-add", strconv.Itoa(fsGroup))
+	}
+	hostGroup := -1
+	if fsGroup >= 0 {
+		hostGroup = shift + fsGroup
 	}
 	if csc.Privileged != nil && *csc.Privileged {
 		return nil, nil, "", fmt.Errorf("a privileged container is not translated")
@@ -128,6 +160,16 @@ func (k *kubelet) podmanArgs(spec corev1.PodSpec) (global, run []string, image s
 		run = append(run, "--security-opt", "seccomp=unconfined")
 	case seccomp.Type == corev1.SeccompProfileTypeRuntimeDefault:
 		// podman's default profile
+	case seccomp.Type == corev1.SeccompProfileTypeLocalhost:
+		lp := seccomp.LocalhostProfile
+		if lp == nil || *lp == "" || filepath.IsAbs(*lp) || !filepath.IsLocal(*lp) || k.seccompDir == "" {
+			return nil, nil, "", fmt.Errorf("seccomp profile Localhost %v: not a path below this node's seccomp directory", lp)
+		}
+		p := filepath.Join(k.seccompDir, *lp)
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil, "", fmt.Errorf("seccomp profile Localhost %q: the node has no such profile, and its kubelet would not start the container: %w", *lp, err)
+		}
+		run = append(run, "--security-opt", "seccomp="+p)
 	default:
 		return nil, nil, "", fmt.Errorf("seccomp profile %q is not translated", seccomp.Type)
 	}
@@ -158,7 +200,7 @@ func (k *kubelet) podmanArgs(spec corev1.PodSpec) (global, run []string, image s
 		}
 		switch {
 		case v.Secret != nil:
-			dir, err := k.secretDir(v.Name, v.Secret, fsGroup)
+			dir, err := k.secretDir(v.Name, v.Secret, owner, hostGroup)
 			if err != nil {
 				return nil, nil, "", err
 			}
@@ -178,7 +220,7 @@ func (k *kubelet) podmanArgs(spec corev1.PodSpec) (global, run []string, image s
 				return nil, nil, "", err
 			}
 			if fsGroup >= 0 {
-				if err := os.Chown(dir, 0, fsGroup); err != nil {
+				if err := os.Chown(dir, owner, hostGroup); err != nil {
 					return nil, nil, "", err
 				}
 				if err := os.Chmod(dir, 0o777|os.ModeSetgid); err != nil {
@@ -211,8 +253,9 @@ func (k *kubelet) podmanArgs(spec corev1.PodSpec) (global, run []string, image s
 }
 
 // secretDir makes the directory a Secret volume shows: one file per key,
-// with the volume's defaultMode, in group fsGroup.
-func (k *kubelet) secretDir(name string, s *corev1.SecretVolumeSource, fsGroup int) (string, error) {
+// with the volume's defaultMode, owned by host uid owner (the pod's root)
+// and in host group group (the pod's fsGroup; -1: none).
+func (k *kubelet) secretDir(name string, s *corev1.SecretVolumeSource, owner, group int) (string, error) {
 	dir := filepath.Join(k.dir, "secret-"+name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", err
@@ -226,8 +269,8 @@ func (k *kubelet) secretDir(name string, s *corev1.SecretVolumeSource, fsGroup i
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			return "", err
 		}
-		if fsGroup >= 0 {
-			if err := os.Chown(p, 0, fsGroup); err != nil {
+		if group >= 0 {
+			if err := os.Chown(p, owner, group); err != nil {
 				return "", err
 			}
 		}
@@ -258,7 +301,11 @@ type doctorReport struct {
 // asserts what the hands do there: under runc the native sandbox cannot
 // mount its own /proc (runc masks parts of the container's), so every call
 // fails closed with an error naming that and the fix, and airlock doctor
-// run in the container says the same; under runsc the calls succeed if
+// run in the container says the same; in the pod remote.pod_security =
+// "userns" asks for (a user namespace mapped to an unprivileged host
+// range, an unmasked /proc, deploy/seccomp/hands.json as the node's
+// Localhost profile) the sandbox starts, read_file and shell succeed, and
+// the sandbox is locked down (usernsPod); under runsc the calls succeed if
 // the doctor finds everything the sandbox needs, and otherwise fail with
 // an error naming every feature it lacks. Without a cgroup, a call whose
 // grant does not accept unenforced memory and process limits is refused,
@@ -270,9 +317,14 @@ func TestHandsRestrictedPod(t *testing.T) {
 		name, class string
 		global      []string
 		unmasked    bool
+		podSecurity string
 		skip        func(t *testing.T)
 	}{
 		{name: "runc", global: []string{"--runtime", "runc"}},
+		// remote.pod_security = "userns": a user-namespaced pod with an
+		// unmasked /proc and airlock's seccomp profile, in which the
+		// native sandbox starts.
+		{name: "runc-userns", global: []string{"--runtime", "runc"}, podSecurity: grant.PodSecurityUserns},
 		// procMount: Unmasked, which the restricted standard forbids: the
 		// /proc mount then succeeds, and RuntimeDefault seccomp refuses
 		// the next step.
@@ -296,15 +348,30 @@ func TestHandsRestrictedPod(t *testing.T) {
 			if tc.skip != nil {
 				tc.skip(t)
 			}
-			restrictedPod(t, tag, tc.class, tc.global, tc.unmasked)
+			restrictedPod(t, tag, tc.class, tc.global, tc.unmasked, tc.podSecurity)
 		})
 	}
 }
 
 // restrictedPod is one runtime's case of TestHandsRestrictedPod.
-func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bool) {
+func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bool, podSecurity string) {
 	w := newWorkspace(t)
 	dir := t.TempDir()
+	userns := podSecurity == grant.PodSecurityUserns
+	mounts := []kube.Mount{{Path: w.root, Writable: true}}
+	// The userns case grants a read-only path too, to show that the
+	// sandbox in it cannot write there.
+	ro := ""
+	if userns {
+		ro = filepath.Join(filepath.Dir(w.root), "ro")
+		if err := os.Mkdir(ro, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ro, "f"), []byte("read-only\n"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		mounts = append(mounts, kube.Mount{Path: ro})
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -318,8 +385,8 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	h := kube.Hands{
 		Name: "airlock-test-1", Namespace: "agents", Session: "test", Broker: "test", Template: "hands",
 		Image: tag, Port: port, Secret: "airlock-test", Expires: time.Now().Add(time.Hour),
-		Mounts: []kube.Mount{{Path: w.root, Writable: true}}, Limits: grant.DefaultLimits,
-		RuntimeClass: class, AllowUnenforced: true,
+		Mounts: mounts, Limits: grant.DefaultLimits,
+		RuntimeClass: class, AllowUnenforced: true, PodSecurity: podSecurity,
 	}
 	spec := kube.PodSpec(&h)
 	if unmasked {
@@ -334,10 +401,26 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 		dir:       dir,
 		secret:    map[string][]byte{"token": []byte(token), "tls.crt": cert, "tls.key": key},
 		runtimes:  map[string][]string{"": {"--runtime", "runc"}, "gvisor": global},
-		emptyDirs: map[string]string{w.root: w.root},
+		emptyDirs: map[string]string{w.root: w.root, ro: ro},
 		// The pod's IP is this host's loopback: the pod shares the host's
 		// network namespace, and the tool-server listens on loopback only.
 		host: []string{"--network=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"},
+		// An unprivileged range no user of this host has.
+		usernsBase: 30000 * usernsSize,
+		seccompDir: filepath.Join(dir, "seccomp"),
+	}
+	// The node's seccomp profile, installed as deploy/seccomp/installer.yaml
+	// installs it.
+	profile, err := os.ReadFile("../../deploy/seccomp/hands.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := filepath.Join(k.seccompDir, kube.SeccompProfile)
+	if err := os.MkdirAll(filepath.Dir(installed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(installed, profile, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if class == "" {
 		k.runtimes[""] = global
@@ -373,32 +456,17 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	}
 	t.Logf("airlock doctor in the pod: missing %v; sandbox start: %q", missing, trial)
 
-	name := "airlock-restricted-" + randomHex(4)
-	start := append(append(slices.Clone(g), "run", "-d", "--rm", "--name", name), run...)
-	start = append(append(start, image), args...)
-	if out, err := exec.Command("podman", start...).CombinedOutput(); err != nil {
-		t.Fatalf("podman %s: %v\n%s", strings.Join(start, " "), err, out)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logs, _ := exec.Command("podman", "logs", name).CombinedOutput()
-			t.Logf("the hands' log:\n%s", logs)
-		}
-		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
-	})
-	eventually(t, 60*time.Second, "the hands to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	startPod(t, g, run, image, args, addr)
 
 	tokenFile, caFile := filepath.Join(dir, "broker-token"), filepath.Join(dir, "broker-ca.pem")
 	os.WriteFile(tokenFile, []byte(token), 0o600)
 	os.WriteFile(caFile, cert, 0o644)
 	allow := filepath.Join(dir, "allow.toml")
-	os.WriteFile(allow, []byte(fmt.Sprintf("[paths]\nread_write = [%q]\n[limits]\nunenforced = \"allow\"\n", w.root)), 0o644)
+	roGrant := ""
+	if ro != "" {
+		roGrant = fmt.Sprintf("read_only = [%q]\n", ro)
+	}
+	os.WriteFile(allow, []byte(fmt.Sprintf("[paths]\nread_write = [%q]\n%s[limits]\nunenforced = \"allow\"\n", w.root, roGrant)), 0o644)
 	// call runs a tool through the broker; grantArgs say its grant.
 	call := func(grantArgs []string, tool, input string) (string, error) {
 		t.Helper()
@@ -430,8 +498,13 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 		"these hands have no cgroup of their own", `limits.unenforced = "allow"`, "airlock tool-server --allow-unenforced-limits",
 		"the broker's grant does not, these hands' does"}
 
+	if userns {
+		usernsPod(t, call, allow, ro, w.root, k.usernsBase, missing, trial)
+		failsWith("grant refusing unenforced limits", root, "read_file", read, refuseWant...)
+		return
+	}
 	if unmasked {
-		hostWant := []string{"sethostname in the sandbox's UTS namespace", "setting the hostname: operation not permitted", "seccomp"}
+		hostWant := []string{"sethostname in the sandbox's UTS namespace", "setting the hostname: operation not permitted", "seccomp", `remote.pod_security = "userns"`}
 		for _, s := range hostWant {
 			if !strings.Contains(trial, s) {
 				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
@@ -442,7 +515,7 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	}
 	if class == "" {
 		// runc: the sandbox's init cannot mount its own /proc.
-		procWant := []string{"a fresh /proc for the sandbox", "mounting /proc: operation not permitted", "masks parts of this container's /proc", `remote.runtime_class = "gvisor"`}
+		procWant := []string{"a fresh /proc for the sandbox", "mounting /proc: operation not permitted", "masks parts of this container's /proc", `remote.runtime_class = "gvisor"`, `remote.pod_security = "userns"`}
 		for _, s := range procWant {
 			if !strings.Contains(trial, s) {
 				t.Errorf("airlock doctor in the pod does not say %q; sandbox start: %q", s, trial)
@@ -477,4 +550,93 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	if err != nil || !strings.Contains(got, "restricted-42") {
 		t.Errorf("shell under runsc: %v\n%s", err, got)
 	}
+}
+
+// usernsPod asserts what the hands do in the userns pod: airlock doctor
+// there finds everything the sandbox needs, read_file and shell run
+// through the real broker (their memory and process limits NOT ENFORCED:
+// the pod has no cgroup of its own), and the sandbox in the pod is locked
+// down: no capabilities, no_new_privs, a seccomp filter, no network but
+// lo, PID 1 out of reach, the read-only grant not writable, and what it
+// writes is owned on the host by a uid of the pod's unprivileged range.
+func usernsPod(t *testing.T, call func([]string, string, string) (string, error), allow, ro, rw string, base int, missing []string, trial string) {
+	t.Helper()
+	if len(missing) > 0 || trial != "" {
+		t.Errorf("airlock doctor in the userns pod: missing %v; sandbox start: %q; want all there", missing, trial)
+	}
+	grantArgs := []string{"--grant", allow}
+	got, err := call(grantArgs, "read_file", `{"path":"hello.txt"}`)
+	if err != nil || !strings.Contains(got, "hello from interop") || !strings.Contains(got, "NOT ENFORCED") {
+		t.Errorf("read_file in the userns pod: %v\n%s", err, got)
+	}
+	got, err = call(grantArgs, "shell", `{"command":"echo restricted-$((6*7))"}`)
+	if err != nil || !strings.Contains(got, "restricted-42") || !strings.Contains(got, "NOT ENFORCED") {
+		t.Errorf("shell in the userns pod: %v\n%s", err, got)
+	}
+	script := `grep -E '^(CapEff|CapPrm|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status
+printf 'ifaces '; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' '; echo
+echo x > ` + ro + `/f 2>/dev/null; echo ro-rc=$?
+touch ` + ro + `/new 2>/dev/null; echo ro-new-rc=$?
+cat /proc/1/environ >/dev/null 2>&1; echo env1-rc=$?
+readlink /proc/1/root >/dev/null 2>&1; echo root1-rc=$?
+echo made > ` + rw + `/made-in-pod; echo rw-rc=$?`
+	in, _ := json.Marshal(map[string]string{"command": script})
+	got, err = call(grantArgs, "shell", string(in))
+	t.Logf("the sandbox in the userns pod:\n%s", got)
+	if err != nil {
+		t.Fatalf("shell in the userns pod: %v\n%s", err, got)
+	}
+	for _, want := range []string{"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "CapAmb:\t0000000000000000",
+		"NoNewPrivs:\t1", "Seccomp:\t2", "ifaces lo \n", "rw-rc=0"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the sandbox in the userns pod: want %q in:\n%s", want, got)
+		}
+	}
+	for _, rc := range []string{"ro-rc=0", "ro-new-rc=0", "env1-rc=0", "root1-rc=0"} {
+		if strings.Contains(got, rc+"\n") {
+			t.Errorf("the sandbox in the userns pod: %s", rc)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ro, "f")); string(b) != "read-only\n" {
+		t.Errorf("the read-only grant's file now holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new")); err == nil {
+		t.Error("a file was made in the read-only grant")
+	}
+	fi, err := os.Stat(filepath.Join(rw, "made-in-pod"))
+	if err != nil {
+		t.Fatalf("the file the sandbox wrote: %v", err)
+	}
+	if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid < base || uid >= base+usernsSize {
+		t.Errorf("the sandbox's file is owned by host uid %d, want one of the pod's range %d-%d", uid, base, base+usernsSize-1)
+	} else {
+		t.Logf("the sandbox's file is owned by host uid %d (the pod's uid %d)", uid, uid-base)
+	}
+}
+
+// startPod runs the pod's container (podman's global arguments g, run's,
+// the image and the container's arguments) until the test ends, and waits
+// until its tool-server listens at addr.
+func startPod(t *testing.T, g, run []string, image string, args []string, addr string) {
+	t.Helper()
+	name := "airlock-restricted-" + randomHex(4)
+	start := append(append(slices.Clone(g), "run", "-d", "--rm", "--name", name), run...)
+	start = append(append(start, image), args...)
+	if out, err := exec.Command("podman", start...).CombinedOutput(); err != nil {
+		t.Fatalf("podman %s: %v\n%s", strings.Join(start, " "), err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := exec.Command("podman", "logs", name).CombinedOutput()
+			t.Logf("the hands' log:\n%s", logs)
+		}
+		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
+	})
+	eventually(t, 60*time.Second, "the hands to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 }

@@ -82,6 +82,10 @@ type Request struct {
 	// hands may run calls whose memory and process limits their pod gives
 	// them no cgroup to enforce.
 	AllowUnenforced bool `json:"allow_unenforced,omitempty"`
+	// PodSecurity is the grant's remote.pod_security: empty or
+	// grant.PodSecurityRestricted for a pod of the restricted standard,
+	// grant.PodSecurityUserns for a user-namespaced one.
+	PodSecurity string `json:"pod_security,omitempty"`
 }
 
 // FromGrant is the request for g's hands at target.
@@ -91,7 +95,7 @@ func FromGrant(target string, g *grant.Grant) (Request, error) {
 	}
 	gr := g.Remote()
 	r := Request{Target: target, Hosts: g.NetworkHosts(), Private: g.NetworkPrivate(), RuntimeClass: gr.RuntimeClass,
-		WorkspaceSize: gr.WorkspaceSize, WorkspaceClass: gr.WorkspaceClass, AllowUnenforced: g.AllowsUnenforcedLimits()}
+		WorkspaceSize: gr.WorkspaceSize, WorkspaceClass: gr.WorkspaceClass, AllowUnenforced: g.AllowsUnenforcedLimits(), PodSecurity: gr.PodSecurity}
 	if err := CheckPrivate(r.Private); err != nil {
 		return Request{}, fmt.Errorf("%s: %w", target, err)
 	}
@@ -134,6 +138,11 @@ func Decode(s string) (Request, error) {
 	}
 	if err := CheckPrivate(r.Private); err != nil {
 		return Request{}, err
+	}
+	switch r.PodSecurity {
+	case "", grant.PodSecurityRestricted, grant.PodSecurityUserns:
+	default:
+		return Request{}, fmt.Errorf("the hands request's pod_security %q is not %q or %q", r.PodSecurity, grant.PodSecurityRestricted, grant.PodSecurityUserns)
 	}
 	return r, nil
 }

@@ -14,8 +14,10 @@ import (
 // procFix is how to give the sandbox a /proc of its own where a container
 // runtime masks parts of the container's.
 const procFix = "run airlock where the container's /proc is not masked: with podman or docker, --security-opt systempaths=unconfined; " +
-	"in Kubernetes the restricted Pod Security Standard forbids procMount: Unmasked, so run the hands under a RuntimeClass " +
-	"whose runtime has its own kernel (remote.runtime_class = \"gvisor\"; docs/kubernetes.md says what each runtime lacks)"
+	"in Kubernetes the restricted Pod Security Standard forbids procMount: Unmasked: ask for user-namespaced pods, which may unmask it, " +
+	"with remote.pod_security = \"userns\" (a namespace labelled for the baseline standard, airlock's seccomp profile on the nodes: " +
+	"deploy/seccomp), or run the hands under a RuntimeClass whose runtime has its own kernel " +
+	"(remote.runtime_class = \"gvisor\"; docs/kubernetes.md says what each runtime lacks)"
 
 // setupError turns the init's failure status into an error: a
 // MissingFeatureError naming what the host lacks when the init says which
@@ -36,7 +38,8 @@ func setupError(st initproto.Status) error {
 			Reason: st.Error + ": the container's seccomp profile refuses it (the RuntimeDefault profile of podman " +
 				"and CRI-O allows sethostname only with CAP_SYS_ADMIN)",
 			Fix: "run airlock without that seccomp profile: with podman or docker, --security-opt seccomp=unconfined; " +
-				"in Kubernetes, a RuntimeClass whose runtime has its own kernel (remote.runtime_class)",
+				"in Kubernetes, remote.pod_security = \"userns\", whose pods use airlock's own profile (deploy/seccomp/hands.json, " +
+				"installed on the nodes), or a RuntimeClass whose runtime has its own kernel (remote.runtime_class)",
 		}
 	case initproto.StepMountNS:
 		return &sandbox.MissingFeatureError{
