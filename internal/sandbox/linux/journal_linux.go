@@ -109,7 +109,8 @@ func removeJournalled(journal string) (int, error) {
 }
 
 // removePlaceholder removes host path p if it is one of airlock's
-// placeholders (it carries the mark and is an empty file or directory) and
+// placeholders (it carries the mark, or the temporary name one is made
+// under, and is an empty file or directory) and
 // no live airlock process holds it (their shared flock).
 func removePlaceholder(p string) bool {
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
@@ -117,7 +118,8 @@ func removePlaceholder(p string) bool {
 		return false
 	}
 	defer f.Close()
-	if !marked(f) || !emptyFile(f) || flock(f, unix.LOCK_EX|unix.LOCK_NB) != nil {
+	ours := marked(f) || strings.HasPrefix(filepath.Base(p), tempPrefix)
+	if !ours || !emptyFile(f) || flock(f, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false
 	}
 	fi, err := f.Stat()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
@@ -153,7 +155,7 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 		for i := range parts {
 			host := filepath.Join(m.Source, strings.Join(parts[:i+1], "/"))
 			if p.refs[host] == nil {
-				out = append(out, host)
+				out = append(out, host, filepath.Join(filepath.Dir(host), tempName(parts[i])))
 			}
 		}
 	}
@@ -167,19 +169,34 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 // the init binds or covers as it is.
 func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
-		// Most placeholders are missing files: one openat creates and
-		// opens them (each call makes them anew, on the call's clock).
-		var f *os.File
+		// Most placeholders are missing: made marked and locked under a
+		// temporary name, then moved into place.
+		f, cerr := createPlaceholder(root, sub, dir)
+		if cerr == nil {
+			return &heldDir{n: 1, f: f, created: true}, nil
+		}
+		// Else it is there (or something else is), or the file system
+		// cannot move it into place without replacing: the checks below
+		// tell which, and only then is it made in place.
+		inPlace := errors.Is(cerr, errNoReplace)
+		f = nil
 		var err error
 		created := false
-		if !dir {
+		if inPlace && !dir {
 			f, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o644)
 			created = err == nil
 		}
 		if f == nil {
 			fi, err := root.Lstat(sub)
 			switch {
+			case errors.Is(err, fs.ErrNotExist) && !inPlace:
+				if errors.Is(cerr, fs.ErrExist) {
+					continue // there a moment ago: removed under us
+				}
+				return nil, fmt.Errorf("creating a placeholder: %w", cerr)
 			case errors.Is(err, fs.ErrNotExist):
+				// Where the file system cannot rename without replacing:
+				// made in place, and marked below.
 				if dir {
 					err = root.Mkdir(sub, 0o755)
 				} else {
@@ -227,6 +244,104 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 		f.Close() // a remover got there first
 	}
 	return nil, errors.New("the placeholder kept changing under airlock")
+}
+
+// tempPrefix begins the name a placeholder is made under before it is
+// moved to its own (createPlaceholder). A sweep removes a journalled name
+// with it whether marked or not: nobody but airlock makes such a name.
+const tempPrefix = ".airlock-placeholder-"
+
+// tempName is the name under which this process makes the placeholder
+// name: its procid, so no other process makes the same one.
+func tempName(name string) string { return tempPrefix + string(selfID()) + "-" + name }
+
+// selfID is this process's procid, read once.
+var selfID = sync.OnceValue(procid.Self)
+
+// errNoReplace: the file system cannot rename without replacing.
+var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here")
+
+// createPlaceholder makes the placeholder sub beneath root (a directory
+// when dir is set, else an empty file) under this process's temporary name
+// beside it, marks it and takes the shared lock there, and only then moves
+// it to sub without replacing anything (renameat2 RENAME_NOREPLACE). So
+// sub never names a placeholder without its mark, which a broker killed in
+// between would leave behind as if it were the user's; the temporary name,
+// journalled too (candidates), is removed by the next sweep. It returns
+// fs.ErrExist when sub exists, and errNoReplace (the temporary name gone)
+// where the file system cannot rename so.
+func createPlaceholder(root *os.Root, sub string, dir bool) (*os.File, error) {
+	parent, name := path.Split(sub)
+	if parent = strings.TrimSuffix(parent, "/"); parent == "" {
+		parent = "."
+	}
+	pd, err := root.OpenFile(parent, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer pd.Close()
+	dfd := int(pd.Fd())
+	tmp := tempName(name)
+	var f *os.File
+	if dir {
+		err = unix.Mkdirat(dfd, tmp, 0o755)
+		if errors.Is(err, unix.EEXIST) {
+			// Left by a failure of this process: it is ours.
+			_ = unix.Unlinkat(dfd, tmp, unix.AT_REMOVEDIR)
+			err = unix.Mkdirat(dfd, tmp, 0o755)
+		}
+		if err == nil {
+			var fd int
+			if fd, err = eintr.Value(func() (int, error) {
+				return unix.Openat(dfd, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}); err == nil {
+				f = os.NewFile(uintptr(fd), filepath.Join(pd.Name(), tmp))
+			}
+		}
+	} else {
+		open := func() (int, error) {
+			return unix.Openat(dfd, tmp, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		}
+		fd, ferr := eintr.Value(open)
+		if errors.Is(ferr, unix.EEXIST) {
+			_ = unix.Unlinkat(dfd, tmp, 0)
+			fd, ferr = eintr.Value(open)
+		}
+		if err = ferr; err == nil {
+			f = os.NewFile(uintptr(fd), filepath.Join(pd.Name(), tmp))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	removeTemp := func() {
+		flags := 0
+		if dir {
+			flags = unix.AT_REMOVEDIR
+		}
+		_ = unix.Unlinkat(dfd, tmp, flags)
+		f.Close()
+	}
+	// Best effort: without user xattrs the mark is simply absent.
+	_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
+	if err := flock(f, unix.LOCK_SH); err != nil {
+		removeTemp()
+		return nil, err
+	}
+	err = unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_NOREPLACE)
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, unix.EEXIST):
+		removeTemp()
+		return nil, fs.ErrExist
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+		removeTemp()
+		return nil, errNoReplace
+	default:
+		removeTemp()
+		return nil, fmt.Errorf("moving the placeholder into place: %w", err)
+	}
 }
 
 // release drops this sandbox's hold on placeholders and removes those that
