@@ -2,6 +2,7 @@ package containtest_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -47,14 +48,17 @@ func mkdirDeep(t *testing.T, dir string, comps []string) int {
 // PATH_MAX, which the scan once skipped (ENAMETOOLONG, reported complete),
 // so a shell walking down one directory at a time could plant a hook;
 // 22 short ones made the ancestor pins double the mounts per level, past
-// the kernel's mount limit (ENOSPC), so no call of the tree could run.
+// the kernel's mount limit (ENOSPC), so no call of the tree could run; a
+// directory named "\xff\xfe" reached the init as "\ufffd\ufffd" (JSON), so
+// the init protected a path that did not exist; a newline in a name held.
 func TestNativeDeepNestedRepo(t *testing.T) {
 	backend := sandboxtest.Native(t)
 	for _, tc := range []struct {
 		name string
 		comp string
 		n    int
-	}{{"beyond-PATH_MAX", strings.Repeat("d", 250), 17}, {"deep", "d", 22}} {
+	}{{"beyond-PATH_MAX", strings.Repeat("d", 250), 17}, {"deep", "d", 22},
+		{"invalid-UTF-8", "\xff\xfe", 1}, {"newline", "a\nb", 2}} {
 		t.Run(tc.name, func(t *testing.T) { deepNestedRepo(t, backend, tc.comp, tc.n) })
 	}
 }
@@ -94,7 +98,7 @@ func deepNestedRepo(t *testing.T, backend sandbox.Backend, comp string, depth in
 	script := `python3 - <<'EOF'
 import os
 for _ in range(` + strconv.Itoa(depth) + `):
-    os.chdir("` + comp + `")
+    os.chdir(bytes.fromhex("` + hex.EncodeToString([]byte(comp)) + `"))
 os.chdir("repo/.git")
 print("depth", len(os.getcwd()))
 for what, f in [("hook", lambda: open("hooks/pre-commit", "w").write("#!/bin/sh\n")),
