@@ -421,7 +421,7 @@ func (g *Grant) Risks() []string {
 		out = append(out, `limits.unenforced "allow": calls run even where the host cannot enforce their memory and process limits`)
 	}
 	if !g.scanComplete {
-		out = append(out, fmt.Sprintf("a read-write tree has more than %d entries; nested protected paths beyond them are refused to file tools but not mounted read-only", maxProtectedScan))
+		out = append(out, fmt.Sprintf("a read-write tree has more than %d entries, or a directory the scan could not read; nested protected paths beyond them are refused to file tools but not mounted read-only", maxProtectedScan))
 	}
 	return out
 }

@@ -45,25 +45,41 @@ type nestedScan struct {
 	names     []byte
 	ents      []scanEntry
 	path      []byte // the directory being listed, then each entry in turn
+	// incomplete is set when a directory could not be opened or listed
+	// (too many open files, permission, an I/O error): what it holds was
+	// not seen, so the scan is not complete.
+	incomplete bool
 }
 
 // scanNested is walkNested with the same results and bounds, read with
 // getdents64 into a large buffer and typed by d_type (an lstat only for
-// DT_UNKNOWN), with no allocation per entry. It opens
-// directories with O_NOFOLLOW, so a directory swapped for a symlink while
-// the scan runs is not followed.
+// DT_UNKNOWN), with no allocation per entry. It opens each directory
+// relative to its parent's descriptor with O_NOFOLLOW, so a directory
+// swapped for a symlink while the scan runs is not followed, and a tree
+// deeper than PATH_MAX (which a shell in a sandbox can make, one relative
+// mkdir at a time) is scanned to its end rather than dropped with
+// ENAMETOOLONG. A directory it cannot open or list makes the scan
+// incomplete, as the cap does: it never reports a tree it did not see as
+// seen.
 func scanNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
 	s := &nestedScan{rootIsGit: rootIsGit, others: others, found: found, buf: make([]byte, scanBufSize)}
 	s.path = append(make([]byte, 0, 512), r...)
-	return s.walk(1)
+	fd, err := retryEINTR(func() (int, error) {
+		return syscall.Open(r, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return errors.Is(err, syscall.ENOENT)
+	}
+	defer syscall.Close(fd)
+	return s.walk(fd, 1) && !s.incomplete
 }
 
-// walk visits the entries of the directory at s.path, whose entries are at
-// depth below the root. It reports false once the cap is passed.
-func (s *nestedScan) walk(depth int) bool {
+// walk visits the entries of the directory fd (at s.path), whose entries
+// are at depth below the root. It reports false once the cap is passed.
+func (s *nestedScan) walk(fd, depth int) bool {
 	base, nbase := len(s.ents), len(s.names)
 	defer func() { s.ents, s.names = s.ents[:base], s.names[:nbase] }()
-	s.list()
+	s.list(fd)
 	end := len(s.ents)
 	// Name order, as os.ReadDir sorts: which entries are counted before
 	// the cap depends on it.
@@ -100,11 +116,30 @@ func (s *nestedScan) walk(depth int) bool {
 			s.found(string(s.path), string(name), e.dir)
 			descend = false
 		}
-		if descend && !s.walk(depth+1) {
+		if descend && !s.descend(fd, name, depth+1) {
 			return false
 		}
 	}
 	return true
+}
+
+// descend walks the directory name in the directory fd. An entry that is
+// gone, or is no longer a directory (swapped for a symlink or a file since
+// it was listed), holds nothing to scan; any other failure to open it
+// makes the scan incomplete.
+func (s *nestedScan) descend(fd int, name []byte, depth int) bool {
+	sub, err := retryEINTR(func() (int, error) {
+		return syscall.Openat(fd, string(name), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	})
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
+		return true
+	case err != nil:
+		s.incomplete = true
+		return true
+	}
+	defer syscall.Close(sub)
+	return s.walk(sub, depth)
 }
 
 // isOther reports whether s.path is one of the other read-write roots.
@@ -131,26 +166,24 @@ func isProtectedName(name []byte) bool {
 	return string(name) == ".git"
 }
 
-// list appends the entries of the directory at s.path to s.ents, as
-// os.ReadDir would list them: without "." and "..", without an entry that
-// is gone by the time its DT_UNKNOWN type is looked up, and those read
-// before an error if one stops the listing.
-func (s *nestedScan) list() {
-	fd, err := retryEINTR(func() (int, error) {
-		return syscall.Open(string(s.path), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		return
-	}
-	defer syscall.Close(fd)
+// list appends the entries of the directory fd to s.ents, as os.ReadDir
+// would list them: without "." and "..", without an entry that is gone by
+// the time its DT_UNKNOWN type is looked up, and those read before an
+// error if one stops the listing (which makes the scan incomplete).
+func (s *nestedScan) list(fd int) {
 	for {
 		n, err := retryEINTR(func() (int, error) { return syscall.Getdents(fd, s.buf) })
-		if err != nil || n <= 0 {
+		if err != nil {
+			s.incomplete = true
+			return
+		}
+		if n <= 0 {
 			return
 		}
 		for rec := s.buf[:n]; len(rec) >= direntName; {
 			reclen := int(binary.NativeEndian.Uint16(rec[direntReclen:]))
 			if reclen < direntName || reclen > len(rec) {
+				s.incomplete = true
 				return
 			}
 			name, typ := rec[direntName:reclen], rec[direntType]
@@ -164,10 +197,10 @@ func (s *nestedScan) list() {
 			dir := typ == syscall.DT_DIR
 			if typ == syscall.DT_UNKNOWN || scanForceLstat {
 				var st syscall.Stat_t
-				p := string(s.path) + "/" + string(name)
-				if _, err := retryEINTR(func() (int, error) { return 0, syscall.Lstat(p, &st) }); errors.Is(err, syscall.ENOENT) {
+				if err := fstatatNoFollow(fd, string(name), &st); errors.Is(err, syscall.ENOENT) {
 					continue
 				} else if err != nil {
+					s.incomplete = true
 					return
 				}
 				dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
@@ -188,4 +221,22 @@ func retryEINTR(f func() (int, error)) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// oPath is O_PATH, which package syscall does not name on every
+// architecture (0x200000 on all that Go supports on Linux).
+const oPath = 0x200000
+
+// fstatatNoFollow is fstatat(fd, name, AT_SYMLINK_NOFOLLOW), which package
+// syscall does not export on every architecture: an O_PATH open that
+// follows no symlink (and opens no device or fifo for reading), then fstat.
+func fstatatNoFollow(fd int, name string, st *syscall.Stat_t) error {
+	f, err := retryEINTR(func() (int, error) {
+		return syscall.Openat(fd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(f)
+	return syscall.Fstat(f, st)
 }

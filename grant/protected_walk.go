@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -16,14 +17,22 @@ type nestedFound func(p, name string, dir bool)
 // directory, sorted). It visits at most maxProtectedScan entries, does not
 // follow symlinks, skips the nested read-write roots in others and the
 // top-level protected names (added by the caller), and reports whether
-// it saw every entry. rootIsGit says r is itself a .git directory, whose
+// it saw every entry (a directory it could not read makes it incomplete). rootIsGit says r is itself a .git directory, whose
 // top-level entries are not protected names. Found names are not
 // descended into.
 func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
 	seen := 0
 	complete := true
 	_ = filepath.WalkDir(r, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == r {
+		if err != nil {
+			// A directory that could not be read holds what the scan did
+			// not see (one gone meanwhile holds nothing).
+			if !errors.Is(err, fs.ErrNotExist) {
+				complete = false
+			}
+			return nil
+		}
+		if p == r {
 			return nil
 		}
 		if d.IsDir() && slices.Contains(others, p) {

@@ -53,7 +53,8 @@ func shapeOf(spec *sandbox.Spec, cfg *initproto.Config, l limits) (shapeKey, boo
 		h := sha256.Sum256(b)
 		return hex.EncodeToString(h[:])
 	}
-	g := hash([]any{cfg.Mounts, cfg.Masks, cfg.ReadOnly, cfg.ReadOnlyDirs, cfg.Env, cfg.Cwd})
+	// A Config, so every path is hashed exact (initproto's raw strings).
+	g := hash(initproto.Config{Mounts: cfg.Mounts, Masks: cfg.Masks, ReadOnly: cfg.ReadOnly, ReadOnlyDirs: cfg.ReadOnlyDirs, Env: cfg.Env, Cwd: cfg.Cwd})
 	f := hash([]any{g, cfg, l.mem, l.pids})
 	if g == "" || f == "" {
 		return shapeKey{}, false

@@ -41,6 +41,12 @@
 // Every status is one JSON object on its own line.
 package initproto
 
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
 // File descriptors of the init, as set up by the host.
 const (
 	ConfigFD = 3 // read end of the config pipe
@@ -186,3 +192,107 @@ const (
 
 // ExitSetupFailed is the init's exit code when setup failed.
 const ExitSetupFailed = 125
+
+// JSON replaces each byte of a string that is not UTF-8 with U+FFFD, but a
+// path on Linux is any bytes: a nested .git below a directory named
+// "\xff" would reach the init as "\ufffd/.git", a path that does not
+// exist, and the real one would stay writable. So Config and Claim carry
+// every string that is not valid UTF-8 exactly, as bytes (base64) in
+// "raw", keyed by its place in the list stringsOf makes; the plain field
+// then holds the lossy text, which the decoder replaces.
+
+// configJSON is Config without its methods.
+type configJSON Config
+
+// claimJSON is Claim without its methods.
+type claimJSON Claim
+
+// stringsOf lists a pointer to every string of c that names a path or is
+// passed to the command, in a fixed order.
+func (c *Config) stringsOf() []*string {
+	var out []*string
+	for i := range c.Mounts {
+		out = append(out, &c.Mounts[i].Source, &c.Mounts[i].Target)
+	}
+	for _, l := range []*[]string{&c.Masks, &c.ReadOnly, &c.ReadOnlyDirs, &c.Placeholders, &c.Env, &c.Command} {
+		for i := range *l {
+			out = append(out, &(*l)[i])
+		}
+	}
+	return append(out, &c.Cwd, &c.ProxySocket)
+}
+
+// rawOf returns the strings of ptrs that are not valid UTF-8, by index.
+func rawOf(ptrs []*string) map[int][]byte {
+	var raw map[int][]byte
+	for i, p := range ptrs {
+		if !utf8.ValidString(*p) {
+			if raw == nil {
+				raw = map[int][]byte{}
+			}
+			raw[i] = []byte(*p)
+		}
+	}
+	return raw
+}
+
+// setRaw puts the exact strings back.
+func setRaw(ptrs []*string, raw map[int][]byte) error {
+	for i, b := range raw {
+		if i < 0 || i >= len(ptrs) {
+			return fmt.Errorf("raw string %d of %d", i, len(ptrs))
+		}
+		*ptrs[i] = string(b)
+	}
+	return nil
+}
+
+// MarshalJSON encodes c with every string exact (see stringsOf).
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		configJSON
+		Raw map[int][]byte `json:"raw,omitempty"`
+	}{configJSON(c), rawOf(c.stringsOf())})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var v struct {
+		configJSON
+		Raw map[int][]byte `json:"raw,omitempty"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Config(v.configJSON)
+	return setRaw(c.stringsOf(), v.Raw)
+}
+
+func (c *Claim) stringsOf() []*string {
+	out := make([]*string, len(c.Placeholders))
+	for i := range c.Placeholders {
+		out[i] = &c.Placeholders[i]
+	}
+	return out
+}
+
+// MarshalJSON encodes c with every placeholder exact.
+func (c Claim) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		claimJSON
+		Raw map[int][]byte `json:"raw,omitempty"`
+	}{claimJSON(c), rawOf(c.stringsOf())})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (c *Claim) UnmarshalJSON(b []byte) error {
+	var v struct {
+		claimJSON
+		Raw map[int][]byte `json:"raw,omitempty"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Claim(v.claimJSON)
+	return setRaw(c.stringsOf(), v.Raw)
+}

@@ -259,6 +259,11 @@ func (b *builder) walkPath(p string) (int, error) {
 		return unix.Dup(b.root)
 	}
 	fd, err := openBeneath(b.root, r, unix.O_PATH)
+	if errors.Is(err, unix.ENAMETOOLONG) {
+		// Deeper than PATH_MAX (a tree a sandbox's shell made one
+		// relative mkdir at a time): one component at a time.
+		fd, err = b.walkLong(r)
+	}
 	if err != nil {
 		return -1, err
 	}
@@ -268,6 +273,17 @@ func (b *builder) walkPath(p string) (int, error) {
 		return -1, fmt.Errorf("%s is a symlink (refused): %w", p, unix.ELOOP)
 	}
 	return fd, nil
+}
+
+// walkLong opens r (relative to the stage) as walkPath does, one
+// component at a time: every ancestor a directory, no symlink followed.
+func (b *builder) walkLong(r string) (int, error) {
+	parent, err := b.walk(filepath.Dir(r), false, false)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(parent)
+	return openBeneath(parent, filepath.Base(r), unix.O_PATH)
 }
 
 // tmpfs mounts a fresh tmpfs on dst (an O_PATH fd).

@@ -159,8 +159,8 @@ func (b *builder) walkNoFollow(p string) (int, string, error) {
 
 // pinAncestors makes every directory between a writable grant's root and a
 // path mounted over inside it (a mask, a protected path, a nested grant) a
-// mount point of its own, deepest first, each a recursive bind of itself
-// that keeps what is mounted below it.
+// mount point of its own, shallowest first, each a recursive bind of
+// itself that keeps what is mounted below it.
 func (b *builder) pinAncestors() error {
 	targets := map[string]bool{}
 	for _, m := range b.cfg.Mounts {
@@ -184,9 +184,14 @@ func (b *builder) pinAncestors() error {
 	for a := range pins {
 		order = append(order, a)
 	}
-	// Deepest first: each pin then clones the pins below it.
+	// Shallowest first: each pin is then made inside the pins above it
+	// and clones only the masks, protected paths and grants below it, once
+	// per ancestor. Deepest first, each pin cloned every pin below it
+	// along with what they had cloned, so the mounts doubled per level
+	// and a protected path some 17 directories deep (which a shell can
+	// make) passed the kernel's mount limit (ENOSPC) for every call.
 	slices.SortFunc(order, func(x, y string) int {
-		if d := strings.Count(y, "/") - strings.Count(x, "/"); d != 0 {
+		if d := strings.Count(x, "/") - strings.Count(y, "/"); d != 0 {
 			return d
 		}
 		return strings.Compare(x, y)
