@@ -137,15 +137,49 @@ func TestTTY(t *testing.T) {
 	}
 }
 
-// After a run, the sandbox's cgroups are gone.
+// While a sandbox runs it has cgroups of its own on the host, which the
+// sandbox cannot name (its cgroup namespace is rooted at them); after the
+// run they are gone.
 func TestCgroupRemoved(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
 		testenv.RequireFeature(t, "cgroups")
 	}
-	o := sh(t, "cat /proc/self/cgroup")
-	if !strings.Contains(o.stdout, "airlock-") {
-		t.Fatalf("not in a sandbox cgroup: %q", o.stdout)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan out, 1)
+	go func() {
+		o, err := tryRun(t, &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir, Writable: true}},
+			Command: []string{"/bin/sh", "-c", "cat /proc/self/cgroup > " + dir + "/cgroup; while [ ! -e " + dir + "/go ]; do sleep 0.01; done"}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- o
+	}()
+	var inside []byte
+	for inside == nil {
+		select {
+		case o := <-done:
+			t.Fatalf("the sandbox ended before it was seen: %+v %q", o.res, o.stderr)
+		default:
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "cgroup")); err == nil && len(b) > 0 {
+			inside = b
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for the sandbox's file
+	}
+	running := sandboxCgroups(t)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if len(running) == 0 {
+		t.Errorf("no cgroup of the sandbox's on the host while it ran")
+	}
+	if strings.Contains(string(inside), "airlock-") {
+		t.Errorf("the sandbox names its host cgroup: %q", inside)
 	}
 	if cg := sandboxCgroups(t); len(cg) != 0 {
 		t.Fatalf("cgroups left: %v", cg)

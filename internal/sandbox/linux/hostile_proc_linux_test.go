@@ -216,6 +216,17 @@ func TestHostile17CgroupEscape(t *testing.T) {
 	if strings.Contains(o.stdout, "process_api") {
 		t.Errorf("host cgroup path visible: %q", o.stdout)
 	}
+	// The cgroup namespace is rooted at the sandbox's own cgroups: no line
+	// names the broker's cgroup or the sandbox's (airlock-<broker pid>-<n>).
+	for _, line := range strings.Split(o.stdout, "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || f[0] == "" || strings.Trim(f[0], "0123456789") != "" {
+			continue // not a line of /proc/self/cgroup
+		}
+		if f[2] != "/" && f[2] != "/payload" {
+			t.Errorf("/proc/self/cgroup shows a path above the sandbox's cgroup: %q", line)
+		}
+	}
 }
 
 // Case 18: TIOCSTI and TIOCLINUX fail; the sandbox never gets the host tty.

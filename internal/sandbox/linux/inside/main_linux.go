@@ -204,6 +204,16 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	}
 	st.Features = append(st.Features, "pivot_root")
 	phase("pivot")
+	// The host has placed the init in its cgroups by now: a cgroup
+	// namespace made here is rooted at them, so /proc/self/cgroup shows
+	// "/" (and "/payload"), not the broker's cgroup path and pid, which
+	// the one made at the clone, before the placement, showed. Every
+	// thread's, since namespaces are per thread and any may fork; after
+	// the pivot, so the all-thread call finds this process's threads in
+	// the sandbox's own /proc.
+	if err := allThreads(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); err != nil {
+		return nil, fmt.Errorf("rooting the cgroup namespace at the sandbox's cgroups: %w", err)
+	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return nil, refused(initproto.StepHostname, fmt.Errorf("setting the hostname: %w", err))
 	}
