@@ -322,3 +322,32 @@ func TestDoctorPodSecurity(t *testing.T) {
 	c.kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "31", GitVersion: "v1.31.0"}
 	check("old cluster", 1, "MISSING pod security userns", "on by default from 1.33")
 }
+
+// TestHelperRefusesBadRequestBeforeAnyAPICall: airlock-kube connect and
+// release refuse a hostile request (a path that is not clean, a trailing
+// second object, a host that is a flag) with an error naming it, before
+// they so much as load the cluster's configuration: no sweep, no object.
+func TestHelperRefusesBadRequestBeforeAnyAPICall(t *testing.T) {
+	good := kubereq.Request{Target: "kube://" + testNS + "/hands", Session: "0123456789ab", Mounts: []kubereq.Mount{{Path: "/work"}}}
+	bad := func(f func(*kubereq.Request)) string {
+		r := good
+		r.Mounts = append([]kubereq.Mount(nil), good.Mounts...)
+		f(&r)
+		return r.Encode()
+	}
+	for _, raw := range []string{
+		bad(func(r *kubereq.Request) { r.Mounts[0].Path = "/work/../run/airlock" }),
+		bad(func(r *kubereq.Request) { r.Hosts = []string{"--allow-private=0.0.0.0/0"} }),
+		good.Encode() + `{"target":"kube://kube-system/hands"}`,
+	} {
+		for _, verb := range []string{"connect", "release"} {
+			var errw strings.Builder
+			called := false
+			code := mainWith(context.Background(), []string{verb, raw}, strings.NewReader(""), io.Discard, &errw, func(string) string { return "" },
+				func() (*Clients, error) { called = true; return nil, io.EOF })
+			if code != 1 || called || !strings.Contains(errw.String(), "the hands request") {
+				t.Errorf("%s %s: exit %d, clients loaded %v, stderr %q", verb, raw, code, called, errw.String())
+			}
+		}
+	}
+}

@@ -39,7 +39,7 @@ const UID = 65532
 
 // Where the session's Secret is mounted in the pod, and its keys.
 const (
-	secretDir = "/run/airlock"
+	secretDir = kubereq.SecretDir
 	keyToken  = "token"
 	keyCert   = "tls.crt"
 	keyKey    = "tls.key"
