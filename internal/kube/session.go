@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,8 +165,17 @@ type Session struct {
 
 	mu     sync.Mutex
 	pod    string // the current pod (plain Pods)
+	// podUID is the UID the API server gave the current pod when this
+	// session created it: Dial trusts no other pod of that name.
+	podUID types.UID
+	// podSpec is the current pod's spec as created: a pod whose
+	// containers another party changed since (its image) is not dialled.
+	podSpec *corev1.PodSpec
 	pods   int    // pods made
 	claim  string // the SandboxClaim (agent-sandbox)
+	// claimUID is the UID the API server gave the claim this session
+	// created: Dial trusts no other claim of that name.
+	claimUID types.UID
 	closed bool
 }
 
@@ -497,10 +507,11 @@ func (s *Session) createPod(ctx context.Context) error {
 	}
 	own := s.owner()
 	p := Pod(&h, time.Now(), &own)
-	if _, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	made, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
 		return fmt.Errorf("creating the hands' pod %s: %w", h.Name, err)
 	}
-	s.pod = h.Name
+	s.pod, s.podUID, s.podSpec = h.Name, made.UID, &p.Spec
 	s.log.Info("created the hands' pod", "namespace", h.Namespace, "pod", h.Name, "session", s.id)
 	return nil
 }
@@ -569,6 +580,13 @@ func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("reading pod %s: %w", name, err)
 	}
 	for {
+		if p.UID != s.podUID {
+			return "", fmt.Errorf("pod %s (uid %s) is not the pod this session made (uid %s): another party replaced it; not dialling it (kubectl describe pod -n %s %s)",
+				name, p.UID, s.podUID, s.hands.Namespace, name)
+		}
+		if why := changedContainers(s.podSpec, &p.Spec); why != "" {
+			return "", fmt.Errorf("pod %s is not the pod this session made: its %s changed since; not dialling it (kubectl describe pod -n %s %s)", name, why, s.hands.Namespace, name)
+		}
 		if ip, err := podState(p); ip != "" || err != nil {
 			return ip, err
 		}
@@ -589,6 +607,25 @@ func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
 			p = np
 		}
 	}
+}
+
+// changedContainers names what of a pod's containers (image, command,
+// arguments; the fields of a pod that can be changed after it is made)
+// differs from the spec it was made with, or is "".
+func changedContainers(made, now *corev1.PodSpec) string {
+	if made == nil {
+		return ""
+	}
+	if len(made.Containers) != len(now.Containers) || len(made.InitContainers) != len(now.InitContainers) || len(now.EphemeralContainers) > 0 {
+		return "containers"
+	}
+	for i, c := range made.Containers {
+		n := now.Containers[i]
+		if c.Name != n.Name || c.Image != n.Image || !slices.Equal(c.Command, n.Command) || !slices.Equal(c.Args, n.Args) {
+			return "container " + c.Name
+		}
+	}
+	return ""
 }
 
 // podState is the pod's IP when it is ready, errGone when it has ended.
