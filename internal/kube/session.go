@@ -163,20 +163,20 @@ type Session struct {
 	released context.Context
 	release  context.CancelFunc
 
-	mu     sync.Mutex
-	pod    string // the current pod (plain Pods)
+	mu  sync.Mutex
+	pod string // the current pod (plain Pods)
 	// podUID is the UID the API server gave the current pod when this
 	// session created it: Dial trusts no other pod of that name.
 	podUID types.UID
 	// podSpec is the current pod's spec as created: a pod whose
 	// containers another party changed since (its image) is not dialled.
 	podSpec *corev1.PodSpec
-	pods   int    // pods made
-	claim  string // the SandboxClaim (agent-sandbox)
+	pods    int    // pods made
+	claim   string // the SandboxClaim (agent-sandbox)
 	// claimUID is the UID the API server gave the claim this session
 	// created: Dial trusts no other claim of that name.
 	claimUID types.UID
-	closed bool
+	closed   bool
 }
 
 // ErrReleased is returned by Dial after Release.
