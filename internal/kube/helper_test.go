@@ -153,8 +153,7 @@ func deadBroker(t testing.TB) string {
 	if id == "" || id.Alive() {
 		t.Skip("cannot name an exited process here")
 	}
-	h, _ := os.Hostname()
-	return sanitizeLabel(h, 40) + "_" + string(id)
+	return hostLabel() + "_" + string(id)
 }
 
 // TestSweepAfterBrokerCrash: what a killed broker left (pod, Secret,
@@ -349,5 +348,37 @@ func TestHelperRefusesBadRequestBeforeAnyAPICall(t *testing.T) {
 				t.Errorf("%s %s: exit %d, clients loaded %v, stderr %q", verb, raw, code, called, errw.String())
 			}
 		}
+	}
+}
+
+// TestSweepKeepsASameNamedHostsBroker: a broker on another machine, or in
+// another pid namespace (a container), that happens to share this host's
+// name labels its objects with that name and a pid that does not run
+// here: the sweep must not take that broker for a dead one of this host's
+// and delete its live session. Only what a broker of this host and pid
+// namespace left is removed by its broker's death.
+func TestSweepKeepsASameNamedHostsBroker(t *testing.T) {
+	c := newCluster(t, false)
+	ctx := context.Background()
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	h, _ := os.Hostname()
+	pid := strings.TrimPrefix(deadBroker(t), hostLabel()+"_")
+	for name, broker := range map[string]string{
+		"same-name":      sanitizeLabel(h, 40) + "_" + pid,
+		"same-name-key":  sanitizeLabel(h, 31) + ".0badc0de_" + pid,
+		"this-host-dead": hostLabel() + "_" + pid,
+	} {
+		m := metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{LabelManagedBy: ManagedBy, LabelBroker: broker, LabelSession: name},
+			Annotations: map[string]string{AnnotationExpiry: future}}
+		if _, err := c.kube.CoreV1().Secrets(testNS).Create(ctx, &corev1.Secret{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Sweep(ctx, c.clients, testNS, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Name != "this-host-dead" {
+		t.Fatalf("removed %v, want only this host's dead broker's Secret", removed)
 	}
 }

@@ -98,10 +98,24 @@ type Options struct {
 }
 
 // BrokerID names this process for the airlock.dev/broker label: the host
-// and the process's pid and start time, "HOST_PID-START".
+// (hostLabel) and the process's pid and start time, "HOST.KEY_PID-START".
 func BrokerID() string {
+	return hostLabel() + "_" + string(procid.Self())
+}
+
+// hostLabel names this host and pid namespace in a broker id: the host
+// name (at most 31 characters) and, where the system tells them, a key of
+// its boot and pid namespace (hostKey), "HOST.KEY". The sweep takes a
+// broker of this hostLabel whose process is gone for dead; the key keeps
+// it from so taking a live broker of another machine, or container, that
+// shares the host name, whose pid does not run here.
+func hostLabel() string {
 	h, _ := os.Hostname()
-	return sanitizeLabel(h, 40) + "_" + string(procid.Self())
+	h = sanitizeLabel(h, 31)
+	if k := hostKey(); k != "" {
+		h += "." + k
+	}
+	return h
 }
 
 // ParentBrokerID is BrokerID of this process's parent: for the
@@ -112,8 +126,7 @@ func ParentBrokerID() string {
 	if id == "" {
 		return BrokerID()
 	}
-	h, _ := os.Hostname()
-	return sanitizeLabel(h, 40) + "_" + string(id)
+	return hostLabel() + "_" + string(id)
 }
 
 func sanitizeLabel(s string, n int) string {
