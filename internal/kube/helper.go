@@ -19,6 +19,9 @@ type ConnectOptions struct {
 	Clients *Clients
 	TTL     time.Duration
 	Mode    Mode
+	// Key is the broker's session key (kubereq.ReadKey), needed with the
+	// request's session id: Options.Key.
+	Key []byte
 	// Port overrides the tool-server's port (tests).
 	Port int
 	// Broker names the broker in labels (default ParentBrokerID: the
@@ -71,7 +74,7 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 	if err != nil {
 		logger.Warn("removing leftovers", "err", err)
 	}
-	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Session: req.Session, Broker: broker, Logger: logger})
+	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Session: req.Session, Key: o.Key, Broker: broker, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
@@ -90,7 +91,12 @@ type Options struct {
 	// only a new pod; Disconnect keeps them; ReleaseSession deletes them.
 	// Empty: a random id, and the session is this Session alone.
 	Session string
-	Mode    Mode
+	// Key is the broker's session key (kubereq.NewKey), needed with
+	// Session: the session's token and certificate key are derived from
+	// it, and a later connection takes up the session's Secret only if it
+	// holds them, so a Secret another party put in its place is refused.
+	Key  []byte
+	Mode Mode
 	// Broker names this broker in labels (default BrokerID()).
 	Broker string
 	// Logger receives operational logs; nil discards.
@@ -219,6 +225,9 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 		if !sessionID.MatchString(s.id) {
 			return nil, fmt.Errorf("%s: session id %q is not 12 lower-case hex digits", o.Target, s.id)
 		}
+		if len(o.Key) != kubereq.KeyLen {
+			return nil, fmt.Errorf("%s: session %s: a broker's session needs its %d-byte session key (Options.Key; the helper reads it on stdin)", o.Target, s.id, kubereq.KeyLen)
+		}
 		s.prefix = "airlock-" + s.id + "-" + randomID()[:4]
 	} else {
 		s.id = randomID()
@@ -342,7 +351,12 @@ func (s *Session) acquirePod(ctx context.Context) error {
 		// Later connections move the expiry on, up to the certificate's end.
 		certEnd = time.Now().Add(MaxSessionLife)
 	}
-	if s.creds, err = newCredentials(certEnd); err != nil {
+	if s.shared {
+		s.creds, err = keyedCredentials(s.o.Key, s.id, certEnd)
+	} else {
+		s.creds, err = newCredentials(certEnd)
+	}
+	if err != nil {
 		return fmt.Errorf("making the session's token and certificate: %w", err)
 	}
 	immutable := true
@@ -428,6 +442,10 @@ func (s *Session) reuse(ctx context.Context) (bool, error) {
 	}
 	if s.creds, err = credentialsFrom(name, sec.Data); err != nil {
 		return false, err
+	}
+	if !s.creds.sameAs(s.o.Key, s.id) {
+		return false, fmt.Errorf("the session's Secret %s/%s holds a token or certificate this session did not make (another party put it in the session's place; its labels are the session's): not using it, nor dialling a pod that mounts it",
+			ns, name)
 	}
 	if end := s.creds.notAfter.Add(-time.Hour); h.Expires.After(end) {
 		h.Expires = end
