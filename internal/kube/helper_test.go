@@ -382,3 +382,42 @@ func TestSweepKeepsASameNamedHostsBroker(t *testing.T) {
 		t.Fatalf("removed %v, want only this host's dead broker's Secret", removed)
 	}
 }
+
+// TestHelperPodNeverReady: a pod that never gets ready (its image cannot
+// be pulled) ends the helper's connection within its ready timeout, with
+// an error naming the pod and what the kubelet says keeps it back, and
+// the helper deletes the pod: nothing of the connection is left.
+func TestHelperPodNeverReady(t *testing.T) {
+	c := newCluster(t, false)
+	c.stop() // no kubelet runs the pods
+	created := make(chan string, 4)
+	c.kube.PrependReactor("create", "pods", func(a ktesting.Action) (bool, runtime.Object, error) {
+		p := a.(ktesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "hands", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}}
+		created <- p.Name
+		return false, nil, nil
+	})
+	req, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	toHelper, fromBroker := io.Pipe()
+	defer fromBroker.Close()
+	go func() {
+		done <- Connect(context.Background(), req, &ConnectOptions{Clients: c.clients, Port: c.port, ReadyTimeout: 200 * time.Millisecond}, toHelper, io.Discard)
+	}()
+	name := <-created
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the helper still waits for a pod that never gets ready")
+	}
+	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "ImagePullBackOff") {
+		t.Fatalf("Connect: %v; want it to name pod %s and ImagePullBackOff", err, name)
+	}
+	if got := left(t, c, ""); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
+}

@@ -623,7 +623,7 @@ func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for pod %s to be ready: %w (kubectl describe pod -n %s %s)", name, ctx.Err(), s.hands.Namespace, name)
+			return "", fmt.Errorf("waiting for pod %s to be ready%s: %w (kubectl describe pod -n %s %s)", name, notReady(p), ctx.Err(), s.hands.Namespace, name)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return "", fmt.Errorf("waiting for pod %s: the watch ended", name)
@@ -657,6 +657,26 @@ func changedContainers(made, now *corev1.PodSpec) string {
 		}
 	}
 	return ""
+}
+
+// notReady says what keeps p from being ready, as the kubelet and the
+// scheduler report it (" (hands: ImagePullBackOff: ...)"), or "".
+func notReady(p *corev1.Pod) string {
+	var why []string
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Reason != "" {
+			why = append(why, strings.TrimSpace("unscheduled: "+c.Reason+" "+c.Message))
+		}
+	}
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			why = append(why, strings.TrimSpace(cs.Name+": "+w.Reason+" "+w.Message))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
 }
 
 // podState is the pod's IP when it is ready, errGone when it has ended.
