@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
@@ -579,5 +580,45 @@ func TestNetworkPolicyPublicEgressIsPublic(t *testing.T) {
 		if got, want := admits(a), hostrule.IsPublic(a); got != want {
 			t.Errorf("%s: the policy admits it %v, the egress proxy takes it for public %v", s, got, want)
 		}
+	}
+}
+
+// TestDefaultDenyPolicy: deploy/networkpolicy-default-deny.yaml denies
+// all traffic (both policy types, no rule) to every pod the broker makes
+// (plain and userns, and the warm pool's), and to no broker pod, so that
+// a hands pod whose session policy is gone fails closed.
+func TestDefaultDenyPolicy(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/networkpolicy-default-deny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(b, &np); err != nil {
+		t.Fatal(err)
+	}
+	if len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != 0 {
+		t.Fatalf("the default policy has rules: %+v", np.Spec)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("the default policy's policyTypes %v: it must deny both ways", np.Spec.PolicyTypes)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hu := deployHands()
+	hu.PodSecurity = grant.PodSecurityUserns
+	for what, l := range map[string]map[string]string{
+		"plain pod":      Pod(deployHands(), goldenNow, nil).Labels,
+		"userns pod":     Pod(hu, goldenNow, nil).Labels,
+		"warm pool pod":  {LabelTemplate: "hands"},
+		"unlabelled pod": {},
+	} {
+		if !sel.Matches(labels.Set(l)) {
+			t.Errorf("the default policy does not select the %s (labels %v)", what, l)
+		}
+	}
+	if sel.Matches(labels.Set{LabelRole: "broker"}) {
+		t.Error("the default policy selects the broker's pods: they would lose the API server and the hands")
 	}
 }
