@@ -615,7 +615,13 @@ func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
 			return "", fmt.Errorf("pod %s (uid %s) is not the pod this session made (uid %s): another party replaced it; not dialling it (kubectl describe pod -n %s %s)",
 				name, p.UID, s.podUID, s.hands.Namespace, name)
 		}
-		if why := changedContainers(s.podSpec, &p.Spec); why != "" {
+		why := changedContainers(s.podSpec, &p.Spec)
+		for k, v := range s.hands.Labels() {
+			if p.Labels[k] != v {
+				why = "label " + k + " (the session's NetworkPolicy selects the pod by it)"
+			}
+		}
+		if why != "" {
 			return "", fmt.Errorf("pod %s is not the pod this session made: its %s changed since; not dialling it (kubectl describe pod -n %s %s)", name, why, s.hands.Namespace, name)
 		}
 		if ip, err := podState(p); ip != "" || err != nil {

@@ -413,14 +413,16 @@ func TestDialRefusesAReplacedPod(t *testing.T) {
 
 // TestDialRefusesAChangedPod: another party changes the image of the
 // session's pod (a pod's one mutable container field) or adds an
-// ephemeral container to it before the session dials: the session refuses
-// it, naming what changed.
+// ephemeral container to it, or removes a label the session's
+// NetworkPolicy selects it by, before the session dials: the session
+// refuses it, naming what changed.
 func TestDialRefusesAChangedPod(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
 		edit       func(*corev1.Pod)
 	}{
 		{"image", "container hands", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/evil:latest" }},
+		{"label", "label " + LabelSession, func(p *corev1.Pod) { delete(p.Labels, LabelSession) }},
 		{"ephemeral", "containers", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
 		}},
