@@ -168,3 +168,53 @@ func embeds(form string, v4 netip.Addr) (bool, string) {
 	}
 	return false, form + " " + v4.String() + ": an IPv4 address embedded in IPv6 is not public; use " + v4.String()
 }
+
+// Block is a CIDR less some of its parts: a NetworkPolicy's ipBlock.
+type Block struct {
+	CIDR   netip.Prefix
+	Except []netip.Prefix
+}
+
+// PublicBlocks are the addresses Classify takes for public, as blocks a
+// NetworkPolicy can name, so that the policy admits no address the egress
+// proxy would refuse: 0.0.0.0/0 less every IPv4 special-purpose row,
+// 2000::/3 less every IPv6 row and 6to4, and the NAT64 well-known prefix
+// less the NAT64 form of every IPv4 row. (An IPv4-mapped address is IPv4
+// on the wire, under the first block.)
+func PublicBlocks() []Block {
+	v4 := Block{CIDR: netip.MustParsePrefix("0.0.0.0/0")}
+	nat := Block{CIDR: nat64WKP}
+	for _, r := range special4 {
+		v4.Except = append(v4.Except, r.prefix)
+		b := nat64WKP.Addr().As16()
+		a := r.prefix.Addr().As4()
+		copy(b[12:], a[:])
+		nat.Except = append(nat.Except, netip.PrefixFrom(netip.AddrFrom16(b), 96+r.prefix.Bits()))
+	}
+	v6 := Block{CIDR: globalUni6, Except: []netip.Prefix{sixToFour}}
+	for _, r := range special6 {
+		v6.Except = append(v6.Except, r.prefix)
+	}
+	out := []Block{v4, v6, nat}
+	for i := range out {
+		out[i].Except = outermost(out[i].Except)
+	}
+	return out
+}
+
+// outermost drops the prefixes another of ps contains, keeping the order.
+func outermost(ps []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for i, p := range ps {
+		inner := false
+		for j, q := range ps {
+			if i != j && q.Bits() < p.Bits() && q.Contains(p.Addr()) {
+				inner = true
+			}
+		}
+		if !inner {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -14,14 +14,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	ktesting "k8s.io/client-go/testing"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
@@ -86,6 +89,15 @@ func newCluster(t testing.TB, sandboxAPI bool) *cluster {
 	}
 	scheme := runtime.NewScheme()
 	c.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{ClaimResource: "SandboxClaimList"})
+	// The API server gives each object it creates a UID of its own.
+	uids := func(a ktesting.Action) (bool, runtime.Object, error) {
+		if m, err := meta.Accessor(a.(ktesting.CreateAction).GetObject()); err == nil && m.GetUID() == "" {
+			m.SetUID(types.UID("uid-" + randomID()))
+		}
+		return false, nil, nil
+	}
+	c.kube.PrependReactor("create", "*", uids)
+	c.dyn.PrependReactor("create", "*", uids)
 	c.clients = &Clients{Kube: c.kube, Dynamic: c.dyn}
 	if sandboxAPI {
 		c.kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{

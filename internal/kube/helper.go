@@ -19,6 +19,12 @@ type ConnectOptions struct {
 	Clients *Clients
 	TTL     time.Duration
 	Mode    Mode
+	// Key is the broker's session key (kubereq.ReadKey), needed with the
+	// request's session id: Options.Key.
+	Key []byte
+	// ReadyTimeout bounds the wait for the connection's pod or claim to
+	// be ready (default DefaultReadyTimeout).
+	ReadyTimeout time.Duration
 	// Port overrides the tool-server's port (tests).
 	Port int
 	// Broker names the broker in labels (default ParentBrokerID: the
@@ -71,7 +77,7 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 	if err != nil {
 		logger.Warn("removing leftovers", "err", err)
 	}
-	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Session: req.Session, Broker: broker, Logger: logger})
+	s, err := Acquire(ctx, &Options{Target: t, Clients: o.Clients, Hands: h, TTL: o.TTL, Mode: mode, Session: req.Session, Key: o.Key, Broker: broker, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -86,13 +92,25 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 			logger.Warn("releasing the hands", "err", err)
 		}
 	}()
-	conn, err := s.Dial(ctx)
+	wait := o.ReadyTimeout
+	if wait <= 0 {
+		wait = DefaultReadyTimeout
+	}
+	dctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	conn, err := s.Dial(dctx)
 	if err != nil {
 		return fmt.Errorf("%s: reaching the hands: %w", t, err)
 	}
 	defer conn.Close()
 	return relay(ctx, toolserver.StreamConn(in, out, nil), conn)
 }
+
+// DefaultReadyTimeout bounds the helper's wait for its pod to be ready:
+// less than the broker's connection attempt (toolserver.Options.
+// ConnectTimeout, 2 minutes for kube://), so the helper, not the broker's
+// kill, ends a pod that never gets ready, deletes it and says why.
+const DefaultReadyTimeout = 90 * time.Second
 
 // Release is the airlock-kube helper's end of a broker's session
 // (req.Session): it deletes the session's pods, SandboxClaims, workspace

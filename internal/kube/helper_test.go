@@ -153,8 +153,7 @@ func deadBroker(t testing.TB) string {
 	if id == "" || id.Alive() {
 		t.Skip("cannot name an exited process here")
 	}
-	h, _ := os.Hostname()
-	return sanitizeLabel(h, 40) + "_" + string(id)
+	return hostLabel() + "_" + string(id)
 }
 
 // TestSweepAfterBrokerCrash: what a killed broker left (pod, Secret,
@@ -321,4 +320,104 @@ func TestDoctorPodSecurity(t *testing.T) {
 	check("no label", 0, "the cluster's default level applies")
 	c.kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "31", GitVersion: "v1.31.0"}
 	check("old cluster", 1, "MISSING pod security userns", "on by default from 1.33")
+}
+
+// TestHelperRefusesBadRequestBeforeAnyAPICall: airlock-kube connect and
+// release refuse a hostile request (a path that is not clean, a trailing
+// second object, a host that is a flag) with an error naming it, before
+// they so much as load the cluster's configuration: no sweep, no object.
+func TestHelperRefusesBadRequestBeforeAnyAPICall(t *testing.T) {
+	good := kubereq.Request{Target: "kube://" + testNS + "/hands", Session: "0123456789ab", Mounts: []kubereq.Mount{{Path: "/work"}}}
+	bad := func(f func(*kubereq.Request)) string {
+		r := good
+		r.Mounts = append([]kubereq.Mount(nil), good.Mounts...)
+		f(&r)
+		return r.Encode()
+	}
+	for _, raw := range []string{
+		bad(func(r *kubereq.Request) { r.Mounts[0].Path = "/work/../run/airlock" }),
+		bad(func(r *kubereq.Request) { r.Hosts = []string{"--allow-private=0.0.0.0/0"} }),
+		good.Encode() + `{"target":"kube://kube-system/hands"}`,
+	} {
+		for _, verb := range []string{"connect", "release"} {
+			var errw strings.Builder
+			called := false
+			code := mainWith(context.Background(), []string{verb, raw}, strings.NewReader(""), io.Discard, &errw, func(string) string { return "" },
+				func() (*Clients, error) { called = true; return nil, io.EOF })
+			if code != 1 || called || !strings.Contains(errw.String(), "the hands request") {
+				t.Errorf("%s %s: exit %d, clients loaded %v, stderr %q", verb, raw, code, called, errw.String())
+			}
+		}
+	}
+}
+
+// TestSweepKeepsASameNamedHostsBroker: a broker on another machine, or in
+// another pid namespace (a container), that happens to share this host's
+// name labels its objects with that name and a pid that does not run
+// here: the sweep must not take that broker for a dead one of this host's
+// and delete its live session. Only what a broker of this host and pid
+// namespace left is removed by its broker's death.
+func TestSweepKeepsASameNamedHostsBroker(t *testing.T) {
+	c := newCluster(t, false)
+	ctx := context.Background()
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	h, _ := os.Hostname()
+	pid := strings.TrimPrefix(deadBroker(t), hostLabel()+"_")
+	for name, broker := range map[string]string{
+		"same-name":      sanitizeLabel(h, 40) + "_" + pid,
+		"same-name-key":  sanitizeLabel(h, 31) + ".0badc0de_" + pid,
+		"this-host-dead": hostLabel() + "_" + pid,
+	} {
+		m := metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: map[string]string{LabelManagedBy: ManagedBy, LabelBroker: broker, LabelSession: name},
+			Annotations: map[string]string{AnnotationExpiry: future}}
+		if _, err := c.kube.CoreV1().Secrets(testNS).Create(ctx, &corev1.Secret{ObjectMeta: m}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Sweep(ctx, c.clients, testNS, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Name != "this-host-dead" {
+		t.Fatalf("removed %v, want only this host's dead broker's Secret", removed)
+	}
+}
+
+// TestHelperPodNeverReady: a pod that never gets ready (its image cannot
+// be pulled) ends the helper's connection within its ready timeout, with
+// an error naming the pod and what the kubelet says keeps it back, and
+// the helper deletes the pod: nothing of the connection is left.
+func TestHelperPodNeverReady(t *testing.T) {
+	c := newCluster(t, false)
+	c.stop() // no kubelet runs the pods
+	created := make(chan string, 4)
+	c.kube.PrependReactor("create", "pods", func(a ktesting.Action) (bool, runtime.Object, error) {
+		p := a.(ktesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "hands", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}}}
+		created <- p.Name
+		return false, nil, nil
+	})
+	req, err := kubereq.FromGrant("kube://"+testNS+"/hands", c.grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	toHelper, fromBroker := io.Pipe()
+	defer fromBroker.Close()
+	go func() {
+		done <- Connect(context.Background(), req, &ConnectOptions{Clients: c.clients, Port: c.port, ReadyTimeout: 200 * time.Millisecond}, toHelper, io.Discard)
+	}()
+	name := <-created
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the helper still waits for a pod that never gets ready")
+	}
+	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "ImagePullBackOff") {
+		t.Fatalf("Connect: %v; want it to name pod %s and ImagePullBackOff", err, name)
+	}
+	if got := left(t, c, ""); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
 }

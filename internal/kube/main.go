@@ -44,6 +44,13 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 		if err != nil {
 			return fail(err)
 		}
+		var key []byte
+		if args[0] == "connect" && req.Session != "" {
+			// The broker's session key comes first on stdin (kubereq.WriteKey).
+			if key, err = kubereq.ReadKey(in); err != nil {
+				return fail(err)
+			}
+		}
 		var ttl time.Duration
 		if v := getenv("AIRLOCK_KUBE_TTL"); v != "" {
 			if ttl, err = time.ParseDuration(v); err != nil || ttl <= 0 {
@@ -54,7 +61,7 @@ func mainWith(ctx context.Context, args []string, in io.Reader, out, errw io.Wri
 		if err != nil {
 			return fail(err)
 		}
-		o := &ConnectOptions{Clients: c, TTL: ttl, Logger: logger}
+		o := &ConnectOptions{Clients: c, TTL: ttl, Key: key, Logger: logger}
 		if args[0] == "release" {
 			err = Release(ctx, req, o)
 		} else {

@@ -93,10 +93,11 @@ func Claim(h *Hands, name string) *unstructured.Unstructured {
 func (s *Session) createClaim(ctx context.Context) error {
 	s.pods++
 	name := s.prefix + "-" + strconv.Itoa(s.pods)
-	if _, err := s.c.Dynamic.Resource(ClaimResource).Namespace(s.hands.Namespace).Create(ctx, Claim(&s.hands, name), metav1.CreateOptions{}); err != nil {
+	made, err := s.c.Dynamic.Resource(ClaimResource).Namespace(s.hands.Namespace).Create(ctx, Claim(&s.hands, name), metav1.CreateOptions{})
+	if err != nil {
 		return fmt.Errorf("creating SandboxClaim %s: %w", name, err)
 	}
-	s.claim = name
+	s.claim, s.claimUID = name, made.GetUID()
 	s.log.Info("claimed hands from the warm pool", "namespace", s.hands.Namespace, "claim", name, "session", s.id)
 	return nil
 }
@@ -136,6 +137,10 @@ func (s *Session) waitClaim(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("reading SandboxClaim %s: %w", name, err)
 	}
 	for {
+		if u.GetUID() != s.claimUID {
+			return "", fmt.Errorf("SandboxClaim %s (uid %s) is not the claim this session made (uid %s): another party replaced it; not dialling it (kubectl describe sandboxclaim -n %s %s)",
+				name, u.GetUID(), s.claimUID, s.hands.Namespace, name)
+		}
 		if ip, err := claimState(u); ip != "" || err != nil {
 			return ip, err
 		}

@@ -2,8 +2,12 @@ package kube
 
 import (
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -13,6 +17,8 @@ import (
 	"fmt"
 	"math/big"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 )
 
 // credentials are a session's tool-server token and TLS certificate; the
@@ -102,4 +108,76 @@ func clientTLS(certPEM []byte) (*tls.Config, error) {
 		return nil, errors.New("no PEM certificate under " + keyCert)
 	}
 	return &tls.Config{RootCAs: pool, ServerName: ServerName, MinVersion: tls.VersionTLS13}, nil
+}
+
+// keyedCredentials are a broker's session's token and TLS certificate,
+// derived from the broker's session key (kubereq.NewKey) and the session
+// id: the token is an HMAC of them, the certificate's Ed25519 key is made
+// from another. A later connection of the session derives them again and
+// takes up the session's Secret only if it holds the same (sameAs).
+func keyedCredentials(key []byte, id string, expires time.Time) (*credentials, error) {
+	if len(key) != kubereq.KeyLen {
+		return nil, fmt.Errorf("a broker's session needs its %d-byte session key (the helper reads it on stdin)", kubereq.KeyLen)
+	}
+	tok, priv := deriveCredentials(key, id)
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return nil, err
+	}
+	tpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: ServerName},
+		DNSNames:     []string{ServerName},
+		NotBefore:    time.Now().Add(-5 * time.Minute),
+		NotAfter:     expires.Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, priv.Public(), priv)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	c := &credentials{
+		token:    tok,
+		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+		notAfter: tpl.NotAfter,
+	}
+	if c.clientTC, err = clientTLS(c.certPEM); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// deriveCredentials is the token and TLS key of session id under key.
+func deriveCredentials(key []byte, id string) (string, ed25519.PrivateKey) {
+	mac := func(what string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte("airlock-kube " + what + " " + id))
+		return m.Sum(nil)
+	}
+	return hex.EncodeToString(mac("token")), ed25519.NewKeyFromSeed(mac("tls key"))
+}
+
+// sameAs reports whether c (read from the session's Secret) holds the
+// token and certificate key that key derives for session id.
+func (c *credentials) sameAs(key []byte, id string) bool {
+	tok, priv := deriveCredentials(key, id)
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(c.token)) != 1 {
+		return false
+	}
+	b, _ := pem.Decode(c.certPEM)
+	if b == nil {
+		return false
+	}
+	x, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return false
+	}
+	pub, ok := x.PublicKey.(ed25519.PublicKey)
+	return ok && pub.Equal(priv.Public())
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
@@ -89,7 +91,12 @@ type Options struct {
 	// only a new pod; Disconnect keeps them; ReleaseSession deletes them.
 	// Empty: a random id, and the session is this Session alone.
 	Session string
-	Mode    Mode
+	// Key is the broker's session key (kubereq.NewKey), needed with
+	// Session: the session's token and certificate key are derived from
+	// it, and a later connection takes up the session's Secret only if it
+	// holds them, so a Secret another party put in its place is refused.
+	Key  []byte
+	Mode Mode
 	// Broker names this broker in labels (default BrokerID()).
 	Broker string
 	// Logger receives operational logs; nil discards.
@@ -97,10 +104,24 @@ type Options struct {
 }
 
 // BrokerID names this process for the airlock.dev/broker label: the host
-// and the process's pid and start time, "HOST_PID-START".
+// (hostLabel) and the process's pid and start time, "HOST.KEY_PID-START".
 func BrokerID() string {
+	return hostLabel() + "_" + string(procid.Self())
+}
+
+// hostLabel names this host and pid namespace in a broker id: the host
+// name (at most 31 characters) and, where the system tells them, a key of
+// its boot and pid namespace (hostKey), "HOST.KEY". The sweep takes a
+// broker of this hostLabel whose process is gone for dead; the key keeps
+// it from so taking a live broker of another machine, or container, that
+// shares the host name, whose pid does not run here.
+func hostLabel() string {
 	h, _ := os.Hostname()
-	return sanitizeLabel(h, 40) + "_" + string(procid.Self())
+	h = sanitizeLabel(h, 31)
+	if k := hostKey(); k != "" {
+		h += "." + k
+	}
+	return h
 }
 
 // ParentBrokerID is BrokerID of this process's parent: for the
@@ -111,8 +132,7 @@ func ParentBrokerID() string {
 	if id == "" {
 		return BrokerID()
 	}
-	h, _ := os.Hostname()
-	return sanitizeLabel(h, 40) + "_" + string(id)
+	return hostLabel() + "_" + string(id)
 }
 
 func sanitizeLabel(s string, n int) string {
@@ -162,11 +182,20 @@ type Session struct {
 	released context.Context
 	release  context.CancelFunc
 
-	mu     sync.Mutex
-	pod    string // the current pod (plain Pods)
-	pods   int    // pods made
-	claim  string // the SandboxClaim (agent-sandbox)
-	closed bool
+	mu  sync.Mutex
+	pod string // the current pod (plain Pods)
+	// podUID is the UID the API server gave the current pod when this
+	// session created it: Dial trusts no other pod of that name.
+	podUID types.UID
+	// podSpec is the current pod's spec as created: a pod whose
+	// containers another party changed since (its image) is not dialled.
+	podSpec *corev1.PodSpec
+	pods    int    // pods made
+	claim   string // the SandboxClaim (agent-sandbox)
+	// claimUID is the UID the API server gave the claim this session
+	// created: Dial trusts no other claim of that name.
+	claimUID types.UID
+	closed   bool
 }
 
 // ErrReleased is returned by Dial after Release.
@@ -195,6 +224,9 @@ func Acquire(ctx context.Context, opts *Options) (*Session, error) {
 	if s.shared {
 		if !sessionID.MatchString(s.id) {
 			return nil, fmt.Errorf("%s: session id %q is not 12 lower-case hex digits", o.Target, s.id)
+		}
+		if len(o.Key) != kubereq.KeyLen {
+			return nil, fmt.Errorf("%s: session %s: a broker's session needs its %d-byte session key (Options.Key; the helper reads it on stdin)", o.Target, s.id, kubereq.KeyLen)
 		}
 		s.prefix = "airlock-" + s.id + "-" + randomID()[:4]
 	} else {
@@ -319,7 +351,12 @@ func (s *Session) acquirePod(ctx context.Context) error {
 		// Later connections move the expiry on, up to the certificate's end.
 		certEnd = time.Now().Add(MaxSessionLife)
 	}
-	if s.creds, err = newCredentials(certEnd); err != nil {
+	if s.shared {
+		s.creds, err = keyedCredentials(s.o.Key, s.id, certEnd)
+	} else {
+		s.creds, err = newCredentials(certEnd)
+	}
+	if err != nil {
 		return fmt.Errorf("making the session's token and certificate: %w", err)
 	}
 	immutable := true
@@ -405,6 +442,10 @@ func (s *Session) reuse(ctx context.Context) (bool, error) {
 	}
 	if s.creds, err = credentialsFrom(name, sec.Data); err != nil {
 		return false, err
+	}
+	if !s.creds.sameAs(s.o.Key, s.id) {
+		return false, fmt.Errorf("the session's Secret %s/%s holds a token or certificate this session did not make (another party put it in the session's place; its labels are the session's): not using it, nor dialling a pod that mounts it",
+			ns, name)
 	}
 	if end := s.creds.notAfter.Add(-time.Hour); h.Expires.After(end) {
 		h.Expires = end
@@ -497,10 +538,11 @@ func (s *Session) createPod(ctx context.Context) error {
 	}
 	own := s.owner()
 	p := Pod(&h, time.Now(), &own)
-	if _, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+	made, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
 		return fmt.Errorf("creating the hands' pod %s: %w", h.Name, err)
 	}
-	s.pod = h.Name
+	s.pod, s.podUID, s.podSpec = h.Name, made.UID, &p.Spec
 	s.log.Info("created the hands' pod", "namespace", h.Namespace, "pod", h.Name, "session", s.id)
 	return nil
 }
@@ -569,12 +611,25 @@ func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("reading pod %s: %w", name, err)
 	}
 	for {
+		if p.UID != s.podUID {
+			return "", fmt.Errorf("pod %s (uid %s) is not the pod this session made (uid %s): another party replaced it; not dialling it (kubectl describe pod -n %s %s)",
+				name, p.UID, s.podUID, s.hands.Namespace, name)
+		}
+		why := changedContainers(s.podSpec, &p.Spec)
+		for k, v := range s.hands.Labels() {
+			if p.Labels[k] != v {
+				why = "label " + k + " (the session's NetworkPolicy selects the pod by it)"
+			}
+		}
+		if why != "" {
+			return "", fmt.Errorf("pod %s is not the pod this session made: its %s changed since; not dialling it (kubectl describe pod -n %s %s)", name, why, s.hands.Namespace, name)
+		}
 		if ip, err := podState(p); ip != "" || err != nil {
 			return ip, err
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for pod %s to be ready: %w (kubectl describe pod -n %s %s)", name, ctx.Err(), s.hands.Namespace, name)
+			return "", fmt.Errorf("waiting for pod %s to be ready%s: %w (kubectl describe pod -n %s %s)", name, notReady(p), ctx.Err(), s.hands.Namespace, name)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return "", fmt.Errorf("waiting for pod %s: the watch ended", name)
@@ -589,6 +644,45 @@ func (s *Session) waitPod(ctx context.Context, name string) (string, error) {
 			p = np
 		}
 	}
+}
+
+// changedContainers names what of a pod's containers (image, command,
+// arguments; the fields of a pod that can be changed after it is made)
+// differs from the spec it was made with, or is "".
+func changedContainers(made, now *corev1.PodSpec) string {
+	if made == nil {
+		return ""
+	}
+	if len(made.Containers) != len(now.Containers) || len(made.InitContainers) != len(now.InitContainers) || len(now.EphemeralContainers) > 0 {
+		return "containers"
+	}
+	for i, c := range made.Containers {
+		n := now.Containers[i]
+		if c.Name != n.Name || c.Image != n.Image || !slices.Equal(c.Command, n.Command) || !slices.Equal(c.Args, n.Args) {
+			return "container " + c.Name
+		}
+	}
+	return ""
+}
+
+// notReady says what keeps p from being ready, as the kubelet and the
+// scheduler report it (" (hands: ImagePullBackOff: ...)"), or "".
+func notReady(p *corev1.Pod) string {
+	var why []string
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Reason != "" {
+			why = append(why, strings.TrimSpace("unscheduled: "+c.Reason+" "+c.Message))
+		}
+	}
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			why = append(why, strings.TrimSpace(cs.Name+": "+w.Reason+" "+w.Message))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
 }
 
 // podState is the pod's IP when it is ready, errGone when it has ended.

@@ -371,3 +371,125 @@ workspace_class = "standard"
 		t.Fatalf("hands' workspace %q in %q, want 10Gi in standard", h.WorkspaceSize, h.WorkspaceClass)
 	}
 }
+
+// TestDialRefusesAReplacedPod: another party in the namespace deletes the
+// session's pod and creates its own of the same name (a pod it runs, with
+// the session's Secret mounted, Ready at an address it serves): the
+// session dials only the pod it made (its UID), and refuses, naming the
+// pod, rather than hand the agent's calls to the impostor.
+func TestDialRefusesAReplacedPod(t *testing.T) {
+	c := newCluster(t, false)
+	s := c.acquire(ModePods)
+	defer s.Release(context.Background())
+	name := c.waitStarted()
+	ctx := context.Background()
+	pods := c.kube.CoreV1().Pods(testNS)
+	orig, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stopHands()
+	if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evil := orig.DeepCopy()
+	evil.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: orig.Labels, Annotations: orig.Annotations, OwnerReferences: orig.OwnerReferences}
+	evil.Status = corev1.PodStatus{}
+	if _, err := pods.Create(ctx, evil, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStarted()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := s.Dial(dctx)
+	if err == nil {
+		conn.Close()
+		t.Fatal("the session dialled a pod of its name that it did not make")
+	}
+	if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not the pod") {
+		t.Fatalf("Dial: %v; want it to name the pod %s as not the session's", err, name)
+	}
+}
+
+// TestDialRefusesAChangedPod: another party changes the image of the
+// session's pod (a pod's one mutable container field) or adds an
+// ephemeral container to it, or removes a label the session's
+// NetworkPolicy selects it by, before the session dials: the session
+// refuses it, naming what changed.
+func TestDialRefusesAChangedPod(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*corev1.Pod)
+	}{
+		{"image", "container hands", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/evil:latest" }},
+		{"label", "label " + LabelSession, func(p *corev1.Pod) { delete(p.Labels, LabelSession) }},
+		{"ephemeral", "containers", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, false)
+			s := c.acquire(ModePods)
+			defer s.Release(context.Background())
+			name := c.waitStarted()
+			ctx := context.Background()
+			pods := c.kube.CoreV1().Pods(testNS)
+			p, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(p)
+			if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			conn, err := s.Dial(dctx)
+			if err == nil {
+				conn.Close()
+				t.Fatal("the session dialled its pod after another party changed it")
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "not the pod") {
+				t.Fatalf("Dial: %v; want it to say the pod's %s changed", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDialRefusesAReplacedClaim: as TestDialRefusesAReplacedPod, for a
+// SandboxClaim: a claim of the session's name that the session did not
+// make (whatever address its status names) is not dialled.
+func TestDialRefusesAReplacedClaim(t *testing.T) {
+	c := newCluster(t, true)
+	s := c.acquire(ModeSandbox)
+	defer s.Release(context.Background())
+	name := c.waitStarted()
+	ctx := context.Background()
+	rc := c.dyn.Resource(ClaimResource).Namespace(testNS)
+	orig, err := rc.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stopHands()
+	if err := rc.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evil := orig.DeepCopy()
+	evil.SetUID("")
+	evil.SetResourceVersion("")
+	delete(evil.Object, "status")
+	if _, err := rc.Create(ctx, evil, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStarted()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := s.Dial(dctx)
+	if err == nil {
+		conn.Close()
+		t.Fatal("the session dialled a SandboxClaim of its name that it did not make")
+	}
+	if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not the claim") {
+		t.Fatalf("Dial: %v; want it to name the claim %s as not the session's", err, name)
+	}
+}

@@ -39,7 +39,7 @@ const UID = 65532
 
 // Where the session's Secret is mounted in the pod, and its keys.
 const (
-	secretDir = "/run/airlock"
+	secretDir = kubereq.SecretDir
 	keyToken  = "token"
 	keyCert   = "tls.crt"
 	keyKey    = "tls.key"
@@ -402,10 +402,7 @@ func NetworkPolicy(h *Hands, name string) *networkingv1.NetworkPolicy {
 	}
 	if len(h.Hosts) > 0 {
 		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
-			To: []networkingv1.NetworkPolicyPeer{
-				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}}},
-				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"::1/128", "fc00::/7", "fe80::/10"}}},
-			},
+			To:    publicPeers(),
 			Ports: tcpPorts(hostPorts(h.Hosts)),
 		})
 	}
@@ -416,6 +413,20 @@ func NetworkPolicy(h *Hands, name string) *networkingv1.NetworkPolicy {
 		})
 	}
 	return np
+}
+
+// publicPeers are the public addresses (hostrule.PublicBlocks: those the
+// hands' egress proxy would dial) as ipBlock peers.
+func publicPeers() []networkingv1.NetworkPolicyPeer {
+	var out []networkingv1.NetworkPolicyPeer
+	for _, b := range hostrule.PublicBlocks() {
+		ib := &networkingv1.IPBlock{CIDR: b.CIDR.String()}
+		for _, e := range b.Except {
+			ib.Except = append(ib.Except, e.String())
+		}
+		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: ib})
+	}
+	return out
 }
 
 // privateBlock is a network.private IP or CIDR as a NetworkPolicy peer:

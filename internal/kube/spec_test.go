@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,13 +14,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/hostrule"
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 )
 
@@ -145,10 +149,14 @@ func TestNetworkPolicyPrivate(t *testing.T) {
 	}
 	h = goldenHands("api.github.com")
 	h.Private = privateEntries
-	public := rule{To: []string{
-		"0.0.0.0/0 except 10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16,172.16.0.0/12,192.168.0.0/16",
-		"::/0 except ::1/128,fc00::/7,fe80::/10",
-	}, Ports: web}
+	public := rule{Ports: web} // the public blocks: TestNetworkPolicyPublicEgressIsPublic
+	for _, b := range hostrule.PublicBlocks() {
+		var ex []string
+		for _, e := range b.Except {
+			ex = append(ex, e.String())
+		}
+		public.To = append(public.To, b.CIDR.String()+" except "+strings.Join(ex, ","))
+	}
 	if d := cmp.Diff(append([]rule{dns, public}, blocks...), rules(h)); d != "" {
 		t.Errorf("hosts and private entries: the public rule keeps only the hosts' ports (-want +got):\n%s", d)
 	}
@@ -517,5 +525,100 @@ func TestArgsAllowUnenforced(t *testing.T) {
 		if got := slices.Contains(h.Args(), "--allow-unenforced-limits"); got != allow {
 			t.Errorf("unenforced allowed %v: --allow-unenforced-limits in the hands' arguments is %v", allow, got)
 		}
+	}
+}
+
+// TestNetworkPolicyPublicEgressIsPublic: the egress rule that lets the
+// grant's hosts out admits, by the NetworkPolicy's own semantics (an
+// ipBlock's CIDR less its exceptions), exactly the addresses the hands'
+// egress proxy takes for public (hostrule.IsPublic): the node's metadata
+// service, the cluster's private ranges, CGNAT, benchmarking, multicast,
+// NAT64 and 6to4 forms of private addresses are all refused at the
+// policy too, not only by the proxy.
+func TestNetworkPolicyPublicEgressIsPublic(t *testing.T) {
+	h := goldenHands()
+	h.Hosts = []string{"example.com"}
+	h.Private = nil
+	np := NetworkPolicy(h, "x")
+	var public []networkingv1.NetworkPolicyPeer
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.To {
+			if p.IPBlock != nil {
+				public = append(public, p)
+			}
+		}
+	}
+	if len(public) == 0 {
+		t.Fatal("no ipBlock egress for the grant's hosts")
+	}
+	admits := func(a netip.Addr) bool {
+		for _, p := range public {
+			c := netip.MustParsePrefix(p.IPBlock.CIDR)
+			if !c.Contains(a) {
+				continue
+			}
+			out := false
+			for _, e := range p.IPBlock.Except {
+				if netip.MustParsePrefix(e).Contains(a) {
+					out = true
+				}
+			}
+			if !out {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range []string{
+		"0.0.0.1", "10.1.2.3", "100.64.0.1", "127.0.0.1", "169.254.169.254", "172.16.0.1", "192.0.0.1", "192.0.2.1",
+		"192.168.1.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "224.0.0.1", "240.0.0.1", "255.255.255.255",
+		"::", "::1", "fc00::1", "fd00:ec2::254", "fe80::1", "fec0::1", "ff02::1", "100::1", "2001:db8::1", "2001::1",
+		"64:ff9b::a9fe:a9fe", "64:ff9b::a00:1", "64:ff9b:1::1", "2002:a00:1::1", "::ffff:10.0.0.1", "3fff::1",
+		"8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "64:ff9b::808:808", "2a00:1450:4001::1",
+	} {
+		a := netip.MustParseAddr(s)
+		if got, want := admits(a), hostrule.IsPublic(a); got != want {
+			t.Errorf("%s: the policy admits it %v, the egress proxy takes it for public %v", s, got, want)
+		}
+	}
+}
+
+// TestDefaultDenyPolicy: deploy/networkpolicy-default-deny.yaml denies
+// all traffic (both policy types, no rule) to every pod the broker makes
+// (plain and userns, and the warm pool's), and to no broker pod, so that
+// a hands pod whose session policy is gone fails closed.
+func TestDefaultDenyPolicy(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/networkpolicy-default-deny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(b, &np); err != nil {
+		t.Fatal(err)
+	}
+	if len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != 0 {
+		t.Fatalf("the default policy has rules: %+v", np.Spec)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("the default policy's policyTypes %v: it must deny both ways", np.Spec.PolicyTypes)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hu := deployHands()
+	hu.PodSecurity = grant.PodSecurityUserns
+	for what, l := range map[string]map[string]string{
+		"plain pod":      Pod(deployHands(), goldenNow, nil).Labels,
+		"userns pod":     Pod(hu, goldenNow, nil).Labels,
+		"warm pool pod":  {LabelTemplate: "hands"},
+		"unlabelled pod": {},
+	} {
+		if !sel.Matches(labels.Set(l)) {
+			t.Errorf("the default policy does not select the %s (labels %v)", what, l)
+		}
+	}
+	if sel.Matches(labels.Set{LabelRole: "broker"}) {
+		t.Error("the default policy selects the broker's pods: they would lose the API server and the hands")
 	}
 }

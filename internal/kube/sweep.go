@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -21,7 +20,7 @@ type Leftover struct {
 
 // Sweep removes from namespace what brokers left: every object labelled
 // app.kubernetes.io/managed-by=airlock whose expiry has passed, or whose
-// broker ran on this host and is gone. Objects of live brokers, and of
+// broker ran on this host, in this pid namespace (hostLabel), and is gone. Objects of live brokers, and of
 // other hosts' brokers before their expiry, are kept. claims says whether
 // the cluster serves SandboxClaims.
 func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Leftover, error) {
@@ -31,8 +30,7 @@ func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Le
 // sweep is Sweep, keeping also the objects keep names (the connecting
 // broker's own session, which it is about to take up).
 func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep func(metav1.Object) bool) ([]Leftover, error) {
-	host, _ := os.Hostname()
-	host = sanitizeLabel(host, 40)
+	host := hostLabel()
 	now := time.Now()
 	var out []Leftover
 	var errs []error

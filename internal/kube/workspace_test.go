@@ -25,6 +25,7 @@ import (
 // spawned helper, and the Backend's Close running Release.
 type brokerSession struct {
 	req  kubereq.Request
+	key  []byte     // the broker's session key, given to every connection
 	done chan error // each Connect's error
 }
 
@@ -41,11 +42,14 @@ func newBrokerSession(t testing.TB, c *cluster, edit func(*kubereq.Request), opt
 	if req, err = kubereq.Decode(req.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	bs := &brokerSession{req: req, done: make(chan error, 8)}
+	bs := &brokerSession{req: req, key: kubereq.NewKey(), done: make(chan error, 8)}
 	n := 0
 	dial := func(context.Context) (toolserver.Conn, error) {
 		n++
 		o := opts(n)
+		if o.Key == nil {
+			o.Key = bs.key
+		}
 		toHelper, fromBroker := io.Pipe()
 		toBroker, fromHelper := io.Pipe()
 		exited := make(chan struct{})
@@ -337,7 +341,7 @@ func TestSessionRefusesAnotherBrokersSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := HandsFor(r)
-	_, err = Acquire(ctx, &Options{Target: Target{Namespace: testNS, Template: "hands"}, Clients: c.clients, Hands: h, Mode: ModePods, Session: id})
+	_, err = Acquire(ctx, &Options{Target: Target{Namespace: testNS, Template: "hands"}, Clients: c.clients, Hands: h, Mode: ModePods, Session: id, Key: kubereq.NewKey()})
 	if err == nil || !strings.Contains(err.Error(), "Secret "+testNS+"/"+name+" exists but is not this session's") {
 		t.Fatalf("Acquire with another broker's Secret: %v, want it refused naming the Secret", err)
 	}
@@ -348,5 +352,67 @@ func TestSessionRefusesAnotherBrokersSecret(t *testing.T) {
 	gone, err := ReleaseSession(ctx, c.clients, Target{Namespace: testNS, Template: "hands"}, id, BrokerID(), false)
 	if err != nil || len(gone) != 0 {
 		t.Fatalf("this broker's release removed %v (%v) of another broker's", gone, err)
+	}
+}
+
+// TestReconnectRefusesAReplacedSecret: between two connections of a
+// broker's session, another party deletes the session's Secret and puts
+// its own in its place, with the session's labels (this broker, this
+// session, this template) and its own token and certificate. The
+// reconnect must not take it up: it fails naming the Secret, makes no pod
+// that mounts it, and dials nothing.
+func TestReconnectRefusesAReplacedSecret(t *testing.T) {
+	c := newCluster(t, false)
+	bs, o := newBrokerSession(t, c, nil, func(int) ConnectOptions {
+		return ConnectOptions{Clients: c.clients, Port: c.port, Broker: BrokerID()}
+	})
+	b, err := toolserver.New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	first := c.waitStarted()
+	readA(t, c, b)
+	ctx := context.Background()
+	name := "airlock-" + bs.req.Session
+	secrets := c.kube.CoreV1().Secrets(testNS)
+	orig, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := newCredentials(time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := secrets.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: orig.Labels, Annotations: orig.Annotations},
+		Data: map[string][]byte{keyToken: []byte(evil.token), keyCert: evil.certPEM, keyKey: evil.keyPEM}}
+	if _, err := secrets.Create(ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k0 := len(c.kube.Actions())
+	c.kill(first)
+	if err := <-bs.done; err == nil {
+		t.Fatal("the connection to the killed pod ended without an error")
+	}
+	select { // the reconnect's end, or a pod it made running
+	case err = <-bs.done:
+	case p := <-c.started:
+		t.Fatalf("the reconnect made pod %s, mounting the replaced Secret", p)
+	}
+	if err == nil || !strings.Contains(err.Error(), "Secret "+testNS+"/"+name) || !strings.Contains(err.Error(), "did not make") {
+		t.Fatalf("the reconnect after the Secret was replaced: %v; want it refused naming the Secret", err)
+	}
+	for _, a := range c.kube.Actions()[k0:] {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+			t.Fatalf("the reconnect made a pod mounting the replaced Secret: %v", a)
+		}
+	}
+	for _, s := range []string{evil.token, string(evil.keyPEM)} {
+		if strings.Contains(err.Error(), s) {
+			t.Fatal("the refusal holds the Secret's contents")
+		}
 	}
 }

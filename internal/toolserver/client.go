@@ -177,7 +177,7 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx conte
 		if len(args) == 0 {
 			return nil, nil, fmt.Errorf("remote %q: stdio: needs a command", ep)
 		}
-		return func(ctx context.Context) (Conn, error) { return spawn(args, nil, o.Stderr, 2*time.Second) }, nil, nil
+		return func(ctx context.Context) (Conn, error) { return spawn(args, nil, o.Stderr, 2*time.Second, nil) }, nil, nil
 	case strings.HasPrefix(ep, "kube://"):
 		return kubeDialer(o)
 	case strings.HasPrefix(ep, "ws://"), strings.HasPrefix(ep, "wss://"):
@@ -226,8 +226,10 @@ func loopbackHost(host string) bool {
 // spawn starts a stdio tool-server. It gets no environment of the
 // broker's: a fixed PATH and locale, and extra.
 //
-// Close waits grace for it to exit after its stdin closes, then kills it.
-func spawn(args, extra []string, stderr io.Writer, grace time.Duration) (Conn, error) {
+// prelude, if not nil, writes to its stdin before the frames (the kube
+// helper's session key). Close waits grace for it to exit after its stdin
+// closes, then kills it.
+func spawn(args, extra []string, stderr io.Writer, grace time.Duration, prelude func(io.Writer) error) (Conn, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", "LANG=C.UTF-8"}, extra...)
 	cmd.Stderr = stderr
@@ -244,6 +246,14 @@ func spawn(args, extra []string, stderr io.Writer, grace time.Duration) (Conn, e
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	if prelude != nil {
+		if err := prelude(in); err != nil {
+			in.Close()
+			_ = cmd.Process.Kill()
+			<-exited
+			return nil, fmt.Errorf("writing to %s: %w", args[0], err)
+		}
+	}
 	return StreamConn(out, in, closerFunc(func() error {
 		in.Close()
 		select {

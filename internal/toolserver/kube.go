@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,8 +83,12 @@ func kubeDialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx c
 	}
 	raw := req.Encode()
 	env := KubeEnv(getenv)[2:]
+	// The session key: every helper of the session gets it first on its
+	// stdin, never in its arguments or environment (kubereq.WriteKey).
+	key := kubereq.NewKey()
 	dial := func(ctx context.Context) (Conn, error) {
-		return spawn([]string{helper, "connect", raw}, env, o.Stderr, 30*time.Second)
+		return spawn([]string{helper, "connect", raw}, env, o.Stderr, 30*time.Second,
+			func(w io.Writer) error { return kubereq.WriteKey(w, key) })
 	}
 	release := func(ctx context.Context) error {
 		cmd := exec.CommandContext(ctx, helper, "release", raw)

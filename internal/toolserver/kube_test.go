@@ -53,6 +53,10 @@ func fakeKubeHelper(verb, raw string) int {
 	if verb == "release" {
 		return 0
 	}
+	if _, err := kubereq.ReadKey(os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
 	g, err := grant.FromFlags(req.Mounts[0].Path, grant.Flags{ReadWrite: []string{req.Mounts[0].Path}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

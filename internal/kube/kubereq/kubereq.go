@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"slices"
@@ -110,6 +111,9 @@ func FromGrant(target string, g *grant.Grant) (Request, error) {
 	}
 	l := g.LimitsFor("shell")
 	r.Memory, r.Tmp, r.FileSize = l.Memory, l.Tmp, l.FileSize
+	if err := r.Check(); err != nil {
+		return Request{}, fmt.Errorf("%s: %w", target, err)
+	}
 	return r, nil
 }
 
@@ -119,32 +123,118 @@ func (r Request) Encode() string {
 	return string(b)
 }
 
-// Decode parses an encoded request.
+// MaxEncoded bounds an encoded request: a grant's paths and hosts fit in
+// far less, and the helper refuses to parse more.
+const MaxEncoded = 64 << 10
+
+// SecretDir is where the hands' pod mounts its Secret: no granted path may
+// be it, under it or above it.
+const SecretDir = "/run/airlock"
+
+// Decode parses an encoded request: one JSON object of at most MaxEncoded
+// bytes with no unknown field, every value one the hands' pod can be made
+// of (Check).
 func Decode(s string) (Request, error) {
+	if len(s) > MaxEncoded {
+		return Request{}, fmt.Errorf("the hands request is %d bytes, more than %d", len(s), MaxEncoded)
+	}
 	var r Request
 	d := json.NewDecoder(strings.NewReader(s))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&r); err != nil {
 		return Request{}, fmt.Errorf("the hands request: %w", err)
 	}
-	if _, _, err := ParseTarget(r.Target); err != nil {
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return Request{}, errors.New("the hands request holds more than one JSON value")
+	}
+	if err := r.Check(); err != nil {
 		return Request{}, err
+	}
+	return r, nil
+}
+
+var (
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	quantity     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$`)
+)
+
+// Check refuses a request whose values could not make the hands' pod, or
+// would make it other than the grant says, naming the first wrong value.
+func (r Request) Check() error {
+	if _, _, err := ParseTarget(r.Target); err != nil {
+		return err
 	}
 	if len(r.Mounts) == 0 {
-		return Request{}, errors.New("the hands request names no path to mount")
+		return errors.New("the hands request names no path to mount")
+	}
+	seen := map[string]bool{}
+	for _, m := range r.Mounts {
+		if err := checkMountPath(m.Path); err != nil {
+			return fmt.Errorf("the hands request's path %q: %w", m.Path, err)
+		}
+		if seen[m.Path] {
+			return fmt.Errorf("the hands request names path %q twice", m.Path)
+		}
+		seen[m.Path] = true
+	}
+	for _, h := range r.Hosts {
+		if _, err := hostrule.Parse(h); err != nil {
+			return fmt.Errorf("the hands request's network.hosts %q: %w", h, err)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		n    int64
+	}{{"memory", r.Memory}, {"tmp", r.Tmp}, {"file_size", r.FileSize}} {
+		if v.n < 0 {
+			return fmt.Errorf("the hands request's %s %d is negative", v.name, v.n)
+		}
+	}
+	if r.RuntimeClass != "" && (len(r.RuntimeClass) > 253 || !dnsSubdomain.MatchString(r.RuntimeClass)) {
+		return fmt.Errorf("the hands request's runtime_class %q is not a RuntimeClass name (a DNS subdomain)", r.RuntimeClass)
+	}
+	if r.WorkspaceSize != "" && (len(r.WorkspaceSize) > 32 || !quantity.MatchString(r.WorkspaceSize) || strings.Trim(r.WorkspaceSize, "0.KMGTPEik") == "") {
+		return fmt.Errorf("the hands request's workspace_size %q is not a positive quantity (10Gi)", r.WorkspaceSize)
+	}
+	if r.WorkspaceClass != "" {
+		if r.WorkspaceSize == "" {
+			return fmt.Errorf("the hands request's workspace_class %q comes without a workspace_size", r.WorkspaceClass)
+		}
+		if len(r.WorkspaceClass) > 253 || !dnsSubdomain.MatchString(r.WorkspaceClass) {
+			return fmt.Errorf("the hands request's workspace_class %q is not a StorageClass name (a DNS subdomain)", r.WorkspaceClass)
+		}
 	}
 	if r.Session != "" && !sessionID.MatchString(r.Session) {
-		return Request{}, fmt.Errorf("the hands request's session %q is not %d lower-case hex digits", r.Session, sessionLen)
+		return fmt.Errorf("the hands request's session %q is not %d lower-case hex digits", r.Session, sessionLen)
 	}
 	if err := CheckPrivate(r.Private); err != nil {
-		return Request{}, err
+		return err
 	}
 	switch r.PodSecurity {
 	case "", grant.PodSecurityRestricted, grant.PodSecurityUserns:
 	default:
-		return Request{}, fmt.Errorf("the hands request's pod_security %q is not %q or %q", r.PodSecurity, grant.PodSecurityRestricted, grant.PodSecurityUserns)
+		return fmt.Errorf("the hands request's pod_security %q is not %q or %q", r.PodSecurity, grant.PodSecurityRestricted, grant.PodSecurityUserns)
 	}
-	return r, nil
+	return nil
+}
+
+// checkMountPath refuses a path the pod cannot mount at as granted: not
+// absolute and clean, with a control character, or one of the pod's own
+// mounts (the root, /tmp, the Secret's directory and those above it).
+func checkMountPath(p string) error {
+	switch {
+	case len(p) > 4096:
+		return errors.New("longer than 4096 bytes")
+	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return errors.New("holds a control character")
+	case !path.IsAbs(p):
+		return errors.New("not absolute")
+	case path.Clean(p) != p:
+		return fmt.Errorf("not clean (it would be %q)", path.Clean(p))
+	case p == "/" || p == "/tmp" || p == SecretDir || strings.HasPrefix(SecretDir, p+"/") || strings.HasPrefix(p, SecretDir+"/"):
+		return fmt.Errorf("the pod's own mounts are there (/, /tmp and %s): grant a directory beside them", SecretDir)
+	}
+	return nil
 }
 
 // sessionLen is the length of a session id: 48 random bits in hex.
