@@ -206,9 +206,16 @@ func serveGrant(t testing.TB, g *grant.Grant) (*toolserver.Server, string) {
 // remote connects a remote backend to url.
 func remote(t testing.TB, url string, local sandbox.Backend) *toolserver.Backend {
 	t.Helper()
+	return remoteBeating(t, url, local, testHeartbeat)
+}
+
+// remoteBeating is remote with the heartbeat interval iv: a test whose
+// point is not liveness gives a loaded machine's hands room to answer.
+func remoteBeating(t testing.TB, url string, local sandbox.Backend, iv time.Duration) *toolserver.Backend {
+	t.Helper()
 	b, err := toolserver.New(context.Background(), &toolserver.Options{
 		Endpoint: url, Token: testToken, Local: local,
-		Heartbeat: testHeartbeat, MaxBackoff: 200 * time.Millisecond,
+		Heartbeat: iv, MaxBackoff: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
