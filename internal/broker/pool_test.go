@@ -115,7 +115,17 @@ func TestDefaultPoolNoPlaceholders(t *testing.T) {
 	}
 	for i := range 3 {
 		waitWarm(t, w, f.grant, broker.DefaultPool)
+		// The last call's sandbox releases its placeholders as it is torn
+		// down, after the call has answered: wait for that, not a moment.
+		// Warm sandboxes that held any would keep the tree from ever
+		// being clean.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if entries, _ := os.ReadDir(f.ws); len(entries) == 1 || time.Now().After(deadline) {
+				break
+			}
+		}
 		clean("with warm sandboxes waiting,")
+		waitWarm(t, w, f.grant, broker.DefaultPool)
 		res := call(t, s, "shell", `{"command":"echo x > .bashrc || echo refused; test -f .bashrc && echo held"}`)
 		if iso := res.Output.Meta.Isolation; res.Class != broker.ClassOK || iso == nil || !slices.Contains(iso.Features, "warm") {
 			t.Fatalf("call %d: class %s isolation %+v, want a warm sandbox", i, res.Class, iso)
