@@ -422,11 +422,25 @@ func removeHeld(dirs map[string]*os.File, host string, f *os.File) {
 	}
 }
 
-// holding reports whether host path p, whose lstat is st, is a
-// placeholder this process holds for a sandbox.
-func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
+// lstatUnheld lstats path into st and reports whether it exists and is
+// not a placeholder this process holds for a sandbox. It looks with p.mu
+// held, so no hold or release of this process makes or removes the
+// placeholder between the lstat and the look at what is held: a warm
+// sandbox's record of the grant's paths (grantPaths) taken during a
+// release would otherwise keep a placeholder as the user's file and see
+// the tree changed, for nothing, when a call claims it.
+func (p *placeholders) lstatUnheld(path string, st *unix.Stat_t) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if unix.Lstat(path, st) != nil {
+		return false
+	}
+	return !p.holding(path, st)
+}
+
+// holding reports whether host path p, whose lstat is st, is a
+// placeholder this process holds for a sandbox. p.mu is held.
+func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
 	h := p.refs[path]
 	if h == nil || h.own {
 		return false

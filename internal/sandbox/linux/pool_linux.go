@@ -83,7 +83,7 @@ func (b *Backend) grantPaths(cfg *initproto.Config) []pathState {
 	add := func(p string) {
 		st := pathState{path: p}
 		var s unix.Stat_t
-		if err := unix.Lstat(p, &s); err == nil && !b.placeholders.holding(p, &s) {
+		if b.placeholders.lstatUnheld(p, &s) {
 			st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
 			if st.mode != unix.S_IFDIR {
 				st.size = s.Size
