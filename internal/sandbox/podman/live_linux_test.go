@@ -47,8 +47,7 @@ func TestLiveTools(t *testing.T) {
 // TestLiveTagRefused: a tag is refused, naming the digest to use.
 func TestLiveTagRefused(t *testing.T) {
 	needPodman(t)
-	name, _, _ := strings.Cut(live.img, "@")
-	_, err := New(&Options{Image: name + ":latest", Executable: live.exe})
+	_, err := New(&Options{Image: live.tag, Executable: live.exe})
 	if err == nil || !strings.Contains(err.Error(), "not pinned by digest") || !strings.Contains(err.Error(), live.img) {
 		t.Errorf("New with a tag = %v, want a refusal naming %s", err, live.img)
 	}

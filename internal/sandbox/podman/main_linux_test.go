@@ -26,6 +26,7 @@ var live struct {
 	exe, img  string
 	skip, err string
 	dir       string
+	tag       string // the image's tag, this process's own: removed at the end
 }
 
 func TestMain(m *testing.M) {
@@ -34,6 +35,11 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if live.dir != "" {
 		os.RemoveAll(live.dir)
+	}
+	if live.tag != "" {
+		// Each run imports the image anew: without this, every run left one
+		// more untagged image behind.
+		_ = exec.Command("podman", "--runtime", "runc", "rmi", "-f", live.tag).Run()
 	}
 	os.Exit(code)
 }
@@ -88,7 +94,8 @@ func setupLive() {
 		live.err = fmt.Sprintf("building a static airlock: %v\n%s", err, out)
 		return
 	}
-	img, err := importImage(dir, busybox)
+	live.tag = fmt.Sprintf("localhost/airlock-podman-test:%d", os.Getpid())
+	img, err := importImage(dir, busybox, live.tag)
 	if err != nil {
 		live.err = err.Error()
 		return
@@ -98,7 +105,7 @@ func setupLive() {
 
 // importImage makes a scratch root holding busybox as /bin/sh and the
 // usual applets, imports it and returns it pinned by digest.
-func importImage(dir, busybox string) (string, error) {
+func importImage(dir, busybox, tag string) (string, error) {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return "", err
@@ -123,14 +130,14 @@ func importImage(dir, busybox string) (string, error) {
 	if err := os.WriteFile(tarPath, buf.Bytes(), 0o644); err != nil {
 		return "", err
 	}
-	name := "localhost/airlock-podman-test"
-	if out, err := exec.Command("podman", "--runtime", "runc", "import", tarPath, name+":latest").CombinedOutput(); err != nil {
+	if out, err := exec.Command("podman", "--runtime", "runc", "import", tarPath, tag).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("podman import: %w\n%s", err, out)
 	}
-	out, err := exec.Command("podman", "--runtime", "runc", "image", "inspect", "--format", "{{.Digest}}", name+":latest").Output()
+	out, err := exec.Command("podman", "--runtime", "runc", "image", "inspect", "--format", "{{.Digest}}", tag).Output()
 	if err != nil {
 		return "", fmt.Errorf("podman image inspect: %w", err)
 	}
+	name, _, _ := strings.Cut(tag, ":")
 	return name + "@" + strings.TrimSpace(string(out)), nil
 }
 
