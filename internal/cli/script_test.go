@@ -9,6 +9,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/airlockhq/airlock/internal/sandboxtest"
+	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
 )
 
 // TestMain lets the test binary serve as the airlock binary: in the scripts
@@ -16,7 +17,7 @@ import (
 // in the hidden modes.
 func TestMain(m *testing.M) {
 	sandboxtest.RunHiddenMode()
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupAfter{m}, map[string]func(){
 		"airlock": func() {
 			os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
@@ -41,4 +42,15 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// cleanupAfter runs the tests, then removes the wasm modules wasmtest built
+// for them (testscript.Main exits with the tests' code, so nothing runs
+// after it).
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	code := c.m.Run()
+	wasmtest.Cleanup()
+	return code
 }

@@ -18,6 +18,9 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	wasmtest.Cleanup()
+	if engDir != "" {
+		os.RemoveAll(engDir)
+	}
 	os.Exit(code)
 }
 
@@ -25,6 +28,7 @@ var (
 	engOnce sync.Once
 	eng     *Engine
 	engErr  error
+	engDir  string // the engine's cache, removed by TestMain
 )
 
 // testEngine is one engine for the package's tests, with an on-disk cache
@@ -37,6 +41,7 @@ func testEngine(t *testing.T) *Engine {
 			engErr = err
 			return
 		}
+		engDir = dir
 		eng, engErr = NewEngine(context.Background(), &Options{CacheDir: dir})
 	})
 	if engErr != nil {
