@@ -84,6 +84,40 @@ const (
 	LimitTmp       = wire.LimitTmp
 )
 
+// Hits are the limits one run hit, as a backend found them.
+type Hits struct{ Time, Memory, Processes, Output bool }
+
+// Apply sets r.LimitsHit from h, in the order time, memory, processes,
+// output, and r.Limit: the output cap or the deadline when the sandbox was
+// killed for it, else memory or processes when hit by a payload that did
+// not finish normally (r's exit code and signal tell).
+func (h Hits) Apply(r *Result) {
+	r.LimitsHit = nil
+	for _, n := range []struct {
+		hit  bool
+		name wire.Limit
+	}{{h.Time, LimitTime}, {h.Memory, LimitMemory}, {h.Processes, LimitProcesses}, {h.Output, LimitOutput}} {
+		if n.hit {
+			r.LimitsHit = append(r.LimitsHit, n.name)
+		}
+	}
+	finished := r.ExitCode == 0 && r.Signal == 0
+	switch {
+	case h.Output:
+		r.Limit = LimitOutput
+	case h.Time:
+		r.Limit = LimitTime
+	case finished:
+		r.Limit = ""
+	case h.Memory:
+		r.Limit = LimitMemory
+	case h.Processes:
+		r.Limit = LimitProcesses
+	default:
+		r.Limit = ""
+	}
+}
+
 // Network says what the sandbox can reach.
 type Network struct {
 	// ProxySocket, when set, is a Unix socket on the host where the egress proxy

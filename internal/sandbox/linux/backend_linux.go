@@ -739,51 +739,14 @@ func (x *box) result(e ending, reason string, truncated bool) *sandbox.Result {
 	default:
 		res.ExitCode = ws.ExitStatus()
 	}
-	hit := hits{time: reason == "time", output: truncated}
+	hit := sandbox.Hits{Time: reason == "time", Output: truncated}
 	if x.cg != nil {
-		hit.memory, hit.processes = x.cg.memoryHit(), x.cg.pidsMaxHits() > 0
+		hit.Memory, hit.Processes = x.cg.memoryHit(), x.cg.pidsMaxHits() > 0
 	}
-	res.LimitsHit = hit.names()
-	res.Limit = hit.ended(res.ExitCode == 0 && res.Signal == 0)
+	hit.Apply(res)
 	sort.Strings(x.iso.Features)
 	res.Isolation = x.iso
 	return res
-}
-
-// hits are the limits one run hit.
-type hits struct{ time, memory, processes, output bool }
-
-// names lists them in the order of Result.LimitsHit.
-func (h hits) names() []wire.Limit {
-	var out []wire.Limit
-	for _, n := range []struct {
-		hit  bool
-		name wire.Limit
-	}{{h.time, sandbox.LimitTime}, {h.memory, sandbox.LimitMemory}, {h.processes, sandbox.LimitProcesses}, {h.output, sandbox.LimitOutput}} {
-		if n.hit {
-			out = append(out, n.name)
-		}
-	}
-	return out
-}
-
-// ended names the limit that ended the run (see Result.Limit): the output
-// cap or the deadline when the sandbox was killed for it, else memory or
-// processes when hit by a payload that did not finish normally.
-func (h hits) ended(finished bool) wire.Limit {
-	switch {
-	case h.output:
-		return sandbox.LimitOutput
-	case h.time:
-		return sandbox.LimitTime
-	case finished:
-		return ""
-	case h.memory:
-		return sandbox.LimitMemory
-	case h.processes:
-		return sandbox.LimitProcesses
-	}
-	return ""
 }
 
 // removeCreated removes the placeholder directories the init made in

@@ -437,7 +437,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	}
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(),
 		Isolation: wire.Isolation{Backend: "podman", Features: append([]string(nil), features...)}}
-	hit := hits{time: reason == "time", output: res.OutputTruncated}
+	hit := sandbox.Hits{Time: reason == "time", Output: res.OutputTruncated}
 	if reason == "time" {
 		res.ExitCode, res.Signal = -1, int(syscall.SIGKILL)
 	} else {
@@ -460,11 +460,10 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		b.log.Debug("no report from the container's init", "name", name)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "oom")); err == nil || slices.Contains(reportedHits, inside.ReportMemory) {
-		hit.memory = true
+		hit.Memory = true
 	}
-	hit.processes = slices.Contains(reportedHits, inside.ReportProcesses)
-	res.LimitsHit = hit.names()
-	res.Limit = hit.ended(res.ExitCode == 0 && res.Signal == 0)
+	hit.Processes = slices.Contains(reportedHits, inside.ReportProcesses)
+	hit.Apply(res)
 	return res, nil
 }
 
@@ -472,42 +471,6 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 // exited: the pipe ends with the container, but a process that escaped
 // it (a broken runtime) must not hold up the call.
 const reportWait = 5 * time.Second
-
-// hits are the limits one run hit.
-type hits struct{ time, memory, processes, output bool }
-
-// names lists them in the order of Result.LimitsHit.
-func (h hits) names() []wire.Limit {
-	var out []wire.Limit
-	for _, n := range []struct {
-		hit  bool
-		name wire.Limit
-	}{{h.time, sandbox.LimitTime}, {h.memory, sandbox.LimitMemory}, {h.processes, sandbox.LimitProcesses}, {h.output, sandbox.LimitOutput}} {
-		if n.hit {
-			out = append(out, n.name)
-		}
-	}
-	return out
-}
-
-// ended names the limit that ended the run (see Result.Limit): the output
-// cap or the deadline when the container was killed for it, else memory
-// or processes when hit by a payload that did not finish normally.
-func (h hits) ended(finished bool) wire.Limit {
-	switch {
-	case h.output:
-		return sandbox.LimitOutput
-	case h.time:
-		return sandbox.LimitTime
-	case finished:
-		return ""
-	case h.memory:
-		return sandbox.LimitMemory
-	case h.processes:
-		return sandbox.LimitProcesses
-	}
-	return ""
-}
 
 // signal sends sig (KILL: the one signal PID 1 cannot miss) to the
 // container name, trying again while it does not exist or run yet (a
