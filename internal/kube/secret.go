@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -42,6 +43,12 @@ func newCredentials(expires time.Time) (*credentials, error) {
 	if err != nil {
 		return nil, err
 	}
+	return selfSigned(hex.EncodeToString(b), key, expires)
+}
+
+// selfSigned is token with a self-signed certificate of priv for
+// ServerName, valid until an hour after expires.
+func selfSigned(token string, priv crypto.Signer, expires time.Time) (*credentials, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
 		return nil, err
@@ -55,18 +62,18 @@ func newCredentials(expires time.Time) (*credentials, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, priv.Public(), priv)
 	if err != nil {
 		return nil, err
 	}
-	kder, err := x509.MarshalECPrivateKey(key)
+	kder, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
 		return nil, err
 	}
 	c := &credentials{
-		token:    hex.EncodeToString(b),
+		token:    token,
 		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
 		notAfter: tpl.NotAfter,
 	}
 	if c.clientTC, err = clientTLS(c.certPEM); err != nil {
@@ -120,37 +127,7 @@ func keyedCredentials(key []byte, id string, expires time.Time) (*credentials, e
 		return nil, fmt.Errorf("a broker's session needs its %d-byte session key (the helper reads it on stdin)", kubereq.KeyLen)
 	}
 	tok, priv := deriveCredentials(key, id)
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		return nil, err
-	}
-	tpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: ServerName},
-		DNSNames:     []string{ServerName},
-		NotBefore:    time.Now().Add(-5 * time.Minute),
-		NotAfter:     expires.Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, priv.Public(), priv)
-	if err != nil {
-		return nil, err
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return nil, err
-	}
-	c := &credentials{
-		token:    tok,
-		certPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-		notAfter: tpl.NotAfter,
-	}
-	if c.clientTC, err = clientTLS(c.certPEM); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return selfSigned(tok, priv, expires)
 }
 
 // deriveCredentials is the token and TLS key of session id under key.
