@@ -157,10 +157,7 @@ type handedConn struct {
 	rc syscall.RawConn
 }
 
-func (c *handedConn) Read(b []byte) (int, error) { return c.recv(b, 0) }
-
-// recv is Read with recvmsg flags (MSG_PEEK).
-func (c *handedConn) recv(b []byte, flags int) (int, error) {
+func (c *handedConn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -168,7 +165,7 @@ func (c *handedConn) recv(b []byte, flags int) (int, error) {
 	var err error
 	if rerr := c.rc.Read(func(fd uintptr) bool {
 		for {
-			n, _, _, _, err = syscall.Recvmsg(int(fd), b, nil, flags|syscall.MSG_DONTWAIT)
+			n, _, _, _, err = syscall.Recvmsg(int(fd), b, nil, syscall.MSG_DONTWAIT)
 			if err != syscall.EINTR {
 				return err != syscall.EAGAIN
 			}

@@ -100,10 +100,6 @@ type Options struct {
 	SocketMode fs.FileMode
 	// NoSNICheck turns off the ClientHello check on port 443.
 	NoSNICheck bool
-	// NoKernelRelay keeps every tunnel on the copy relay even where the
-	// kernel could move the upload direction (Linux, CAP_BPF and
-	// CAP_NET_ADMIN; see package doc). It changes speed only.
-	NoKernelRelay bool
 }
 
 func (o *Options) withDefaults() Options {

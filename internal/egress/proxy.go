@@ -17,9 +17,8 @@ import (
 // Proxy is the egress proxy for one sandbox. Create it with New; it is safe
 // for concurrent use, and Serve may be called on several listeners.
 type Proxy struct {
-	o          Options
-	sem        chan struct{}
-	kernelOnce sync.Once // logs once why the kernel relay is unavailable
+	o   Options
+	sem chan struct{}
 }
 
 // New returns a Proxy configured by opts (which may be nil and is copied).

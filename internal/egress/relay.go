@@ -26,18 +26,10 @@ func (p *Proxy) relay(c, up net.Conn) {
 	var wg sync.WaitGroup
 	var once sync.Once
 	closeBoth := func() { once.Do(func() { c.Close(); up.Close() }) }
-	upload := func(act *activity) error { return p.pipe(up, c, act) }
-	if run, stop := p.kernelUpload(c, up); run != nil {
-		upload = run
-		defer stop()
-	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := upload(act); err != nil {
-			if os.Getenv("KDEBUG") != "" {
-				println("KDEBUG upload:", err.Error())
-			}
+		if err := p.pipe(up, c, act); err != nil {
 			closeBoth()
 		}
 	}()
