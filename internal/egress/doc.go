@@ -60,6 +60,11 @@
 //   - Idle tunnels are closed between IdleTimeout and 1.5×IdleTimeout after the
 //     last byte, because with splice(2) (or one long buffered copy) progress
 //     is only visible when a read deadline expires.
+//   - Tunnels are copied in user space, never redirected in the kernel with
+//     a BPF sockmap: measured on Linux 6.18 that was slower than copying, and
+//     a redirected skb is charged to no socket, so the sandbox client's window
+//     stays open however slowly the upstream reads (docs/egress.md,
+//     "Throughput").
 //   - Connections over MaxConns are closed at once, without a reply.
 //   - An accept error that passes (out of descriptors, EMFILE or ENFILE; out
 //     of buffers or memory; a connection aborted in the queue) pauses the
