@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -18,13 +19,42 @@ import (
 // nothing to wait for. The quick calls around them (fstat, flock, xattr
 // reads) keep the ordinary wrappers. Each retries EINTR and returns a
 // unix.Errno, as the x/sys/unix wrappers do.
+//
+// Only on a local file system (localFS): on a network or FUSE file system
+// the same call can wait for a server indefinitely, and a thread stuck in a
+// raw call keeps its P, so the next garbage collection's stop-the-world
+// would wait with it and stall every session of the broker, not just the
+// call whose tree it is. There the ordinary wrappers are used.
+
+// localFS reports whether fd is on a file system whose calls never wait
+// for anything but the local disk: the raw calls are used only there.
+func localFS(fd int) bool {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC,
+		unix.TMPFS_MAGIC, unix.F2FS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
 
 // rawPath is path as a NUL-terminated byte string for a raw system call.
 func rawPath(path string) (*byte, error) { return unix.BytePtrFromString(path) }
 
-func rawRetry(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
+// rawRetry makes the call raw when fd (the directory or file it acts on)
+// is on a local file system, else through the scheduler. The caller keeps
+// every pointer it passes alive (runtime.KeepAlive) until this returns:
+// the arguments are plain integers here.
+func rawRetry(fd int, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
+	call := unix.Syscall6
+	if localFS(fd) {
+		call = unix.RawSyscall6
+	}
 	for {
-		r, _, e := unix.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		r, _, e := call(trap, a1, a2, a3, a4, a5, a6)
 		switch e {
 		case 0:
 			return r, nil
@@ -41,7 +71,8 @@ func rawOpenat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	r, err := rawRetry(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags|unix.O_LARGEFILE), uintptr(mode), 0, 0)
+	r, err := rawRetry(dirfd, unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags|unix.O_LARGEFILE), uintptr(mode), 0, 0)
+	runtime.KeepAlive(p)
 	if err != nil {
 		return -1, err
 	}
@@ -54,7 +85,8 @@ func rawMkdirat(dirfd int, name string, mode uint32) error {
 	if err != nil {
 		return err
 	}
-	_, err = rawRetry(unix.SYS_MKDIRAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(mode), 0, 0, 0)
+	_, err = rawRetry(dirfd, unix.SYS_MKDIRAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(mode), 0, 0, 0)
+	runtime.KeepAlive(p)
 	return err
 }
 
@@ -64,7 +96,8 @@ func rawUnlinkat(dirfd int, name string, flags int) error {
 	if err != nil {
 		return err
 	}
-	_, err = rawRetry(unix.SYS_UNLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags), 0, 0, 0)
+	_, err = rawRetry(dirfd, unix.SYS_UNLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags), 0, 0, 0)
+	runtime.KeepAlive(p)
 	return err
 }
 
@@ -78,7 +111,9 @@ func rawRenameat2(dirfd int, from, to string, flags uint) error {
 	if err != nil {
 		return err
 	}
-	_, err = rawRetry(unix.SYS_RENAMEAT2, uintptr(dirfd), uintptr(unsafe.Pointer(f)), uintptr(dirfd), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	_, err = rawRetry(dirfd, unix.SYS_RENAMEAT2, uintptr(dirfd), uintptr(unsafe.Pointer(f)), uintptr(dirfd), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	runtime.KeepAlive(f)
+	runtime.KeepAlive(t)
 	return err
 }
 
@@ -92,7 +127,9 @@ func rawFsetxattr(fd int, attr string, data []byte, flags int) error {
 	if len(data) > 0 {
 		d = unsafe.Pointer(&data[0])
 	}
-	_, err = rawRetry(unix.SYS_FSETXATTR, uintptr(fd), uintptr(unsafe.Pointer(p)), uintptr(d), uintptr(len(data)), uintptr(flags), 0)
+	_, err = rawRetry(fd, unix.SYS_FSETXATTR, uintptr(fd), uintptr(unsafe.Pointer(p)), uintptr(d), uintptr(len(data)), uintptr(flags), 0)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(data)
 	return err
 }
 
@@ -101,5 +138,9 @@ func rawFsetxattr(fd int, attr string, data []byte, flags int) error {
 // but never waits for another process. EINTR is not retried: Linux has
 // released the descriptor by then.
 func rawClose(fd int) {
+	if !localFS(fd) {
+		_ = unix.Close(fd)
+		return
+	}
 	_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }
