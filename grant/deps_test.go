@@ -42,12 +42,17 @@ func TestImports(t *testing.T) {
 }
 
 // TestNoRegexpAtInit: every airlock process (the CLI and each sandbox's
-// init) imports grant, so a regular expression compiled at package
-// initialisation costs every start; they are compiled on first use.
+// init) imports grant, kubereq and mcpserver, so a regular expression
+// compiled at package initialisation costs every start; they are compiled
+// on first use.
 func TestNoRegexpAtInit(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, pattern := range []string{"*.go", "../internal/kube/kubereq/*.go", "../internal/mcpserver/*.go"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("%s: %v (no files)", pattern, err)
+		}
+		files = append(files, m...)
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

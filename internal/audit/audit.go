@@ -8,7 +8,9 @@
 // (write(2)), so it is in the kernel's page cache and survives the broker's
 // death (kill -9, a crash) whole. The log's syncer goroutine then fsyncs the
 // file, coalescing every record written while the previous fsync ran into
-// the next one, so a call never waits for the disk. Only a power loss or a
+// the next one, so a call never waits for the disk (WriteDeferred leaves a
+// record's fsync to the next record's or to Close, for a session that
+// closes as its one call returns). Only a power loss or a
 // kernel crash can lose records: those written since the last fsync
 // completed (on an idle log, none; under load, the last few milliseconds'
 // worth). A failed fsync fails the log like a failed write: every later Write
@@ -190,7 +192,19 @@ func (l *Log) Healthy() error {
 // Write appends r as one line. It returns once the line is written to the
 // file; the syncer fsyncs it soon after (see the package doc). Once a write
 // or a sync has failed, every later write fails with the same error.
-func (l *Log) Write(r Record) error {
+func (l *Log) Write(r Record) error { return l.write(r, true) }
+
+// WriteDeferred appends r as Write does, written (write(2)) before it
+// returns, but leaves its fsync to the next Write's or to Close, whichever
+// comes first, instead of starting one now: for the record of a call whose
+// session closes as soon as it returns (airlock exec and airlock call run
+// one call and exit), so that record and the session's close record share
+// one fsync, which the process waits for before it exits, instead of two
+// in a row. The window in which a power loss can lose it is the same as
+// Write's (the fsync would still be running), plus the moment until Close.
+func (l *Log) WriteDeferred(r Record) error { return l.write(r, false) }
+
+func (l *Log) write(r Record, kick bool) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
 	}
@@ -212,6 +226,9 @@ func (l *Log) Write(r Record) error {
 		return l.err
 	}
 	l.dirty = true
+	if !kick {
+		return nil
+	}
 	select {
 	case l.kick <- struct{}{}:
 	default: // the syncer has a signal pending already

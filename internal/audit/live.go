@@ -86,8 +86,17 @@ func (l *Live) End(f InFlight) {
 	_ = os.Remove(filepath.Join(l.dir, inflightName(f)))
 }
 
-// Close removes the session's live directory: it closed cleanly.
-func (l *Live) Close() error { return os.RemoveAll(l.dir) }
+// Close removes the session's live directory: it closed cleanly. A
+// session that closes cleanly has nothing in flight, so the directory holds
+// only its owner file: two system calls, where os.RemoveAll would first
+// try the directory as a file and read it; anything else left there is
+// removed with it all the same.
+func (l *Live) Close() error {
+	if os.Remove(filepath.Join(l.dir, ownerFile)) == nil && os.Remove(l.dir) == nil {
+		return nil
+	}
+	return os.RemoveAll(l.dir)
+}
 
 func inflightName(f InFlight) string {
 	if f.WorkID != "" {

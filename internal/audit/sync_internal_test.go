@@ -95,3 +95,59 @@ func TestSyncFailureFailsLog(t *testing.T) {
 		t.Errorf("Close after a failed fsync = %v, want the sync's error", err)
 	}
 }
+
+// TestWriteDeferredSharesCloseSync: a deferred record is in the file when
+// WriteDeferred returns but starts no fsync of its own; the record written
+// after it (a session's close) and Close cover both with one fsync.
+func TestWriteDeferredSharesCloseSync(t *testing.T) {
+	l, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var syncedSizes []int64
+	l.sync = func(f *os.File) error {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		syncedSizes = append(syncedSizes, fi.Size())
+		mu.Unlock()
+		return f.Sync()
+	}
+	if err := l.WriteDeferred(Record{Kind: KindCall, CallID: "call_1"}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), `"call_id":"call_1"`) {
+		t.Errorf("the deferred record is not in the file when WriteDeferred returns: %q", text)
+	}
+	l.mu.Lock()
+	pending, dirty := len(l.kick), l.dirty
+	l.mu.Unlock()
+	if pending != 0 || !dirty {
+		t.Errorf("after WriteDeferred: %d signals for the syncer, dirty %v; want none, and dirty", pending, dirty)
+	}
+	if err := l.Write(Record{Kind: KindSession, Decision: "close"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(l.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(syncedSizes) != 1 || syncedSizes[0] != fi.Size() {
+		t.Errorf("fsyncs covered %v bytes of %d; want one fsync of both records", syncedSizes, fi.Size())
+	}
+	if err := l.WriteDeferred(Record{Kind: KindCall}); !errors.Is(err, ErrClosed) {
+		t.Errorf("WriteDeferred after Close = %v, want ErrClosed", err)
+	}
+}

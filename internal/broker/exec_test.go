@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
@@ -56,5 +57,27 @@ func TestExecFailureIsRecorded(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOneCallRecordsBeforeReturn: in a one-call session (airlock exec and
+// call), whose call's record is fsynced with the session's close, the
+// record is in the file all the same when the call returns, and the close
+// record follows it at Close.
+func TestOneCallRecordsBeforeReturn(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, quotingBackend{}, func(o *broker.Options) { o.OneCall = true })
+	if _, err := s.Exec(context.Background(), &broker.Exec{Command: []string{"true"}, Env: broker.BaseEnv, Limits: f.grant.LimitsFor("shell")}); err == nil {
+		t.Fatal("Exec on a failing backend succeeded")
+	}
+	if recs := calls(records(t, f.records)); len(recs) != 1 || recs[0].Tool != broker.ExecTool {
+		t.Fatalf("records when Exec returns %+v; want the exec's", recs)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := records(t, f.records)
+	if last := recs[len(recs)-1]; last.Kind != audit.KindSession || last.Decision != "close" {
+		t.Errorf("last record %+v; want the session's close", last)
 	}
 }

@@ -92,6 +92,12 @@ type Options struct {
 	// can keep them (see pool.go): zero means DefaultPool, negative means
 	// none. A waiting warm sandbox holds no placeholder in the tree.
 	Pool int
+	// OneCall says the session is closed as soon as its call returns
+	// (airlock exec and airlock call run one call, then exit): each call's
+	// record, written before the call returns as always, is then fsynced
+	// with the session's close record, in one fsync at Close, instead of
+	// in one of its own just before it (audit.Log.WriteDeferred).
+	OneCall bool
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 	// Private are more of airlock's own files the session's sandboxes must
@@ -596,7 +602,11 @@ func (s *Session) record(c *call, res *Result) error {
 		rec.Unenforced = r.Isolation.Unenforced
 		rec.Remote = r.Remote
 	}
-	if err := s.log.Write(rec); err != nil {
+	write := s.log.Write
+	if s.opts.OneCall {
+		write = s.log.WriteDeferred // Close follows: one fsync for both
+	}
+	if err := write(rec); err != nil {
 		s.logger.Error("audit record lost; refusing further calls", "call", c.id, "err", err)
 		return fmt.Errorf("%w: %w", ErrAudit, err)
 	}

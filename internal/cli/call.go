@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -83,10 +84,15 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
 			return exitFailure
 		}
-		defer sess.Close()
+		closeSession := sync.OnceFunc(func() { _ = sess.Close() })
+		defer closeSession()
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		res, err := sess.Call(ctx, toolName, json.RawMessage(rawArgs))
+		// The session closes before the result is printed: its close
+		// record and the call's share one fsync (broker.Options.OneCall),
+		// which a slow reader of the output must not hold back.
+		closeSession()
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
 			return exitFailure

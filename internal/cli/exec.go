@@ -131,6 +131,7 @@ Examples:
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
+		closeSession = sync.OnceFunc(closeSession)
 		defer closeSession()
 		ran := make(chan struct{})
 		var attachErr error
@@ -146,6 +147,10 @@ Examples:
 			},
 		})
 		close(ran)
+		// The session closes before anything is printed: its close record
+		// and the command's share one fsync (broker.Options.OneCall), which
+		// a slow reader of stderr must not hold back.
+		closeSession()
 		switch {
 		case attachErr != nil:
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", attachErr)
@@ -194,6 +199,7 @@ func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*
 	}
 	o := p.Options()
 	o.Pool = -1 // one command: warm sandboxes built ahead would go unused
+	o.OneCall = true
 	s, err := broker.Open(o)
 	if err != nil {
 		_ = p.Close()

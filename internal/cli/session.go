@@ -155,7 +155,7 @@ func (p *sessionParts) options() *broker.Options {
 }
 
 // openSession opens a broker session for the flags, for one call (no warm
-// pool).
+// pool; the call's record is fsynced with the session's close).
 func openSession(env *Env, f *grantFlags) (*oneSession, error) {
 	p, err := f.prepare(env)
 	if err != nil {
@@ -163,6 +163,7 @@ func openSession(env *Env, f *grantFlags) (*oneSession, error) {
 	}
 	o := p.options()
 	o.Pool = -1 // one call: warm sandboxes built ahead would go unused
+	o.OneCall = true
 	s, err := broker.Open(o)
 	if err != nil {
 		p.close()

@@ -6,14 +6,18 @@ package procid
 import (
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ID is a process's pid and start time, "PID-START" ("PID" where the start
 // time is unknown).
 type ID string
 
-// Self returns this process's ID.
-func Self() ID { return Of(pidSelf()) }
+// Self returns this process's ID. It is read once: a process's pid and
+// start time never change (airlock forks only to exec).
+func Self() ID { return self() }
+
+var self = sync.OnceValue(func() ID { return Of(pidSelf()) })
 
 // Of returns the ID of the running process pid, or "" when there is none.
 func Of(pid int) ID {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
@@ -19,11 +21,16 @@ import (
 // (its init, started the way `airlock exec` starts it) and prints the
 // median of each setup step the backend logs: the clone, the cgroup
 // placement, exec to the init's Main (the Go runtime's start and package
-// initialisation), and each phase inside the init.
+// initialisation), and each phase inside the init. With -cwd the
+// sandboxes get the current directory read-write and the default grant's
+// protected paths, as airlock exec does there: hold is then the
+// placeholders the host makes after the clone, and config_wait how long
+// the init waited for them.
 func cmdPhases(args []string) error {
 	fs := flag.NewFlagSet("phases", flag.ContinueOnError)
 	exe := fs.String("exe", "", "the airlock binary")
 	n := fs.Int("n", 40, "sandboxes")
+	cwd := fs.Bool("cwd", false, "grant the current directory read-write as airlock exec does, with the default grant's protected paths (placeholders for the missing ones)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +52,18 @@ func cmdPhases(args []string) error {
 	}
 	spec := &sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"},
 		Limits: sandbox.Limits{AllowUnenforced: os.Geteuid() != 0}}
+	if *cwd {
+		dir, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		g, err := grant.FromFlags(dir, grant.Flags{})
+		if err != nil {
+			return err
+		}
+		s := broker.SpecFor(g, g.LimitsFor("shell"))
+		spec.Mounts, spec.Masks, spec.ReadOnly, spec.ReadOnlyDirs, spec.Cwd = s.Mounts, s.Masks, s.ReadOnly, s.ReadOnlyDirs, s.Cwd
+	}
 	for range *n {
 		if _, err := b.Run(context.Background(), spec); err != nil {
 			return err

@@ -153,9 +153,12 @@ func Decode(s string) (Request, error) {
 	return r, nil
 }
 
+// Compiled on first use: every airlock process imports this package.
 var (
-	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	quantity     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$`)
+	dnsSubdomain = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
+	quantity = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$`) })
 )
 
 // Check refuses a request whose values could not make the hands' pod, or
@@ -190,21 +193,21 @@ func (r Request) Check() error {
 			return fmt.Errorf("the hands request's %s %d is negative", v.name, v.n)
 		}
 	}
-	if r.RuntimeClass != "" && (len(r.RuntimeClass) > 253 || !dnsSubdomain.MatchString(r.RuntimeClass)) {
+	if r.RuntimeClass != "" && (len(r.RuntimeClass) > 253 || !dnsSubdomain().MatchString(r.RuntimeClass)) {
 		return fmt.Errorf("the hands request's runtime_class %q is not a RuntimeClass name (a DNS subdomain)", r.RuntimeClass)
 	}
-	if r.WorkspaceSize != "" && (len(r.WorkspaceSize) > 32 || !quantity.MatchString(r.WorkspaceSize) || strings.Trim(r.WorkspaceSize, "0.KMGTPEik") == "") {
+	if r.WorkspaceSize != "" && (len(r.WorkspaceSize) > 32 || !quantity().MatchString(r.WorkspaceSize) || strings.Trim(r.WorkspaceSize, "0.KMGTPEik") == "") {
 		return fmt.Errorf("the hands request's workspace_size %q is not a positive quantity (10Gi)", r.WorkspaceSize)
 	}
 	if r.WorkspaceClass != "" {
 		if r.WorkspaceSize == "" {
 			return fmt.Errorf("the hands request's workspace_class %q comes without a workspace_size", r.WorkspaceClass)
 		}
-		if len(r.WorkspaceClass) > 253 || !dnsSubdomain.MatchString(r.WorkspaceClass) {
+		if len(r.WorkspaceClass) > 253 || !dnsSubdomain().MatchString(r.WorkspaceClass) {
 			return fmt.Errorf("the hands request's workspace_class %q is not a StorageClass name (a DNS subdomain)", r.WorkspaceClass)
 		}
 	}
-	if r.Session != "" && !sessionID.MatchString(r.Session) {
+	if r.Session != "" && !sessionID().MatchString(r.Session) {
 		return fmt.Errorf("the hands request's session %q is not %d lower-case hex digits", r.Session, sessionLen)
 	}
 	if err := CheckPrivate(r.Private); err != nil {
@@ -240,7 +243,7 @@ func checkMountPath(p string) error {
 // sessionLen is the length of a session id: 48 random bits in hex.
 const sessionLen = 12
 
-var sessionID = regexp.MustCompile(`^[0-9a-f]{12}$`)
+var sessionID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{12}$`) })
 
 // NewSession returns a random session id for Request.Session.
 func NewSession() string {

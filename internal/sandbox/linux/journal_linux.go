@@ -119,7 +119,7 @@ func removePlaceholder(p string) bool {
 	}
 	defer f.Close()
 	ours := marked(f) || strings.HasPrefix(filepath.Base(p), tempPrefix)
-	if !ours || !emptyFile(f) || flock(f, unix.LOCK_EX|unix.LOCK_NB) != nil {
+	if !ours || !emptyFile(f) || flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false
 	}
 	fi, err := f.Stat()

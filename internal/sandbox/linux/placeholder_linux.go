@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,9 +55,9 @@ type placeholders struct {
 
 // heldDir is this process's hold on one placeholder.
 type heldDir struct {
-	n       int      // sandboxes of this process holding it (0: a release is removing it)
-	f       *os.File // open directory with a shared flock
-	created bool     // this process created it
+	n       int  // sandboxes of this process holding it (0: a release is removing it)
+	fd      int  // the placeholder, open, with a shared flock
+	created bool // this process created it
 	// own: it was there, unmarked or not empty: the user's own, or
 	// another process's placeholder in the moment between its creation
 	// and its mark. It is locked all the same, so that process cannot
@@ -85,7 +84,11 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	cfg.Placeholders = nil
 	p.note(p.candidates(cfg))
 	roots := map[string]*os.Root{} // one per writable mount
+	dirs := map[string]*os.File{}  // the directories placeholders go in, by host path, each opened once
 	defer func() {
+		for _, d := range dirs {
+			d.Close()
+		}
 		for _, r := range roots {
 			r.Close()
 		}
@@ -120,7 +123,14 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 				}
 				continue
 			}
-			h, err := lockPlaceholder(root, sub, i < len(parts)-1 || leafDir)
+			pd, err := parentDir(dirs, root, m.Source, parts[:i])
+			if errors.Is(err, syscall.ENOTDIR) {
+				break // a file of the user's stands above it: nothing can be created there
+			}
+			if err != nil {
+				return held, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
+			}
+			h, err := lockPlaceholder(pd, parts[i], i < len(parts)-1 || leafDir)
 			if err != nil {
 				return held, fmt.Errorf("protected path %s: %w", host, err)
 			}
@@ -162,32 +172,56 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 	return out
 }
 
-// lockPlaceholder creates (or finds) the placeholder sub beneath root, a
-// directory when dir is set and an empty file otherwise, and takes a
+// parentDir returns the directory beneath root (the mount at host path
+// source) whose path from root is parts, opened through root once per
+// hold (dirs caches it): placeholders are made and checked in it by name,
+// so nothing but that directory's path is ever resolved, and that beneath
+// root, as os.Root resolves it.
+func parentDir(dirs map[string]*os.File, root *os.Root, source string, parts []string) (int, error) {
+	rel := "."
+	if len(parts) > 0 {
+		rel = strings.Join(parts, "/")
+	}
+	key := filepath.Join(source, rel)
+	if d := dirs[key]; d != nil {
+		return int(d.Fd()), nil
+	}
+	d, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, err
+	}
+	dirs[key] = d
+	return int(d.Fd()), nil
+}
+
+// lockPlaceholder creates (or finds) the placeholder name in the directory
+// pd, a directory when dir is set and an empty file otherwise, and takes a
 // shared lock on it. What exists unmarked (or not empty) is held as own
 // (see heldDir). It returns nil for what is not of the kind asked, which
 // the init binds or covers as it is.
-func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
+func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		// Most placeholders are missing: made marked and locked under a
 		// temporary name, then moved into place.
-		f, cerr := createPlaceholder(root, sub, dir)
+		fd, cerr := createPlaceholder(pd, name, dir)
 		if cerr == nil {
-			return &heldDir{n: 1, f: f, created: true}, nil
+			return &heldDir{n: 1, fd: fd, created: true}, nil
 		}
 		// Else it is there (or something else is), or the file system
 		// cannot move it into place without replacing: the checks below
 		// tell which, and only then is it made in place.
 		inPlace := errors.Is(cerr, errNoReplace)
-		f = nil
+		fd = -1
 		var err error
 		created := false
 		if inPlace && !dir {
-			f, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o644)
+			fd, err = rawOpenat(pd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 			created = err == nil
 		}
-		if f == nil {
-			fi, err := root.Lstat(sub)
+		if fd < 0 {
+			var st unix.Stat_t
+			err := unix.Fstatat(pd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 			switch {
 			case errors.Is(err, fs.ErrNotExist) && !inPlace:
 				if errors.Is(cerr, fs.ErrExist) {
@@ -198,11 +232,11 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 				// Where the file system cannot rename without replacing:
 				// made in place, and marked below.
 				if dir {
-					err = root.Mkdir(sub, 0o755)
+					err = rawMkdirat(pd, name, 0o755)
 				} else {
-					var nf *os.File
-					if nf, err = root.OpenFile(sub, os.O_CREATE|os.O_EXCL|os.O_RDONLY|syscall.O_NOFOLLOW, 0o644); err == nil {
-						f = nf
+					var nfd int
+					if nfd, err = rawOpenat(pd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+						fd = nfd
 					}
 				}
 				if err != nil && !errors.Is(err, fs.ErrExist) {
@@ -213,35 +247,36 @@ func lockPlaceholder(root *os.Root, sub string, dir bool) (*heldDir, error) {
 				return nil, nil // a file of the user's stands above it: nothing can be created there
 			case err != nil:
 				return nil, err
-			case fi.IsDir() != dir || (!dir && !fi.Mode().IsRegular()):
+			case isDir != dir || (!dir && st.Mode&unix.S_IFMT != unix.S_IFREG):
 				return nil, nil // the user's own; the init binds or covers it
 			}
 		}
-		if f == nil {
-			if f, err = root.OpenFile(sub, os.O_RDONLY|syscall.O_NOFOLLOW, 0); err != nil {
+		if fd < 0 {
+			// O_NONBLOCK: what was a file a moment ago may be a FIFO now.
+			if fd, err = rawOpenat(pd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed under us; start again
 				}
 				return nil, err
 			}
 		}
-		own := !created && (!marked(f) || !emptyFile(f))
-		if err := flock(f, unix.LOCK_SH); err != nil {
-			f.Close()
+		own := !created && (!markedFD(fd) || !emptyFD(fd))
+		if err := flock(fd, unix.LOCK_SH); err != nil {
+			rawClose(fd)
 			return nil, err
 		}
 		if created {
 			// Locked before it is marked: no remover takes an unmarked
 			// placeholder, nor a locked one, so the one made here is
-			// still at sub and needs no check. Best effort: without user
+			// still at name and needs no check. Best effort: without user
 			// xattrs the mark is simply absent.
-			_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
-			return &heldDir{n: 1, f: f, created: true}, nil
+			_ = rawFsetxattr(fd, placeholderXattr, []byte("1"), 0)
+			return &heldDir{n: 1, fd: fd, created: true}, nil
 		}
-		if same(root, sub, f) {
-			return &heldDir{n: 1, f: f, own: own}, nil
+		if sameFD(pd, name, fd) {
+			return &heldDir{n: 1, fd: fd, own: own}, nil
 		}
-		f.Close() // a remover got there first
+		rawClose(fd) // a remover got there first
 	}
 	return nil, errors.New("the placeholder kept changing under airlock")
 }
@@ -261,86 +296,72 @@ var selfID = sync.OnceValue(procid.Self)
 // errNoReplace: the file system cannot rename without replacing.
 var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here")
 
-// createPlaceholder makes the placeholder sub beneath root (a directory
-// when dir is set, else an empty file) under this process's temporary name
-// beside it, marks it and takes the shared lock there, and only then moves
-// it to sub without replacing anything (renameat2 RENAME_NOREPLACE). So
-// sub never names a placeholder without its mark, which a broker killed in
-// between would leave behind as if it were the user's; the temporary name,
-// journalled too (candidates), is removed by the next sweep. It returns
-// fs.ErrExist when sub exists, and errNoReplace (the temporary name gone)
-// where the file system cannot rename so.
-func createPlaceholder(root *os.Root, sub string, dir bool) (*os.File, error) {
-	parent, name := path.Split(sub)
-	if parent = strings.TrimSuffix(parent, "/"); parent == "" {
-		parent = "."
-	}
-	pd, err := root.OpenFile(parent, os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer pd.Close()
-	dfd := int(pd.Fd())
+// createPlaceholder makes the placeholder name in the directory pd (a
+// directory when dir is set, else an empty file) under this process's
+// temporary name beside it, marks it and takes the shared lock there, and
+// only then moves it to name without replacing anything (renameat2
+// RENAME_NOREPLACE). So name never shows a placeholder without its mark,
+// which a broker killed in between would leave behind as if it were the
+// user's; the temporary name, journalled too (candidates), is removed by
+// the next sweep. It returns the placeholder open, fs.ErrExist when name
+// exists, and errNoReplace (the temporary name gone) where the file system
+// cannot rename so.
+func createPlaceholder(pd int, name string, dir bool) (int, error) {
 	tmp := tempName(name)
-	var f *os.File
+	flags := 0
 	if dir {
-		err = unix.Mkdirat(dfd, tmp, 0o755)
+		flags = unix.AT_REMOVEDIR
+	}
+	var fd int
+	var err error
+	if dir {
+		err = rawMkdirat(pd, tmp, 0o755)
 		if errors.Is(err, unix.EEXIST) {
 			// Left by a failure of this process: it is ours.
-			_ = unix.Unlinkat(dfd, tmp, unix.AT_REMOVEDIR)
-			err = unix.Mkdirat(dfd, tmp, 0o755)
+			_ = rawUnlinkat(pd, tmp, unix.AT_REMOVEDIR)
+			err = rawMkdirat(pd, tmp, 0o755)
 		}
 		if err == nil {
-			var fd int
-			if fd, err = eintr.Value(func() (int, error) {
-				return unix.Openat(dfd, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			}); err == nil {
-				f = os.NewFile(uintptr(fd), filepath.Join(pd.Name(), tmp))
+			if fd, err = rawOpenat(pd, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+				_ = rawUnlinkat(pd, tmp, flags)
 			}
 		}
 	} else {
 		open := func() (int, error) {
-			return unix.Openat(dfd, tmp, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			return rawOpenat(pd, tmp, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		}
-		fd, ferr := eintr.Value(open)
-		if errors.Is(ferr, unix.EEXIST) {
-			_ = unix.Unlinkat(dfd, tmp, 0)
-			fd, ferr = eintr.Value(open)
-		}
-		if err = ferr; err == nil {
-			f = os.NewFile(uintptr(fd), filepath.Join(pd.Name(), tmp))
+		fd, err = open()
+		if errors.Is(err, unix.EEXIST) {
+			_ = rawUnlinkat(pd, tmp, 0)
+			fd, err = open()
 		}
 	}
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
 	removeTemp := func() {
-		flags := 0
-		if dir {
-			flags = unix.AT_REMOVEDIR
-		}
-		_ = unix.Unlinkat(dfd, tmp, flags)
-		f.Close()
+		_ = rawUnlinkat(pd, tmp, flags)
+		rawClose(fd)
 	}
 	// Best effort: without user xattrs the mark is simply absent.
-	_ = unix.Fsetxattr(int(f.Fd()), placeholderXattr, []byte("1"), 0)
-	if err := flock(f, unix.LOCK_SH); err != nil {
+	_ = rawFsetxattr(fd, placeholderXattr, []byte("1"), 0)
+	if err := flock(fd, unix.LOCK_SH); err != nil {
 		removeTemp()
-		return nil, err
+		return -1, err
 	}
-	err = unix.Renameat2(dfd, tmp, dfd, name, unix.RENAME_NOREPLACE)
+	err = rawRenameat2(pd, tmp, name, unix.RENAME_NOREPLACE)
 	switch {
 	case err == nil:
-		return f, nil
+		return fd, nil
 	case errors.Is(err, unix.EEXIST):
 		removeTemp()
-		return nil, fs.ErrExist
+		return -1, fs.ErrExist
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
 		removeTemp()
-		return nil, errNoReplace
+		return -1, errNoReplace
 	default:
 		removeTemp()
-		return nil, fmt.Errorf("moving the placeholder into place: %w", err)
+		return -1, fmt.Errorf("moving the placeholder into place: %w", err)
 	}
 }
 
@@ -369,10 +390,10 @@ func (p *placeholders) release(held []string) {
 		p.mu.Lock()
 		if p.refs[g.host] == g.h && g.h.n == 0 {
 			delete(p.refs, g.host)
-			if (g.h.created || marked(g.h.f)) && flock(g.h.f, unix.LOCK_EX|unix.LOCK_NB) == nil {
-				removeHeld(dirs, g.host, g.h.f)
+			if (g.h.created || markedFD(g.h.fd)) && flock(g.h.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+				removeHeld(dirs, g.host, g.h.fd)
 			}
-			g.h.f.Close()
+			rawClose(g.h.fd) // the inode is freed here, if it was removed
 		}
 		p.mu.Unlock()
 		if afterRemove != nil {
@@ -393,11 +414,11 @@ func (p *placeholders) release(held []string) {
 // has removed, with p.mu free.
 var afterRemove func()
 
-// removeHeld removes host, the placeholder f holds with an exclusive lock,
+// removeHeld removes host, the placeholder fd holds with an exclusive lock,
 // if the path still names it and it is empty: through its parent directory
 // (opened once per release, in dirs), so nothing is followed but the
 // parent's path, as os.OpenRoot would.
-func removeHeld(dirs map[string]*os.File, host string, f *os.File) {
+func removeHeld(dirs map[string]*os.File, host string, fd int) {
 	parent, name := filepath.Dir(host), filepath.Base(host)
 	d, ok := dirs[parent]
 	if !ok {
@@ -408,16 +429,16 @@ func removeHeld(dirs map[string]*os.File, host string, f *os.File) {
 		return
 	}
 	var held, cur unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Fstatat(int(d.Fd()), name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+	if unix.Fstat(fd, &held) != nil || unix.Fstatat(int(d.Fd()), name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		held.Dev != cur.Dev || held.Ino != cur.Ino {
 		return // not the placeholder any more
 	}
 	switch held.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		_ = unix.Unlinkat(int(d.Fd()), name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
+		_ = rawUnlinkat(int(d.Fd()), name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
 	case unix.S_IFREG:
 		if held.Size == 0 {
-			_ = unix.Unlinkat(int(d.Fd()), name, 0)
+			_ = rawUnlinkat(int(d.Fd()), name, 0)
 		}
 	}
 }
@@ -446,38 +467,42 @@ func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
 		return false
 	}
 	var hs unix.Stat_t
-	return unix.Fstat(int(h.f.Fd()), &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
+	return unix.Fstat(h.fd, &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
 }
 
-func marked(f *os.File) bool {
+// marked reports whether f carries the placeholder mark.
+func marked(f *os.File) bool { return markedFD(int(f.Fd())) }
+
+// markedFD reports whether the open file fd carries the placeholder mark.
+func markedFD(fd int) bool {
 	var buf [8]byte
-	n, err := unix.Fgetxattr(int(f.Fd()), placeholderXattr, buf[:])
+	n, err := unix.Fgetxattr(fd, placeholderXattr, buf[:])
 	return err == nil && n > 0
 }
 
 // emptyFile reports whether f is a directory (removed only if empty) or
 // an empty regular file: a placeholder someone wrote to is kept.
-func emptyFile(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && (fi.IsDir() || fi.Size() == 0)
+func emptyFile(f *os.File) bool { return emptyFD(int(f.Fd())) }
+
+// emptyFD is emptyFile of the open file fd.
+func emptyFD(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
 }
 
-// same reports whether name beneath root is still the placeholder f holds.
-func same(root *os.Root, name string, f *os.File) bool {
-	fi, err := root.Lstat(name)
-	if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+// sameFD reports whether name in the directory pd is still the
+// placeholder fd holds (and not a symlink).
+func sameFD(pd int, name string, fd int) bool {
+	var cur, held unix.Stat_t
+	if unix.Fstatat(pd, name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil || cur.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return false
 	}
-	held, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	return os.SameFile(fi, held)
+	return unix.Fstat(fd, &held) == nil && cur.Dev == held.Dev && cur.Ino == held.Ino
 }
 
-// flock locks f, retrying on EINTR.
-func flock(f *os.File, how int) error {
-	return eintr.Retry(func() error { return unix.Flock(int(f.Fd()), how) })
+// flock locks the open file fd, retrying on EINTR.
+func flock(fd, how int) error {
+	return eintr.Retry(func() error { return unix.Flock(fd, how) })
 }
 
 // entryMount returns the mount whose tree holds the name p (the mount

@@ -1,0 +1,146 @@
+package linux
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Raw system calls for the placeholders the host makes and removes
+// (placeholder_linux.go): the file system calls that create or free an
+// inode, which never wait for another process but can take a while on a
+// slow file system (ext4's inode allocator, the eviction of an unlinked
+// inode, a discard), made without telling the Go scheduler (RawSyscall6).
+// Through the ordinary wrappers, a goroutine that had run for 10 ms
+// without rescheduling (a hold or release of 39 placeholders) lost its P
+// to sysmon in nearly every one of them: a handoff to another thread, a
+// futex wake and two context switches each time, for a goroutine that had
+// nothing to wait for. The quick calls around them (fstat, flock, xattr
+// reads) keep the ordinary wrappers. Each retries EINTR and returns a
+// unix.Errno, as the x/sys/unix wrappers do.
+//
+// Only on a local file system (localFS): on a network or FUSE file system
+// the same call can wait for a server indefinitely, and a thread stuck in a
+// raw call keeps its P, so the next garbage collection's stop-the-world
+// would wait with it and stall every session of the broker, not just the
+// call whose tree it is. There the ordinary wrappers are used.
+
+// localFS reports whether fd is on a file system whose calls never wait
+// for anything but the local disk: the raw calls are used only there.
+func localFS(fd int) bool {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC,
+		unix.TMPFS_MAGIC, unix.F2FS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
+
+// rawPath is path as a NUL-terminated byte string for a raw system call.
+func rawPath(path string) (*byte, error) { return unix.BytePtrFromString(path) }
+
+// rawRetry makes the call raw when fd (the directory or file it acts on)
+// is on a local file system, else through the scheduler. The caller keeps
+// every pointer it passes alive (runtime.KeepAlive) until this returns:
+// the arguments are plain integers here.
+func rawRetry(fd int, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
+	call := unix.Syscall6
+	if localFS(fd) {
+		call = unix.RawSyscall6
+	}
+	for {
+		r, _, e := call(trap, a1, a2, a3, a4, a5, a6)
+		switch e {
+		case 0:
+			return r, nil
+		case unix.EINTR:
+			continue
+		}
+		return r, e
+	}
+}
+
+// rawOpenat is openat(2) of name beneath dirfd.
+func rawOpenat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	p, err := rawPath(name)
+	if err != nil {
+		return -1, err
+	}
+	r, err := rawRetry(dirfd, unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags|unix.O_LARGEFILE), uintptr(mode), 0, 0)
+	runtime.KeepAlive(p)
+	if err != nil {
+		return -1, err
+	}
+	return int(r), nil
+}
+
+// rawMkdirat is mkdirat(2).
+func rawMkdirat(dirfd int, name string, mode uint32) error {
+	p, err := rawPath(name)
+	if err != nil {
+		return err
+	}
+	_, err = rawRetry(dirfd, unix.SYS_MKDIRAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(mode), 0, 0, 0)
+	runtime.KeepAlive(p)
+	return err
+}
+
+// rawUnlinkat is unlinkat(2).
+func rawUnlinkat(dirfd int, name string, flags int) error {
+	p, err := rawPath(name)
+	if err != nil {
+		return err
+	}
+	_, err = rawRetry(dirfd, unix.SYS_UNLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags), 0, 0, 0)
+	runtime.KeepAlive(p)
+	return err
+}
+
+// rawRenameat2 is renameat2(2) within one directory.
+func rawRenameat2(dirfd int, from, to string, flags uint) error {
+	f, err := rawPath(from)
+	if err != nil {
+		return err
+	}
+	t, err := rawPath(to)
+	if err != nil {
+		return err
+	}
+	_, err = rawRetry(dirfd, unix.SYS_RENAMEAT2, uintptr(dirfd), uintptr(unsafe.Pointer(f)), uintptr(dirfd), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	runtime.KeepAlive(f)
+	runtime.KeepAlive(t)
+	return err
+}
+
+// rawFsetxattr is fsetxattr(2).
+func rawFsetxattr(fd int, attr string, data []byte, flags int) error {
+	p, err := rawPath(attr)
+	if err != nil {
+		return err
+	}
+	var d unsafe.Pointer
+	if len(data) > 0 {
+		d = unsafe.Pointer(&data[0])
+	}
+	_, err = rawRetry(fd, unix.SYS_FSETXATTR, uintptr(fd), uintptr(unsafe.Pointer(p)), uintptr(d), uintptr(len(data)), uintptr(flags), 0)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(data)
+	return err
+}
+
+// rawClose is close(2). Closing the last descriptor of an unlinked
+// placeholder frees its inode, which on some file systems takes a while
+// but never waits for another process. EINTR is not retried: Linux has
+// released the descriptor by then.
+func rawClose(fd int) {
+	if !localFS(fd) {
+		_ = unix.Close(fd)
+		return
+	}
+	_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+}
