@@ -2,6 +2,7 @@ package linux
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,9 +188,11 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	if k, ok := shapeOf(spec, cfg, l); ok && b.pool.on() {
 		defer b.pool.refill(k, cfg, l)
+		var input []byte
+		input, spec = inputOf(spec)
 		for x := b.pool.take(k); x != nil; x = b.pool.take(k) {
 			taken := time.Now()
-			if err := b.claim(ctx, x, taken.Add(l.wall)); err != nil {
+			if err := b.claim(ctx, x, taken.Add(l.wall), input); err != nil {
 				b.pool.destroy(x)
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("sandbox cancelled during setup: %w", ctx.Err())
@@ -487,17 +490,55 @@ func (x *box) ready(st initproto.Status) {
 	x.iso.Missing = append(x.iso.Missing, st.Missing...)
 }
 
+// maxClaimInput is the most input a claim sends with it (see inputOf).
+const maxClaimInput = 64 << 10
+
+// inputOf returns the input of spec whole, when it is in memory (a
+// *bytes.Buffer, *bytes.Reader or *strings.Reader: a Len method) and at
+// most maxClaimInput bytes, with a copy of spec that reads it from there;
+// else nil and spec. A claim then sends the input with the Claim (see
+// claim), and a sandbox that fails its claim leaves it whole for the next.
+func inputOf(spec *sandbox.Spec) ([]byte, *sandbox.Spec) {
+	r, ok := spec.Stdin.(interface {
+		io.Reader
+		Len() int
+	})
+	if !ok || r.Len() > maxClaimInput {
+		return nil, spec
+	}
+	in, err := io.ReadAll(r)
+	s := *spec
+	s.Stdin = bytes.NewReader(in)
+	if err != nil {
+		// An in-memory reader does not fail; if one did, the call gets
+		// what was read, as a relayed copy would have sent it.
+		return nil, &s
+	}
+	return in, &s
+}
+
 // claim hands the warm sandbox x to a call: it makes the placeholders x's
 // denied and protected paths need now, sends them in the Claim and waits
 // until the init has protected the sandbox and locked it down (Ready).
+// When input is not nil and the stdin pipe holds it all, claim writes it
+// there and closes the pipe before it sends the Claim, so the tool reads
+// it as soon as the sandbox is ready, without waiting for the host to
+// hear Ready: the init reads its stdin only once locked down.
 // It kills x at deadline or when ctx ends. On failure the caller destroys
 // x, which releases what claim held.
-func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
+func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input []byte) error {
 	defer x.watch(ctx, deadline)()
 	t0 := time.Now()
 	var err error
 	if x.held, err = b.placeholders.hold(x.cfg); err != nil {
 		return err
+	}
+	if input != nil && pipeHolds(x.c.stdinW, len(input)) {
+		if _, err := x.c.stdinW.Write(input); err != nil {
+			return fmt.Errorf("sending the call's input: %w", err)
+		}
+		x.c.stdinW.Close()
+		x.c.stdinW = nil
 	}
 	tHeld := time.Now()
 	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
@@ -508,6 +549,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 	x.c.cfgW.Close()
 	x.c.cfgW = nil
 	st, ok := <-x.statuses
+	readyAt := mono()
 	switch {
 	case !ok:
 		return errors.New("the warm sandbox's init exited before it was ready")
@@ -520,7 +562,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 	}
 	x.ready(st)
 	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "hold_ns", tHeld.Sub(t0).Nanoseconds(),
-		"claim_ns", time.Since(t0).Nanoseconds(), "phases", st.Phases)
+		"claim_ns", time.Since(t0).Nanoseconds(), "ready_wake_ns", readyAt-st.SentAt, "phases", st.Phases)
 	return nil
 }
 
@@ -545,11 +587,16 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 		return nil, err
 	}
 	tWaited := time.Now()
-	if x.c.ptmx == nil {
+	if x.c.ptmx == nil && x.c.stdinW != nil {
 		x.c.stdinW.Close() // unblocks the stdin copier at its next write
 	}
 	truncated := relayed()
-	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early)
+	if e.exit != nil && e.exit.SentAt != 0 {
+		b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early,
+			"exit_wake_ns", e.at-e.exit.SentAt, "streams_ns", time.Since(tWaited).Nanoseconds(), "phases", e.exit.Phases)
+	} else {
+		b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early)
+	}
 	duration := time.Since(c.start)
 	reason := x.reason()
 	if reason == "ctx" {
@@ -593,7 +640,9 @@ func (x *box) relay(spec *sandbox.Spec, out int64) (wait func() (truncated bool)
 		wg.Add(1)
 		go copyOut(spec.Stderr, c.stderrR)
 	}
-	if spec.Stdin != nil {
+	if c.stdinW == nil {
+		// The claim sent the input (see claim).
+	} else if spec.Stdin != nil {
 		go func(w *os.File) {
 			_, _ = io.Copy(w, spec.Stdin)
 			if c.ptmx == nil {
@@ -676,6 +725,7 @@ type ending struct {
 	exit *initproto.Status // the init's Exit status; nil when none came
 	ps   *os.ProcessState  // the reaped init; nil when answered early
 	cpu  time.Duration     // the tool's CPU time, when answered early
+	at   int64             // CLOCK_MONOTONIC time the Exit status was received
 }
 
 // await waits for the payload to end. The init is reaped in the
@@ -696,7 +746,7 @@ func (x *box) await() (ending, error) {
 	for st := range x.statuses {
 		if st.Exit {
 			s := st
-			e.exit = &s
+			e.exit, e.at = &s, mono()
 			if tool {
 				break
 			}
@@ -771,6 +821,20 @@ func (b *Backend) removeCreated(mounts []initproto.Mount, created []string) {
 		}
 		root.Close()
 	}
+}
+
+// pipeHolds reports whether the empty pipe w can take n bytes without
+// blocking.
+func pipeHolds(w *os.File, n int) bool {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return false
+	}
+	size := 0
+	if rc.Control(func(fd uintptr) { size, _ = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }) != nil {
+		return false
+	}
+	return n <= size
 }
 
 func (c *child) closeHost() {
