@@ -545,6 +545,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 	if err != nil {
 		return err
 	}
+	sentAt := mono()
 	_, werr := x.c.cfgW.Write(msg)
 	x.c.cfgW.Close()
 	x.c.cfgW = nil
@@ -562,7 +563,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 	}
 	x.ready(st)
 	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "hold_ns", tHeld.Sub(t0).Nanoseconds(),
-		"claim_ns", time.Since(t0).Nanoseconds(), "ready_wake_ns", readyAt-st.SentAt, "phases", st.Phases)
+		"claim_ns", time.Since(t0).Nanoseconds(), "claim_wake_ns", st.ClaimAt-sentAt, "ready_wake_ns", readyAt-st.SentAt, "phases", st.Phases)
 	return nil
 }
 

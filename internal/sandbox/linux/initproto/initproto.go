@@ -174,6 +174,9 @@ type Status struct {
 	// then time the tool mode's run: from Ready to the tool's start
 	// ("to-tool"), the tool ("tool"), and its end ("end").
 	SentAt int64 `json:"sent_at,omitempty"`
+	// ClaimAt (in Ready, with Config.Claim) is the CLOCK_MONOTONIC time
+	// (ns) at which the init had read its Claim.
+	ClaimAt int64 `json:"claim_at,omitempty"`
 
 	// Exit reports how the payload ended: Code for a normal exit, Signal
 	// for death by signal (command mode). In tool mode the init sends it

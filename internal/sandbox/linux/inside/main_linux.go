@@ -65,6 +65,7 @@ func Main(t Tool) int {
 	configAt := mono()
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
+	var claimAt int64
 	// claim waits, in a warm sandbox, until a call takes it.
 	claim := func() error {
 		defer cfgFile.Close()
@@ -82,13 +83,14 @@ func Main(t Tool) int {
 			return fmt.Errorf("waiting for the claim: %w", err)
 		}
 		cfg.Placeholders = c.Placeholders
+		claimAt = mono()
 		return nil
 	}
 	st, err := setup(&cfg, claim)
 	if err != nil {
 		return fail(status, err)
 	}
-	st.MainAt, st.ConfigAt = mainAt, configAt
+	st.MainAt, st.ConfigAt, st.ClaimAt = mainAt, configAt, claimAt
 	st.Ready = true
 	// The host may stop the sandbox (SIGTERM) as soon as it hears "ready":
 	// ask for the signals first, so none is lost to Go's default action
