@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -101,5 +102,37 @@ func TestToolStopRightAfterReady(t *testing.T) {
 			t.Fatalf("warm %v: the command ran to its end despite the stop: %q", warmWanted, out.Content)
 		}
 		t.Logf("warm %v: %q", warmWanted, out.Content)
+	}
+}
+
+// TestWarmLandlockInForce: a warm sandbox's Landlock ruleset, made before
+// its claim, is in force on the tool and the commands it starts, as a
+// cold sandbox's is: /proc/self/comm is writable by the mounts (procfs is
+// mounted read-write) but lies under Landlock's read-only "/".
+func TestWarmLandlockInForce(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 1)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	script := "sh:if (echo x > /proc/self/comm) 2>/dev/null; then echo comm-written; else echo comm-refused; fi; if echo y > " + d.W + "/ok; then echo grant-written; fi"
+	for _, warmWanted := range []bool{true, false} {
+		be := b
+		if warmWanted {
+			waitWarm(t, b, spec, 1)
+		} else {
+			be = backend(t)
+		}
+		o := callWith(t, be, spec, script)
+		if warm(o) != warmWanted {
+			t.Fatalf("warm %v, want %v", warm(o), warmWanted)
+		}
+		if contains(o.res.Isolation.Missing, "landlock") {
+			testenv.RequireFeature(t, "this kernel has no Landlock")
+		}
+		if o.stdout != "comm-refused\ngrant-written\n" {
+			t.Fatalf("warm %v: stdout %q stderr %q, want the write to /proc refused by Landlock and the one to the grant allowed", warmWanted, o.stdout, o.stderr)
+		}
 	}
 }

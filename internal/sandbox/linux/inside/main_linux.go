@@ -292,6 +292,17 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		}
 	}
 	phase("bounding")
+	// A warm sandbox makes its Landlock ruleset now, when its rules'
+	// paths already resolve to what they will, so that only enforcing it
+	// is left for the claim.
+	var llr *landlockRuleset
+	if cfg.Claim && earlyLandlock(cfg) {
+		if llr, err = newLandlockRuleset(cfg); err != nil {
+			return nil, err
+		}
+		defer llr.close()
+		phase("landlock-ruleset")
+	}
 	if cfg.Claim {
 		if err := claim(); err != nil {
 			return nil, err
@@ -313,7 +324,13 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	}
 	st.Features = append(st.Features, "caps-dropped", "no_new_privs")
 	phase("caps")
-	ll, err := applyLandlock(cfg)
+	if llr == nil {
+		if llr, err = newLandlockRuleset(cfg); err != nil {
+			return nil, err
+		}
+		defer llr.close()
+	}
+	ll, err := llr.enforce()
 	if err != nil {
 		return nil, err
 	}
