@@ -290,7 +290,7 @@ type box struct {
 	cfg      *initproto.Config
 	held     []string // placeholders this sandbox holds
 	first    initproto.Status
-	statuses chan initproto.Status
+	status   *bufio.Scanner // the init's status lines (see next)
 	iso      wire.Isolation
 	killOnce sync.Once
 	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain"
@@ -434,20 +434,9 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		c.cfgW = nil
 	}
 
-	statuses := make(chan initproto.Status, 2)
-	go func() {
-		defer close(statuses)
-		sc := bufio.NewScanner(c.statusR)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var st initproto.Status
-			if json.Unmarshal(sc.Bytes(), &st) == nil {
-				statuses <- st
-			}
-		}
-	}()
-	x.statuses = statuses
-	first, ok := <-statuses
+	x.status = bufio.NewScanner(c.statusR)
+	x.status.Buffer(make([]byte, 4<<10), 1<<20)
+	first, ok := x.next()
 	if !ok || first.Error != "" || first.Ready == x.cfg.Claim || first.Staged != x.cfg.Claim || werr != nil {
 		x.kill("setup")
 		ps, _ := c.proc.Wait()
@@ -481,6 +470,22 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "hold_ns", tHeld.Sub(tCgroup).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
 		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tHeldMono), "phases", first.Phases)
 	return nil, nil
+}
+
+// next returns the init's next status, or false once its status pipe has
+// ended (the init exited). It reads in the caller's goroutine, which the
+// status wakes at once: a goroutine relaying the statuses over a channel
+// made that two wake-ups on a warm call's clock for Ready and two for
+// Exit. Only one goroutine reads at a time: setup, then claim, then
+// await or destroy.
+func (x *box) next() (initproto.Status, bool) {
+	for x.status.Scan() {
+		var st initproto.Status
+		if json.Unmarshal(x.status.Bytes(), &st) == nil {
+			return st, true
+		}
+	}
+	return initproto.Status{}, false
 }
 
 // ready records the init's Ready status.
@@ -549,7 +554,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 	_, werr := x.c.cfgW.Write(msg)
 	x.c.cfgW.Close()
 	x.c.cfgW = nil
-	st, ok := <-x.statuses
+	st, ok := x.next()
 	readyAt := mono()
 	switch {
 	case !ok:
@@ -744,7 +749,11 @@ func (x *box) await() (ending, error) {
 		close(x.waited)
 	}()
 	var e ending
-	for st := range x.statuses {
+	for {
+		st, ok := x.next()
+		if !ok {
+			break
+		}
 		if st.Exit {
 			s := st
 			e.exit, e.at = &s, mono()

@@ -227,7 +227,10 @@ func (p *pool) take(k shapeKey) *box {
 func (p *pool) destroy(x *box) {
 	x.kill("drain")
 	_, _ = x.c.proc.Wait()
-	for range x.statuses {
+	for {
+		if _, ok := x.next(); !ok {
+			break
+		}
 	}
 	if err := p.b.teardown(x); err != nil {
 		p.b.log.Debug("warm sandbox teardown", "err", err)
