@@ -1,6 +1,10 @@
 package linux
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
@@ -85,5 +89,40 @@ func TestShapeCoversConfig(t *testing.T) {
 		if !ok || k.full == k0.full {
 			t.Errorf("%s: the changed config has the same shape", name)
 		}
+	}
+}
+
+// BenchmarkLimitCounters is what a call's result reads from its cgroup on
+// the call's clock: the peak memory and the memory and process limits'
+// hit counters.
+func BenchmarkLimitCounters(b *testing.B) {
+	h := detectCgroups("")
+	if h.version == 0 {
+		b.Skip("no cgroups: " + h.reason)
+	}
+	cg, err := h.create(fmt.Sprintf("airlock-%d-bench", os.Getpid()), 64<<20, 16, initThreads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cg.destroy()
+	for range b.N {
+		if cg.peakMemory() < 0 || cg.memoryHit() || cg.pidsMaxHits() != 0 {
+			b.Fatal("a limit was hit by nothing")
+		}
+	}
+}
+
+// TestCounters: a flat keyed file's values by key, 0 for a key it lacks
+// or a file that cannot be read.
+func TestCounters(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "memory.events")
+	if err := os.WriteFile(p, []byte("low 0\nhigh 0\nmax 12\noom 0\noom_kill 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := counters(p, "oom_kill", "oom", "max", "absent"); !slices.Equal(got, []int64{3, 0, 12, 0}) {
+		t.Errorf("counters = %v, want [3 0 12 0]", got)
+	}
+	if got := counter(filepath.Join(t.TempDir(), "missing"), "max"); got != 0 {
+		t.Errorf("counter of a missing file = %d, want 0", got)
 	}
 }
