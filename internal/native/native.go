@@ -53,6 +53,6 @@ func RunHiddenMode() {
 	case podinside.Mode:
 		os.Exit(podinside.Main(os.Args[2:], runner.RunContext))
 	case initproto.Arg:
-		os.Exit(inside.Main(runner.RunStarting))
+		os.Exit(inside.Main(inside.Tool{Run: runner.RunStarting, Warm: runner.Warm}))
 	}
 }

@@ -11,6 +11,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,9 +49,12 @@ func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 }
 
 // RunStarting is Run for a runner that is a sandbox's init: the tools
-// start their commands through start (tool.Env.Start).
-func RunStarting(start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runContext(context.Background(), start, stdin, stdout, stderr)
+// start their commands through start (tool.Env.Start). The init asks for
+// SIGTERM, SIGINT and SIGPIPE itself, before its call arrives, and ends
+// ctx at SIGTERM or SIGINT: enabling and disabling a signal here would
+// cost the call a round trip to the runtime's signal thread each.
+func RunStarting(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, start, stdin, stdout, stderr)
 }
 
 func runContext(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -135,4 +139,44 @@ func report(stderr io.Writer, code int, err error) int {
 	b, _ := json.Marshal(wire.ErrorReport{Code: code, Error: err.Error()})
 	fmt.Fprintf(stderr, "%s\n", b)
 	return code
+}
+
+// Warm does, on constant data, the decoding and encoding every call starts
+// and ends with, so that a sandbox waiting in a pool for its call has paid
+// for their first use (encoding/json's per-type caches, the tools' schemas
+// and argument decoders, the code paged in) before the call's clock
+// starts. It reads and writes no file and runs no tool.
+func Warm() {
+	in, err := json.Marshal(wire.ToolInput{Tool: "read_file", Args: json.RawMessage(`{"path":"/warm","offset":1,"limit":1}`),
+		Context: wire.CallContext{CallID: "call_warm", Session: "ses_warm", Root: "/", Cwd: "/", Secrets: map[string]string{"WARM": "warm"},
+			Limits: wire.ToolLimits{OutputBytes: 1, FileBytes: 1, TimeoutMS: 1}}})
+	if err != nil {
+		return
+	}
+	var f bytes.Buffer
+	if wire.WriteFrame(&f, in) != nil {
+		return
+	}
+	frame, err := wire.ReadFrame(&f)
+	if err != nil {
+		return
+	}
+	var got wire.ToolInput
+	if wire.DecodeStrict(frame, &got) != nil {
+		return
+	}
+	for _, name := range tool.Names() {
+		if def, ok := tool.Lookup(name); ok {
+			_, _ = def.Parse(nil) // required fields are missing: decoding is what warms
+		}
+	}
+	if def, ok := tool.Lookup(got.Tool); ok {
+		_, _ = def.Parse(got.Args)
+	}
+	n := 1
+	data, err := json.Marshal(wire.ToolOutput{Content: wire.ValidUTF8("warm\n"), Meta: wire.Meta{ExitCode: &n, Bytes: 5}})
+	if err != nil {
+		return
+	}
+	_ = wire.WriteFrame(io.Discard, data)
 }

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,9 +188,11 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	if k, ok := shapeOf(spec, cfg, l); ok && b.pool.on() {
 		defer b.pool.refill(k, cfg, l)
+		var input []byte
+		input, spec = inputOf(spec)
 		for x := b.pool.take(k); x != nil; x = b.pool.take(k) {
 			taken := time.Now()
-			if err := b.claim(ctx, x, taken.Add(l.wall)); err != nil {
+			if err := b.claim(ctx, x, taken.Add(l.wall), input); err != nil {
 				b.pool.destroy(x)
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("sandbox cancelled during setup: %w", ctx.Err())
@@ -287,7 +290,7 @@ type box struct {
 	cfg      *initproto.Config
 	held     []string // placeholders this sandbox holds
 	first    initproto.Status
-	statuses chan initproto.Status
+	status   *bufio.Scanner // the init's status lines (see next)
 	iso      wire.Isolation
 	killOnce sync.Once
 	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain"
@@ -431,20 +434,9 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		c.cfgW = nil
 	}
 
-	statuses := make(chan initproto.Status, 2)
-	go func() {
-		defer close(statuses)
-		sc := bufio.NewScanner(c.statusR)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var st initproto.Status
-			if json.Unmarshal(sc.Bytes(), &st) == nil {
-				statuses <- st
-			}
-		}
-	}()
-	x.statuses = statuses
-	first, ok := <-statuses
+	x.status = bufio.NewScanner(c.statusR)
+	x.status.Buffer(make([]byte, 4<<10), 1<<20)
+	first, ok := x.next()
 	if !ok || first.Error != "" || first.Ready == x.cfg.Claim || first.Staged != x.cfg.Claim || werr != nil {
 		x.kill("setup")
 		ps, _ := c.proc.Wait()
@@ -480,6 +472,22 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 	return nil, nil
 }
 
+// next returns the init's next status, or false once its status pipe has
+// ended (the init exited). It reads in the caller's goroutine, which the
+// status wakes at once: a goroutine relaying the statuses over a channel
+// made that two wake-ups on a warm call's clock for Ready and two for
+// Exit. Only one goroutine reads at a time: setup, then claim, then
+// await or destroy.
+func (x *box) next() (initproto.Status, bool) {
+	for x.status.Scan() {
+		var st initproto.Status
+		if json.Unmarshal(x.status.Bytes(), &st) == nil {
+			return st, true
+		}
+	}
+	return initproto.Status{}, false
+}
+
 // ready records the init's Ready status.
 func (x *box) ready(st initproto.Status) {
 	x.first = st
@@ -487,27 +495,67 @@ func (x *box) ready(st initproto.Status) {
 	x.iso.Missing = append(x.iso.Missing, st.Missing...)
 }
 
+// maxClaimInput is the most input a claim sends with it (see inputOf).
+const maxClaimInput = 64 << 10
+
+// inputOf returns the input of spec whole, when it is in memory (a
+// *bytes.Buffer, *bytes.Reader or *strings.Reader: a Len method) and at
+// most maxClaimInput bytes, with a copy of spec that reads it from there;
+// else nil and spec. A claim then sends the input with the Claim (see
+// claim), and a sandbox that fails its claim leaves it whole for the next.
+func inputOf(spec *sandbox.Spec) ([]byte, *sandbox.Spec) {
+	r, ok := spec.Stdin.(interface {
+		io.Reader
+		Len() int
+	})
+	if !ok || r.Len() > maxClaimInput {
+		return nil, spec
+	}
+	in, err := io.ReadAll(r)
+	s := *spec
+	s.Stdin = bytes.NewReader(in)
+	if err != nil {
+		// An in-memory reader does not fail; if one did, the call gets
+		// what was read, as a relayed copy would have sent it.
+		return nil, &s
+	}
+	return in, &s
+}
+
 // claim hands the warm sandbox x to a call: it makes the placeholders x's
 // denied and protected paths need now, sends them in the Claim and waits
 // until the init has protected the sandbox and locked it down (Ready).
+// When input is not nil and the stdin pipe holds it all, claim writes it
+// there and closes the pipe before it sends the Claim, so the tool reads
+// it as soon as the sandbox is ready, without waiting for the host to
+// hear Ready: the init reads its stdin only once locked down.
 // It kills x at deadline or when ctx ends. On failure the caller destroys
 // x, which releases what claim held.
-func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
+func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input []byte) error {
 	defer x.watch(ctx, deadline)()
 	t0 := time.Now()
 	var err error
 	if x.held, err = b.placeholders.hold(x.cfg); err != nil {
 		return err
 	}
+	if input != nil && pipeHolds(x.c.stdinW, len(input)) {
+		if _, err := x.c.stdinW.Write(input); err != nil {
+			return fmt.Errorf("sending the call's input: %w", err)
+		}
+		x.c.stdinW.Close()
+		x.c.stdinW = nil
+	}
 	tHeld := time.Now()
 	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
 	if err != nil {
 		return err
 	}
+	sentAt := mono()
 	_, werr := x.c.cfgW.Write(msg)
 	x.c.cfgW.Close()
 	x.c.cfgW = nil
-	st, ok := <-x.statuses
+	st, ok := x.next()
+	readyAt := mono()
 	switch {
 	case !ok:
 		return errors.New("the warm sandbox's init exited before it was ready")
@@ -520,7 +568,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time) error {
 	}
 	x.ready(st)
 	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "hold_ns", tHeld.Sub(t0).Nanoseconds(),
-		"claim_ns", time.Since(t0).Nanoseconds(), "phases", st.Phases)
+		"claim_ns", time.Since(t0).Nanoseconds(), "claim_wake_ns", st.ClaimAt-sentAt, "ready_wake_ns", readyAt-st.SentAt, "phases", st.Phases)
 	return nil
 }
 
@@ -545,11 +593,16 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 		return nil, err
 	}
 	tWaited := time.Now()
-	if x.c.ptmx == nil {
+	if x.c.ptmx == nil && x.c.stdinW != nil {
 		x.c.stdinW.Close() // unblocks the stdin copier at its next write
 	}
 	truncated := relayed()
-	b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early)
+	if e.exit != nil && e.exit.SentAt != 0 {
+		b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early,
+			"exit_wake_ns", e.at-e.exit.SentAt, "streams_ns", time.Since(tWaited).Nanoseconds(), "phases", e.exit.Phases)
+	} else {
+		b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early)
+	}
 	duration := time.Since(c.start)
 	reason := x.reason()
 	if reason == "ctx" {
@@ -593,7 +646,9 @@ func (x *box) relay(spec *sandbox.Spec, out int64) (wait func() (truncated bool)
 		wg.Add(1)
 		go copyOut(spec.Stderr, c.stderrR)
 	}
-	if spec.Stdin != nil {
+	if c.stdinW == nil {
+		// The claim sent the input (see claim).
+	} else if spec.Stdin != nil {
 		go func(w *os.File) {
 			_, _ = io.Copy(w, spec.Stdin)
 			if c.ptmx == nil {
@@ -676,6 +731,7 @@ type ending struct {
 	exit *initproto.Status // the init's Exit status; nil when none came
 	ps   *os.ProcessState  // the reaped init; nil when answered early
 	cpu  time.Duration     // the tool's CPU time, when answered early
+	at   int64             // CLOCK_MONOTONIC time the Exit status was received
 }
 
 // await waits for the payload to end. The init is reaped in the
@@ -693,10 +749,14 @@ func (x *box) await() (ending, error) {
 		close(x.waited)
 	}()
 	var e ending
-	for st := range x.statuses {
+	for {
+		st, ok := x.next()
+		if !ok {
+			break
+		}
 		if st.Exit {
 			s := st
-			e.exit = &s
+			e.exit, e.at = &s, mono()
 			if tool {
 				break
 			}
@@ -771,6 +831,20 @@ func (b *Backend) removeCreated(mounts []initproto.Mount, created []string) {
 		}
 		root.Close()
 	}
+}
+
+// pipeHolds reports whether the empty pipe w can take n bytes without
+// blocking.
+func pipeHolds(w *os.File, n int) bool {
+	rc, err := w.SyscallConn()
+	if err != nil {
+		return false
+	}
+	size := 0
+	if rc.Control(func(fd uintptr) { size, _ = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }) != nil {
+		return false
+	}
+	return n <= size
 }
 
 func (c *child) closeHost() {

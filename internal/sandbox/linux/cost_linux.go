@@ -26,7 +26,7 @@ func (cg *cgroup) peakMemory() int64 {
 	if cg.host.version == 2 {
 		name = "memory.peak"
 	}
-	b, err := os.ReadFile(filepath.Join(cg.dirs[0], name))
+	b, err := readCounterFile(filepath.Join(cg.dirs[0], name))
 	if err != nil {
 		return 0
 	}

@@ -89,20 +89,23 @@
 //     no egress proxy, whose socket is per call) are built ahead for a
 //     spec's shape (mounts, masks, protected paths, env, cwd, rlimits,
 //     cgroup limits; the wall time and output cap are applied when taken)
-//     up to Ready, where the runner blocks reading its frame. Each is taken
-//     by exactly one Run, which writes the frame, starts the wall-time
-//     clock then, relays, classifies and destroys it as a cold run does;
-//     the pool refills in the background. Only one grant's shapes are kept
-//     (another grant drains them; at most four shapes, least recently used
-//     out). A warm sandbox holds its cgroup and placeholders while it
-//     waits, dies with the broker (Pdeathsig, PID 1 of its namespace) and
-//     its cgroup is swept like any other. Because its mounts were made
-//     when it was built, the host paths behind its mounts, masks and
-//     protected paths are compared (lstat: existence, device, inode, type)
-//     when it is taken; a masked file created or replaced since, or a
-//     granted directory swapped, discards it and the call runs cold.
-//     Protected-path placeholders therefore stay in the workspace while a
-//     pool holds sandboxes of that grant.
+//     up to Staged: grant mounts, /dev, /proc, pivot, bounding set and
+//     no_new_privs done, its Landlock ruleset made (see earlyLandlock in
+//     package inside), the runtime's signal threads and the tool's JSON
+//     paths warmed, its init waiting for the Claim (initproto). Each is
+//     taken by exactly one Run, which makes the placeholders, writes the
+//     call's input (when in memory and small enough for the pipe) and the
+//     Claim, waits for Ready, starts the wall-time clock then, relays,
+//     classifies and destroys it as a cold run does; the pool refills in
+//     the background. Only one grant's shapes are kept (another grant
+//     drains them; at most four shapes, least recently used out). A warm
+//     sandbox holds its cgroup, and no placeholder, while it waits, dies
+//     with the broker (Pdeathsig, PID 1 of its namespace) and its cgroup
+//     is swept like any other. Because its mounts were made when it was
+//     built, the host paths behind its mounts, masks and protected paths
+//     are compared (lstat: existence, device, inode, type) when it is
+//     taken; a masked file created or replaced since, or a granted
+//     directory swapped, discards it and the call runs cold.
 //   - In tool mode the init reports the tool's exit code on the status
 //     pipe after killing every other process of the sandbox and closing
 //     its standard streams; the call is answered then, and the reaping of

@@ -26,20 +26,20 @@ import (
 // "__sandbox" it is the init, with fakeRunner as the in-process tool.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == initproto.Arg {
-		os.Exit(inside.Main(fakeRunner))
+		os.Exit(inside.Main(inside.Tool{Run: fakeRunner, Warm: runner.Warm}))
 	}
 	os.Exit(m.Run())
 }
 
 // fakeRunner answers "pong: <stdin>" and exits 7, so tool mode is visible.
-func fakeRunner(start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
+func fakeRunner(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
 	b, _ := io.ReadAll(stdin)
 	if string(b) == "spawn-and-kill" {
 		return spawnAndKill(stdout)
 	}
 	if frame, ok := strings.CutPrefix(string(b), "runner:"); ok {
 		// The real runner, for benchmarks of real tools.
-		return runner.RunStarting(start, strings.NewReader(frame), stdout, stderr)
+		return runner.RunStarting(ctx, start, strings.NewReader(frame), stdout, stderr)
 	}
 	if script, ok := strings.CutPrefix(string(b), "sh:"); ok {
 		// A shell script run from the in-process tool, as the shell tool does.

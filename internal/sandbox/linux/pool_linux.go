@@ -55,7 +55,11 @@ func shapeOf(spec *sandbox.Spec, cfg *initproto.Config, l limits) (shapeKey, boo
 	}
 	// A Config, so every path is hashed exact (initproto's raw strings).
 	g := hash(initproto.Config{Mounts: cfg.Mounts, Masks: cfg.Masks, ReadOnly: cfg.ReadOnly, ReadOnlyDirs: cfg.ReadOnlyDirs, Env: cfg.Env, Cwd: cfg.Cwd})
-	f := hash([]any{g, cfg, l.mem, l.pids})
+	// The rest of cfg, without the grant's part g already covers: its
+	// paths are most of the config, and this runs on every call's clock.
+	rest := *cfg
+	rest.Mounts, rest.Masks, rest.ReadOnly, rest.ReadOnlyDirs, rest.Env, rest.Cwd = nil, nil, nil, nil, nil, ""
+	f := hash([]any{g, rest, l.mem, l.pids})
 	if g == "" || f == "" {
 		return shapeKey{}, false
 	}
@@ -80,36 +84,37 @@ type pathState struct {
 // waits, and it will get its own placeholders when claimed.
 func (b *Backend) grantPaths(cfg *initproto.Config) []pathState {
 	var out []pathState
-	add := func(p string) {
-		st := pathState{path: p}
-		var s unix.Stat_t
-		if b.placeholders.lstatUnheld(p, &s) {
-			st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
-			if st.mode != unix.S_IFDIR {
-				st.size = s.Size
-			}
-		}
-		out = append(out, st)
-	}
 	for _, m := range cfg.Mounts {
-		add(m.Source)
+		out = append(out, b.pathState(m.Source))
 	}
 	for _, p := range append(append([]string(nil), cfg.Masks...), cfg.ReadOnly...) {
 		if m, ok := initproto.Holding(cfg.Mounts, p); ok {
-			add(m.HostPath(p))
+			out = append(out, b.pathState(m.HostPath(p)))
 		}
 	}
 	return out
 }
 
-// samePaths reports whether the grant's host paths are as they were.
-func (b *Backend) samePaths(was []pathState, cfg *initproto.Config) bool {
-	now := b.grantPaths(cfg)
-	if len(now) != len(was) {
-		return false
+// pathState is the state of host path p now, as grantPaths records it.
+func (b *Backend) pathState(p string) pathState {
+	st := pathState{path: p}
+	var s unix.Stat_t
+	if b.placeholders.lstatUnheld(p, &s) {
+		st.exists, st.dev, st.ino, st.mode = true, s.Dev, s.Ino, s.Mode&unix.S_IFMT
+		if st.mode != unix.S_IFDIR {
+			st.size = s.Size
+		}
 	}
-	for i := range now {
-		if now[i] != was[i] {
+	return st
+}
+
+// samePaths reports whether the host paths recorded in was (by
+// grantPaths) are as they were. It checks the paths was names, which
+// grantPaths would list again for the same config, without working them
+// out again: this runs on a warm call's clock.
+func (b *Backend) samePaths(was []pathState) bool {
+	for _, w := range was {
+		if b.pathState(w.path) != w {
 			return false
 		}
 	}
@@ -210,7 +215,7 @@ func (p *pool) take(k shapeKey) *box {
 		p.clock++
 		sh.used = p.clock
 		p.mu.Unlock()
-		if alive(x) && p.b.samePaths(x.paths, x.cfg) {
+		if alive(x) && p.b.samePaths(x.paths) {
 			return x
 		}
 		p.b.log.Debug("warm sandbox discarded", "pid", x.c.proc.Pid, "alive", alive(x))
@@ -222,7 +227,10 @@ func (p *pool) take(k shapeKey) *box {
 func (p *pool) destroy(x *box) {
 	x.kill("drain")
 	_, _ = x.c.proc.Wait()
-	for range x.statuses {
+	for {
+		if _, ok := x.next(); !ok {
+			break
+		}
 	}
 	if err := p.b.teardown(x); err != nil {
 		p.b.log.Debug("warm sandbox teardown", "err", err)
@@ -299,7 +307,7 @@ func (p *pool) build(sh *shape) {
 			}
 			break
 		}
-		if !p.b.samePaths(x.paths, sh.cfg) {
+		if !p.b.samePaths(x.paths) {
 			p.destroy(x)
 			x, err = nil, errors.New("the grant's host paths changed during setup")
 		}

@@ -144,6 +144,9 @@ func TestUnprivChild(t *testing.T) {
 	t.Run("rename", TestHostileRenameAncestor)
 	t.Run("symlink", TestProtectedSymlinkCovered)
 	t.Run("placeholders", TestPlaceholderKinds)
+	t.Run("tool-stop", TestToolStopRightAfterReady)
+	t.Run("warm-landlock", TestWarmLandlockInForce)
+	t.Run("warm-input", TestWarmInputWhole)
 }
 
 // TestUnprivilegedDelegatedV1 follows the cgroup v1 recipe of the refusal's

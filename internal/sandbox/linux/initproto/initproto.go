@@ -168,6 +168,15 @@ type Status struct {
 	// and in Staged).
 	MainAt   int64 `json:"main_at,omitempty"`
 	ConfigAt int64 `json:"config_at,omitempty"`
+	// SentAt is the CLOCK_MONOTONIC time (ns) at which the init wrote
+	// this status (Ready and, in tool mode, Exit), so the host can tell
+	// how long a status took to reach it, for profiling. Exit's Phases
+	// then time the tool mode's run: from Ready to the tool's start
+	// ("to-tool"), the tool ("tool"), and its end ("end").
+	SentAt int64 `json:"sent_at,omitempty"`
+	// ClaimAt (in Ready, with Config.Claim) is the CLOCK_MONOTONIC time
+	// (ns) at which the init had read its Claim.
+	ClaimAt int64 `json:"claim_at,omitempty"`
 
 	// Exit reports how the payload ended: Code for a normal exit, Signal
 	// for death by signal (command mode). In tool mode the init sends it

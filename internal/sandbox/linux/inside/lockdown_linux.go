@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -139,31 +140,28 @@ func noNewPrivs() error {
 // it as missing.
 const unixFeature = "landlock-unix"
 
-// applyLandlock restricts the filesystem to what the mounts already allow
-// (defence in depth) and scopes abstract sockets and signals, at the best
-// ABI the kernel has. It returns the feature names (space-separated), or
-// "" when the kernel has no Landlock.
-func applyLandlock(cfg *initproto.Config) (string, error) {
+// A landlockRuleset is the sandbox's Landlock ruleset, which restricts the
+// filesystem to what the mounts already allow (defence in depth) and
+// scopes abstract sockets and signals, made (its rules
+// opened, checked and added) but not yet enforced. A warm sandbox makes it
+// before it waits for its claim, once its tree is built, so that only the
+// enforcement is on the call's clock (see earlyLandlock).
+type landlockRuleset struct {
+	fd    int    // -1: nothing to enforce (no Landlock)
+	flags uint32 // the domain's flags, without TSYNC
+	abi   int
+	name  string // the feature names, "" without Landlock
+}
+
+// newLandlockRuleset makes the ruleset for cfg, at the best ABI the kernel
+// has: the same rules, and the same downgrade, as landlock.Config.Restrict
+// would apply.
+func newLandlockRuleset(cfg *initproto.Config) (*landlockRuleset, error) {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return "", nil
+		return &landlockRuleset{fd: -1}, nil
 	}
-	rw := []string{"/tmp", "/dev/shm"}
-	rwFiles := []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
-	if cfg.TTY {
-		rwFiles = append(rwFiles, "/dev/pts/0", "/dev/console")
-	}
-	var rwGrantFiles []string
-	for _, m := range cfg.Mounts {
-		if !m.Writable {
-			continue
-		}
-		if fi, err := os.Stat(m.Target); err == nil && !fi.IsDir() {
-			rwGrantFiles = append(rwGrantFiles, m.Target)
-		} else {
-			rw = append(rw, m.Target)
-		}
-	}
+	rw, rwFiles, rwGrantFiles := landlockPaths(cfg)
 	c := landlock.V11
 	c.HandledAccessNet = 0 // loopback servers are legitimate; the netns has no route out
 	if abi < 8 {
@@ -185,8 +183,15 @@ func applyLandlock(cfg *initproto.Config) (string, error) {
 	if len(rwGrantFiles) > 0 {
 		rules = append(rules, landlock.RWFiles(rwGrantFiles...))
 	}
-	if err := c.BestEffort().Restrict(rules...); err != nil {
-		return "", fmt.Errorf("applying Landlock: %w", err)
+	if abi < 8 && psxReadsTasks {
+		// As go-landlock's own Restrict does (its issue 39): libpsx
+		// lists the threads in /proc/PID/task while they are restricted
+		// one by one.
+		rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, fmt.Sprintf("/proc/%d/task", os.Getpid())))
+	}
+	fd, flags, err := c.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return nil, fmt.Errorf("applying Landlock: %w", err)
 	}
 	name := "landlock-abi" + strconv.Itoa(abi)
 	if c.Scoped != 0 && abi >= 6 {
@@ -197,5 +202,80 @@ func applyLandlock(cfg *initproto.Config) (string, error) {
 		// trees (a host service's socket under a read-only grant) is refused.
 		name += " " + unixFeature
 	}
-	return name, nil
+	if fd < 0 {
+		name = ""
+	}
+	return &landlockRuleset{fd: fd, flags: flags, abi: abi, name: name}, nil
+}
+
+// landlockPaths lists the paths Landlock lets the sandbox write: the
+// directories (with /tmp and /dev/shm), the device files, and the
+// writable grants that are files.
+func landlockPaths(cfg *initproto.Config) (rw, rwFiles, rwGrantFiles []string) {
+	rw = []string{"/tmp", "/dev/shm"}
+	rwFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	if cfg.TTY {
+		rwFiles = append(rwFiles, "/dev/pts/0", "/dev/console")
+	}
+	for _, m := range cfg.Mounts {
+		if !m.Writable {
+			continue
+		}
+		if fi, err := os.Stat(m.Target); err == nil && !fi.IsDir() {
+			rwGrantFiles = append(rwGrantFiles, m.Target)
+		} else {
+			rw = append(rw, m.Target)
+		}
+	}
+	return rw, rwFiles, rwGrantFiles
+}
+
+// earlyLandlock reports whether cfg's ruleset may be made before the
+// sandbox is protected: a rule names the inode its path resolves to when
+// it is added, so no path of a rule may be one that protect mounts over,
+// or lie below one (a denied directory is covered by an empty tmpfs), and
+// none may be made by protect (the proxy's directory holds the list of
+// placeholders too).
+func earlyLandlock(cfg *initproto.Config) bool {
+	if cfg.ProxySocket != "" {
+		return false
+	}
+	rw, rwFiles, rwGrantFiles := landlockPaths(cfg)
+	paths := append(append(append([]string{"/"}, rw...), rwFiles...), rwGrantFiles...)
+	for _, held := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
+		for _, p := range paths {
+			if p == held || strings.HasPrefix(p, held+"/") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// enforce restricts every thread of the init with the ruleset and returns
+// the feature names (space-separated), or "" without Landlock. Every
+// thread has no_new_privs already (noNewPrivs, or the early lockdown
+// before the runtime started, which its threads inherit).
+func (r *landlockRuleset) enforce() (string, error) {
+	if r.fd < 0 {
+		return "", nil
+	}
+	var err error
+	if r.abi >= 8 {
+		err = llsys.LandlockRestrictSelf(r.fd, r.flags|llsys.FlagRestrictSelfTSync)
+	} else {
+		err = llsys.AllThreadsLandlockRestrictSelf(r.fd, r.flags)
+	}
+	if err != nil {
+		return "", fmt.Errorf("applying Landlock: landlock_restrict_self: %w", err)
+	}
+	return r.name, nil
+}
+
+// close closes the ruleset.
+func (r *landlockRuleset) close() {
+	if r.fd >= 0 {
+		unix.Close(r.fd)
+		r.fd = -1
+	}
 }

@@ -1,6 +1,7 @@
 package inside
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,11 +24,11 @@ import (
 // Main is the sandbox init: it runs as PID 1 of the sandbox's namespaces,
 // reads its configuration from fd 3, builds and locks down the sandbox,
 // then runs the command (as a child it reaps) or, with no command, calls
-// runTool in-process with the sandbox's standard streams and a start
+// t.Run in-process with the sandbox's standard streams and a start
 // function that starts the tool's command (tool.Env.Start) in the cgroup of
 // the call's own processes. It returns the
 // process exit code. The protocol with the host is drawn in initproto.
-func Main(runTool func(start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int) int {
+func Main(t Tool) int {
 	mainAt := mono()
 	// The init dies with the thread of the broker that started it. Asked
 	// for here, not by the host's SysProcAttr.Pdeathsig (see start in
@@ -62,9 +63,18 @@ func Main(runTool func(start func(func() error) error, stdin io.Reader, stdout, 
 		return fail(status, fmt.Errorf("reading the sandbox config: %w", err))
 	}
 	configAt := mono()
+	// toolCtx ends at SIGTERM or SIGINT (tool mode).
+	var toolCtx context.Context
+	var claimAt int64
 	// claim waits, in a warm sandbox, until a call takes it.
 	claim := func() error {
 		defer cfgFile.Close()
+		if len(cfg.Command) == 0 {
+			toolCtx = toolSignals()
+			if t.Warm != nil {
+				t.Warm()
+			}
+		}
 		if err := send(status, &initproto.Status{Staged: true, MainAt: mainAt, ConfigAt: configAt}); err != nil {
 			return err
 		}
@@ -73,22 +83,27 @@ func Main(runTool func(start func(func() error) error, stdin io.Reader, stdout, 
 			return fmt.Errorf("waiting for the claim: %w", err)
 		}
 		cfg.Placeholders = c.Placeholders
+		claimAt = mono()
 		return nil
 	}
 	st, err := setup(&cfg, claim)
 	if err != nil {
 		return fail(status, err)
 	}
-	st.MainAt, st.ConfigAt = mainAt, configAt
+	st.MainAt, st.ConfigAt, st.ClaimAt = mainAt, configAt, claimAt
 	st.Ready = true
-	// In command mode the host may stop the sandbox (SIGTERM) as soon as it
-	// hears "ready": ask for the signals first, so none is lost to Go's
-	// default action.
+	// The host may stop the sandbox (SIGTERM) as soon as it hears "ready":
+	// ask for the signals first, so none is lost to Go's default action
+	// (command mode: passed on to the command; tool mode: they end the
+	// tool's context, see toolSignals).
 	var sigs chan os.Signal
 	if len(cfg.Command) > 0 {
 		sigs = make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	} else if toolCtx == nil {
+		toolCtx = toolSignals()
 	}
+	st.SentAt = mono()
 	if err := send(status, st); err != nil {
 		return initproto.ExitSetupFailed
 	}
@@ -105,35 +120,67 @@ func Main(runTool func(start func(func() error) error, stdin io.Reader, stdout, 
 	if len(cfg.Command) == 0 {
 		ps := &payloadStart{cfg: &cfg}
 		runtime.GOMAXPROCS(runtime.NumCPU())
-		warmSignals()
-		code := runTool(ps.start, os.Stdin, os.Stdout, os.Stderr)
+		tTool := mono()
+		code := t.Run(toolCtx, ps.start, os.Stdin, os.Stdout, os.Stderr)
+		tDone := mono()
 		ps.close()
-		endTool(status, code)
+		endTool(status, code, []initproto.Phase{{Name: "to-tool", Nanos: tTool - st.SentAt}, {Name: "tool", Nanos: tDone - tTool}}, tDone)
 		return code
 	}
 	return runPayload(&cfg, status, sigs)
 }
 
-// warmSignals starts the runtime's signal-handling thread before the tool
-// reads its input (the runner asks for SIGTERM), so a sandbox waiting in a
-// pool does not create it on the call's clock. SIGWINCH, ignored by
-// default, is asked for and released.
-func warmSignals() {
+// Tool is what the init of a tool-mode sandbox (no Command) runs.
+type Tool struct {
+	// Run runs the call in-process: it reads the call from stdin and
+	// answers on stdout; start starts a command the tool runs
+	// (tool.Env.Start). ctx ends when the init gets SIGTERM or SIGINT;
+	// SIGPIPE is notified, so a write to a closed pipe fails with EPIPE.
+	// It returns the exit code.
+	Run func(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int
+	// Warm, when set, runs in a warm sandbox before it waits for its
+	// claim, so that the call does not pay for the first use of what
+	// every call does (decoding its input, encoding its answer). The
+	// sandbox is not locked down yet: Warm must touch no file and run no
+	// tool.
+	Warm func()
+}
+
+// toolSignals asks for SIGTERM, SIGINT and SIGPIPE for the rest of the
+// init's life (tool mode) and returns a context that ends at the first
+// SIGTERM or SIGINT: the tool's, so a stop cancels it. With SIGPIPE
+// notified (not ignored, which children would inherit), a broker that
+// stopped reading makes a write fail with EPIPE instead of killing the
+// init silently. A warm sandbox asks before it waits for its claim: the
+// runtime starts its signal threads then, and each signal enabled is a
+// round trip to one of them, none of it on the call's clock.
+func toolSignals() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
 	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGWINCH)
-	signal.Stop(c)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
+	go func() {
+		for s := range c {
+			if s != syscall.SIGPIPE {
+				cancel()
+			}
+		}
+	}()
+	return ctx
 }
 
 // endTool ends a tool-mode sandbox early: it kills every other process of
 // the sandbox (they cannot run on once SIGKILL is pending), closes the
 // standard streams and reports the tool's exit code, so the host can
 // answer the call without waiting for the namespaces to be torn down.
-func endTool(status *os.File, code int) {
+// phases time the run so far; the end is timed from tDone.
+func endTool(status *os.File, code int, phases []initproto.Phase, tDone int64) {
 	_ = unix.Kill(-1, unix.SIGKILL)
 	os.Stdin.Close()
 	os.Stdout.Close()
 	os.Stderr.Close()
-	_ = send(status, &initproto.Status{Exit: true, Code: code})
+	now := mono()
+	phases = append(phases, initproto.Phase{Name: "end", Nanos: now - tDone})
+	_ = send(status, &initproto.Status{Exit: true, Code: code, Phases: phases, SentAt: now})
 	status.Close()
 }
 
@@ -245,6 +292,17 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		}
 	}
 	phase("bounding")
+	// A warm sandbox makes its Landlock ruleset now, when its rules'
+	// paths already resolve to what they will, so that only enforcing it
+	// is left for the claim.
+	var llr *landlockRuleset
+	if cfg.Claim && earlyLandlock(cfg) {
+		if llr, err = newLandlockRuleset(cfg); err != nil {
+			return nil, err
+		}
+		defer llr.close()
+		phase("landlock-ruleset")
+	}
 	if cfg.Claim {
 		if err := claim(); err != nil {
 			return nil, err
@@ -266,7 +324,13 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	}
 	st.Features = append(st.Features, "caps-dropped", "no_new_privs")
 	phase("caps")
-	ll, err := applyLandlock(cfg)
+	if llr == nil {
+		if llr, err = newLandlockRuleset(cfg); err != nil {
+			return nil, err
+		}
+		defer llr.close()
+	}
+	ll, err := llr.enforce()
 	if err != nil {
 		return nil, err
 	}

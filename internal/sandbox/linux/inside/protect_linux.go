@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -77,7 +78,7 @@ func (b *builder) protect() error {
 // replaces it, and the rest of the tree stays usable. A regular file with
 // more than one hard link is refused: its other names would stay open.
 func (b *builder) hold(p string, mask bool) error {
-	fd, at, err := b.walkNoFollow(p)
+	fd, at, err := b.openNoFollow(p)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		if !underWritable(p, b.cfg.Mounts) {
@@ -119,6 +120,29 @@ func (b *builder) hold(p string, mask bool) error {
 	}
 	b.mounted = append(b.mounted, at)
 	return nil
+}
+
+// openNoFollow is walkNoFollow in one openat2 when no component of p but
+// the last is a symlink (the common case: the 39 placeholders of a plain
+// directory each took a walk, one openat2 and fstat per component): a
+// symlink on the way (ELOOP) or a kernel without openat2 (whose fallback
+// in openBeneath would follow one) takes the walk.
+func (b *builder) openNoFollow(p string) (int, string, error) {
+	fd, err := eintr.Openat2(b.root, rel(p), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH,
+	})
+	switch {
+	case err == nil:
+		// With O_PATH|O_NOFOLLOW a symlink as the last component is
+		// opened itself, as walkNoFollow does.
+		return fd, p, nil
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		// A component is missing, or a non-directory stands above p,
+		// before any symlink: what walkNoFollow would find too.
+		return -1, "", err
+	}
+	return b.walkNoFollow(p)
 }
 
 // walkNoFollow opens sandbox path p below the stage without following any

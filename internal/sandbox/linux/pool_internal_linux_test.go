@@ -1,0 +1,128 @@
+package linux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// BenchmarkTakeChecks is the host's work on a warm call's clock before
+// the claim, in a plain directory with the default grant (39 protected
+// paths, none there): the spec's config and shape (which pool serves it),
+// and the check that the grant's host paths are as the warm sandbox was
+// built over.
+func BenchmarkTakeChecks(b *testing.B) {
+	dir := b.TempDir()
+	g, err := grant.FromFlags(dir, grant.Flags{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir, Writable: true}}, Masks: g.Masks(), ReadOnly: g.Protected(),
+		ReadOnlyDirs: g.ProtectedDirs(), Cwd: dir, Env: []string{"PATH=/usr/bin:/bin"}}
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	be := &Backend{}
+	was := be.grantPaths(cfg)
+	b.Run("shape", func(b *testing.B) {
+		for range b.N {
+			c, err := config(spec, l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok := shapeOf(spec, c, l); !ok {
+				b.Fatal("no shape")
+			}
+		}
+	})
+	b.Run("samePaths", func(b *testing.B) {
+		for range b.N {
+			if !be.samePaths(was) {
+				b.Fatal("the paths changed")
+			}
+		}
+	})
+}
+
+// TestShapeCoversConfig: two configs that differ in any one field the
+// init builds from are of different shapes, and the same config is of
+// the same shape, so a warm sandbox is only ever taken for what it was
+// built for.
+func TestShapeCoversConfig(t *testing.T) {
+	base := func() *initproto.Config {
+		return &initproto.Config{Mounts: []initproto.Mount{{Source: "/h/w", Target: "/w", Writable: true}}, ReadOnly: []string{"/w/.git"},
+			ReadOnlyDirs: []string{"/w/.git"}, Masks: []string{"/w/.env"}, Env: []string{"A=1"}, Cwd: "/w", Hostname: "airlock", TmpBytes: 1, FileBytes: 2, OpenFiles: 3, Procs: 4}
+	}
+	l := withDefaults(sandbox.Limits{})
+	spec := &sandbox.Spec{}
+	k0, ok := shapeOf(spec, base(), l)
+	if !ok {
+		t.Fatal("no shape")
+	}
+	if k, _ := shapeOf(spec, base(), l); k != k0 {
+		t.Fatal("the same config has two shapes")
+	}
+	for name, change := range map[string]func(c *initproto.Config){
+		"mount":     func(c *initproto.Config) { c.Mounts[0].Writable = false },
+		"protected": func(c *initproto.Config) { c.ReadOnly = nil },
+		"dirs":      func(c *initproto.Config) { c.ReadOnlyDirs = nil },
+		"mask":      func(c *initproto.Config) { c.Masks = []string{"/w/.envrc"} },
+		"env":       func(c *initproto.Config) { c.Env = []string{"A=2"} },
+		"cwd":       func(c *initproto.Config) { c.Cwd = "/" },
+		"tmp":       func(c *initproto.Config) { c.TmpBytes++ },
+		"file size": func(c *initproto.Config) { c.FileBytes++ },
+		"files":     func(c *initproto.Config) { c.OpenFiles++ },
+		"procs":     func(c *initproto.Config) { c.Procs++ },
+		"seccomp":   func(c *initproto.Config) { c.Seccomp = !c.Seccomp },
+	} {
+		c := base()
+		change(c)
+		k, ok := shapeOf(spec, c, l)
+		if !ok || k.full == k0.full {
+			t.Errorf("%s: the changed config has the same shape", name)
+		}
+	}
+}
+
+// BenchmarkLimitCounters is what a call's result reads from its cgroup on
+// the call's clock: the peak memory and the memory and process limits'
+// hit counters.
+func BenchmarkLimitCounters(b *testing.B) {
+	h := detectCgroups("")
+	if h.version == 0 {
+		b.Skip("no cgroups: " + h.reason)
+	}
+	cg, err := h.create(fmt.Sprintf("airlock-%d-bench", os.Getpid()), 64<<20, 16, initThreads)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cg.destroy()
+	for range b.N {
+		if cg.peakMemory() < 0 || cg.memoryHit() || cg.pidsMaxHits() != 0 {
+			b.Fatal("a limit was hit by nothing")
+		}
+	}
+}
+
+// TestCounters: a flat keyed file's values by key, 0 for a key it lacks
+// or a file that cannot be read.
+func TestCounters(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "memory.events")
+	if err := os.WriteFile(p, []byte("low 0\nhigh 0\nmax 12\noom 0\noom_kill 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := counters(p, "oom_kill", "oom", "max", "absent"); !slices.Equal(got, []int64{3, 0, 12, 0}) {
+		t.Errorf("counters = %v, want [3 0 12 0]", got)
+	}
+	if got := counter(filepath.Join(t.TempDir(), "missing"), "max"); got != 0 {
+		t.Errorf("counter of a missing file = %d, want 0", got)
+	}
+}
