@@ -75,11 +75,11 @@ type Options struct {
 	// MaxConcurrent calls run at once (default 8); MaxQueue more wait (default 64).
 	MaxConcurrent, MaxQueue int
 	// Pool is the number of sandboxes per tool shape built ahead of time
-	// (each still used for one call only). Zero keeps 2 when the grant's
-	// protected paths all exist and none otherwise, since a warm sandbox
-	// holds empty placeholders for missing ones (.git, .bashrc, .vscode, ...)
-	// in the tree while it waits; positive keeps that many and accepts the
-	// placeholders for the session's lifetime; negative keeps none.
+	// (each still used for one call only). Zero keeps 2 in every tree: a
+	// warm sandbox holds nothing in the tree while it waits, and the empty
+	// placeholders for missing protected paths (.git, .bashrc, .vscode,
+	// ...) are made only while the call that takes it runs. Positive
+	// keeps that many; negative keeps none.
 	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
