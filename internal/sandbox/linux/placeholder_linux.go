@@ -253,7 +253,14 @@ func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 		}
 		if fd < 0 {
 			// O_NONBLOCK: what was a file a moment ago may be a FIFO now.
-			if fd, err = rawOpenat(pd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err != nil {
+			// Not a raw call: an existing name may be the root of another
+			// file system mounted there (a user's FUSE or network mount),
+			// whose open can wait for its server indefinitely, and a raw
+			// call keeps its P, so the next garbage collection would wait
+			// with it (localFS tells only pd's file system).
+			if fd, err = eintr.Value(func() (int, error) {
+				return unix.Openat(pd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			}); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed under us; start again
 				}

@@ -24,7 +24,10 @@ import (
 // the same call can wait for a server indefinitely, and a thread stuck in a
 // raw call keeps its P, so the next garbage collection's stop-the-world
 // would wait with it and stall every session of the broker, not just the
-// call whose tree it is. There the ordinary wrappers are used.
+// call whose tree it is. There the ordinary wrappers are used. localFS
+// tells the file system of the directory a call acts in, not of what a
+// name in it leads to: a call that may open an existing name (the root
+// of a FUSE or network mount placed there) is never made raw.
 
 // localFS reports whether fd is on a file system whose calls never wait
 // for anything but the local disk: the raw calls are used only there.
