@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -84,7 +83,7 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
 			return exitFailure
 		}
-		closeSession := sync.OnceFunc(func() { _ = sess.Close() })
+		closeSession := closeOnce(env, "airlock call", sess.Close)
 		defer closeSession()
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -126,12 +126,12 @@ Examples:
 			}
 			cmdEnv = broker.SetEnv(cmdEnv, kv)
 		}
-		s, closeSession, err := openExecSession(env, &gf, g, envs)
+		s, closeExec, err := openExecSession(env, &gf, g, envs)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
-		closeSession = sync.OnceFunc(closeSession)
+		closeSession := closeOnce(env, "airlock exec", closeExec)
 		defer closeSession()
 		ran := make(chan struct{})
 		var attachErr error
@@ -185,7 +185,7 @@ Examples:
 // returns it with what closes it and its backend. A command carries no
 // secret, so beside remote hands no local sandbox is built, and the hands
 // get no environment from the broker.
-func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*broker.Session, func(), error) {
+func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*broker.Session, func() error, error) {
 	cfg := gf.config(env, g)
 	if cfg.Remote != nil {
 		if len(envs) > 0 {
@@ -205,7 +205,11 @@ func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*
 		_ = p.Close()
 		return nil, nil, err
 	}
-	return s, func() { _ = s.Close(); _ = p.Close() }, nil
+	return s, func() error {
+		err := s.Close()
+		_ = p.Close()
+		return err
+	}, nil
 }
 
 // forwardSignals passes SIGTERM, SIGHUP and SIGINT sent to airlock on to

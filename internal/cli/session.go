@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
@@ -196,4 +197,18 @@ func names(cwd string, paths []string) bool {
 		}
 	}
 	return false
+}
+
+// closeOnce returns a function that runs close the first time it is called
+// and says on stderr (as cmd) when it fails: for airlock exec and call, the
+// session's close writes its close record and makes the one fsync that
+// also covers the call's record (broker.Options.OneCall), so a failure
+// there is a record that may not be on disk. The call's status stands, as
+// when a call's own record could not be written.
+func closeOnce(env *Env, cmd string, close func() error) func() {
+	return sync.OnceFunc(func() {
+		if err := close(); err != nil {
+			fmt.Fprintf(env.Stderr, "%s: closing the session: %v (the audit log may not hold this call's records)\n", cmd, err)
+		}
+	})
 }
