@@ -58,6 +58,7 @@ type heldDir struct {
 	n       int  // sandboxes of this process holding it (0: a release is removing it)
 	fd      int  // the placeholder, open, with a shared flock
 	created bool // this process created it
+	raw     bool // made in a directory where its calls may be raw (rawDir), so its close may be too
 	// own: it was there, unmarked or not empty: the user's own, or
 	// another process's placeholder in the moment between its creation
 	// and its mark. It is locked all the same, so that process cannot
@@ -84,10 +85,10 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	cfg.Placeholders = nil
 	p.note(p.candidates(cfg))
 	roots := map[string]*os.Root{} // one per writable mount
-	dirs := map[string]*os.File{}  // the directories placeholders go in, by host path, each opened once
+	dirs := map[string]*openDir{}  // the directories placeholders go in, by host path, each opened once
 	defer func() {
 		for _, d := range dirs {
-			d.Close()
+			d.f.Close()
 		}
 		for _, r := range roots {
 			r.Close()
@@ -172,26 +173,33 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 	return out
 }
 
+// openDir is a directory placeholders are made or removed in, open.
+type openDir struct {
+	f *os.File
+	rawDir
+}
+
 // parentDir returns the directory beneath root (the mount at host path
 // source) whose path from root is parts, opened through root once per
 // hold (dirs caches it): placeholders are made and checked in it by name,
 // so nothing but that directory's path is ever resolved, and that beneath
 // root, as os.Root resolves it.
-func parentDir(dirs map[string]*os.File, root *os.Root, source string, parts []string) (int, error) {
+func parentDir(dirs map[string]*openDir, root *os.Root, source string, parts []string) (rawDir, error) {
 	rel := "."
 	if len(parts) > 0 {
 		rel = strings.Join(parts, "/")
 	}
 	key := filepath.Join(source, rel)
 	if d := dirs[key]; d != nil {
-		return int(d.Fd()), nil
+		return d.rawDir, nil
 	}
-	d, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return -1, err
+		return rawDir{fd: -1}, err
 	}
+	d := &openDir{f: f, rawDir: newRawDir(int(f.Fd()))}
 	dirs[key] = d
-	return int(d.Fd()), nil
+	return d.rawDir, nil
 }
 
 // lockPlaceholder creates (or finds) the placeholder name in the directory
@@ -199,13 +207,13 @@ func parentDir(dirs map[string]*os.File, root *os.Root, source string, parts []s
 // shared lock on it. What exists unmarked (or not empty) is held as own
 // (see heldDir). It returns nil for what is not of the kind asked, which
 // the init binds or covers as it is.
-func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
+func lockPlaceholder(pd rawDir, name string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		// Most placeholders are missing: made marked and locked under a
 		// temporary name, then moved into place.
 		fd, cerr := createPlaceholder(pd, name, dir)
 		if cerr == nil {
-			return &heldDir{n: 1, fd: fd, created: true}, nil
+			return &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}, nil
 		}
 		// Else it is there (or something else is), or the file system
 		// cannot move it into place without replacing: the checks below
@@ -215,12 +223,12 @@ func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 		var err error
 		created := false
 		if inPlace && !dir {
-			fd, err = rawOpenat(pd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			fd, err = pd.openat(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 			created = err == nil
 		}
 		if fd < 0 {
 			var st unix.Stat_t
-			err := unix.Fstatat(pd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			err := unix.Fstatat(pd.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 			isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 			switch {
 			case errors.Is(err, fs.ErrNotExist) && !inPlace:
@@ -232,10 +240,10 @@ func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 				// Where the file system cannot rename without replacing:
 				// made in place, and marked below.
 				if dir {
-					err = rawMkdirat(pd, name, 0o755)
+					err = pd.mkdirat(name, 0o755)
 				} else {
 					var nfd int
-					if nfd, err = rawOpenat(pd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+					if nfd, err = pd.openat(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
 						fd = nfd
 					}
 				}
@@ -259,7 +267,7 @@ func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 			// call keeps its P, so the next garbage collection would wait
 			// with it (localFS tells only pd's file system).
 			if fd, err = eintr.Value(func() (int, error) {
-				return unix.Openat(pd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+				return unix.Openat(pd.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 			}); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed under us; start again
@@ -268,8 +276,11 @@ func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 			}
 		}
 		own := !created && (!markedFD(fd) || !emptyFD(fd))
+		// Raw only for what this process made in pd: an existing name
+		// may lead to another file system.
+		raw := created && pd.raw
 		if err := flock(fd, unix.LOCK_SH); err != nil {
-			rawClose(fd)
+			rawClose(raw, fd)
 			return nil, err
 		}
 		if created {
@@ -277,13 +288,13 @@ func lockPlaceholder(pd int, name string, dir bool) (*heldDir, error) {
 			// placeholder, nor a locked one, so the one made here is
 			// still at name and needs no check. Best effort: without user
 			// xattrs the mark is simply absent.
-			_ = rawFsetxattr(fd, placeholderXattr, []byte("1"), 0)
-			return &heldDir{n: 1, fd: fd, created: true}, nil
+			_ = rawFsetxattr(raw, fd, placeholderXattr, []byte("1"), 0)
+			return &heldDir{n: 1, fd: fd, created: true, raw: raw}, nil
 		}
-		if sameFD(pd, name, fd) {
+		if sameFD(pd.fd, name, fd) {
 			return &heldDir{n: 1, fd: fd, own: own}, nil
 		}
-		rawClose(fd) // a remover got there first
+		rawClose(raw, fd) // a remover got there first
 	}
 	return nil, errors.New("the placeholder kept changing under airlock")
 }
@@ -313,7 +324,7 @@ var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here"
 // the next sweep. It returns the placeholder open, fs.ErrExist when name
 // exists, and errNoReplace (the temporary name gone) where the file system
 // cannot rename so.
-func createPlaceholder(pd int, name string, dir bool) (int, error) {
+func createPlaceholder(pd rawDir, name string, dir bool) (int, error) {
 	tmp := tempName(name)
 	flags := 0
 	if dir {
@@ -322,24 +333,24 @@ func createPlaceholder(pd int, name string, dir bool) (int, error) {
 	var fd int
 	var err error
 	if dir {
-		err = rawMkdirat(pd, tmp, 0o755)
+		err = pd.mkdirat(tmp, 0o755)
 		if errors.Is(err, unix.EEXIST) {
 			// Left by a failure of this process: it is ours.
-			_ = rawUnlinkat(pd, tmp, unix.AT_REMOVEDIR)
-			err = rawMkdirat(pd, tmp, 0o755)
+			_ = pd.unlinkat(tmp, unix.AT_REMOVEDIR)
+			err = pd.mkdirat(tmp, 0o755)
 		}
 		if err == nil {
-			if fd, err = rawOpenat(pd, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-				_ = rawUnlinkat(pd, tmp, flags)
+			if fd, err = pd.openat(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+				_ = pd.unlinkat(tmp, flags)
 			}
 		}
 	} else {
 		open := func() (int, error) {
-			return rawOpenat(pd, tmp, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			return pd.openat(tmp, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		}
 		fd, err = open()
 		if errors.Is(err, unix.EEXIST) {
-			_ = rawUnlinkat(pd, tmp, 0)
+			_ = pd.unlinkat(tmp, 0)
 			fd, err = open()
 		}
 	}
@@ -347,16 +358,16 @@ func createPlaceholder(pd int, name string, dir bool) (int, error) {
 		return -1, err
 	}
 	removeTemp := func() {
-		_ = rawUnlinkat(pd, tmp, flags)
-		rawClose(fd)
+		_ = pd.unlinkat(tmp, flags)
+		rawClose(pd.raw, fd)
 	}
 	// Best effort: without user xattrs the mark is simply absent.
-	_ = rawFsetxattr(fd, placeholderXattr, []byte("1"), 0)
+	_ = rawFsetxattr(pd.raw, fd, placeholderXattr, []byte("1"), 0)
 	if err := flock(fd, unix.LOCK_SH); err != nil {
 		removeTemp()
 		return -1, err
 	}
-	err = rawRenameat2(pd, tmp, name, unix.RENAME_NOREPLACE)
+	err = pd.renameat2(tmp, name, unix.RENAME_NOREPLACE)
 	switch {
 	case err == nil:
 		return fd, nil
@@ -392,7 +403,7 @@ func (p *placeholders) release(held []string) {
 		}
 	}
 	p.mu.Unlock()
-	dirs := map[string]*os.File{} // parent directories, opened once
+	dirs := map[string]*openDir{} // parent directories, opened once (nil: could not be)
 	for _, g := range rm {
 		p.mu.Lock()
 		if p.refs[g.host] == g.h && g.h.n == 0 {
@@ -400,7 +411,7 @@ func (p *placeholders) release(held []string) {
 			if (g.h.created || markedFD(g.h.fd)) && flock(g.h.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
 				removeHeld(dirs, g.host, g.h.fd)
 			}
-			rawClose(g.h.fd) // the inode is freed here, if it was removed
+			rawClose(g.h.raw, g.h.fd) // the inode is freed here, if it was removed
 		}
 		p.mu.Unlock()
 		if afterRemove != nil {
@@ -409,7 +420,7 @@ func (p *placeholders) release(held []string) {
 	}
 	for _, d := range dirs {
 		if d != nil {
-			d.Close()
+			d.f.Close()
 		}
 	}
 	p.mu.Lock()
@@ -425,27 +436,29 @@ var afterRemove func()
 // if the path still names it and it is empty: through its parent directory
 // (opened once per release, in dirs), so nothing is followed but the
 // parent's path, as os.OpenRoot would.
-func removeHeld(dirs map[string]*os.File, host string, fd int) {
+func removeHeld(dirs map[string]*openDir, host string, fd int) {
 	parent, name := filepath.Dir(host), filepath.Base(host)
 	d, ok := dirs[parent]
 	if !ok {
-		d, _ = os.OpenFile(parent, os.O_RDONLY|unix.O_DIRECTORY, 0)
+		if f, err := os.OpenFile(parent, os.O_RDONLY|unix.O_DIRECTORY, 0); err == nil {
+			d = &openDir{f: f, rawDir: newRawDir(int(f.Fd()))}
+		}
 		dirs[parent] = d
 	}
 	if d == nil {
 		return
 	}
 	var held, cur unix.Stat_t
-	if unix.Fstat(fd, &held) != nil || unix.Fstatat(int(d.Fd()), name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+	if unix.Fstat(fd, &held) != nil || unix.Fstatat(d.fd, name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		held.Dev != cur.Dev || held.Ino != cur.Ino {
 		return // not the placeholder any more
 	}
 	switch held.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		_ = rawUnlinkat(int(d.Fd()), name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
+		_ = d.unlinkat(name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
 	case unix.S_IFREG:
 		if held.Size == 0 {
-			_ = rawUnlinkat(int(d.Fd()), name, 0)
+			_ = d.unlinkat(name, 0)
 		}
 	}
 }

@@ -44,16 +44,27 @@ func localFS(fd int) bool {
 	return false
 }
 
+// rawDir is a directory the placeholder calls act in by name, and whether
+// they may be raw there: localFS, told once when the directory is opened,
+// not for every call.
+type rawDir struct {
+	fd  int
+	raw bool
+}
+
+// newRawDir is the directory open at fd.
+func newRawDir(fd int) rawDir { return rawDir{fd: fd, raw: localFS(fd)} }
+
 // rawPath is path as a NUL-terminated byte string for a raw system call.
 func rawPath(path string) (*byte, error) { return unix.BytePtrFromString(path) }
 
-// rawRetry makes the call raw when fd (the directory or file it acts on)
-// is on a local file system, else through the scheduler. The caller keeps
-// every pointer it passes alive (runtime.KeepAlive) until this returns:
-// the arguments are plain integers here.
-func rawRetry(fd int, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
+// rawRetry makes the call, raw when raw is set, else through the
+// scheduler, and retries EINTR. The caller keeps every pointer it passes
+// alive (runtime.KeepAlive) until this returns: the arguments are plain
+// integers here.
+func rawRetry(raw bool, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
 	call := unix.Syscall6
-	if localFS(fd) {
+	if raw {
 		call = unix.RawSyscall6
 	}
 	for {
@@ -68,13 +79,13 @@ func rawRetry(fd int, trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
 	}
 }
 
-// rawOpenat is openat(2) of name beneath dirfd.
-func rawOpenat(dirfd int, name string, flags int, mode uint32) (int, error) {
+// openat is openat(2) of name in d.
+func (d rawDir) openat(name string, flags int, mode uint32) (int, error) {
 	p, err := rawPath(name)
 	if err != nil {
 		return -1, err
 	}
-	r, err := rawRetry(dirfd, unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags|unix.O_LARGEFILE), uintptr(mode), 0, 0)
+	r, err := rawRetry(d.raw, unix.SYS_OPENAT, uintptr(d.fd), uintptr(unsafe.Pointer(p)), uintptr(flags|unix.O_LARGEFILE), uintptr(mode), 0, 0)
 	runtime.KeepAlive(p)
 	if err != nil {
 		return -1, err
@@ -82,30 +93,30 @@ func rawOpenat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	return int(r), nil
 }
 
-// rawMkdirat is mkdirat(2).
-func rawMkdirat(dirfd int, name string, mode uint32) error {
+// mkdirat is mkdirat(2) of name in d.
+func (d rawDir) mkdirat(name string, mode uint32) error {
 	p, err := rawPath(name)
 	if err != nil {
 		return err
 	}
-	_, err = rawRetry(dirfd, unix.SYS_MKDIRAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(mode), 0, 0, 0)
+	_, err = rawRetry(d.raw, unix.SYS_MKDIRAT, uintptr(d.fd), uintptr(unsafe.Pointer(p)), uintptr(mode), 0, 0, 0)
 	runtime.KeepAlive(p)
 	return err
 }
 
-// rawUnlinkat is unlinkat(2).
-func rawUnlinkat(dirfd int, name string, flags int) error {
+// unlinkat is unlinkat(2) of name in d.
+func (d rawDir) unlinkat(name string, flags int) error {
 	p, err := rawPath(name)
 	if err != nil {
 		return err
 	}
-	_, err = rawRetry(dirfd, unix.SYS_UNLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags), 0, 0, 0)
+	_, err = rawRetry(d.raw, unix.SYS_UNLINKAT, uintptr(d.fd), uintptr(unsafe.Pointer(p)), uintptr(flags), 0, 0, 0)
 	runtime.KeepAlive(p)
 	return err
 }
 
-// rawRenameat2 is renameat2(2) within one directory.
-func rawRenameat2(dirfd int, from, to string, flags uint) error {
+// renameat2 is renameat2(2) from one name in d to another.
+func (d rawDir) renameat2(from, to string, flags uint) error {
 	f, err := rawPath(from)
 	if err != nil {
 		return err
@@ -114,14 +125,14 @@ func rawRenameat2(dirfd int, from, to string, flags uint) error {
 	if err != nil {
 		return err
 	}
-	_, err = rawRetry(dirfd, unix.SYS_RENAMEAT2, uintptr(dirfd), uintptr(unsafe.Pointer(f)), uintptr(dirfd), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	_, err = rawRetry(d.raw, unix.SYS_RENAMEAT2, uintptr(d.fd), uintptr(unsafe.Pointer(f)), uintptr(d.fd), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
 	runtime.KeepAlive(f)
 	runtime.KeepAlive(t)
 	return err
 }
 
-// rawFsetxattr is fsetxattr(2).
-func rawFsetxattr(fd int, attr string, data []byte, flags int) error {
+// rawFsetxattr is fsetxattr(2) of fd, raw when raw is set.
+func rawFsetxattr(raw bool, fd int, attr string, data []byte, flags int) error {
 	p, err := rawPath(attr)
 	if err != nil {
 		return err
@@ -130,18 +141,18 @@ func rawFsetxattr(fd int, attr string, data []byte, flags int) error {
 	if len(data) > 0 {
 		d = unsafe.Pointer(&data[0])
 	}
-	_, err = rawRetry(fd, unix.SYS_FSETXATTR, uintptr(fd), uintptr(unsafe.Pointer(p)), uintptr(d), uintptr(len(data)), uintptr(flags), 0)
+	_, err = rawRetry(raw, unix.SYS_FSETXATTR, uintptr(fd), uintptr(unsafe.Pointer(p)), uintptr(d), uintptr(len(data)), uintptr(flags), 0)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(data)
 	return err
 }
 
-// rawClose is close(2). Closing the last descriptor of an unlinked
-// placeholder frees its inode, which on some file systems takes a while
-// but never waits for another process. EINTR is not retried: Linux has
-// released the descriptor by then.
-func rawClose(fd int) {
-	if !localFS(fd) {
+// rawClose is close(2), raw when raw is set. Closing the last descriptor
+// of an unlinked placeholder frees its inode, which on some file systems
+// takes a while but never waits for another process. EINTR is not
+// retried: Linux has released the descriptor by then.
+func rawClose(raw bool, fd int) {
+	if !raw {
 		_ = unix.Close(fd)
 		return
 	}
