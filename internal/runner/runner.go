@@ -45,19 +45,6 @@ func Run(stdin io.Reader, stdout, stderr io.Writer) int {
 // RunContext is Run with the tool also cancelled when ctx is done (a
 // stop its caller heard before the runner could).
 func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runContext(ctx, nil, stdin, stdout, stderr)
-}
-
-// RunStarting is Run for a runner that is a sandbox's init: the tools
-// start their commands through start (tool.Env.Start). The init asks for
-// SIGTERM, SIGINT and SIGPIPE itself, before its call arrives, and ends
-// ctx at SIGTERM or SIGINT: enabling and disabling a signal here would
-// cost the call a round trip to the runtime's signal thread each.
-func RunStarting(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, start, stdin, stdout, stderr)
-}
-
-func runContext(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	// With SIGPIPE notified (not ignored, which children would inherit), a
@@ -66,6 +53,15 @@ func runContext(ctx context.Context, start func(func() error) error, stdin io.Re
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
+	return run(ctx, nil, stdin, stdout, stderr)
+}
+
+// RunStarting is Run for a runner that is a sandbox's init: the tools
+// start their commands through start (tool.Env.Start). The init asks for
+// SIGTERM, SIGINT and SIGPIPE itself, before its call arrives, and ends
+// ctx at SIGTERM or SIGINT: enabling and disabling a signal here would
+// cost the call a round trip to the runtime's signal thread each.
+func RunStarting(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
 	return run(ctx, start, stdin, stdout, stderr)
 }
 
