@@ -597,12 +597,11 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 		x.c.stdinW.Close() // unblocks the stdin copier at its next write
 	}
 	truncated := relayed()
+	logArgs := []any{"run_ns", tWaited.Sub(c.start).Nanoseconds() - c.setup.Nanoseconds(), "early", x.early}
 	if e.exit != nil && e.exit.SentAt != 0 {
-		b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early,
-			"exit_wake_ns", e.at-e.exit.SentAt, "streams_ns", time.Since(tWaited).Nanoseconds(), "phases", e.exit.Phases)
-	} else {
-		b.log.Debug("sandbox exited", "run_ns", tWaited.Sub(c.start).Nanoseconds()-c.setup.Nanoseconds(), "early", x.early)
+		logArgs = append(logArgs, "exit_wake_ns", e.at-e.exit.SentAt, "streams_ns", time.Since(tWaited).Nanoseconds(), "phases", e.exit.Phases)
 	}
+	b.log.Debug("sandbox exited", logArgs...)
 	duration := time.Since(c.start)
 	reason := x.reason()
 	if reason == "ctx" {
@@ -646,16 +645,17 @@ func (x *box) relay(spec *sandbox.Spec, out int64) (wait func() (truncated bool)
 		wg.Add(1)
 		go copyOut(spec.Stderr, c.stderrR)
 	}
-	if c.stdinW == nil {
-		// The claim sent the input (see claim).
-	} else if spec.Stdin != nil {
+	switch {
+	case c.stdinW == nil:
+		// The claim has sent the input already (see claim).
+	case spec.Stdin != nil:
 		go func(w *os.File) {
 			_, _ = io.Copy(w, spec.Stdin)
 			if c.ptmx == nil {
 				w.Close()
 			}
 		}(c.stdinW)
-	} else if c.ptmx == nil {
+	case c.ptmx == nil:
 		c.stdinW.Close()
 	}
 	return func() bool {
