@@ -306,10 +306,7 @@ const tempPrefix = ".airlock-placeholder-"
 
 // tempName is the name under which this process makes the placeholder
 // name: its procid, so no other process makes the same one.
-func tempName(name string) string { return tempPrefix + string(selfID()) + "-" + name }
-
-// selfID is this process's procid, read once.
-var selfID = sync.OnceValue(procid.Self)
+func tempName(name string) string { return tempPrefix + string(procid.Self()) + "-" + name }
 
 // errNoReplace: the file system cannot rename without replacing.
 var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here")
