@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -51,7 +53,15 @@ type placeholders struct {
 	// open journal file.
 	journalDir string
 	journal    *os.File
+	// tag names this set of placeholders in their temporary names
+	// (tempName): the process's id and a number of its own, since a
+	// process may run several backends, each with its own set, whose
+	// holds run at once.
+	tag string
 }
+
+// placeholderSets numbers the sets of placeholders of this process.
+var placeholderSets atomic.Uint64
 
 // heldDir is this process's hold on one placeholder.
 type heldDir struct {
@@ -83,6 +93,9 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	}
 	var held []string
 	cfg.Placeholders = nil
+	if p.tag == "" {
+		p.tag = string(procid.Self()) + "." + strconv.FormatUint(placeholderSets.Add(1), 10)
+	}
 	p.note(p.candidates(cfg))
 	roots := map[string]*os.Root{} // one per writable mount
 	dirs := map[string]*openDir{}  // the directories placeholders go in, by host path, each opened once
@@ -131,7 +144,7 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 			if err != nil {
 				return held, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
 			}
-			h, err := lockPlaceholder(pd, parts[i], i < len(parts)-1 || leafDir)
+			h, err := lockPlaceholder(pd, parts[i], p.tempName(parts[i]), i < len(parts)-1 || leafDir)
 			if err != nil {
 				return held, fmt.Errorf("protected path %s: %w", host, err)
 			}
@@ -166,7 +179,7 @@ func (p *placeholders) candidates(cfg *initproto.Config) []string {
 		for i := range parts {
 			host := filepath.Join(m.Source, strings.Join(parts[:i+1], "/"))
 			if p.refs[host] == nil {
-				out = append(out, host, filepath.Join(filepath.Dir(host), tempName(parts[i])))
+				out = append(out, host, filepath.Join(filepath.Dir(host), p.tempName(parts[i])))
 			}
 		}
 	}
@@ -203,15 +216,16 @@ func parentDir(dirs map[string]*openDir, root *os.Root, source string, parts []s
 }
 
 // lockPlaceholder creates (or finds) the placeholder name in the directory
-// pd, a directory when dir is set and an empty file otherwise, and takes a
+// pd (made under the temporary name tmp: createPlaceholder), a directory
+// when dir is set and an empty file otherwise, and takes a
 // shared lock on it. What exists unmarked (or not empty) is held as own
 // (see heldDir). It returns nil for what is not of the kind asked, which
 // the init binds or covers as it is.
-func lockPlaceholder(pd rawDir, name string, dir bool) (*heldDir, error) {
+func lockPlaceholder(pd rawDir, name, tmp string, dir bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		// Most placeholders are missing: made marked and locked under a
 		// temporary name, then moved into place.
-		fd, cerr := createPlaceholder(pd, name, dir)
+		fd, cerr := createPlaceholder(pd, name, tmp, dir)
 		if cerr == nil {
 			return &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}, nil
 		}
@@ -304,16 +318,17 @@ func lockPlaceholder(pd rawDir, name string, dir bool) (*heldDir, error) {
 // with it whether marked or not: nobody but airlock makes such a name.
 const tempPrefix = ".airlock-placeholder-"
 
-// tempName is the name under which this process makes the placeholder
-// name: its procid, so no other process makes the same one.
-func tempName(name string) string { return tempPrefix + string(procid.Self()) + "-" + name }
+// tempName is the name under which this set of placeholders makes the
+// placeholder name: its tag, so no other process, nor another set of this
+// one, makes the same one. p.mu is held, and p.tag set.
+func (p *placeholders) tempName(name string) string { return tempPrefix + p.tag + "-" + name }
 
 // errNoReplace: the file system cannot rename without replacing.
 var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here")
 
 // createPlaceholder makes the placeholder name in the directory pd (a
-// directory when dir is set, else an empty file) under this process's
-// temporary name beside it, marks it and takes the shared lock there, and
+// directory when dir is set, else an empty file) under the temporary name
+// tmp beside it (tempName: this set's own), marks it and takes the shared lock there, and
 // only then moves it to name without replacing anything (renameat2
 // RENAME_NOREPLACE). So name never shows a placeholder without its mark,
 // which a broker killed in between would leave behind as if it were the
@@ -321,8 +336,7 @@ var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here"
 // the next sweep. It returns the placeholder open, fs.ErrExist when name
 // exists, and errNoReplace (the temporary name gone) where the file system
 // cannot rename so.
-func createPlaceholder(pd rawDir, name string, dir bool) (int, error) {
-	tmp := tempName(name)
+func createPlaceholder(pd rawDir, name, tmp string, dir bool) (int, error) {
 	flags := 0
 	if dir {
 		flags = unix.AT_REMOVEDIR
@@ -332,7 +346,7 @@ func createPlaceholder(pd rawDir, name string, dir bool) (int, error) {
 	if dir {
 		err = pd.mkdirat(tmp, 0o755)
 		if errors.Is(err, unix.EEXIST) {
-			// Left by a failure of this process: it is ours.
+			// Left by a failure of this set: it is ours.
 			_ = pd.unlinkat(tmp, unix.AT_REMOVEDIR)
 			err = pd.mkdirat(tmp, 0o755)
 		}
