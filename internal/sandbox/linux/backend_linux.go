@@ -351,6 +351,10 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		if x.cg.payload != "" {
 			cfg.PayloadPids = l.pids
 		}
+		cfg.Join = ""
+		if x.cg.joinsItself() {
+			cfg.Join = x.cg.name()
+		}
 		x.iso.Features = append(x.iso.Features, b.cg.features()...)
 	} else {
 		// Run let this through only with Limits.AllowUnenforced.
@@ -394,7 +398,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 			return nil, err
 		}
 	}
-	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles)
+	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "")
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +409,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	defer stopCtx()
 
-	if x.cg != nil {
+	if x.cg != nil && x.cfg.Join == "" {
 		if err := x.cg.add(c.proc.Pid); err != nil {
 			x.kill("setup")
 			_, _ = c.proc.Wait()
@@ -856,8 +860,9 @@ func (c *child) closeHost() {
 }
 
 // start clones the init into its namespaces, with a pseudo-terminal as
-// its standard streams when tty is set.
-func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File) (*child, error) {
+// its standard streams when tty is set. With join, cgFiles end with
+// initproto.JoinFD's file and the init joins its cgroups itself.
+func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bool) (*child, error) {
 	c := &child{closeOne: cgFiles}
 	ok := false
 	defer func() {
@@ -933,12 +938,16 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File) (*child
 		stdio = [3]*os.File{inR, outW, errW}
 	}
 	argv := append([]string{"airlock"}, b.args...)
+	env := []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0", "GOMAXPROCS=1"}
+	if join {
+		env = append(env, initproto.JoinEnv+"=1")
+	}
 	p, err := os.StartProcess("/proc/self/fd/"+strconv.Itoa(initproto.ExeFD), argv, &os.ProcAttr{
 		// The init's runtime must not keep host cgroup files open to
 		// track CPU quota changes, and runs on one P: fewer threads make
 		// the all-threads credential changes cheaper (tool mode raises
 		// GOMAXPROCS again once locked down).
-		Env:   []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0", "GOMAXPROCS=1"},
+		Env:   env,
 		Files: append([]*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe}, cgFiles...),
 		Sys:   attr,
 	})

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
 )
 
 // cgroupHost knows where this broker may create per-sandbox cgroups:
@@ -373,19 +374,34 @@ func (cg *cgroup) add(pid int) error {
 	return nil
 }
 
+// joinsItself reports whether the init joins this cgroup itself as it
+// starts (initproto.JoinFD), rather than the host writing its pid into
+// cgroup.procs: on cgroup v1 (where the init's thread can move itself
+// through tasks), with an init built with its C constructor.
+func (cg *cgroup) joinsItself() bool {
+	return inside.JoinsEarly && cg.host.version == 1 && cg.payload != "" && len(cg.dirs) == 2
+}
+
+// name is the sandbox cgroup's name, the same in every hierarchy.
+func (cg *cgroup) name() string { return filepath.Base(cg.pidsDir()) }
+
 // initFiles opens, for the init, the files at initproto.PayloadTasksFD,
-// PayloadPidsFD and InitTasksFD, in that order; none without a payload
-// cgroup.
+// PayloadPidsFD and InitTasksFD, in that order, and, when the init joins
+// the cgroup itself, JoinFD; none without a payload cgroup.
 func (cg *cgroup) initFiles() ([]*os.File, error) {
 	if cg.payload == "" {
 		return nil, nil
 	}
-	var fs []*os.File
-	for _, p := range []string{
+	files := []string{
 		filepath.Join(cg.payload, "tasks"),
 		filepath.Join(cg.payload, "pids.max"),
 		filepath.Join(cg.pidsDir(), "tasks"),
-	} {
+	}
+	if cg.joinsItself() {
+		files = append(files, filepath.Join(cg.dirs[0], "tasks"))
+	}
+	var fs []*os.File
+	for _, p := range files {
 		f, err := os.OpenFile(p, os.O_WRONLY, 0)
 		if err != nil {
 			for _, f := range fs {

@@ -70,6 +70,12 @@ func TestShapeCoversConfig(t *testing.T) {
 	if k, _ := shapeOf(spec, base(), l); k != k0 {
 		t.Fatal("the same config has two shapes")
 	}
+	// Each sandbox's own cgroup name is not part of its shape.
+	joined := base()
+	joined.Join = "airlock-1-2"
+	if k, _ := shapeOf(spec, joined, l); k != k0 {
+		t.Fatal("the sandbox's cgroup name changed the shape")
+	}
 	for name, change := range map[string]func(c *initproto.Config){
 		"mount":     func(c *initproto.Config) { c.Mounts[0].Writable = false },
 		"protected": func(c *initproto.Config) { c.ReadOnly = nil },

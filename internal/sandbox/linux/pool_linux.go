@@ -59,6 +59,8 @@ func shapeOf(spec *sandbox.Spec, cfg *initproto.Config, l limits) (shapeKey, boo
 	// paths are most of the config, and this runs on every call's clock.
 	rest := *cfg
 	rest.Mounts, rest.Masks, rest.ReadOnly, rest.ReadOnlyDirs, rest.Env, rest.Cwd = nil, nil, nil, nil, nil, ""
+	// Each sandbox's own cgroup: set by build, never part of a shape.
+	rest.Join = ""
 	f := hash([]any{g, rest, l.mem, l.pids})
 	if g == "" || f == "" {
 		return shapeKey{}, false

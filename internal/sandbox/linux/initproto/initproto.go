@@ -10,7 +10,9 @@
 //	host                                         init (PID 1)
 //	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
 //	 |  exec /proc/self/fd/5 (sealed binary) ----->|  close fd 5, CLOEXEC fds > 2
-//	 |  write pid into the sandbox cgroups         |  read(fd 3) blocks
+//	 |  write pid into the sandbox cgroups,        |  (cgo build, with JoinEnv: before the
+//	 |  unless Config.Join (the init joins them)   |  runtime, join them through fds 8-9)
+//	 |                                             |  read(fd 3) blocks
 //	 |  write Config JSON on fd 3 ---------------->|  decode Config
 //	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits,
 //	 |                                             |  empty bounding and ambient sets,
@@ -61,9 +63,27 @@ const (
 	PayloadTasksFD = 6
 	PayloadPidsFD  = 7
 	InitTasksFD    = 8
+	// JoinFD, with JoinEnv in the init's environment (cgroup v1, a build
+	// with cgo), is the tasks file of the sandbox's memory cgroup, opened
+	// for writing by the host; InitTasksFD is then that of its pids
+	// cgroup. The init's C constructor writes 0 (the writing thread) to
+	// both before the Go runtime starts, while the process has its one
+	// thread, so the whole init joins its cgroups and every thread made
+	// later is born in them. The host then writes no pid into cgroup.procs:
+	// cgroup v1 moves a process written there under a lock whose taking
+	// waits for an RCU grace period (milliseconds, holding cgroup_mutex
+	// for the whole system), which moving the writing thread itself skips.
+	JoinFD = 9
 	// LastFD is the highest descriptor of the protocol.
-	LastFD = InitTasksFD
+	LastFD = JoinFD
 )
+
+// JoinEnv, set to 1 in the init's environment, asks its constructor to
+// join the sandbox's cgroups through JoinFD and InitTasksFD. It is a
+// variable of the environment, not a descriptor's presence, because a
+// descriptor the broker inherited without close-on-exec may sit at any
+// number.
+const JoinEnv = "AIRLOCK_INIT_JOIN"
 
 // ProxyMount is where the proxy socket appears inside the sandbox.
 const ProxyMount = "/run/airlock/proxy.sock"
@@ -115,6 +135,12 @@ type Config struct {
 	// command that holds every process it may have cannot starve the init:
 	// a Go runtime that fails to create a thread aborts.
 	PayloadPids int `json:"payload_pids,omitempty"`
+	// Join, when set, is the name of the sandbox's cgroup (the same in
+	// every hierarchy), which the init joined itself as it started (see
+	// JoinFD): before it reads anything else of the config, it checks that
+	// /proc/self/cgroup names it in every hierarchy, and refuses to go on
+	// otherwise. The host placed the init itself when it is empty.
+	Join string `json:"join,omitempty"`
 
 	// Seccomp asks the init to install the seccomp filter; the host sets
 	// it whenever the init binary has one.

@@ -12,6 +12,9 @@ package inside
 #include <unistd.h>
 
 #define AIRLOCK_INIT_ARG "__sandbox"
+#define AIRLOCK_JOIN_ENV "AIRLOCK_INIT_JOIN"
+#define AIRLOCK_JOIN_MEMORY_FD 9 // initproto.JoinFD
+#define AIRLOCK_JOIN_PIDS_FD 8   // initproto.InitTasksFD
 
 // The lockdown the sandbox's init does before the Go runtime starts: see
 // early_cgo_linux.go. Set once by the constructor, read by Go afterwards.
@@ -19,6 +22,17 @@ int airlock_early_done;
 int airlock_early_errno;
 int airlock_early_cap = -1; // the capability whose drop failed, or -1
 long long airlock_early_ns;
+// The constructor's join of the sandbox's cgroups (initproto.JoinFD):
+// 1 when asked, and the errno of the write that failed.
+int airlock_join_asked;
+int airlock_join_errno;
+
+// airlock_join writes 0 (the writing thread) to a cgroup v1 tasks file.
+static int airlock_join(int fd) {
+	if (pwrite(fd, "0", 1, 0) != 1)
+		return errno ? errno : EIO;
+	return 0;
+}
 
 static int airlock_is_init(void) {
 	if (getpid() != 1)
@@ -49,6 +63,17 @@ __attribute__((constructor)) static void airlock_early(void) {
 		return;
 	long long t = airlock_now();
 	airlock_early_done = 1;
+	// First, the cgroups, so that everything after is charged there: the
+	// process has its one thread, so moving the writing thread moves it
+	// whole (see initproto.JoinFD). The Go side checks the result.
+	const char *join = getenv(AIRLOCK_JOIN_ENV);
+	if (join != NULL && strcmp(join, "1") == 0) {
+		airlock_join_asked = 1;
+		airlock_join_errno = airlock_join(AIRLOCK_JOIN_MEMORY_FD);
+		if (airlock_join_errno == 0)
+			airlock_join_errno = airlock_join(AIRLOCK_JOIN_PIDS_FD);
+		close(AIRLOCK_JOIN_MEMORY_FD);
+	}
 	// NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP(+LOCKED), KEEP_CAPS_LOCKED,
 	// as dropBounding sets them.
 	if (prctl(PR_SET_SECUREBITS, 0x2f, 0, 0, 0) != 0) {
@@ -81,6 +106,29 @@ import (
 
 // earlyArg is the argument the constructor recognises the init by.
 const earlyArg = C.AIRLOCK_INIT_ARG
+
+// The constructor's own copies of the protocol's names.
+const (
+	earlyJoinEnv      = C.AIRLOCK_JOIN_ENV
+	earlyJoinMemoryFD = C.AIRLOCK_JOIN_MEMORY_FD
+	earlyJoinPidsFD   = C.AIRLOCK_JOIN_PIDS_FD
+)
+
+// JoinsEarly says that this build's init joins its cgroups itself before
+// the Go runtime starts, when the host asks (initproto.JoinFD).
+const JoinsEarly = true
+
+// earlyJoin reports whether the constructor was asked to join the
+// sandbox's cgroups, and how the join failed.
+func earlyJoin() (asked bool, err error) {
+	if C.airlock_join_asked == 0 {
+		return false, nil
+	}
+	if e := syscall.Errno(C.airlock_join_errno); e != 0 {
+		return true, fmt.Errorf("writing 0 to the sandbox cgroups' tasks files: %w", e)
+	}
+	return true, nil
+}
 
 // earlyLockdown reports the lockdown a C constructor did as the binary was
 // loaded, when it is the sandbox's init (PID 1, started with the init's

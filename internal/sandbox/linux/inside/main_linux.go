@@ -62,6 +62,9 @@ func Main(t Tool) int {
 	if err != nil {
 		return fail(status, fmt.Errorf("reading the sandbox config: %w", err))
 	}
+	if err := checkJoined(cfg.Join); err != nil {
+		return fail(status, err)
+	}
 	configAt := mono()
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
@@ -251,10 +254,11 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	}
 	st.Features = append(st.Features, "pivot_root")
 	phase("pivot")
-	// The host has placed the init in its cgroups by now: a cgroup
-	// namespace made here is rooted at them, so /proc/self/cgroup shows
-	// "/" (and "/payload"), not the broker's cgroup path and pid, which
-	// the one made at the clone, before the placement, showed. Every
+	// The init is in its cgroups by now (the host placed it, or it joined
+	// them itself: initproto.JoinFD): a cgroup namespace made here is
+	// rooted at them, so /proc/self/cgroup shows "/" (and "/payload"), not
+	// the broker's cgroup path and pid, which the one made at the clone,
+	// before the placement, showed. Every
 	// thread's, since namespaces are per thread and any may fork; after
 	// the pivot, so the all-thread call finds this process's threads in
 	// the sandbox's own /proc.

@@ -1,0 +1,58 @@
+package inside
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// checkJoined checks, when the host left the init to join its cgroups
+// (initproto.Config.Join names them), that the constructor did: the join
+// was asked for and succeeded, and /proc/self/cgroup shows the process in
+// the cgroup named name in both the memory and the pids hierarchy. Without
+// that, the sandbox's limits would not hold, so the init refuses to go on.
+func checkJoined(name string) error {
+	asked, err := earlyJoin()
+	switch {
+	case name == "" && !asked:
+		return nil
+	case name == "":
+		return errors.New("the init joined cgroups the host did not name")
+	case !asked:
+		return fmt.Errorf("the host left joining the sandbox's cgroup %s to the init, whose build cannot (no cgo constructor)", name)
+	case err != nil:
+		return fmt.Errorf("joining the sandbox's cgroup %s: %w", name, err)
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return fmt.Errorf("checking the sandbox's cgroups: %w", err)
+	}
+	return joinedIn(b, name)
+}
+
+// joinedIn reports, from the contents of /proc/self/cgroup, whether the
+// process is in the cgroup named name in the memory and pids hierarchies.
+func joinedIn(procCgroup []byte, name string) error {
+	var missing []string
+	for _, want := range []string{"memory", "pids"} {
+		found := false
+		for line := range bytes.Lines(procCgroup) {
+			// hierarchy-ID:controller-list:cgroup-path
+			f := strings.SplitN(strings.TrimSuffix(string(line), "\n"), ":", 3)
+			if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), want) {
+				found = strings.HasSuffix(f[2], "/"+name)
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, want)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the init is not in the sandbox's cgroup %s of the %s hierarchy, as it should be once it joined", name, strings.Join(missing, " and "))
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package linux
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
+)
+
+// joinBackend is a backend with cgroup v1 whose init joins its cgroups
+// itself, or the test is skipped.
+func joinBackend(t *testing.T) *Backend {
+	t.Helper()
+	if !inside.JoinsEarly {
+		t.Skip("an init built without cgo is placed in its cgroups by the host")
+	}
+	b, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional})
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if b.cg.version != 1 {
+		t.Skipf("the init joins its cgroups itself on cgroup v1 only (here: version %d)", b.cg.version)
+	}
+	return b
+}
+
+// stagedBox builds a warm sandbox for a directory and returns it waiting
+// for its claim, with its init running; the sandbox is torn down at the
+// test's end.
+func stagedBox(t *testing.T, b *Backend) *box {
+	t.Helper()
+	dir := t.TempDir()
+	spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir, Writable: true}}, Cwd: dir, Env: []string{"PATH=/usr/bin:/bin"}}
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	x, _, err := b.build(context.Background(), &sandbox.Spec{}, cfg, l, start.Add(time.Minute), start, true)
+	if err != nil || x == nil {
+		t.Fatalf("building a warm sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		x.kill("test")
+		_, _ = x.c.proc.Wait()
+		for {
+			if _, ok := x.next(); !ok {
+				break
+			}
+		}
+		if err := b.teardown(x); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	})
+	return x
+}
+
+// TestInitJoinsItsCgroups: on cgroup v1 the host writes no pid into the
+// sandbox's cgroup.procs (each such write waits for an RCU grace period
+// under cgroup_mutex); the init joins its memory and pids cgroups itself
+// before the Go runtime starts. Every one of the init's threads, made by
+// the runtime afterwards, is in both, as the limits need.
+func TestInitJoinsItsCgroups(t *testing.T) {
+	b := joinBackend(t)
+	x := stagedBox(t, b)
+	if x.cfg.Join == "" || x.cfg.Join != x.cg.name() {
+		t.Fatalf("the config asks the init to join %q, want the sandbox's cgroup %q", x.cfg.Join, x.cg.name())
+	}
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(x.c.proc.Pid), "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) < 2 {
+		t.Fatalf("the init has %d threads; the check needs the runtime's", len(tasks))
+	}
+	for _, task := range tasks {
+		cg, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(x.c.proc.Pid), "task", task.Name(), "cgroup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []string{"memory", "pids"} {
+			if !inCgroup(cg, h, x.cg.name()) {
+				t.Errorf("thread %s of the init is not in the sandbox's %s cgroup:\n%s", task.Name(), h, cg)
+			}
+		}
+	}
+	// And the host's own files say the same: the init is listed in both
+	// hierarchies' cgroup.procs.
+	for _, d := range x.cg.dirs {
+		procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains("\n"+string(procs), "\n"+strconv.Itoa(x.c.proc.Pid)+"\n") {
+			t.Errorf("%s/cgroup.procs lists %q, not the init %d", d, procs, x.c.proc.Pid)
+		}
+	}
+}
+
+// TestInitRefusesAnotherCgroup: an init asked to join its cgroups that
+// finds itself anywhere else refuses to go on, and says so: the limits
+// would not hold. Here the config names a cgroup other than the one whose
+// files the host passed.
+func TestInitRefusesAnotherCgroup(t *testing.T) {
+	b := joinBackend(t)
+	dir := t.TempDir()
+	spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir, Writable: true}}, Cwd: dir, Env: []string{"PATH=/usr/bin:/bin"}}
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := b.cg.create("airlock-jointest-"+strconv.Itoa(os.Getpid()), l.mem, l.pids, initThreads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PayloadPids = l.pids
+	cfg.Join = "airlock-not-this-one"
+	x := &box{cfg: cfg, cg: cg}
+	start := time.Now()
+	res, err := b.setup(context.Background(), x, start.Add(time.Minute), start, false)
+	if x.c != nil {
+		if terr := b.teardown(x); terr != nil {
+			t.Errorf("teardown: %v", terr)
+		}
+	} else if derr := cg.destroy(); derr != nil {
+		t.Errorf("removing the cgroup: %v", derr)
+	}
+	if res != nil || err == nil || !strings.Contains(err.Error(), "not in the sandbox's cgroup airlock-not-this-one of the memory and pids hierarchy") {
+		t.Fatalf("setup with the wrong cgroup named: res %+v, err %v", res, err)
+	}
+}
+
+// inCgroup reports whether a task's /proc cgroup file puts it in the
+// cgroup named name of the v1 hierarchy of controller h.
+func inCgroup(procCgroup []byte, h, name string) bool {
+	for _, line := range strings.Split(string(procCgroup), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), h) {
+			return strings.HasSuffix(f[2], "/"+name)
+		}
+	}
+	return false
+}
