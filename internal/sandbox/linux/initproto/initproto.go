@@ -73,9 +73,12 @@ const (
 	// cgroup v1 moves a process written there under a lock whose taking
 	// waits for an RCU grace period (milliseconds, holding cgroup_mutex
 	// for the whole system), which moving the writing thread itself skips.
+	// The constructor closes it, so it is above LastFD: a descriptor the
+	// Go side finds there was inherited, and is closed.
 	JoinFD = 9
-	// LastFD is the highest descriptor of the protocol.
-	LastFD = JoinFD
+	// LastFD is the highest descriptor of the protocol the init's Go side
+	// uses.
+	LastFD = InitTasksFD
 )
 
 // JoinEnv, set to 1 in the init's environment, asks its constructor to
