@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
-	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
 // cgroupHost knows where this broker may create per-sandbox cgroups:
@@ -379,7 +379,7 @@ func (cg *cgroup) add(pid int) error {
 // cgroup.procs: on cgroup v1 (where the init's thread can move itself
 // through tasks), with an init built with its C constructor.
 func (cg *cgroup) joinsItself() bool {
-	return inside.JoinsEarly && cg.host.version == 1 && cg.payload != "" && len(cg.dirs) == 2
+	return initproto.InitJoins && cg.host.version == 1 && cg.payload != "" && len(cg.dirs) == 2
 }
 
 // name is the sandbox cgroup's name, the same in every hierarchy.

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
-	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
 // joinBackend is a backend with cgroup v1 whose init joins its cgroups
 // itself, or the test is skipped.
 func joinBackend(t *testing.T) *Backend {
 	t.Helper()
-	if !inside.JoinsEarly {
+	if !initproto.InitJoins {
 		t.Skip("an init built without cgo is placed in its cgroups by the host")
 	}
 	b, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional})

@@ -114,10 +114,6 @@ const (
 	earlyJoinPidsFD   = C.AIRLOCK_JOIN_PIDS_FD
 )
 
-// JoinsEarly says that this build's init joins its cgroups itself before
-// the Go runtime starts, when the host asks (initproto.JoinFD).
-const JoinsEarly = true
-
 // earlyJoin reports whether the constructor was asked to join the
 // sandbox's cgroups, and how the join failed.
 func earlyJoin() (asked bool, err error) {

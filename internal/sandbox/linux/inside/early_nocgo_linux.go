@@ -10,10 +10,5 @@ const earlyArg = "__sandbox"
 // drops the bounding set with all-threads calls in setup.
 func earlyLockdown() (done bool, ns int64, err error) { return false, 0, nil }
 
-// JoinsEarly says that this build's init joins its cgroups itself before
-// the Go runtime starts, when the host asks (initproto.JoinFD): a build
-// without cgo has no constructor, and the host places the init.
-const JoinsEarly = false
-
 // earlyJoin: without a constructor, nothing joined the cgroups early.
 func earlyJoin() (asked bool, err error) { return false, nil }
