@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
-	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
 // cgroupHost knows where this broker may create per-sandbox cgroups:
@@ -376,10 +375,10 @@ func (cg *cgroup) add(pid int) error {
 
 // joinsItself reports whether the init joins this cgroup itself as it
 // starts (initproto.JoinFD), rather than the host writing its pid into
-// cgroup.procs: on cgroup v1 (where the init's thread can move itself
-// through tasks), with an init built with its C constructor.
+// cgroup.procs: on cgroup v1, where a thread can move itself through
+// tasks.
 func (cg *cgroup) joinsItself() bool {
-	return initproto.InitJoins && cg.host.version == 1 && cg.payload != "" && len(cg.dirs) == 2
+	return cg.host.version == 1 && cg.payload != "" && len(cg.dirs) == 2
 }
 
 // name is the sandbox cgroup's name, the same in every hierarchy.

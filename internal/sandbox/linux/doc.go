@@ -1,8 +1,8 @@
 // Package linux is the host side of the native Linux sandbox backend. For
 // each call it starts the airlock binary (sealed: exe_linux.go) in its
 // hidden init mode inside fresh user, mount, PID, network, IPC, UTS and
-// cgroup namespaces, places it in per-call cgroups (or, on cgroup v1 with
-// a cgo build, has it join them as it starts: initproto.JoinFD), sends it the
+// cgroup namespaces, places it in per-call cgroups (on cgroup v1 it has
+// the init join them as it starts: initproto.JoinFD), sends it the
 // configuration, relays its streams under the output cap, enforces the wall
 // time, and tears everything down. The in-sandbox side is package inside;
 // the protocol between them is drawn in package initproto.

@@ -10,8 +10,8 @@
 //	host                                         init (PID 1)
 //	 |  clone(NEWUSER|NEWNS|NEWPID|NEWNET|...)     |
 //	 |  exec /proc/self/fd/5 (sealed binary) ----->|  close fd 5, CLOEXEC fds > 2
-//	 |  write pid into the sandbox cgroups,        |  (cgo build, with JoinEnv: before the
-//	 |  unless Config.Join (the init joins them)   |  runtime, join them through fds 8-9)
+//	 |  write pid into the sandbox cgroups,        |  (cgroup v1, JoinEnv: join them through
+//	 |  unless Config.Join (the init joins them)   |  fds 8-9, before the Go runtime starts)
 //	 |                                             |  read(fd 3) blocks
 //	 |  write Config JSON on fd 3 ---------------->|  decode Config
 //	 |  (close fd 3 unless Config.Claim)           |  grant mounts, /dev, /proc, lo, rlimits,
@@ -63,18 +63,19 @@ const (
 	PayloadTasksFD = 6
 	PayloadPidsFD  = 7
 	InitTasksFD    = 8
-	// JoinFD, with JoinEnv in the init's environment (cgroup v1, a build
-	// with cgo), is the tasks file of the sandbox's memory cgroup, opened
-	// for writing by the host; InitTasksFD is then that of its pids
-	// cgroup. The init's C constructor writes 0 (the writing thread) to
-	// both before the Go runtime starts, while the process has its one
-	// thread, so the whole init joins its cgroups and every thread made
-	// later is born in them. The host then writes no pid into cgroup.procs:
+	// JoinFD, with JoinEnv in the init's environment (cgroup v1), is the
+	// tasks file of the sandbox's memory cgroup, opened for writing by the
+	// host; InitTasksFD is then that of its pids cgroup. The init's C
+	// constructor (a build with cgo) writes 0 (the writing thread) to both
+	// before the Go runtime starts, while the process has its one thread,
+	// so the whole init joins its cgroups and every thread made later is
+	// born in them; a build without cgo has every thread write it, first
+	// thing in Main. The host then writes no pid into cgroup.procs:
 	// cgroup v1 moves a process written there under a lock whose taking
 	// waits for an RCU grace period (milliseconds, holding cgroup_mutex
 	// for the whole system), which moving the writing thread itself skips.
-	// The constructor closes it, so it is above LastFD: a descriptor the
-	// Go side finds there was inherited, and is closed.
+	// The join closes it, so it is above LastFD: a descriptor found there
+	// later was inherited, and is closed.
 	JoinFD = 9
 	// LastFD is the highest descriptor of the protocol the init's Go side
 	// uses.

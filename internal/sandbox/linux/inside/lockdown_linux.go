@@ -75,8 +75,11 @@ func setRlimits(cfg *initproto.Config) error {
 
 // allThreads runs a syscall on every thread of the process: credentials
 // and prctl state are per thread, and the Go runtime has several.
-func allThreads(trap, a1, a2, a3 uintptr) error {
-	_, _, e := psx.Syscall6(trap, a1, a2, a3, 0, 0, 0)
+func allThreads(trap, a1, a2, a3 uintptr) error { return allThreads6(trap, a1, a2, a3, 0) }
+
+// allThreads6 is allThreads for a syscall of four arguments.
+func allThreads6(trap, a1, a2, a3, a4 uintptr) error {
+	_, _, e := psx.Syscall6(trap, a1, a2, a3, a4, 0, 0)
 	if e != 0 {
 		return e
 	}

@@ -37,6 +37,9 @@ func Main(t Tool) int {
 	pdeathErr := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	// Nothing in the sandbox may ptrace or read the init's memory.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// Into the sandbox's cgroups, when the host left that to the init and
+	// a constructor did not do it already (checked below: checkJoined).
+	joinCgroups()
 	// The sealed binary is not needed once running.
 	unix.Close(initproto.ExeFD)
 	closeInherited()
