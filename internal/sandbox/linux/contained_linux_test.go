@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/testenv"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // cgroupOfTask returns, from a task's /proc cgroup file, its path in the
@@ -157,4 +160,29 @@ func TestEveryTaskInItsCgroups(t *testing.T) {
 			return run(t, &sandbox.Spec{TTY: true, Mounts: d.mounts(), Cwd: d.W, Command: []string{"/bin/sh", "-c", script}})
 		}, containedScript)
 	})
+}
+
+// TestBombsInModes: the process limit stops a fork bomb and the memory
+// limit kills a memory bomb in a cold sandbox and in a warm one alike
+// (the warm one's init joined its cgroups long before the call).
+func TestBombsInModes(t *testing.T) {
+	if !hasCgroups(backend(t)) {
+		testenv.RequireFeature(t, "cgroups (memory and pids limits)")
+	}
+	needPython(t)
+	inModes(t, func(t *testing.T, run func(spec *sandbox.Spec, script string) out) {
+		d := newDirs(t)
+		o := run(&sandbox.Spec{Mounts: d.mounts(), Cwd: d.W, Limits: sandbox.Limits{Pids: 32}},
+			`n=0; while [ $n -lt 200 ]; do sleep 987613 & n=$((n+1)); echo $n > "$PWD/n"; done; echo forked $n`)
+		b, _ := os.ReadFile(filepath.Join(d.W, "n"))
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n == 0 || n >= 32 || !slices.Contains(o.res.LimitsHit, wire.Limit("processes")) {
+			t.Errorf("fork bomb: %d forks, LimitsHit %q, stdout %q stderr %q; want fewer than 32 and the process limit hit", n, o.res.LimitsHit, o.stdout, o.stderr)
+		}
+		o = run(&sandbox.Spec{Mounts: d.mounts(), Cwd: d.W, Limits: sandbox.Limits{MemoryBytes: 64 << 20}},
+			`python3 -c 'b = bytearray(512 << 20); print("allocated")'`)
+		if o.res.Limit != "memory" || strings.Contains(o.stdout, "allocated") {
+			t.Errorf("memory bomb: Limit %q LimitsHit %q stdout %q stderr %q; want it killed at the memory limit", o.res.Limit, o.res.LimitsHit, o.stdout, o.stderr)
+		}
+	})
+	waitNoProcs(t, "987613")
 }
