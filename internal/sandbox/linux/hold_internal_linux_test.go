@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -166,5 +167,50 @@ func TestHoldTwoSetsOfOneProcess(t *testing.T) {
 	}
 	for _, e := range left {
 		t.Errorf("left in the tree: %s", e.Name())
+	}
+}
+
+// TestJournalTwoSetsOfOneProcess: two backends of one process over one
+// state directory share its journal file (it is named by the process).
+// One set's release, holding nothing any more, emptied the file while
+// the other still held placeholders: a kill -9 then left those in the
+// user's tree, and the next sweep, reading an empty journal, kept them.
+// Here the other set's process "dies" (its locks dropped) after the first
+// set's release, and the sweep of the journal removes all it made.
+func TestJournalTwoSetsOfOneProcess(t *testing.T) {
+	journals := t.TempDir()
+	var a, b placeholders
+	a.journalDir, b.journalDir = journals, journals
+	cfg := func(dir string) *initproto.Config {
+		return &initproto.Config{Mounts: []initproto.Mount{{Source: dir, Target: "/w", Writable: true}},
+			ReadOnly: []string{"/w/.bashrc", "/w/.vscode"}, ReadOnlyDirs: []string{"/w/.vscode"}}
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	heldB, err := b.hold(cfg(dirB))
+	if err != nil || len(heldB) != 2 {
+		t.Fatalf("set b: held %q, %v", heldB, err)
+	}
+	heldA, err := a.hold(cfg(dirA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.release(heldA)
+	// b's process dies: its descriptors, and so its locks, are gone.
+	b.mu.Lock()
+	for _, h := range b.refs {
+		unix.Close(h.fd)
+	}
+	b.refs = nil
+	b.journal.Close()
+	b.mu.Unlock()
+	if _, err := removeJournalled(filepath.Join(journals, string(procid.Self()))); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(dirB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left in the tree of the set that died, after the sweep: %s", e.Name())
 	}
 }

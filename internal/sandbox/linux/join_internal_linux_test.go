@@ -2,11 +2,14 @@ package linux
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,6 +136,15 @@ func TestInitRefusesAnotherCgroup(t *testing.T) {
 	}
 	if res != nil || err == nil || !strings.Contains(err.Error(), "not in the sandbox's cgroup airlock-not-this-one of the memory and pids hierarchy") {
 		t.Fatalf("setup with the wrong cgroup named: res %+v, err %v", res, err)
+	}
+	// Nothing is left: the init was reaped by setup, its cgroups removed.
+	if x.c == nil || x.c.proc.Signal(syscall.Signal(0)) == nil {
+		t.Errorf("the init that refused was not started or is still there (%+v)", x.c)
+	}
+	for _, d := range cg.dirs {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is left after the refusal: %v", d, err)
+		}
 	}
 }
 

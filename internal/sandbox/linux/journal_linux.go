@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -41,15 +42,40 @@ func (p *placeholders) note(paths []string) {
 		}
 		p.journal = f
 	}
+	journalUsers.Lock()
+	defer journalUsers.Unlock()
+	if !p.journalling {
+		p.journalling = true
+		journalUsers.n[p.journal.Name()]++
+	}
 	_, _ = p.journal.WriteString(strings.Join(paths, "\n") + "\n")
 }
 
-// forget empties the journal once this process holds no placeholder. It is
-// called with p.mu held.
+// journalUsers counts, for each journal file of this process, the sets of
+// placeholders that noted paths in it since they last held none: the
+// backends of one process over one state directory share the file (it is
+// named by the process), so it is emptied only when none of them holds a
+// placeholder. Writes and the emptying are made under its lock.
+var journalUsers = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// forget empties the journal once no set of placeholders of this process
+// that writes there holds one. It is called with p.mu held.
 func (p *placeholders) forget() {
-	if p.journal != nil && len(p.refs) == 0 {
-		_ = p.journal.Truncate(0)
+	if p.journal == nil || len(p.refs) != 0 || !p.journalling {
+		return
 	}
+	journalUsers.Lock()
+	defer journalUsers.Unlock()
+	p.journalling = false
+	name := p.journal.Name()
+	if journalUsers.n[name]--; journalUsers.n[name] > 0 {
+		return
+	}
+	delete(journalUsers.n, name)
+	_ = p.journal.Truncate(0)
 }
 
 // sweepJournals removes the placeholders journalled by processes that are

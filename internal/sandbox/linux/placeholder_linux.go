@@ -53,6 +53,9 @@ type placeholders struct {
 	// open journal file.
 	journalDir string
 	journal    *os.File
+	// journalling: this set noted paths in the journal since it last
+	// held no placeholder (see journalUsers).
+	journalling bool
 	// tag names this set of placeholders in their temporary names
 	// (tempName): the process's id and a number of its own, since a
 	// process may run several backends, each with its own set, whose

@@ -219,4 +219,9 @@ func TestUnprivDelegatedChild(t *testing.T) {
 	if o.res.Limit != "memory" || strings.Contains(o.stdout, "allocated") || len(o.res.Isolation.Unenforced) != 0 {
 		t.Fatalf("Limit %q stdout %q Unenforced %q; want the memory limit to hold", o.res.Limit, o.stdout, o.res.Isolation.Unenforced)
 	}
+	// The init joined its cgroups itself (cgroup v1, a cgo build) as an
+	// unprivileged broker's: every process stays in them, and both limits
+	// hold, cold and warm.
+	t.Run("contained", TestEveryTaskInItsCgroups)
+	t.Run("bombs", TestBombsInModes)
 }

@@ -23,9 +23,10 @@ int airlock_early_errno;
 int airlock_early_cap = -1; // the capability whose drop failed, or -1
 long long airlock_early_ns;
 // The constructor's join of the sandbox's cgroups (initproto.JoinFD):
-// 1 when asked, and the errno of the write that failed.
+// 1 when asked, and the errno of the write that failed and its fd.
 int airlock_join_asked;
 int airlock_join_errno;
+int airlock_join_fd = -1;
 
 // airlock_join writes 0 (the writing thread) to a cgroup v1 tasks file.
 static int airlock_join(int fd) {
@@ -69,9 +70,12 @@ __attribute__((constructor)) static void airlock_early(void) {
 	const char *join = getenv(AIRLOCK_JOIN_ENV);
 	if (join != NULL && strcmp(join, "1") == 0) {
 		airlock_join_asked = 1;
+		airlock_join_fd = AIRLOCK_JOIN_MEMORY_FD;
 		airlock_join_errno = airlock_join(AIRLOCK_JOIN_MEMORY_FD);
-		if (airlock_join_errno == 0)
+		if (airlock_join_errno == 0) {
+			airlock_join_fd = AIRLOCK_JOIN_PIDS_FD;
 			airlock_join_errno = airlock_join(AIRLOCK_JOIN_PIDS_FD);
+		}
 		close(AIRLOCK_JOIN_MEMORY_FD);
 	}
 	// NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP(+LOCKED), KEEP_CAPS_LOCKED,
@@ -124,7 +128,7 @@ func earlyJoin() (asked bool, err error) {
 		return false, nil
 	}
 	if e := syscall.Errno(C.airlock_join_errno); e != 0 {
-		return true, fmt.Errorf("writing 0 to the sandbox cgroups' tasks files: %w", e)
+		return true, joinError(int(C.airlock_join_fd), e)
 	}
 	return true, nil
 }

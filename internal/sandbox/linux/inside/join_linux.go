@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
 // checkJoined checks, when the host left the init to join its cgroups
@@ -31,6 +33,19 @@ func checkJoined(name string) error {
 		return fmt.Errorf("checking the sandbox's cgroups: %w", err)
 	}
 	return joinedIn(b, name)
+}
+
+// joinError is the constructor's failed write of 0 to the tasks file at
+// fd, named by its hierarchy.
+func joinError(fd int, err error) error {
+	h := "memory or pids"
+	switch fd {
+	case initproto.JoinFD:
+		h = "memory"
+	case initproto.InitTasksFD:
+		h = "pids"
+	}
+	return fmt.Errorf("writing 0 to the tasks file of the sandbox's %s cgroup (fd %d): %w", h, fd, err)
 }
 
 // joinedIn reports, from the contents of /proc/self/cgroup, whether the

@@ -1,8 +1,12 @@
 package inside
 
 import (
+	"errors"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
 // TestJoinedIn reads /proc/self/cgroup as cgroup v1 and hybrid hosts
@@ -21,6 +25,17 @@ func TestJoinedIn(t *testing.T) {
 		err := joinedIn([]byte(c.in), "airlock-1-2")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
+		}
+	}
+}
+
+// TestJoinErrorNamesTheHierarchy: a failed join says which of the two
+// tasks files the constructor could not write, and why.
+func TestJoinErrorNamesTheHierarchy(t *testing.T) {
+	for fd, want := range map[int]string{initproto.JoinFD: "sandbox's memory cgroup (fd 9)", initproto.InitTasksFD: "sandbox's pids cgroup (fd 8)"} {
+		err := joinError(fd, syscall.EBADF)
+		if !strings.Contains(err.Error(), want) || !errors.Is(err, syscall.EBADF) {
+			t.Errorf("fd %d: %v, want it to name the %s and wrap EBADF", fd, err, want)
 		}
 	}
 }
