@@ -441,7 +441,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 	x.status = bufio.NewScanner(c.statusR)
 	x.status.Buffer(make([]byte, 4<<10), 1<<20)
 	first, ok := x.next()
-	if !ok || first.Error != "" || first.Ready == x.cfg.Claim || first.Staged != x.cfg.Claim || werr != nil {
+	if !ok || first.Error != "" || first.Ready == x.cfg.Claim || first.Staged != x.cfg.Claim || first.Joined != x.cfg.Join || werr != nil {
 		x.kill("setup")
 		ps, _ := c.proc.Wait()
 		if x.reason() == "time" {
@@ -462,6 +462,9 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		}
 		if werr != nil {
 			return nil, fmt.Errorf("sending the sandbox config: %w", werr)
+		}
+		if first.Joined != x.cfg.Join {
+			return nil, unconfirmedJoin(x.cfg.Join)
 		}
 		return nil, errors.New("sandbox setup: the init's first status was not the one expected")
 	}
@@ -857,6 +860,14 @@ func (c *child) closeHost() {
 			f.Close()
 		}
 	}
+}
+
+// unconfirmedJoin is the error of a sandbox whose init did not confirm
+// joining its cgroup name (initproto.Status.Joined): it may run outside
+// the sandbox's memory limit, so it is killed before anything runs in it
+// (a warm one), or as soon as its first status comes (a cold one).
+func unconfirmedJoin(name string) error {
+	return fmt.Errorf("the sandbox's init did not confirm it joined its cgroup %s, so its limits may not hold: it was killed (is the init binary, Options.Executable, older than this airlock?)", name)
 }
 
 // start clones the init into its namespaces, with a pseudo-terminal as

@@ -159,3 +159,36 @@ func inCgroup(procCgroup []byte, h, name string) bool {
 	}
 	return false
 }
+
+// TestHostRefusesUnconfirmedJoin: an init that ignores the join the host
+// asked for (an airlock binary older than the host's, run through
+// Options.Executable) would run outside the sandbox's memory limit, since
+// the host no longer places it; the host kills it at its first status,
+// which does not confirm the join, and says why. The init here is a shell
+// script that reads its config and reports ready, as an old init would.
+func TestHostRefusesUnconfirmedJoin(t *testing.T) {
+	joinBackend(t) // skips where the init would not be asked to join
+	fake := filepath.Join(t.TempDir(), "old-init")
+	script := "#!/bin/sh\ncat <&3 >/dev/null\nprintf '{\"ready\":true}\\n' >&4\nexec sleep 10\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(&Options{Executable: fake, Cgroups: CgroupsOptional})
+	if err != nil {
+		t.Skipf("no backend with a script as its init: %v", err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	res, err := b.Run(context.Background(), &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir, Writable: true}}, Cwd: dir,
+		Env: []string{"PATH=/usr/bin:/bin"}, Command: []string{"/bin/true"}})
+	if err == nil || !strings.Contains(err.Error(), "did not confirm it joined its cgroup") {
+		t.Fatalf("Run with an init that ignores the join: res %+v, err %v", res, err)
+	}
+	// Nothing is left: no cgroup of this backend in either hierarchy.
+	for _, p := range b.cg.parents() {
+		left, _ := filepath.Glob(filepath.Join(p, "airlock-"+strconv.Itoa(os.Getpid())+"-*"))
+		if len(left) > 0 {
+			t.Errorf("cgroups left after the refusal: %v", left)
+		}
+	}
+}

@@ -184,6 +184,12 @@ type Status struct {
 	// Staged reports (with Config.Claim) that the grant mounts are built
 	// and the init waits for its Claim.
 	Staged bool `json:"staged,omitempty"`
+	// Joined, in the first status (Staged, or Ready for a sandbox not
+	// built warm), is Config.Join once the init has checked it is in
+	// those cgroups: the host runs nothing in a sandbox whose init does not
+	// confirm the join it asked for (an init binary older than the host's
+	// would ignore it, and run outside the memory limit).
+	Joined string `json:"joined,omitempty"`
 	// Features and Missing are the isolation features the init applied
 	// and the ones it could not.
 	Features []string `json:"features,omitempty"`

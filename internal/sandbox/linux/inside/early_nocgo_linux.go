@@ -42,7 +42,7 @@ func joinCgroups() {
 	defer unix.Close(initproto.JoinFD)
 	for _, fd := range []int{initproto.JoinFD, initproto.InitTasksFD} {
 		if err := allThreads6(unix.SYS_PWRITE64, uintptr(fd), uintptr(unsafe.Pointer(&joinZero[0])), 1, 0); err != nil {
-			joinErr = fmt.Errorf("writing 0 to the sandbox cgroups' tasks files on every thread: %w", err)
+			joinErr = fmt.Errorf("on every thread: %w", joinError(fd, err))
 			return
 		}
 	}

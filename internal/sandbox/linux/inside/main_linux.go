@@ -81,7 +81,7 @@ func Main(t Tool) int {
 				t.Warm()
 			}
 		}
-		if err := send(status, &initproto.Status{Staged: true, MainAt: mainAt, ConfigAt: configAt}); err != nil {
+		if err := send(status, &initproto.Status{Staged: true, Joined: cfg.Join, MainAt: mainAt, ConfigAt: configAt}); err != nil {
 			return err
 		}
 		var c initproto.Claim
@@ -98,6 +98,9 @@ func Main(t Tool) int {
 	}
 	st.MainAt, st.ConfigAt, st.ClaimAt = mainAt, configAt, claimAt
 	st.Ready = true
+	if !cfg.Claim {
+		st.Joined = cfg.Join // checked by checkJoined above
+	}
 	// The host may stop the sandbox (SIGTERM) as soon as it hears "ready":
 	// ask for the signals first, so none is lost to Go's default action
 	// (command mode: passed on to the command; tool mode: they end the
