@@ -398,7 +398,24 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 			return nil, err
 		}
 	}
-	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "")
+	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP),
+	// which takes no lock that waits for an RCU grace period, as writing
+	// its pid into cgroup.procs does (see initproto.JoinFD for v1).
+	into := -1
+	if x.cg != nil && x.cg.host.version == 2 && len(cgFiles) == 0 {
+		if fd, err := unix.Open(x.cg.dirs[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			into = fd
+			defer unix.Close(fd)
+		}
+	}
+	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", into)
+	placed := err == nil && into >= 0
+	if err != nil && into >= 0 {
+		// A kernel without clone3 or CLONE_INTO_CGROUP (before 5.7, some
+		// sandboxes' own kernels): started as before, and placed below.
+		b.log.Debug("starting the init in its cgroup failed; placing it after the clone", "err", err)
+		c, err = b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", -1)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +426,16 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	defer stopCtx()
 
-	if x.cg != nil && x.cfg.Join == "" {
+	placement := "none"
+	switch {
+	case placed:
+		placement = "clone"
+	case x.cg != nil && x.cfg.Join != "":
+		placement = "init"
+	case x.cg != nil:
+		placement = "host"
+	}
+	if placement == "host" {
 		if err := x.cg.add(c.proc.Pid); err != nil {
 			x.kill("setup")
 			_, _ = c.proc.Wait()
@@ -469,12 +495,12 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		return nil, errors.New("sandbox setup: the init's first status was not the one expected")
 	}
 	if x.cfg.Claim {
-		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
+		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "cgroup_placed", placement, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
 		return nil, nil
 	}
 	x.ready(first)
 	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
-		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "hold_ns", tHeld.Sub(tCgroup).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
+		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "cgroup_placed", placement, "hold_ns", tHeld.Sub(tCgroup).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
 		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tHeldMono), "phases", first.Phases)
 	return nil, nil
 }
@@ -872,8 +898,9 @@ func unconfirmedJoin(name string) error {
 
 // start clones the init into its namespaces, with a pseudo-terminal as
 // its standard streams when tty is set. With join, cgFiles end with
-// initproto.JoinFD's file and the init joins its cgroups itself.
-func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bool) (*child, error) {
+// initproto.JoinFD's file and the init joins its cgroups itself. A
+// cgroup >= 0 is a cgroup v2 directory the init is cloned into.
+func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bool, cgroup int) (*child, error) {
 	c := &child{closeOne: cgFiles}
 	ok := false
 	defer func() {
@@ -917,6 +944,9 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 		// kills itself, which Linux ignores (a namespace's init cannot be
 		// killed from inside) but gVisor does not.
 		Setsid: true,
+	}
+	if cgroup >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, cgroup
 	}
 	if tty {
 		master, slave, err := openPTY(rows, cols)
