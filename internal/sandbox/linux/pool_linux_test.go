@@ -232,11 +232,19 @@ func TestPoolStaleGrantPaths(t *testing.T) {
 	spec := toolSpec(d)
 	secret := filepath.Join(d.W, "secret.env")
 	spec.Masks = []string{secret}
-	b := pooled(t, 2)
-	if err := b.Prewarm(spec); err != nil {
-		t.Fatal(err)
+	// A pool that holds its two sandboxes, none being built: a fresh one
+	// (no call yet has made it keep more), once both are ready. A
+	// sandbox built after the change would match the tree again and may
+	// serve the call, so none may be under way when the tree changes.
+	ready := func() *linux.Backend {
+		b := pooled(t, 2)
+		if err := b.Prewarm(spec); err != nil {
+			t.Fatal(err)
+		}
+		waitWarm(t, b, spec, 2)
+		return b
 	}
-	waitWarm(t, b, spec, 2)
+	b := ready()
 	if err := os.WriteFile(secret, []byte(d.canary), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +254,7 @@ func TestPoolStaleGrantPaths(t *testing.T) {
 		t.Errorf("a warm sandbox built before %s existed was used", secret)
 	}
 	// Replacing the masked file (an editor's save) also makes them stale.
-	waitWarm(t, b, spec, 2)
+	b = ready()
 	if err := os.WriteFile(secret+".new", []byte(d.canary+"2"), 0o600); err != nil {
 		t.Fatal(err)
 	}
