@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/wire"
@@ -343,7 +344,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
 	var err error
 	if b.cg.version != 0 {
-		name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+		name := cgroupName(procid.Self(), cgroupSeq.Add(1))
 		x.cg, err = b.cg.create(name, l.mem, l.pids, initThreads)
 		if err != nil {
 			return nil, nil, err

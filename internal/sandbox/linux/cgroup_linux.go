@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
 
@@ -559,7 +559,47 @@ func waitRmdir(d string, limit time.Duration) error {
 	}
 }
 
-// sweep removes cgroups left by airlock brokers that no longer exist.
+// cgroupName is the name of the seq-th sandbox cgroup of the broker
+// process id: "airlock-PID-START-SEQ". The start time keeps a broker whose
+// pid was reused (pids wrap at 32768 by default) from taking, or keeping,
+// the cgroups a dead one left: with the pid alone its first sandbox's
+// cgroup could exist already, and the sweep took the dead broker for alive.
+func cgroupName(id procid.ID, seq uint64) string {
+	return "airlock-" + string(id) + "-" + strconv.FormatUint(seq, 10)
+}
+
+// cgroupOwner returns the broker process a sandbox cgroup's name says made
+// it, for the sweep: from cgroupName's form, or the older "airlock-PID-SEQ"
+// (the pid alone). ok is false for any other name.
+func cgroupOwner(name string) (id procid.ID, ok bool) {
+	rest, found := strings.CutPrefix(name, "airlock-")
+	i := strings.LastIndexByte(rest, '-')
+	if !found || i < 0 || !allDigits(rest[i+1:]) {
+		return "", false
+	}
+	id = procid.ID(rest[:i])
+	pid, start, hasStart := strings.Cut(string(id), "-")
+	if !allDigits(pid) || hasStart && !allDigits(start) || id.PID() == 0 {
+		return "", false
+	}
+	return id, true
+}
+
+// allDigits reports whether s is a non-empty run of ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// sweep removes cgroups left by airlock brokers that no longer exist: a
+// broker whose pid now names another process (another start time) is gone.
 func (h cgroupHost) sweep() {
 	for _, p := range h.parents() {
 		ents, err := os.ReadDir(p)
@@ -567,15 +607,12 @@ func (h cgroupHost) sweep() {
 			continue
 		}
 		for _, e := range ents {
-			var pid, seq int
 			if !e.IsDir() {
 				continue
 			}
-			if n, _ := fmt.Sscanf(e.Name(), "airlock-%d-%d", &pid, &seq); n != 2 {
+			id, ok := cgroupOwner(e.Name())
+			if !ok || id.Alive() {
 				continue
-			}
-			if err := unix.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
-				continue // broker alive
 			}
 			_ = removeCgroup(filepath.Join(p, e.Name()), h.version)
 		}
