@@ -203,7 +203,12 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			}
 			claimed := time.Now()
 			x.iso.Features = append(x.iso.Features, "warm")
-			res, err := b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: claimed.Add(l.wall), setup: claimed.Sub(start)})
+			// The wall time runs from the take, as a cold sandbox's from
+			// the start of its setup: the init starts the tool as soon as
+			// it is locked down, before the host hears Ready, and a tool
+			// that times itself by the call's limit (the shell tool) must
+			// not end before the host's kill names the time limit.
+			res, err := b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: taken.Add(l.wall), setup: claimed.Sub(start)})
 			return b.end(x, res, err)
 		}
 	}
