@@ -41,7 +41,10 @@ func (id ID) PID() int {
 }
 
 // Alive reports whether the process id names still runs (the same process:
-// a reused pid has another start time).
+// a reused pid has another start time). A process whose start time cannot
+// be read now (another user's, under hidepid) counts as alive when its pid
+// exists: callers would rather keep a dead process's leftovers than take a
+// live one's.
 func (id ID) Alive() bool {
 	pid := id.PID()
 	if pid == 0 {
@@ -51,6 +54,6 @@ func (id ID) Alive() bool {
 	if now == "" {
 		return false
 	}
-	_, hadStart := strings.CutPrefix(string(id), strconv.Itoa(pid)+"-")
-	return now == id || !hadStart
+	prefix := strconv.Itoa(pid) + "-"
+	return now == id || !strings.HasPrefix(string(id), prefix) || !strings.HasPrefix(string(now), prefix)
 }

@@ -1,7 +1,9 @@
 package procid
 
 import (
+	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 )
 
@@ -27,5 +29,17 @@ func TestDeadProcess(t *testing.T) {
 	}
 	if ID("12345678-1").Alive() || ID("junk").Alive() || ID("").Alive() {
 		t.Fatal("a made-up id is alive")
+	}
+}
+
+// TestReusedPid: this process's pid with another start time names a
+// process that is gone (its pid was reused by this one).
+func TestReusedPid(t *testing.T) {
+	other := ID(strconv.Itoa(os.Getpid()) + "-1")
+	if other == Self() {
+		t.Skip("this process started at tick 1")
+	}
+	if other.Alive() {
+		t.Fatalf("%q counts as alive, though this process has its pid and another start time", other)
 	}
 }

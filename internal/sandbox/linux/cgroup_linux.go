@@ -598,15 +598,6 @@ func allDigits(s string) bool {
 	return true
 }
 
-// brokerAlive reports whether the broker id still runs. A process whose
-// start time this one cannot read (another user's, under hidepid) counts
-// as alive when its pid exists: the sweep would rather keep a dead
-// broker's cgroups than kill a live one's sandboxes.
-func brokerAlive(id procid.ID) bool {
-	now := procid.Of(id.PID())
-	return id.Alive() || now != "" && !strings.Contains(string(now), "-")
-}
-
 // sweep removes cgroups left by airlock brokers that no longer exist: a
 // broker whose pid now names another process (another start time) is gone.
 func (h cgroupHost) sweep() {
@@ -620,7 +611,7 @@ func (h cgroupHost) sweep() {
 				continue
 			}
 			id, ok := cgroupOwner(e.Name())
-			if !ok || brokerAlive(id) {
+			if !ok || id.Alive() {
 				continue
 			}
 			_ = removeCgroup(filepath.Join(p, e.Name()), h.version)

@@ -76,19 +76,3 @@ func TestSweepReusedPid(t *testing.T) {
 		}
 	}
 }
-
-// TestBrokerAlive: this process is alive; its pid with another start
-// time, or a pid no process has, is not.
-func TestBrokerAlive(t *testing.T) {
-	self := procid.Self()
-	if !brokerAlive(self) {
-		t.Errorf("this process %q counts as gone", self)
-	}
-	if other := procid.ID(strconv.Itoa(os.Getpid()) + "-1"); other != self && brokerAlive(other) {
-		t.Errorf("this pid with another start time %q counts as alive", other)
-	}
-	// pid_max is at most 2^22: this pid never exists.
-	if gone := procid.ID("4194305-1"); brokerAlive(gone) {
-		t.Errorf("a pid no process has (%q) counts as alive", gone)
-	}
-}
