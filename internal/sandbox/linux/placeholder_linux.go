@@ -220,8 +220,8 @@ func parentDir(dirs map[string]*openDir, root *os.Root, source string, parts []s
 
 // lockPlaceholder creates (or finds) the placeholder name in the directory
 // pd (made under the temporary name tmp: createPlaceholder), a directory
-// when dir is set and an empty file otherwise, and takes a
-// shared lock on it. What exists unmarked (or not empty) is held as own
+// when dir is set and an empty file otherwise, and takes a shared lock on
+// it. What exists unmarked (or not empty) is held as own
 // (see heldDir). It returns nil for what is not of the kind asked, which
 // the init binds or covers as it is.
 func lockPlaceholder(pd rawDir, name, tmp string, dir bool) (*heldDir, error) {
@@ -331,12 +331,12 @@ var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here"
 
 // createPlaceholder makes the placeholder name in the directory pd (a
 // directory when dir is set, else an empty file) under the temporary name
-// tmp beside it (tempName: this set's own), marks it and takes the shared lock there, and
-// only then moves it to name without replacing anything (renameat2
-// RENAME_NOREPLACE). So name never shows a placeholder without its mark,
-// which a broker killed in between would leave behind as if it were the
-// user's; the temporary name, journalled too (candidates), is removed by
-// the next sweep. It returns the placeholder open, fs.ErrExist when name
+// tmp beside it (tempName: this set's own), marks it and takes the shared
+// lock there, and only then moves it to name without replacing anything
+// (renameat2 RENAME_NOREPLACE). So name never shows a placeholder without
+// its mark, which a broker killed in between would leave behind as if it
+// were the user's; the temporary name, journalled too (candidates), is
+// removed by the next sweep. It returns the placeholder open, fs.ErrExist when name
 // exists, and errNoReplace (the temporary name gone) where the file system
 // cannot rename so.
 func createPlaceholder(pd rawDir, name, tmp string, dir bool) (int, error) {

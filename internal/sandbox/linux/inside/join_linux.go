@@ -12,8 +12,9 @@ import (
 )
 
 // checkJoined checks, when the host left the init to join its cgroups
-// (initproto.Config.Join names them), that the constructor did: the join
-// was asked for and succeeded, and /proc/self/cgroup shows the process in
+// (initproto.Config.Join names them), that it did (joinCgroups, or a cgo
+// build's constructor): the join was asked for (initproto.JoinEnv) and
+// succeeded, and /proc/self/cgroup shows the process in
 // the cgroup named name in both the memory and the pids hierarchy. Without
 // that, the sandbox's limits would not hold, so the init refuses to go on.
 func checkJoined(name string) error {
@@ -24,7 +25,7 @@ func checkJoined(name string) error {
 	case name == "":
 		return errors.New("the init joined cgroups the host did not name")
 	case !asked:
-		return fmt.Errorf("the host left joining the sandbox's cgroup %s to the init, whose build cannot (no cgo constructor)", name)
+		return fmt.Errorf("the host named the sandbox's cgroup %s for the init to join but did not ask it to (no %s=1 in its environment)", name, initproto.JoinEnv)
 	case err != nil:
 		return fmt.Errorf("joining the sandbox's cgroup %s: %w", name, err)
 	}
@@ -35,8 +36,8 @@ func checkJoined(name string) error {
 	return joinedIn(b, name)
 }
 
-// joinError is the constructor's failed write of 0 to the tasks file at
-// fd, named by its hierarchy.
+// joinError is a failed write of 0 to the tasks file at fd, named by its
+// hierarchy.
 func joinError(fd int, err error) error {
 	h := "memory or pids"
 	switch fd {

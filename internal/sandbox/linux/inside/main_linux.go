@@ -263,11 +263,10 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	// The init is in its cgroups by now (the host placed it, or it joined
 	// them itself: initproto.JoinFD): a cgroup namespace made here is
 	// rooted at them, so /proc/self/cgroup shows "/" (and "/payload"), not
-	// the broker's cgroup path and pid, which the one made at the clone,
-	// before the placement, showed. Every
-	// thread's, since namespaces are per thread and any may fork; after
-	// the pivot, so the all-thread call finds this process's threads in
-	// the sandbox's own /proc.
+	// the broker's cgroup path and pid, which the one made at the clone
+	// showed. Every thread's, since namespaces are per thread and any may
+	// fork; after the pivot, so the all-thread call finds this process's
+	// threads in the sandbox's own /proc.
 	if err := allThreads(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); err != nil {
 		return nil, fmt.Errorf("rooting the cgroup namespace at the sandbox's cgroups: %w", err)
 	}
