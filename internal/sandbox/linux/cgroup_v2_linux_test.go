@@ -13,16 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestV2HostEnablesControllers drives v2Host on the host's real cgroup v2
-// hierarchy, in a test cgroup under its root, with one controller the
-// hierarchy has standing in for memory and pids (on a hybrid host such as
-// this project's, memory and pids belong to v1 and v2 has only hugetlb).
-// It checks the "no internal processes" handling: a broker alone in its
-// cgroup moves itself into airlock-broker and enables the controller; one
-// that shares its cgroup, or may not move, is told why and stays put; a
-// controller that is not delegated is named. The broker is a child process
-// (TestV2HostChild) placed in the test cgroup with CLONE_INTO_CGROUP.
-func TestV2HostEnablesControllers(t *testing.T) {
+// v2Root is the host's cgroup v2 mount point, where a root test may make
+// cgroups of its own; the test is skipped without either.
+func v2Root(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a test cgroup under the cgroup v2 root")
 	}
@@ -34,6 +28,20 @@ func TestV2HostEnablesControllers(t *testing.T) {
 	if !ok {
 		t.Skip("no cgroup v2 hierarchy mounted")
 	}
+	return root
+}
+
+// TestV2HostEnablesControllers drives v2Host on the host's real cgroup v2
+// hierarchy, in a test cgroup under its root, with one controller the
+// hierarchy has standing in for memory and pids (on a hybrid host such as
+// this project's, memory and pids belong to v1 and v2 has only hugetlb).
+// It checks the "no internal processes" handling: a broker alone in its
+// cgroup moves itself into airlock-broker and enables the controller; one
+// that shares its cgroup, or may not move, is told why and stays put; a
+// controller that is not delegated is named. The broker is a child process
+// (TestV2HostChild) placed in the test cgroup with CLONE_INTO_CGROUP.
+func TestV2HostEnablesControllers(t *testing.T) {
+	root := v2Root(t)
 	ctrl := testController(t, root)
 	dir := filepath.Join(root, "airlock-v2test-"+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {

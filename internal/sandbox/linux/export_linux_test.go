@@ -1,5 +1,29 @@
 package linux
 
+import (
+	"bytes"
+	"sync"
+)
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers (a debug
+// logger's), for the tests of this package and of linux_test.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
 // NewCopySealed is New with the init's binary always a sealed memfd copy,
 // the path of a broker that may not mount, so tests run it as root too.
 func NewCopySealed(o *Options) (*Backend, error) {

@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -196,24 +194,6 @@ func TestHostRefusesUnconfirmedJoin(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestInitClonedIntoV2Cgroup: on cgroup v2 the init is cloned straight
 // into its cgroup (CLONE_INTO_CGROUP): no pid is written into
 // cgroup.procs, whose move waits for an RCU grace period as on v1. This
@@ -221,18 +201,8 @@ func (l *lockedBuffer) String() string {
 // the backend a v2 cgroup there by hand and drives its setup: the running
 // init is in that cgroup, and the backend says it was placed at the clone.
 func TestInitClonedIntoV2Cgroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a test cgroup under the cgroup v2 root")
-	}
-	mounts, err := cgroupMounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, ok := mounts[""]
-	if !ok {
-		t.Skip("no cgroup v2 hierarchy mounted")
-	}
-	logs := &lockedBuffer{}
+	root := v2Root(t)
+	logs := &SyncBuffer{}
 	b, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

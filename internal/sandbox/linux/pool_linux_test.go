@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ import (
 func pooled(t testing.TB, n int) *linux.Backend {
 	t.Helper()
 	backend(t) // skips where the host cannot sandbox
-	logs := &syncBuffer{}
+	logs := &linux.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("backend log:\n%s", logs.String())
@@ -46,24 +45,6 @@ func pooled(t testing.TB, n int) *linux.Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
 
 // toolSpec is a tool-mode spec over d's grants (the pool serves those).
