@@ -11,26 +11,10 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux"
 	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
-
-// cgroupOfTask returns, from a task's /proc cgroup file, its path in the
-// v1 hierarchy of controller h ("" when the task has none there).
-func cgroupOfTask(b []byte, h string) string {
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(f[1], ",") {
-			if c == h {
-				return f[2]
-			}
-		}
-	}
-	return ""
-}
 
 // sandboxOf returns the name of the sandbox cgroup of this test process
 // ("airlock-<pid>-<n>") that path p is in, or "".
@@ -69,7 +53,7 @@ func uncontained(ns uint64) (bad []string, n int) {
 			comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "task", task.Name(), "comm"))
 			n++
 			for _, h := range []string{"memory", "pids"} {
-				p := cgroupOfTask(b, h)
+				p := linux.CgroupOfTask(b, h)
 				s := sandboxOf(p)
 				if s == "" || (name != "" && s != name) {
 					bad = append(bad, fmt.Sprintf("pid %s task %s (%s) in %s cgroup %q", e.Name(), task.Name(), strings.TrimSpace(string(comm)), h, p))

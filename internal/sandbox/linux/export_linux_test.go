@@ -2,6 +2,7 @@ package linux
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 )
 
@@ -30,4 +31,21 @@ func NewCopySealed(o *Options) (*Backend, error) {
 	sealCopyOnly.Store(true)
 	defer sealCopyOnly.Store(false)
 	return New(o)
+}
+
+// CgroupOfTask returns, from a task's /proc cgroup file, its path in the
+// v1 hierarchy of controller h ("" when the task has none there).
+func CgroupOfTask(b []byte, h string) string {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if c == h {
+				return f[2]
+			}
+		}
+	}
+	return ""
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,7 +87,7 @@ func TestInitJoinsItsCgroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, h := range []string{"memory", "pids"} {
-			if !inCgroup(cg, h, x.cg.name()) {
+			if !strings.HasSuffix(CgroupOfTask(cg, h), "/"+x.cg.name()) {
 				t.Errorf("thread %s of the init is not in the sandbox's %s cgroup:\n%s", task.Name(), h, cg)
 			}
 		}
@@ -147,18 +146,6 @@ func TestInitRefusesAnotherCgroup(t *testing.T) {
 			t.Errorf("%s is left after the refusal: %v", d, err)
 		}
 	}
-}
-
-// inCgroup reports whether a task's /proc cgroup file puts it in the
-// cgroup named name of the v1 hierarchy of controller h.
-func inCgroup(procCgroup []byte, h, name string) bool {
-	for _, line := range strings.Split(string(procCgroup), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), h) {
-			return strings.HasSuffix(f[2], "/"+name)
-		}
-	}
-	return false
 }
 
 // TestHostRefusesUnconfirmedJoin: an init that ignores the join the host
