@@ -369,10 +369,7 @@ func TestPoolSoak(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after := takeState(t)
-	if after.Goroutines <= before.Goroutines {
-		after.Goroutines = before.Goroutines
-	}
+	after := settledState(t, before)
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("host state after %d pooled calls (-before +after)\n%s", n, diff)
 	}

@@ -63,6 +63,27 @@ func takeState(t testing.TB) hostState {
 	}
 }
 
+// settledState is takeState once the processes and goroutines a run
+// leaves to finish (a teardown's goroutine returns just after the
+// WaitGroup it signals lets Close return) are down to before's, or after
+// a few seconds of waiting for that. Fewer goroutines than before count
+// as before's number: other tests' may end meanwhile.
+func settledState(t testing.TB, before hostState) hostState {
+	t.Helper()
+	var after hostState
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		after = takeState(t)
+		if after.Procs <= before.Procs && after.Goroutines <= before.Goroutines || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if after.Goroutines <= before.Goroutines {
+		after.Goroutines = before.Goroutines
+	}
+	return after
+}
+
 // TestSoak runs mixed normal, timed-out, OOM and crashing sandboxes and
 // checks that processes, mounts, fds, temp dirs, goroutines and cgroups
 // return to baseline (hostile case 52).
@@ -105,17 +126,7 @@ func TestSoak(t *testing.T) {
 		limits[o.res.Limit]++
 	}
 	waitNoProcs(t, "98770")
-	var after hostState
-	for deadline := time.Now().Add(3 * time.Second); ; {
-		after = takeState(t)
-		if after.Procs <= before.Procs && after.Goroutines <= before.Goroutines || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if after.Goroutines <= before.Goroutines {
-		after.Goroutines = before.Goroutines
-	}
+	after := settledState(t, before)
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("host state after %d runs (-before +after)\n%s", n, diff)
 	}
