@@ -574,7 +574,8 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 	defer x.watch(ctx, deadline)()
 	t0 := time.Now()
 	var err error
-	if x.held, err = b.placeholders.hold(x.cfg); err != nil {
+	var spares int
+	if x.held, spares, err = b.placeholders.holdCounting(x.cfg); err != nil {
 		return err
 	}
 	if input != nil && pipeHolds(x.c.stdinW, len(input)) {
@@ -606,7 +607,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 		return errors.New("the warm sandbox's init did not report ready")
 	}
 	x.ready(st)
-	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "hold_ns", tHeld.Sub(t0).Nanoseconds(),
+	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "spares", spares, "hold_ns", tHeld.Sub(t0).Nanoseconds(),
 		"claim_ns", time.Since(t0).Nanoseconds(), "claim_wake_ns", st.ClaimAt-sentAt, "ready_wake_ns", readyAt-st.SentAt, "phases", st.Phases)
 	return nil
 }

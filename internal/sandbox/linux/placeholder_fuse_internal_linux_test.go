@@ -176,7 +176,7 @@ func fuseHoldChild(dir string) {
 		os.Exit(1)
 	}
 	go func() {
-		h, err := lockPlaceholder(newRawDir(pd), ".vscode", tempPrefix+"test-.vscode", true)
+		h, err := lockPlaceholder(newRawDir(pd), ".vscode", tempPrefix+"test-.vscode", true, false)
 		fmt.Fprintln(os.Stderr, "hold ended:", h, err)
 	}()
 	sc := bufio.NewScanner(os.Stdin)

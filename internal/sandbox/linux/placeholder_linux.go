@@ -29,7 +29,8 @@ const placeholderXattr = "user.airlock.placeholder"
 // ...), so that the init can mount them read-only and the sandbox cannot
 // create them. They are created on the host before the sandbox is
 // protected: before a cold sandbox starts, and when a call claims a warm
-// one (a waiting warm sandbox holds none).
+// one (a waiting warm sandbox holds none; the inodes of its file
+// placeholders are made ahead, unnamed: spare_linux.go).
 //
 // Sharing, within a process and across processes:
 //   - every sandbox that relies on a placeholder holds it; this process keeps
@@ -61,6 +62,13 @@ type placeholders struct {
 	// process may run several backends, each with its own set, whose
 	// holds run at once.
 	tag string
+
+	// Spare inodes for file placeholders, made ahead (spare_linux.go).
+	spares     map[dirID]*spareDir
+	noSpares   map[dirID]bool // directories whose file system cannot make them
+	linkWay    linkWay
+	sparesOff  bool   // the backend is closed
+	spareClock uint64 // counts stockings, for dropOldestSpares
 }
 
 // placeholderSets numbers the sets of placeholders of this process.
@@ -89,12 +97,18 @@ type heldDir struct {
 // placeholder held. Placeholders are created through os.Root, so a symlink
 // in the tree cannot lead the backend outside the mount.
 func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
+	held, _, err := p.holdCounting(cfg)
+	return held, err
+}
+
+// holdCounting is hold, and also says how many of the placeholders it made
+// were spares (prepare).
+func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, linked int, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.refs == nil {
 		p.refs = map[string]*heldDir{}
 	}
-	var held []string
 	cfg.Placeholders = nil
 	if p.tag == "" {
 		p.tag = string(procid.Self()) + "." + strconv.FormatUint(placeholderSets.Add(1), 10)
@@ -116,15 +130,12 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 		if !ok {
 			continue
 		}
-		// A directory by its kind, or because another held path lies below it.
-		leafDir := slices.Contains(cfg.ReadOnlyDirs, ro) || slices.ContainsFunc(paths, func(o string) bool {
-			return len(o) > len(ro) && o[len(ro)] == '/' && strings.HasPrefix(o, ro)
-		})
+		leafDir := placeholderIsDir(cfg, paths, ro)
 		root := roots[m.Source]
 		if root == nil {
 			r, err := os.OpenRoot(m.Source)
 			if err != nil {
-				return held, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
+				return held, linked, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
 			}
 			root, roots[m.Source] = r, r
 		}
@@ -145,11 +156,23 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 				break // a file of the user's stands above it: nothing can be created there
 			}
 			if err != nil {
-				return held, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
+				return held, linked, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
 			}
-			h, err := lockPlaceholder(pd, parts[i], p.tempName(parts[i]), i < len(parts)-1 || leafDir)
+			dir := i < len(parts)-1 || leafDir
+			var h *heldDir
+			exists := false
+			if !dir {
+				var fd int
+				if fd, exists = p.linkSpare(pd, parts[i]); fd >= 0 {
+					h = &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}
+					linked++
+				}
+			}
+			if h == nil {
+				h, err = lockPlaceholder(pd, parts[i], p.tempName(parts[i]), dir, exists)
+			}
 			if err != nil {
-				return held, fmt.Errorf("protected path %s: %w", host, err)
+				return held, linked, fmt.Errorf("protected path %s: %w", host, err)
 			}
 			if h == nil {
 				break // not of the kind asked (a symlink, a file for a directory): the init binds or covers it
@@ -163,7 +186,7 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	}
 	slices.Sort(cfg.Placeholders)
 	cfg.Placeholders = slices.Compact(cfg.Placeholders)
-	return held, nil
+	return held, linked, nil
 }
 
 // candidates lists the host paths hold may create placeholders at for cfg,
@@ -219,16 +242,19 @@ func parentDir(dirs map[string]*openDir, root *os.Root, source string, parts []s
 }
 
 // lockPlaceholder creates (or finds) the placeholder name in the directory
-// pd (made under the temporary name tmp: createPlaceholder), a directory
-// when dir is set and an empty file otherwise, and takes a shared lock on
-// it. What exists unmarked (or not empty) is held as own
-// (see heldDir). It returns nil for what is not of the kind asked, which
-// the init binds or covers as it is.
-func lockPlaceholder(pd rawDir, name, tmp string, dir bool) (*heldDir, error) {
+// pd (made under the temporary name tmp: createPlaceholder, unless exists
+// says name was just found taken), a directory when dir is set and an
+// empty file otherwise, and takes a shared lock on it. What exists
+// unmarked (or not empty) is held as own (see heldDir). It returns nil for
+// what is not of the kind asked, which the init binds or covers as it is.
+func lockPlaceholder(pd rawDir, name, tmp string, dir, exists bool) (*heldDir, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		// Most placeholders are missing: made marked and locked under a
 		// temporary name, then moved into place.
-		fd, cerr := createPlaceholder(pd, name, tmp, dir)
+		fd, cerr := -1, error(fs.ErrExist)
+		if !exists || attempt > 0 {
+			fd, cerr = createPlaceholder(pd, name, tmp, dir)
+		}
 		if cerr == nil {
 			return &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}, nil
 		}
@@ -537,6 +563,15 @@ func sameFD(pd int, name string, fd int) bool {
 // flock locks the open file fd, retrying on EINTR.
 func flock(fd, how int) error {
 	return eintr.Retry(func() error { return unix.Flock(fd, how) })
+}
+
+// placeholderIsDir reports whether the denied or read-only path ro of cfg
+// (one of paths, cfg's denied and read-only paths) is held as a directory
+// when missing: by its kind, or because another held path lies below it.
+func placeholderIsDir(cfg *initproto.Config, paths []string, ro string) bool {
+	return slices.Contains(cfg.ReadOnlyDirs, ro) || slices.ContainsFunc(paths, func(o string) bool {
+		return len(o) > len(ro) && o[len(ro)] == '/' && strings.HasPrefix(o, ro)
+	})
 }
 
 // entryMount returns the mount whose tree holds the name p (the mount

@@ -299,6 +299,8 @@ func (p *pool) build(sh *shape) {
 	// The host paths are read before the init builds its mounts (by
 	// build) and again once it is ready: a change in between could have
 	// been missed.
+	// The file placeholders its claim will need, made ahead, unnamed.
+	p.b.placeholders.prepare(sh.cfg)
 	var x *box
 	var err error
 	for try := 0; try < 2 && x == nil && sh.ctx.Err() == nil; try++ {
@@ -469,6 +471,7 @@ func (b *Backend) Close() error {
 	b.pool.mu.Unlock()
 	b.pool.drainAll()
 	b.tearing.Wait()
+	b.placeholders.closeSpares()
 	return nil
 }
 

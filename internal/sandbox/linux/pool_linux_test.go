@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,8 +46,12 @@ func pooled(t testing.TB, n int) *linux.Backend {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { b.Close() })
+	poolLogs.Store(b, logs)
 	return b
 }
+
+// poolLogs holds the debug log of each backend pooled made.
+var poolLogs sync.Map // *linux.Backend -> *linux.SyncBuffer
 
 // toolSpec is a tool-mode spec over d's grants (the pool serves those).
 func toolSpec(d dirs) *sandbox.Spec {
@@ -475,4 +481,54 @@ func TestBrokerChildWarm(t *testing.T) {
 	waitWarm(t, b, spec, 2)
 	fmt.Println("warm-ready")
 	time.Sleep(time.Minute)
+}
+
+// TestWarmClaimLinksSpares: a warm sandbox's claim in a tree whose
+// protected names are missing gives names to the spare inodes made while
+// the sandbox was built (the backend's debug log counts them), and those
+// placeholders hold in the sandbox as ones made by name do: writing one
+// fails, and the tree is clean once the call is done.
+func TestWarmClaimLinksSpares(t *testing.T) {
+	backend(t) // skips where the host cannot sandbox
+	logs := &linux.SyncBuffer{}
+	b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional, PoolSize: 1,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		if t.Failed() {
+			t.Logf("backend log:\n%s", logs.String())
+		}
+	})
+	d := newDirs(t)
+	spec := protectedSpec(t, d)
+	spec.Limits.AllowUnenforced = true
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 1)
+	rc := filepath.Join(d.W, ".bashrc")
+	o := callWith(t, b, spec, "sh:echo planted >> "+rc+" && echo wrote; test -f "+rc+" && echo held")
+	if !warm(o) || strings.Contains(o.stdout, "wrote") || !strings.Contains(o.stdout, "held") {
+		t.Fatalf("warm %v, stdout %q stderr %q; want the write to %s refused and the file held", warm(o), o.stdout, o.stderr, rc)
+	}
+	claimed := regexp.MustCompile(`msg="sandbox claimed".* spares=(\d+)`).FindStringSubmatch(logs.String())
+	if claimed == nil || claimed[1] == "0" {
+		t.Fatalf("claim's log %q, want spares linked", claimed)
+	}
+	// The release follows the answer: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Lstat(rc); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there 10 s after the call", rc)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if b, err := os.ReadFile(rc); err == nil {
+		t.Fatalf("%s left with %q", rc, b)
+	}
 }

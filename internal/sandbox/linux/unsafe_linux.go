@@ -44,16 +44,24 @@ func localFS(fd int) bool {
 	return false
 }
 
-// rawDir is a directory the placeholder calls act in by name, and whether
-// they may be raw there: localFS, told once when the directory is opened,
-// not for every call.
+// rawDir is a directory the placeholder calls act in by name, whether
+// they may be raw there (localFS, told once when the directory is opened,
+// not for every call), and which directory it is (zero if fstat failed).
 type rawDir struct {
 	fd  int
 	raw bool
+	id  dirID
 }
 
 // newRawDir is the directory open at fd.
-func newRawDir(fd int) rawDir { return rawDir{fd: fd, raw: localFS(fd)} }
+func newRawDir(fd int) rawDir {
+	d := rawDir{fd: fd, raw: localFS(fd)}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil {
+		d.id = dirID{st.Dev, st.Ino}
+	}
+	return d
+}
 
 // rawPath is path as a NUL-terminated byte string for a raw system call.
 func rawPath(path string) (*byte, error) { return unix.BytePtrFromString(path) }

@@ -1,0 +1,200 @@
+package linux
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// plainConfig is the config of the default grant over a fresh, empty
+// directory: every protected name missing.
+func plainConfig(t *testing.T) (string, *initproto.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	g, err := grant.FromFlags(dir, grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, &initproto.Config{Mounts: []initproto.Mount{{Source: dir, Target: dir, Writable: true}},
+		Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs()}
+}
+
+// names lists dir's entries.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// filePlaceholders counts cfg's paths a hold makes as empty files.
+func filePlaceholders(cfg *initproto.Config) int {
+	n := 0
+	eachFilePlaceholder(cfg, func(initproto.Mount, []string) { n++ })
+	return n
+}
+
+// TestSparesMadeAheadLeaveNoTrace: prepare makes one unnamed inode per
+// file placeholder, nothing shows in the tree; the hold then gives each
+// its name, as a marked, share-locked placeholder with its own inode, and
+// the release leaves the tree empty again.
+func TestSparesMadeAheadLeaveNoTrace(t *testing.T) {
+	for _, way := range []linkWay{linkEmptyPath, linkProc} {
+		t.Run(map[linkWay]string{linkEmptyPath: "empty-path", linkProc: "proc"}[way], func(t *testing.T) {
+			dir, cfg := plainConfig(t)
+			var p placeholders
+			defer p.closeSpares()
+			p.linkWay = way
+			p.prepare(cfg)
+			want := filePlaceholders(cfg)
+			if want < 20 {
+				t.Fatalf("the default grant has %d file placeholders in a plain directory, want the table's ~27", want)
+			}
+			if n := p.spareCount(); n != spareSets*want {
+				t.Fatalf("%d spares, want %d", n, spareSets*want)
+			}
+			if got := names(t, dir); len(got) != 0 {
+				t.Fatalf("the tree holds %v while only spares exist, want nothing", got)
+			}
+			p.prepare(cfg) // a second build of the same shape adds none
+			if n := p.spareCount(); n != spareSets*want {
+				t.Fatalf("%d spares after a second prepare, want %d", n, spareSets*want)
+			}
+			held, linked, err := p.holdCounting(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := (spareSets - 1) * want; linked != want || p.spareCount() != left || p.linkWay != way {
+				t.Fatalf("linked %d of %d spares, %d left (want %d), way %d (want %d)", linked, want, p.spareCount(), left, p.linkWay, way)
+			}
+			inodes := map[uint64]bool{}
+			eachFilePlaceholder(cfg, func(m initproto.Mount, rel []string) {
+				path := filepath.Join(m.Source, filepath.Join(rel...))
+				var st unix.Stat_t
+				if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != 0 || st.Nlink != 1 {
+					t.Errorf("%s: %v, mode %o size %d links %d, want an empty file of one name", path, err, st.Mode, st.Size, st.Nlink)
+				}
+				inodes[st.Ino] = true
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if !marked(f) {
+					t.Errorf("%s is not marked as a placeholder", path)
+				}
+				// Another airlock process cannot take it to remove it.
+				if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+					t.Errorf("%s: an exclusive lock was free while the hold holds it", path)
+				}
+			})
+			if len(inodes) != want {
+				t.Errorf("%d inodes for %d file placeholders, want one each", len(inodes), want)
+			}
+			p.release(held)
+			if got := names(t, dir); len(got) != 0 {
+				t.Fatalf("the tree holds %v after the release, want nothing", got)
+			}
+		})
+	}
+}
+
+// TestSpareNeverTakesAName: a name the user made after the spares were
+// made stays the user's (the spare is kept for another time), and a hold
+// where no spare can be linked makes its placeholders by name.
+func TestSpareNeverTakesAName(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	var p placeholders
+	defer p.closeSpares()
+	p.prepare(cfg)
+	want := filePlaceholders(cfg)
+	rc := filepath.Join(dir, ".bashrc")
+	if err := os.WriteFile(rc, []byte("user's own\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, linked, err := p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := (spareSets-1)*want + 1; linked != want-1 || p.spareCount() != left {
+		t.Errorf("linked %d, %d spares left; want %d and %d", linked, p.spareCount(), want-1, left)
+	}
+	if b, err := os.ReadFile(rc); err != nil || string(b) != "user's own\n" {
+		t.Errorf(".bashrc: %q %v, want the user's", b, err)
+	}
+	if slices.Contains(cfg.Placeholders, rc) {
+		t.Errorf("the user's .bashrc is listed as a placeholder")
+	}
+	p.release(held)
+	if got := names(t, dir); !slices.Equal(got, []string{".bashrc"}) {
+		t.Fatalf("the tree holds %v after the release, want only the user's .bashrc", got)
+	}
+
+	// Where no way of linking works, the hold makes them by name.
+	p.linkWay = linkNone
+	os.Remove(rc)
+	held, linked, err = p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if linked != 0 || len(cfg.Placeholders) < want {
+		t.Errorf("linked %d with linking off, %d placeholders; want 0 and at least %d", linked, len(cfg.Placeholders), want)
+	}
+	for _, ph := range cfg.Placeholders {
+		if _, err := os.Lstat(ph); err != nil {
+			t.Errorf("placeholder %s: %v", ph, err)
+		}
+	}
+	p.release(held)
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("the tree holds %v after the release, want nothing", got)
+	}
+}
+
+// TestSparesClosed: closing the spares frees their inodes (no descriptor
+// of this process is left on an unnamed file) and no more are made.
+func TestSparesClosed(t *testing.T) {
+	_, cfg := plainConfig(t)
+	var p placeholders
+	p.prepare(cfg)
+	if p.spareCount() == 0 {
+		t.Fatal("no spares made")
+	}
+	var fds []int
+	for _, s := range p.spares {
+		fds = append(fds, s.fds...)
+	}
+	// An unnamed file shows in /proc as "DIR/#INODE (deleted)".
+	inTree := func(fd int) bool {
+		l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		return err == nil && filepath.Dir(l) == cfg.Mounts[0].Source
+	}
+	if !inTree(fds[0]) {
+		t.Fatalf("spare fd %d is not an unnamed file of the tree", fds[0])
+	}
+	p.closeSpares()
+	for _, fd := range fds {
+		// The numbers may be reused by now, but not for an unnamed file of
+		// this test's tree.
+		if inTree(fd) {
+			t.Errorf("fd %d still open on an unnamed file of the tree", fd)
+		}
+	}
+	p.prepare(cfg)
+	if n := p.spareCount(); n != 0 {
+		t.Errorf("%d spares made after closeSpares", n)
+	}
+}
