@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +106,19 @@ func benchCall(b *testing.B, be *linux.Backend, spec *sandbox.Spec, input, want 
 	// pool held ready (it grows when calls outrun it).
 	b.ReportMetric(100*float64(warm)/float64(b.N), "warm-%")
 	b.ReportMetric(float64(readyMax), "ready-max")
+	// The claims' hold (the placeholders made on the call's clock), from
+	// the backend's debug log.
+	if l, ok := poolLogs.Load(be); ok {
+		var holds []time.Duration
+		for _, m := range regexp.MustCompile(`msg="sandbox claimed".* hold_ns=(\d+)`).FindAllStringSubmatch(l.(*linux.SyncBuffer).String(), -1) {
+			n, _ := strconv.ParseInt(m[1], 10, 64)
+			holds = append(holds, time.Duration(n))
+		}
+		if len(holds) > 0 {
+			slices.Sort(holds)
+			b.ReportMetric(float64(holds[len(holds)/2].Nanoseconds()), "hold-p50-ns")
+		}
+	}
 }
 
 // BenchmarkCatDirect is the baseline: fork+exec of cat on the 4 KiB file,
