@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -55,7 +56,32 @@ func (e *EncodingError) Error() string {
 // json.RawMessage values are checked for duplicate keys and encoding but not
 // against a struct.
 func DecodeStrict(data []byte, v any) error {
-	if err := checkKeys(data, reflect.TypeOf(v), ""); err != nil {
+	// Valid JSON, the usual case, is decoded once and its keys and strings
+	// walked over its bytes (scanWalker), and what the walk refuses is the
+	// error before anything the decoding met (a wrong type), as below.
+	derr := json.Unmarshal(data, v)
+	var se *json.SyntaxError
+	var ie *json.InvalidUnmarshalError
+	switch {
+	case errors.As(derr, &ie):
+		return derr
+	case !errors.As(derr, &se):
+		w := scanWalker{data: data}
+		if err := w.walk(reflect.TypeOf(v), ""); err != nil {
+			return err
+		}
+		if derr != nil {
+			return describeJSONError(derr)
+		}
+		return nil
+	}
+	return decodeStrictTokens(data, v)
+}
+
+// decodeStrictTokens is DecodeStrict through the json.Decoder's tokens, for
+// any input: what is not valid JSON gets the error that says where.
+func decodeStrictTokens(data []byte, v any) error {
+	if err := checkKeysTokens(data, reflect.TypeOf(v), ""); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -102,8 +128,20 @@ func describeJSONError(err error) error {
 }
 
 // checkKeys walks the token stream of data alongside type t, refusing duplicate
-// keys everywhere and case-only matches against struct fields.
+// keys everywhere and case-only matches against struct fields. Valid JSON
+// is walked straight over its bytes (scanWalker); anything else by the
+// json.Decoder's tokens, whose error names what is wrong.
 func checkKeys(data []byte, t reflect.Type, path string) error {
+	if json.Valid(data) {
+		w := scanWalker{data: data}
+		return w.walk(t, path)
+	}
+	return checkKeysTokens(data, t, path)
+}
+
+// checkKeysTokens is checkKeys through the json.Decoder's tokens, for any
+// input, valid or not.
+func checkKeysTokens(data []byte, t reflect.Type, path string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	w := walker{dec: dec, data: data}
@@ -210,8 +248,22 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
-// jsonFields maps the exact JSON names of t's exported fields to their types.
+// fieldsOf caches jsonFields by type.
+var fieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields maps the exact JSON names of t's exported fields to their
+// types. The map is shared: callers only read it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsOf.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := buildJSONFields(t)
+	fieldsOf.Store(t, m)
+	return m
+}
+
+// buildJSONFields is jsonFields, uncached.
+func buildJSONFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -305,4 +357,157 @@ func (w *walker) walk(t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// scanWalker is walker over data that json.Valid has accepted, reading it
+// byte by byte instead of through json.Decoder.Token, which decodes every
+// string (a tool's whole output, the second time over) only for the walk
+// to drop it. It checks the same things in the same order and returns the
+// same errors; TestScanWalkerMatchesTokens holds the two to that.
+type scanWalker struct {
+	data []byte
+	i    int
+}
+
+// space skips white space.
+func (w *scanWalker) space() {
+	for w.i < len(w.data) {
+		switch w.data[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+// literal returns the string literal at w.i, quotes included, and moves
+// past it.
+func (w *scanWalker) literal() []byte {
+	start := w.i
+	j := w.i + 1
+	for j < len(w.data) {
+		switch w.data[j] {
+		case '\\':
+			j += 2
+			continue
+		case '"':
+			w.i = j + 1
+			return w.data[start:w.i]
+		}
+		j++
+	}
+	w.i = len(w.data)
+	return w.data[start:]
+}
+
+// key is the text of the key literal lit (valid, and valid UTF-8).
+func key(lit []byte) string {
+	body := unquoteRaw(lit)
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body)
+	}
+	var s string
+	_ = json.Unmarshal(lit, &s)
+	return s
+}
+
+func (w *scanWalker) walk(t reflect.Type, path string) error {
+	w.space()
+	if w.i >= len(w.data) {
+		return nil
+	}
+	t = deref(t)
+	switch w.data[w.i] {
+	case '"':
+		if detail := badEncoding(w.literal()); detail != "" {
+			return &EncodingError{Key: path, Detail: detail}
+		}
+		return nil
+	case '{':
+		w.i++
+		var fields map[string]reflect.Type
+		var elem reflect.Type
+		if t != nil && t != rawMessageType {
+			switch t.Kind() {
+			case reflect.Struct:
+				fields = jsonFields(t)
+			case reflect.Map:
+				elem = t.Elem()
+			}
+		}
+		var seen map[string]bool
+		for {
+			w.space()
+			switch w.data[w.i] {
+			case '}':
+				w.i++
+				return nil
+			case ',':
+				w.i++
+				w.space()
+			}
+			lit := w.literal()
+			if detail := badEncoding(lit); detail != "" {
+				return &EncodingError{Key: keyPath(path, strconv.Quote(string(unquoteRaw(lit)))), InKey: true, Detail: detail}
+			}
+			k := key(lit)
+			kp := keyPath(path, k)
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			if seen[k] {
+				return &FieldError{Key: kp, Reason: "duplicate key"}
+			}
+			seen[k] = true
+			var next reflect.Type
+			if fields != nil {
+				ft, exact := fields[k]
+				if !exact {
+					for name := range fields {
+						if strings.EqualFold(name, k) {
+							return &FieldError{Key: kp, Reason: "key differs only in case from field", Field: name}
+						}
+					}
+					return &FieldError{Key: kp, Reason: "unknown field"}
+				}
+				next = ft
+			} else {
+				next = elem
+			}
+			w.space()
+			w.i++ // ':'
+			if err := w.walk(next, kp); err != nil {
+				return err
+			}
+		}
+	case '[':
+		w.i++
+		var elem reflect.Type
+		if t != nil && t != rawMessageType && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for n := 0; ; n++ {
+			w.space()
+			switch w.data[w.i] {
+			case ']':
+				w.i++
+				return nil
+			case ',':
+				w.i++
+			}
+			if err := w.walk(elem, fmt.Sprintf("%s[%d]", path, n)); err != nil {
+				return err
+			}
+		}
+	default: // a number, true, false or null
+		for w.i < len(w.data) {
+			switch w.data[w.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return nil
+			}
+			w.i++
+		}
+		return nil
+	}
 }
