@@ -229,9 +229,11 @@ sys_srt() {
 sys_codex() {
 	npm_peer codex || return 1
 	workload_argv "$1" || { no_tools; return 1; }
+	# Not /tmp: codex would make its protected directories (.git, .codex, .agents) there and
+	# leave them behind.
 	CMD=(env "CODEX_HOME=$PEERS/codex-home" "$PEERS/node_modules/.bin/codex" sandbox
-		-c 'sandbox_mode="workspace-write"' -- "${WL[@]}")
-	NOTE="codex sandbox (Linux: bwrap + seccomp), workspace-write, no network"
+		-c 'sandbox_mode="workspace-write"' -c 'sandbox_workspace_write.exclude_slash_tmp=true' -- "${WL[@]}")
+	NOTE="codex sandbox (Linux: bwrap + seccomp), workspace-write (the directory, not /tmp), no network"
 }
 
 sys_airlock_exec() {
@@ -286,6 +288,20 @@ skip() { # section workload system reason
 	"$BT" skip -out "$CELLS" -section "$1" -workload "$2" -system "$3" -reason "$4"
 }
 
+# clean_workdir: the granted directory back to its one file. Peers leave directories in it
+# (codex its protected .git and .agents, srt .claude), and every system is measured in the same
+# plain directory: one holding .git would spare airlock the placeholders of a missing one.
+clean_workdir() {
+	local e left=()
+	for e in "$WORK"/* "$WORK"/.[!.]* "$WORK"/..?*; do
+		[[ -e $e || -L $e ]] || continue
+		[[ $e == "$WORK/data.txt" ]] && continue
+		left+=("${e#"$WORK"/}")
+		rm -rf -- "$e"
+	done
+	((${#left[@]} == 0)) || log "  removed what the last system left in the directory: ${left[*]}"
+}
+
 # probe S: does system S run at all here? Sets REASON when not.
 probe() {
 	local fn err
@@ -332,6 +348,7 @@ session() {
 measure_latency() {
 	local s w fn
 	for s in "${SYSTEMS[@]}"; do
+		clean_workdir
 		log "latency: $s"
 		if [[ $s == "airlock session" ]]; then
 			for w in "${WORKLOADS[@]}"; do
@@ -362,6 +379,7 @@ measure_latency() {
 # against cat spawned by that same client process, interleaved call by call.
 measure_mcp() {
 	local servers=(-server "airlock mcp=$AIRLOCK mcp --records $STATE")
+	clean_workdir
 	log "mcp read_file: airlock mcp, cat, the reference filesystem server"
 	if ((SMOKE)); then
 		skip latency mcp_read_file "server-filesystem (MCP)" "smoke run: peers installed by the bench (npm) are skipped"
@@ -378,6 +396,7 @@ measure_bursts() {
 	local s fn
 	for s in "${SYSTEMS[@]}"; do
 		[[ $s == "airlock call (unsandboxed)" ]] && continue
+		clean_workdir
 		log "burst of $BURST_N: $s"
 		if [[ $s == "airlock session" ]]; then
 			session burst burst50 latency -tool shell -args '{"command":"true"}' -c "$BURST_N" \
@@ -403,6 +422,7 @@ rate() {
 
 measure_throughput() {
 	local c
+	clean_workdir
 	for c in 1 8; do
 		log "throughput at concurrency $c"
 		NOTE="" && sys_direct true && rate direct /bin/true "$c"
@@ -416,6 +436,7 @@ measure_memory() {
 	local s fn
 	for s in "${SYSTEMS[@]}"; do
 		[[ $s == direct ]] && continue
+		clean_workdir
 		log "memory: $s"
 		if [[ $s == "airlock session" ]]; then
 			session mem sleep memory -inflight 16 \
