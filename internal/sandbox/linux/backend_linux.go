@@ -286,6 +286,7 @@ type child struct {
 	stderrR  *os.File // nil with a pty
 	ptmx     *os.File
 	closeOne []*os.File // the child's ends, closed after start
+	spawned  bool       // started by spawnInit, not forked (os.StartProcess)
 }
 
 // box is one sandbox whose setup finished: its init is blocked on its
@@ -501,11 +502,11 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		return nil, errors.New("sandbox setup: the init's first status was not the one expected")
 	}
 	if x.cfg.Claim {
-		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "cgroup_placed", placement, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
+		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "spawned", c.spawned, "cgroup_placed", placement, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
 		return nil, nil
 	}
 	x.ready(first)
-	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "clone_ns", tStarted.Sub(start).Nanoseconds(),
+	b.log.Debug("sandbox ready", "pid", c.proc.Pid, "spawned", c.spawned, "clone_ns", tStarted.Sub(start).Nanoseconds(),
 		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "cgroup_placed", placement, "hold_ns", tHeld.Sub(tCgroup).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
 		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tHeldMono), "phases", first.Phases)
 	return nil, nil
@@ -939,22 +940,7 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 	c.closeOne = append(c.closeOne, stW)
 
 	var stdio [3]*os.File
-	attr := &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
-			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		GidMappingsEnableSetgroups: false,
-		// No Pdeathsig here: the init asks for it itself (inside.Main).
-		// Go's child checks after the prctl that getppid() is still the
-		// parent's pid; in a new PID namespace getppid() is 0, so the child
-		// kills itself, which Linux ignores (a namespace's init cannot be
-		// killed from inside) but gVisor does not.
-		Setsid: true,
-	}
-	if cgroup >= 0 {
-		attr.UseCgroupFD, attr.CgroupFD = true, cgroup
-	}
+	attr := initAttr(tty, cgroup)
 	if tty {
 		master, slave, err := openPTY(rows, cols)
 		if err != nil {
@@ -963,7 +949,6 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 		c.ptmx, c.stdinW, c.stdoutR = master, master, master
 		c.closeOne = append(c.closeOne, slave)
 		stdio = [3]*os.File{slave, slave, slave}
-		attr.Setctty, attr.Ctty = true, 0
 	} else {
 		inR, inW, err := pipe()
 		if err != nil {
@@ -990,22 +975,64 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 	if join {
 		env = append(env, initproto.JoinEnv+"=1")
 	}
-	p, err := os.StartProcess("/proc/self/fd/"+strconv.Itoa(initproto.ExeFD), argv, &os.ProcAttr{
-		// The init's runtime must not keep host cgroup files open to
-		// track CPU quota changes, and runs on one P: fewer threads make
-		// the all-threads credential changes cheaper (tool mode raises
-		// GOMAXPROCS again once locked down).
-		Env:   env,
-		Files: append([]*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe}, cgFiles...),
-		Sys:   attr,
-	})
-	if err != nil {
-		return nil, startError(err)
+	// The init's runtime must not keep host cgroup files open to track CPU
+	// quota changes, and runs on one P: fewer threads make the all-threads
+	// credential changes cheaper (tool mode raises GOMAXPROCS again once
+	// locked down).
+	exe := "/proc/self/fd/" + strconv.Itoa(initproto.ExeFD)
+	files := append([]*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe}, cgFiles...)
+	var p *os.Process
+	if !forkInit {
+		p, err = spawnInit(exe, argv, env, files, tty, cgroup)
+		if errors.Is(err, errSpawnUnsupported) {
+			b.log.Debug("spawning the init without a fork failed; forking it", "err", err)
+			p = nil
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	c.spawned = p != nil
+	if p == nil {
+		if p, err = os.StartProcess(exe, argv, &os.ProcAttr{Env: env, Files: files, Sys: attr}); err != nil {
+			return nil, startError(err)
+		}
 	}
 	c.proc = p
 	ok = true
 	return c, nil
 }
+
+// initAttr is how os.StartProcess forks the init (spawnInit does the same
+// without the fork): its own namespaces, 0 in its user namespace mapped
+// to the broker's uid and gid with setgroups denied, a session of its own
+// (with fd 0 as its terminal when tty is set), and, when cgroup >= 0,
+// cloned into that cgroup v2 directory.
+func initAttr(tty bool, cgroup int) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		// No Pdeathsig here: the init asks for it itself (inside.Main).
+		// Go's child checks after the prctl that getppid() is still the
+		// parent's pid; in a new PID namespace getppid() is 0, so the child
+		// kills itself, which Linux ignores (a namespace's init cannot be
+		// killed from inside) but gVisor does not.
+		Setsid: true,
+	}
+	if cgroup >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, cgroup
+	}
+	if tty {
+		attr.Setctty, attr.Ctty = true, 0
+	}
+	return attr
+}
+
+// forkInit, set by tests, starts every init with os.StartProcess (a fork)
+// instead of spawnInit.
+var forkInit bool
 
 // startError explains a failed clone: user namespaces are the usual cause.
 func startError(err error) error {

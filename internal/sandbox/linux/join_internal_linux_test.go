@@ -239,4 +239,8 @@ func TestInitClonedIntoV2Cgroup(t *testing.T) {
 	if !strings.Contains(logs.String(), "cgroup_placed=clone") {
 		t.Errorf("the backend did not place the init at the clone; its log:\n%s", logs.String())
 	}
+	// Cloned into its cgroup without a fork of the broker, where built.
+	if spawnBuilt && !strings.Contains(logs.String(), "spawned=true") {
+		t.Errorf("the init was not spawned (clone3 with CLONE_INTO_CGROUP); the log:\n%s", logs.String())
+	}
 }

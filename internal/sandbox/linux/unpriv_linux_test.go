@@ -147,7 +147,8 @@ func TestUnprivChild(t *testing.T) {
 	t.Run("tool-stop", TestToolStopRightAfterReady)
 	t.Run("warm-landlock", TestWarmLandlockInForce)
 	t.Run("warm-input", TestWarmInputWhole)
-	t.Run("spares", TestWarmClaimLinksSpares) // linked through /proc/self/fd: no CAP_DAC_READ_SEARCH
+	t.Run("spares", TestWarmClaimLinksSpares)        // linked through /proc/self/fd: no CAP_DAC_READ_SEARCH
+	t.Run("spawn", linux.TestSpawnedProcessAsForked) // the child maps its own ids as any user may
 }
 
 // TestUnprivilegedDelegatedV1 follows the cgroup v1 recipe of the refusal's

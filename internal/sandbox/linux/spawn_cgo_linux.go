@@ -1,0 +1,282 @@
+//go:build cgo && amd64
+
+package linux
+
+/*
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#define AIRLOCK_CLONE_VM 0x00000100ULL
+#define AIRLOCK_CLONE_VFORK 0x00004000ULL
+#define AIRLOCK_CLONE_PIDFD 0x00001000ULL
+#define AIRLOCK_CLONE_CLEAR_SIGHAND 0x100000000ULL
+#define AIRLOCK_CLONE_INTO_CGROUP 0x200000000ULL
+#define AIRLOCK_SPAWN_MAX_FDS 32
+
+// struct clone_args of clone3(2), as of Linux 5.7.
+struct airlock_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+		set_tid, set_tid_size, cgroup;
+};
+
+// What the child does before it becomes the init, and what it reports.
+typedef struct {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	const int *fds;
+	int nfds;
+	unsigned uid, gid; // the host ids mapped to 0 in the new user namespace
+	int ctty;          // make fd 0 the controlling terminal
+	int err;           // set by the child: the errno of the step that failed
+	int step;          // and which step (airlock_spawn_steps)
+} airlock_spawn_t;
+
+// airlock_write_file writes s to the file at path (a /proc/self file).
+static int airlock_write_file(const char *path, const char *s, size_t n) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ssize_t w = write(fd, s, n);
+	int e = w < 0 ? errno : (w != (ssize_t)n ? EIO : 0);
+	close(fd);
+	return e;
+}
+
+// airlock_idmap formats "0 ID 1\n" into buf, without stdio.
+static size_t airlock_idmap(char *buf, unsigned id) {
+	char digits[16];
+	int n = 0;
+	do {
+		digits[n++] = '0' + id % 10;
+		id /= 10;
+	} while (id);
+	size_t k = 0;
+	buf[k++] = '0';
+	buf[k++] = ' ';
+	while (n)
+		buf[k++] = digits[--n];
+	buf[k++] = ' ';
+	buf[k++] = '1';
+	buf[k++] = '\n';
+	return k;
+}
+
+// airlock_child runs on its own stack, in the parent's memory (CLONE_VM),
+// while the parent's thread waits (CLONE_VFORK) until it execs or exits.
+// Its signal handlers are the defaults (CLONE_CLEAR_SIGHAND), so no Go
+// handler can run here. It uses only system calls and its own stack.
+static int airlock_child(void *p) {
+	airlock_spawn_t *a = p;
+	char buf[32];
+	int tmp[AIRLOCK_SPAWN_MAX_FDS];
+	int e = 0;
+	sigset_t none;
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
+		e = errno, a->step = 1;
+		goto fail;
+	}
+	// 0 in the new user namespace is the broker's uid and gid: a process
+	// may map its own ids once setgroups is denied, as unshare -r does.
+	if ((e = airlock_write_file("/proc/self/setgroups", "deny", 4))) {
+		a->step = 2;
+		goto fail;
+	}
+	if ((e = airlock_write_file("/proc/self/uid_map", buf, airlock_idmap(buf, a->uid)))) {
+		a->step = 3;
+		goto fail;
+	}
+	if ((e = airlock_write_file("/proc/self/gid_map", buf, airlock_idmap(buf, a->gid)))) {
+		a->step = 4;
+		goto fail;
+	}
+	if (setsid() < 0) {
+		e = errno, a->step = 5;
+		goto fail;
+	}
+	// Each file to a number above every target first, so no target
+	// overwrites a source, then into place (dup2 clears close-on-exec
+	// there; the copies above keep it and go at the exec).
+	for (int i = 0; i < a->nfds; i++) {
+		if ((tmp[i] = fcntl(a->fds[i], F_DUPFD_CLOEXEC, a->nfds)) < 0) {
+			e = errno, a->step = 6;
+			goto fail;
+		}
+	}
+	for (int i = 0; i < a->nfds; i++) {
+		if (dup2(tmp[i], i) < 0) {
+			e = errno, a->step = 6;
+			goto fail;
+		}
+	}
+	if (a->ctty && ioctl(0, TIOCSCTTY, 1) < 0) {
+		e = errno, a->step = 7;
+		goto fail;
+	}
+	execve(a->path, a->argv, a->envp);
+	e = errno, a->step = 8;
+fail:
+	a->err = e ? e : EIO;
+	_exit(127);
+	return 0;
+}
+
+// airlock_clone3 is clone3(2) with the child starting fn(arg) on the
+// stack the args give; the parent gets the child's pid or -errno.
+static long airlock_clone3(struct airlock_clone_args *cl, size_t size, int (*fn)(void *), void *arg) {
+	long ret;
+	register void *r12 __asm__("r12") = (void *)fn;
+	register void *r13 __asm__("r13") = arg;
+	__asm__ volatile(
+		"syscall\n\t"
+		"testq %%rax, %%rax\n\t"
+		"jnz 1f\n\t"
+		"xorl %%ebp, %%ebp\n\t"
+		"movq %%r13, %%rdi\n\t"
+		"callq *%%r12\n\t"
+		"movl %%eax, %%edi\n\t"
+		"movl $60, %%eax\n\t" // SYS_exit
+		"syscall\n\t"
+		"hlt\n\t"
+		"1:\n\t"
+		: "=a"(ret)
+		: "0"((long)SYS_clone3), "D"(cl), "S"(size), "r"(r12), "r"(r13)
+		: "rcx", "r11", "memory");
+	return ret;
+}
+
+// airlock_spawn starts the child of a in new namespaces (nsflags) and,
+// when cgroupfd >= 0, in that cgroup v2 directory; it returns the child's
+// pid (its pidfd in *pidfd) once the child has exec'd or exited, or
+// -errno when the clone failed.
+static long airlock_spawn(airlock_spawn_t *a, uint64_t nsflags, int cgroupfd, int *pidfd) {
+	size_t size = 64 << 10;
+	void *stack = malloc(size);
+	if (!stack)
+		return -ENOMEM;
+	struct airlock_clone_args cl;
+	memset(&cl, 0, sizeof cl);
+	cl.flags = nsflags | AIRLOCK_CLONE_VM | AIRLOCK_CLONE_VFORK | AIRLOCK_CLONE_PIDFD | AIRLOCK_CLONE_CLEAR_SIGHAND;
+	cl.pidfd = (uint64_t)(uintptr_t)pidfd;
+	cl.exit_signal = SIGCHLD;
+	cl.stack = (uint64_t)(uintptr_t)stack;
+	cl.stack_size = size;
+	if (cgroupfd >= 0) {
+		cl.flags |= AIRLOCK_CLONE_INTO_CGROUP;
+		cl.cgroup = (uint64_t)cgroupfd;
+	}
+	long pid = airlock_clone3(&cl, sizeof cl, airlock_child, a);
+	free(stack); // the child has exec'd or exited: its stack is no longer used
+	return pid;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawnSteps names the child's steps for errors, by airlock_spawn_t.step.
+var spawnSteps = [...]string{1: "clearing the signal mask", 2: "denying setgroups", 3: "writing its uid_map",
+	4: "writing its gid_map", 5: "starting a session", 6: "placing its files", 7: "taking the terminal", 8: "exec"}
+
+// spawnInit starts the sandbox's init without copying the broker: a clone
+// that shares the broker's memory (CLONE_VM) until the child execs, while
+// the calling thread waits (CLONE_VFORK), as posix_spawn does. A fork
+// (what os.StartProcess must do for a child in a new user namespace, whose
+// id maps the parent writes) copies the page tables of the whole broker
+// and then takes a page fault for every page either side writes next.
+// Here the child maps its ids itself, which a process may do for its own
+// uid and gid once setgroups is denied, exactly the maps os.StartProcess
+// would write. files become the child's fds 0, 1, ...; with ctty fd 0 is
+// its controlling terminal; cgroup >= 0 is a cgroup v2 directory it is
+// cloned into. An error wrapping errSpawnUnsupported means the caller
+// should start the init with os.StartProcess instead.
+func spawnInit(path string, argv, env []string, files []*os.File, ctty bool, cgroup int) (*os.Process, error) {
+	if len(files) > C.AIRLOCK_SPAWN_MAX_FDS {
+		return nil, fmt.Errorf("%w: %d files", errSpawnUnsupported, len(files))
+	}
+	cstrs := func(ss []string) **C.char {
+		arr := (**C.char)(C.calloc(C.size_t(len(ss)+1), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+		s := unsafe.Slice(arr, len(ss)+1)
+		for i, v := range ss {
+			s[i] = C.CString(v)
+		}
+		return arr
+	}
+	freeStrs := func(arr **C.char, n int) {
+		for _, p := range unsafe.Slice(arr, n) {
+			C.free(unsafe.Pointer(p))
+		}
+		C.free(unsafe.Pointer(arr))
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	cargv, cenv := cstrs(argv), cstrs(env)
+	defer freeStrs(cargv, len(argv))
+	defer freeStrs(cenv, len(env))
+	fds := (*C.int)(C.calloc(C.size_t(len(files)+1), C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(fds))
+	cfds := unsafe.Slice(fds, len(files))
+	for i, f := range files {
+		cfds[i] = C.int(f.Fd())
+	}
+	a := (*C.airlock_spawn_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.airlock_spawn_t{}))))
+	defer C.free(unsafe.Pointer(a))
+	a.path, a.argv, a.envp = cpath, cargv, cenv
+	a.fds, a.nfds = fds, C.int(len(files))
+	a.uid, a.gid = C.uint(os.Getuid()), C.uint(os.Getgid())
+	if ctty {
+		a.ctty = 1
+	}
+	flags := uint64(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	var pidfd C.int = -1
+	pid := C.airlock_spawn(a, C.uint64_t(flags), C.int(cgroup), &pidfd)
+	runtime.KeepAlive(files)
+	if pid < 0 {
+		// A kernel without clone3 or one of its flags, or a refusal:
+		// os.StartProcess says which, as it always has.
+		return nil, fmt.Errorf("%w: clone3: %w", errSpawnUnsupported, syscall.Errno(-pid))
+	}
+	pfd := int(pidfd)
+	defer unix.Close(pfd)
+	if a.err != 0 {
+		// The child exited before its exec: reap it.
+		var info unix.Siginfo
+		_ = unix.Waitid(unix.P_PIDFD, pfd, &info, unix.WEXITED, nil)
+		step := "starting"
+		if s := int(a.step); s > 0 && s < len(spawnSteps) {
+			step = spawnSteps[s]
+		}
+		return nil, fmt.Errorf("%w: the child failed %s: %w", errSpawnUnsupported, step, syscall.Errno(a.err))
+	}
+	p, err := os.FindProcess(int(pid))
+	if err != nil {
+		_ = unix.Kill(int(pid), unix.SIGKILL)
+		var info unix.Siginfo
+		_ = unix.Waitid(unix.P_PIDFD, pfd, &info, unix.WEXITED, nil)
+		return nil, fmt.Errorf("starting the sandbox init: %w", err)
+	}
+	return p, nil
+}
+
+// spawnBuilt says spawnInit is built in.
+const spawnBuilt = true

@@ -1,0 +1,204 @@
+package linux
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// initState is what the host can see of a running init that does not
+// depend on its pid: its id maps, setgroups, session, ignored signals,
+// capabilities, namespaces (whether each is its own), cgroups and open
+// descriptors.
+func initState(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	st := map[string]string{}
+	for _, f := range []string{"uid_map", "gid_map", "setgroups"} {
+		st[f] = strings.Join(strings.Fields(read(f)), " ")
+	}
+	stat := read("stat")
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+2:])
+	st["session leader"] = strconv.FormatBool(fields[3] == strconv.Itoa(pid))
+	st["process group leader"] = strconv.FormatBool(fields[2] == strconv.Itoa(pid))
+	for _, line := range strings.Split(read("status"), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		switch k {
+		case "SigIgn", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Uid", "Gid", "Groups":
+			st[k] = strings.Join(strings.Fields(v), " ")
+		case "NSpid":
+			f := strings.Fields(v)
+			st["pid inside"] = f[len(f)-1]
+		}
+	}
+	for _, ns := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		mine, err1 := os.Readlink("/proc/self/ns/" + ns)
+		its, err2 := os.Readlink(filepath.Join(dir, "ns", ns))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		st["own "+ns+" namespace"] = strconv.FormatBool(mine != its)
+	}
+	st["cgroup"] = strings.ReplaceAll(read("cgroup"), strconv.Itoa(pid), "PID")
+	ents, err := os.ReadDir(filepath.Join(dir, "fd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range ents {
+		fds = append(fds, e.Name())
+	}
+	slices.Sort(fds)
+	st["fds"] = strings.Join(fds, " ")
+	return st
+}
+
+// TestSpawnedInitAsForked: an init started by spawnInit (no fork of the
+// broker) is, seen from the host, the init os.StartProcess would have
+// forked: the same id maps and setgroups, its own session, the same
+// ignored signals and capabilities, its own namespaces and the same descriptors.
+func TestSpawnedInitAsForked(t *testing.T) {
+	state := func(fork bool) map[string]string {
+		forkInit = fork
+		defer func() { forkInit = false }()
+		b := joinBackend(t)
+		x := stagedBox(t, b)
+		if x.c.spawned == fork {
+			t.Fatalf("forkInit %v: the init was spawned: %v", fork, x.c.spawned)
+		}
+		st := initState(t, x.c.proc.Pid)
+		// The cgroup names differ by sandbox.
+		st["cgroup"] = strings.ReplaceAll(st["cgroup"], x.cg.name(), "SANDBOX")
+		return st
+	}
+	if !spawnBuilt {
+		t.Skip("spawnInit is built with cgo on amd64 only")
+	}
+	forked := state(true)
+	spawned := state(false)
+	if diff := cmp.Diff(forked, spawned); diff != "" {
+		t.Errorf("a spawned init differs from a forked one (-forked +spawned):\n%s", diff)
+	}
+	for k, want := range map[string]string{"setgroups": "deny", "session leader": "true", "pid inside": "1", "own user namespace": "true", "own net namespace": "true"} {
+		if spawned[k] != want {
+			t.Errorf("%s: %q, want %q", k, spawned[k], want)
+		}
+	}
+	if want := "0 " + strconv.Itoa(os.Getuid()) + " 1"; spawned["uid_map"] != want {
+		t.Errorf("uid_map %q, want %q", spawned["uid_map"], want)
+	}
+}
+
+// TestSpawnedProcessAsForked: what spawnInit starts begins as what
+// os.StartProcess forks with the init's attributes (initAttr): the same
+// view of itself from inside, signal mask and dispositions included,
+// with and without a terminal. (The init blocks signals of its own once
+// running, so TestSpawnedInitAsForked leaves the mask out.)
+func TestSpawnedProcessAsForked(t *testing.T) {
+	if !spawnBuilt {
+		t.Skip("spawnInit is built with cgo on amd64 only")
+	}
+	if _, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional}); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	// /proc is the host's here: the shell compares its host pid with its
+	// session's and group's, and $$ is its pid in its own namespace.
+	script := `grep -E '^(Sig(Blk|Ign|Cgt)|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Uid|Gid|Groups):' /proc/self/status
+cat /proc/self/uid_map /proc/self/gid_map /proc/self/setgroups
+read -r pid _ _ _ pgrp sid _ < /proc/self/stat
+[ "$pid" = "$sid" ] && echo "session leader"; [ "$pid" = "$pgrp" ] && echo "group leader"; echo "pid $$"
+ls /proc/self/fd; tty; echo "$0 $1 [$X]"`
+	run := func(fork, tty bool) string {
+		return start(t, fork, tty, "/bin/sh", []string{"sh", "-c", script, "zero", "one"})
+	}
+	// cat shows the mask it was started with (a shell clears its mask
+	// first thing). A forked child keeps its starting thread's; a spawned
+	// one starts with none blocked, whatever that thread blocks.
+	if st := start(t, false, false, "/bin/cat", []string{"cat", "/proc/self/status"}); !strings.Contains(st, "SigBlk:\t0000000000000000") {
+		t.Errorf("spawned with signals blocked:\n%s", st)
+	}
+	for _, tty := range []bool{false, true} {
+		forked, spawned := run(true, tty), run(false, tty)
+		if diff := cmp.Diff(forked, spawned); diff != "" {
+			t.Errorf("tty %v: a spawned process differs from a forked one (-forked +spawned):\n%s", tty, diff)
+		}
+		for _, want := range []string{"SigBlk:\t0000000000000000", "deny", "session leader", "pid 1\n", "zero one [x y]"} {
+			if !strings.Contains(spawned, want) {
+				t.Errorf("tty %v: %q in\n%s", tty, want, spawned)
+			}
+		}
+	}
+}
+
+// start runs path with argv as the sandbox's init is started, forked or
+// spawned, on a pipe or a terminal, with SIGWINCH blocked on the starting
+// thread, and returns its output.
+func start(t *testing.T, fork, tty bool, path string, argv []string) string {
+	t.Helper()
+	// The output comes back through a pipe, or the terminal's master.
+	var in, out, read *os.File
+	if tty {
+		master, slave, err := openPTY(24, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, out, read = slave, slave, master
+	} else {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		devnull, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, out, read = devnull, w, r
+	}
+	defer read.Close()
+	files := []*os.File{in, out, out}
+	env := []string{"PATH=/usr/bin:/bin", "X=x y"}
+	var p *os.Process
+	var err error
+	// With a signal blocked on the thread that starts it: the child
+	// must not inherit the mask.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var winch, old unix.Sigset_t
+	winch.Val[0] = 1 << (unix.SIGWINCH - 1)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &winch, &old); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) }()
+	if fork {
+		p, err = os.StartProcess(path, argv, &os.ProcAttr{Env: env, Files: files, Sys: initAttr(tty, -1)})
+	} else {
+		p, err = spawnInit(path, argv, env, files, tty, -1)
+	}
+	in.Close()
+	out.Close()
+	if err != nil {
+		t.Fatalf("fork %v: %v", fork, err)
+	}
+	// Read to the end: EOF on the pipe, EIO on the master once the
+	// child has exited and its terminal has no other holder.
+	b, _ := io.ReadAll(io.LimitReader(read, 1<<16))
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "\r", "")
+}
