@@ -191,6 +191,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
 
 // spawnSteps names the child's steps for errors, by airlock_spawn_t.step.
@@ -258,10 +260,13 @@ func spawnInit(path string, argv, env []string, files []*os.File, ctty bool, cgr
 	}
 	pfd := int(pidfd)
 	defer unix.Close(pfd)
+	reap := func() {
+		var info unix.Siginfo
+		_ = eintr.Retry(func() error { return unix.Waitid(unix.P_PIDFD, pfd, &info, unix.WEXITED, nil) })
+	}
 	if a.err != 0 {
 		// The child exited before its exec: reap it.
-		var info unix.Siginfo
-		_ = unix.Waitid(unix.P_PIDFD, pfd, &info, unix.WEXITED, nil)
+		reap()
 		step := "starting"
 		if s := int(a.step); s > 0 && s < len(spawnSteps) {
 			step = spawnSteps[s]
@@ -270,9 +275,8 @@ func spawnInit(path string, argv, env []string, files []*os.File, ctty bool, cgr
 	}
 	p, err := os.FindProcess(int(pid))
 	if err != nil {
-		_ = unix.Kill(int(pid), unix.SIGKILL)
-		var info unix.Siginfo
-		_ = unix.Waitid(unix.P_PIDFD, pfd, &info, unix.WEXITED, nil)
+		_ = unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0)
+		reap()
 		return nil, fmt.Errorf("starting the sandbox init: %w", err)
 	}
 	return p, nil

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -201,4 +203,42 @@ func start(t *testing.T, fork, tty bool, path string, argv []string) string {
 		t.Fatal(err)
 	}
 	return strings.ReplaceAll(string(b), "\r", "")
+}
+
+// TestSpawnFailureReaped: a child that cannot exec reports which step
+// failed and why, wrapping errSpawnUnsupported (so the backend forks
+// instead and gets the error it always did), and is reaped: no zombie.
+func TestSpawnFailureReaped(t *testing.T) {
+	if !spawnBuilt {
+		t.Skip("spawnInit is built with cgo on amd64 only")
+	}
+	if _, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional}); err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	missing := filepath.Join(t.TempDir(), "no-such-init")
+	p, err := spawnInit(missing, []string{"x"}, nil, []*os.File{devnull, devnull, devnull}, false, -1)
+	if p != nil || !errors.Is(err, errSpawnUnsupported) || !errors.Is(err, syscall.ENOENT) || !strings.Contains(err.Error(), "exec") {
+		t.Fatalf("spawnInit of a missing binary: %v, %v; want an exec error wrapping ENOENT and errSpawnUnsupported", p, err)
+	}
+	// No child of this process is left a zombie (other tests reap theirs
+	// before they end).
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		if len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(os.Getpid()) {
+			t.Errorf("child %s of this process was left a zombie", e.Name())
+		}
+	}
 }
