@@ -69,6 +69,14 @@
 //   - The init runs with GOMAXPROCS=1 and GODEBUG=containermaxprocs=0 so
 //     its runtime holds no host cgroup files and has few threads for the
 //     all-threads credential changes.
+//   - The init is spawned, not forked (spawn_cgo_linux.go, a cgo build on
+//     amd64): clone3 with CLONE_VM|CLONE_VFORK|CLONE_CLEAR_SIGHAND, the
+//     child on a C stack of its own, writing its own one-entry id maps
+//     (setgroups denied first, as any process may for itself) before it
+//     execs, so the broker's page tables are never copied. Elsewhere, or
+//     where the kernel refuses the clone, os.StartProcess forks it and
+//     writes the maps from the parent; the two start the same init
+//     (TestSpawnedInitAsForked).
 //   - Pdeathsig ties the init to the thread that started it; Go only ends
 //     threads whose goroutine exits while locked, so a caller must not call
 //     Run from a goroutine that locks its OS thread and exits. The init asks
@@ -94,7 +102,8 @@
 //     no_new_privs done, its Landlock ruleset made (see earlyLandlock in
 //     package inside), the runtime's signal threads and the tool's JSON
 //     paths warmed, its init waiting for the Claim (initproto). Each is
-//     taken by exactly one Run, which makes the placeholders, writes the
+//     taken by exactly one Run, which makes the placeholders (the files'
+//     inodes made unnamed while it was built: spare_linux.go), writes the
 //     call's input (when in memory and small enough for the pipe) and the
 //     Claim, waits for Ready, starts the wall-time clock then, relays,
 //     classifies and destroys it as a cold run does; the pool refills in
