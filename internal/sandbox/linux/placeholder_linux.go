@@ -69,6 +69,7 @@ type placeholders struct {
 	linkWay    linkWay
 	sparesOff  bool   // the backend is closed
 	spareClock uint64 // counts stockings, for dropOldestSpares
+	spareGen   uint64 // counts dropSpares: a stocking begun before one keeps nothing
 }
 
 // placeholderSets numbers the sets of placeholders of this process.

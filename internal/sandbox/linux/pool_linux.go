@@ -256,6 +256,10 @@ func (p *pool) refill(k shapeKey, cfg *initproto.Config, l limits) {
 			delete(p.shapes, key)
 		}
 		p.grant = k.grant
+		// The spares were made for the old grant's trees: none of its
+		// sandboxes is left to claim them (those of this grant's
+		// builders, started below, are made after this).
+		p.b.placeholders.dropSpares()
 	}
 	if p.shapes == nil {
 		p.shapes = map[string]*shape{}
@@ -353,7 +357,8 @@ func (p *pool) drain(shapes []*shape) {
 	wg.Wait()
 }
 
-// drainAll removes every shape and waits for builders and drains.
+// drainAll removes every shape, waits for builders and drains, and
+// frees the spare inodes made for their claims (spare_linux.go).
 func (p *pool) drainAll() {
 	p.mu.Lock()
 	var old []*shape
@@ -365,6 +370,8 @@ func (p *pool) drainAll() {
 	p.mu.Unlock()
 	p.drain(old)
 	p.wg.Wait()
+	// No warm sandbox is left to claim a spare.
+	p.b.placeholders.dropSpares()
 }
 
 // Pool asks the backend to keep size warm sandboxes of each shape it runs
@@ -375,7 +382,8 @@ func (p *pool) drainAll() {
 // each time, up to four more than size.
 // Several holders may hold the pool (sessions sharing a backend); the size
 // is the largest asked for, and the pool is drained when the last holder
-// releases it (unless Options.PoolSize keeps it on). A size <= 0 holds
+// releases it (unless Options.PoolSize keeps it on), the spare inodes made
+// for its claims closed with it (spare_linux.go). A size <= 0 holds
 // nothing. Release also waits for the teardown of every sandbox whose call
 // was answered before its init was reaped (tool mode), so that when it
 // returns no process, cgroup or placeholder of a finished call is left.

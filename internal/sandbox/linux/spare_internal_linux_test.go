@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -196,5 +198,100 @@ func TestSparesClosed(t *testing.T) {
 	p.prepare(cfg)
 	if n := p.spareCount(); n != 0 {
 		t.Errorf("%d spares made after closeSpares", n)
+	}
+}
+
+// sparesIn counts this process's descriptors on unnamed files of the
+// directory dir: spares, which /proc shows as "DIR/#INODE (deleted)".
+func sparesIn(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && filepath.Dir(l) == dir {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSparesFreedWithThePool: the spares made for a pool's claims go
+// when no warm sandbox is left to claim them: when the pool is released,
+// and when another grant's shapes replace the old grant's. They are
+// descriptors on the user's tree, and they kept its file system busy: a
+// session's tree on a file system of its own (here a tmpfs) could not be
+// unmounted after the session had released the pool.
+func TestSparesFreedWithThePool(t *testing.T) {
+	b, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional})
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	defer b.Close()
+	tree := func() (string, *sandbox.Spec) {
+		dir := t.TempDir()
+		return dir, &sandbox.Spec{Mounts: []sandbox.Mount{{Source: dir, Writable: true}}, Cwd: dir, Env: []string{"PATH=/usr/bin:/bin"},
+			ReadOnly: []string{filepath.Join(dir, ".bashrc"), filepath.Join(dir, ".mcp.json")}, Limits: sandbox.Limits{AllowUnenforced: true}}
+	}
+	warmUp := func(spec *sandbox.Spec) {
+		t.Helper()
+		if err := b.Prewarm(spec); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); b.Warm(spec) < 1; {
+			if time.Now().After(deadline) {
+				t.Fatal("no warm sandbox after 20 s")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	dir, spec := tree()
+	mounted := false
+	if os.Geteuid() == 0 {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatalf("mounting a tmpfs for the tree: %v", err)
+		}
+		mounted = true
+		defer func() {
+			if mounted {
+				_ = unix.Unmount(dir, unix.MNT_DETACH)
+			}
+		}()
+	}
+
+	release := b.Pool(1)
+	warmUp(spec)
+	if n := sparesIn(t, dir); n == 0 {
+		t.Fatal("no spares made for the warm sandbox's claim")
+	}
+	release()
+	if n := sparesIn(t, dir); n != 0 || b.placeholders.spareCount() != 0 {
+		t.Errorf("the pool released, %d spares left open on the tree (%d kept), want none", n, b.placeholders.spareCount())
+	}
+	if mounted {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("the tree's file system cannot be unmounted once the pool is released: %v", err)
+		} else {
+			mounted = false
+		}
+	}
+
+	// Another grant (another tree) replaces the shapes of the first.
+	release = b.Pool(1)
+	defer release()
+	dirA, specA := tree()
+	dirB, specB := tree()
+	warmUp(specA)
+	if sparesIn(t, dirA) == 0 {
+		t.Fatal("no spares made for the first grant's claim")
+	}
+	warmUp(specB)
+	if n := sparesIn(t, dirA); n != 0 {
+		t.Errorf("%d spares left open on the tree of a grant the pool no longer keeps, want none", n)
+	}
+	if sparesIn(t, dirB) == 0 {
+		t.Error("no spares made for the second grant's claim")
 	}
 }

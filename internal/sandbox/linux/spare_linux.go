@@ -130,6 +130,7 @@ func (p *placeholders) stock(source, rel string, names []spareName) {
 		have = len(s.fds)
 	}
 	skip := p.noSpares[d.id]
+	gen := p.spareGen
 	p.mu.Unlock()
 	if skip || d.id == (dirID{}) {
 		return
@@ -156,7 +157,7 @@ func (p *placeholders) stock(source, rel string, names []spareName) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.sparesOff || p.linkWay == linkNone {
+	if p.sparesOff || p.linkWay == linkNone || p.spareGen != gen {
 		closeAll(d.raw, made)
 		return
 	}
@@ -252,6 +253,18 @@ func (p *placeholders) dropOldestSpares() {
 		closeAll(s.raw, s.fds)
 	}
 	delete(p.spares, oldest)
+}
+
+// dropSpares closes every spare, and those a stocking under way makes:
+// the pool keeps no warm sandbox that would claim them (it was released,
+// or another grant's shapes replaced them). Each is a descriptor on the
+// user's tree, which keeps its file system busy (it cannot be unmounted),
+// so none is kept for nothing. Later builds make them again.
+func (p *placeholders) dropSpares() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spareGen++
+	p.closeSparesLocked()
 }
 
 // closeSpares closes every spare and makes no more: the backend is
