@@ -295,3 +295,32 @@ func TestSparesFreedWithThePool(t *testing.T) {
 		t.Error("no spares made for the second grant's claim")
 	}
 }
+
+// TestSpareSurvivesAFullDisk: a link that fails for want of room (a
+// full disk, a quota) makes that placeholder by name, as without spares,
+// but does not turn the spares off: the next hold links them again.
+func TestSpareSurvivesAFullDisk(t *testing.T) {
+	_, cfg := plainConfig(t)
+	var p placeholders
+	defer p.closeSpares()
+	p.prepare(cfg)
+	want := filePlaceholders(cfg)
+	linkFault = func(string) error { return unix.ENOSPC }
+	held, linked, err := p.holdCounting(cfg)
+	linkFault = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.release(held)
+	if linked != 0 || p.linkWay == linkNone || p.spareCount() != spareSets*want {
+		t.Fatalf("with no room to link: %d linked, link way %d, %d spares; want none linked and all %d kept", linked, p.linkWay, p.spareCount(), spareSets*want)
+	}
+	held, linked, err = p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release(held)
+	if linked != want {
+		t.Errorf("%d spares linked once there was room again, want %d", linked, want)
+	}
+}

@@ -214,7 +214,13 @@ func (p *placeholders) linkSpare(pd rawDir, name string) (fd int, exists bool) {
 	}
 	fd = s.fds[len(s.fds)-1]
 	for {
-		err := pd.linkFD(fd, name, p.linkWay)
+		var err error
+		if linkFault != nil {
+			err = linkFault(name)
+		}
+		if err == nil {
+			err = pd.linkFD(fd, name, p.linkWay)
+		}
 		switch {
 		case err == nil:
 			s.fds = s.fds[:len(s.fds)-1]
@@ -230,13 +236,31 @@ func (p *placeholders) linkSpare(pd rawDir, name string) (fd int, exists bool) {
 			closeAll(s.raw, s.fds)
 			delete(p.spares, pd.id)
 			return -1, false
-		default:
+		case errors.Is(err, unix.ENOENT) && dirGone(pd.fd):
+			return -1, false // the directory was removed under the claim
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES),
+			errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
+			// Neither way links here (no /proc, a policy against it).
 			p.linkWay = linkNone
 			p.closeSparesLocked()
+			return -1, false
+		default:
+			// A full disk, a quota, an I/O error: this name is made the
+			// old way, and the spares wait for a claim that can link them.
 			return -1, false
 		}
 	}
 }
+
+// dirGone reports whether the open directory fd has been removed.
+func dirGone(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Nlink == 0
+}
+
+// linkFault, when set (by tests), is the error a link of a spare fails
+// with instead of being made, as a full disk would give.
+var linkFault func(name string) error
 
 // dropOldestSpares closes the spares of the directory stocked longest
 // ago. p.mu is held.

@@ -22,6 +22,10 @@ package linux
 #define AIRLOCK_CLONE_CLEAR_SIGHAND 0x100000000ULL
 #define AIRLOCK_CLONE_INTO_CGROUP 0x200000000ULL
 #define AIRLOCK_SPAWN_MAX_FDS 32
+#define AIRLOCK_CLOSE_RANGE_CLOEXEC (1U << 2)
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 
 // struct clone_args of clone3(2), as of Linux 5.7.
 struct airlock_clone_args {
@@ -120,6 +124,11 @@ static int airlock_child(void *p) {
 			goto fail;
 		}
 	}
+	// Nothing else goes through the exec, not even a descriptor the
+	// broker inherited or made without close-on-exec (this child has its
+	// own copy of the table). A kernel before 5.11 has no close_range:
+	// then it is as a fork leaves it, and the init closes the rest.
+	syscall(SYS_close_range, (unsigned)a->nfds, ~0U, AIRLOCK_CLOSE_RANGE_CLOEXEC);
 	if (a->ctty && ioctl(0, TIOCSCTTY, 1) < 0) {
 		e = errno, a->step = 7;
 		goto fail;

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -109,7 +110,8 @@ func TestSpawnedInitAsForked(t *testing.T) {
 // TestSpawnedProcessAsForked: what spawnInit starts begins as what
 // os.StartProcess forks with the init's attributes (initAttr): the same
 // view of itself from inside, signal mask and dispositions included,
-// with and without a terminal. (The init blocks signals of its own once
+// with and without a terminal, except that it holds only its own files
+// where a fork passes on any descriptor without close-on-exec. (The init blocks signals of its own once
 // running, so TestSpawnedInitAsForked leaves the mask out.)
 func TestSpawnedProcessAsForked(t *testing.T) {
 	if !spawnBuilt {
@@ -124,7 +126,7 @@ func TestSpawnedProcessAsForked(t *testing.T) {
 cat /proc/self/uid_map /proc/self/gid_map /proc/self/setgroups
 read -r pid _ _ _ pgrp sid _ < /proc/self/stat
 [ "$pid" = "$sid" ] && echo "session leader"; [ "$pid" = "$pgrp" ] && echo "group leader"; echo "pid $$"
-ls /proc/self/fd; tty; echo "$0 $1 [$X]"`
+echo "fds $(ls /proc/self/fd | tr '\n' ' ')"; tty; echo "$0 $1 [$X]"`
 	run := func(fork, tty bool) string {
 		return start(t, fork, tty, "/bin/sh", []string{"sh", "-c", script, "zero", "one"})
 	}
@@ -134,8 +136,25 @@ ls /proc/self/fd; tty; echo "$0 $1 [$X]"`
 	if st := start(t, false, false, "/bin/cat", []string{"cat", "/proc/self/status"}); !strings.Contains(st, "SigBlk:\t0000000000000000") {
 		t.Errorf("spawned with signals blocked:\n%s", st)
 	}
+	// A descriptor without close-on-exec, as a program embedding airlock
+	// might hold: a fork passes it on, a spawn does not.
+	leak, err := unix.Open(os.DevNull, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leak)
+	fdLine := regexp.MustCompile(`(?m)^fds .*$`)
 	for _, tty := range []bool{false, true} {
 		forked, spawned := run(true, tty), run(false, tty)
+		// The spawned child holds its three files and the directory ls
+		// reads, nothing else; the forked one at least those.
+		if got := fdLine.FindString(spawned); got != "fds 0 1 2 3 " {
+			t.Errorf("tty %v: a spawned process holds %q, want its files and ls's directory only", tty, got)
+		}
+		if !strings.Contains(fdLine.FindString(forked), " "+strconv.Itoa(leak)+" ") {
+			t.Errorf("tty %v: the forked process does not hold fd %d (%q): the test cannot tell", tty, leak, fdLine.FindString(forked))
+		}
+		forked, spawned = fdLine.ReplaceAllString(forked, "fds"), fdLine.ReplaceAllString(spawned, "fds")
 		if diff := cmp.Diff(forked, spawned); diff != "" {
 			t.Errorf("tty %v: a spawned process differs from a forked one (-forked +spawned):\n%s", tty, diff)
 		}
