@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/egress"
 )
@@ -28,7 +29,14 @@ func TestSpliceUsed(t *testing.T) {
 	port, _ := tcpServer(t, func(c net.Conn) {
 		defer c.Close()
 		io.CopyN(io.Discard, c, 1<<20)
-		during <- countFDs(t, "pipe:")
+		// The tunnel is in flight (the client's writes wait on this
+		// reader). The copy the other way may not have started yet on a
+		// loaded machine: wait for its pipe too, for a while.
+		n := countFDs(t, "pipe:")
+		for deadline := time.Now().Add(10 * time.Second); n-before < 4 && time.Now().Before(deadline); n = countFDs(t, "pipe:") {
+			time.Sleep(5 * time.Millisecond)
+		}
+		during <- n
 		io.Copy(io.Discard, c)
 	})
 	sock, _, _ := proxyOnly(t, egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
