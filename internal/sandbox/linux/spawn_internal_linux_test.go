@@ -57,7 +57,7 @@ func initState(t *testing.T, pid int) map[string]string {
 		}
 		st["own "+ns+" namespace"] = strconv.FormatBool(mine != its)
 	}
-	st["cgroup"] = strings.ReplaceAll(read("cgroup"), strconv.Itoa(pid), "PID")
+	st["cgroup"] = read("cgroup")
 	ents, err := os.ReadDir(filepath.Join(dir, "fd"))
 	if err != nil {
 		t.Fatal(err)
