@@ -165,15 +165,26 @@ func (w *walker) token(key string, isKey bool) (json.Token, error) {
 	if _, ok := tok.(string); ok {
 		seg := w.data[start:w.dec.InputOffset()]
 		if i := bytes.IndexByte(seg, '"'); i >= 0 {
-			if detail := badEncoding(seg[i:]); detail != "" {
-				if isKey {
-					key = keyPath(key, strconv.Quote(string(unquoteRaw(seg[i:]))))
-				}
-				return nil, &EncodingError{Key: key, InKey: isKey, Detail: detail}
+			if err := literalError(key, seg[i:], isKey); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return tok, nil
+}
+
+// literalError checks the encoding of the string literal lit (quotes
+// included), a key of the object at path when isKey is set, else the
+// value at path, and returns the *EncodingError naming it, or nil.
+func literalError(path string, lit []byte, isKey bool) error {
+	detail := badEncoding(lit)
+	if detail == "" {
+		return nil
+	}
+	if isKey {
+		path = keyPath(path, strconv.Quote(string(unquoteRaw(lit))))
+	}
+	return &EncodingError{Key: path, InKey: isKey, Detail: detail}
 }
 
 // keyPath is key appended to the dotted path parent.
@@ -285,6 +296,62 @@ func buildJSONFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
+// object is what both walks check of one JSON object's keys: the fields
+// of the struct it decodes into, or the element type of a map, and the
+// keys seen so far.
+type object struct {
+	fields map[string]reflect.Type
+	elem   reflect.Type
+	seen   map[string]bool
+}
+
+// newObject starts the checks of an object decoded into t (nil or
+// json.RawMessage: keys checked for duplicates only).
+func newObject(t reflect.Type) object {
+	var o object
+	if t != nil && t != rawMessageType {
+		switch t.Kind() {
+		case reflect.Struct:
+			o.fields = jsonFields(t)
+		case reflect.Map:
+			o.elem = t.Elem()
+		}
+	}
+	return o
+}
+
+// key checks the object's next key (at the dotted path kp) and returns
+// the type its value decodes into.
+func (o *object) key(key, kp string) (reflect.Type, error) {
+	if o.seen[key] {
+		return nil, &FieldError{Key: kp, Reason: "duplicate key"}
+	}
+	if o.seen == nil {
+		o.seen = map[string]bool{}
+	}
+	o.seen[key] = true
+	if o.fields == nil {
+		return o.elem, nil
+	}
+	if ft, ok := o.fields[key]; ok {
+		return ft, nil
+	}
+	for name := range o.fields {
+		if strings.EqualFold(name, key) {
+			return nil, &FieldError{Key: kp, Reason: "key differs only in case from field", Field: name}
+		}
+	}
+	return nil, &FieldError{Key: kp, Reason: "unknown field"}
+}
+
+// arrayElem is the element type of the slice or array t, else nil.
+func arrayElem(t reflect.Type) reflect.Type {
+	if t != nil && t != rawMessageType && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		return t.Elem()
+	}
+	return nil
+}
+
 func (w *walker) walk(t reflect.Type, path string) error {
 	dec := w.dec
 	tok, err := w.token(path, false)
@@ -298,17 +365,7 @@ func (w *walker) walk(t reflect.Type, path string) error {
 	}
 	switch d {
 	case '{':
-		var fields map[string]reflect.Type
-		var elem reflect.Type
-		if t != nil && t != rawMessageType {
-			switch t.Kind() {
-			case reflect.Struct:
-				fields = jsonFields(t)
-			case reflect.Map:
-				elem = t.Elem()
-			}
-		}
-		seen := map[string]bool{}
+		o := newObject(t)
 		for dec.More() {
 			kt, err := w.token(path, true)
 			if err != nil {
@@ -316,24 +373,9 @@ func (w *walker) walk(t reflect.Type, path string) error {
 			}
 			key, _ := kt.(string)
 			kp := keyPath(path, key)
-			if seen[key] {
-				return &FieldError{Key: kp, Reason: "duplicate key"}
-			}
-			seen[key] = true
-			var next reflect.Type
-			if fields != nil {
-				ft, exact := fields[key]
-				if !exact {
-					for name := range fields {
-						if strings.EqualFold(name, key) {
-							return &FieldError{Key: kp, Reason: "key differs only in case from field", Field: name}
-						}
-					}
-					return &FieldError{Key: kp, Reason: "unknown field"}
-				}
-				next = ft
-			} else {
-				next = elem
+			next, err := o.key(key, kp)
+			if err != nil {
+				return err
 			}
 			if err := w.walk(next, kp); err != nil {
 				return err
@@ -343,10 +385,7 @@ func (w *walker) walk(t reflect.Type, path string) error {
 			return describeJSONError(err)
 		}
 	case '[':
-		var elem reflect.Type
-		if t != nil && t != rawMessageType && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
+		elem := arrayElem(t)
 		for i := 0; dec.More(); i++ {
 			if err := w.walk(elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
@@ -401,8 +440,8 @@ func (w *scanWalker) literal() []byte {
 	return w.data[start:]
 }
 
-// key is the text of the key literal lit (valid, and valid UTF-8).
-func key(lit []byte) string {
+// keyText is the text of the key literal lit (valid, and valid UTF-8).
+func keyText(lit []byte) string {
 	body := unquoteRaw(lit)
 	if bytes.IndexByte(body, '\\') < 0 {
 		return string(body)
@@ -420,23 +459,10 @@ func (w *scanWalker) walk(t reflect.Type, path string) error {
 	t = deref(t)
 	switch w.data[w.i] {
 	case '"':
-		if detail := badEncoding(w.literal()); detail != "" {
-			return &EncodingError{Key: path, Detail: detail}
-		}
-		return nil
+		return literalError(path, w.literal(), false)
 	case '{':
 		w.i++
-		var fields map[string]reflect.Type
-		var elem reflect.Type
-		if t != nil && t != rawMessageType {
-			switch t.Kind() {
-			case reflect.Struct:
-				fields = jsonFields(t)
-			case reflect.Map:
-				elem = t.Elem()
-			}
-		}
-		var seen map[string]bool
+		o := newObject(t)
 		for {
 			w.space()
 			switch w.data[w.i] {
@@ -448,32 +474,14 @@ func (w *scanWalker) walk(t reflect.Type, path string) error {
 				w.space()
 			}
 			lit := w.literal()
-			if detail := badEncoding(lit); detail != "" {
-				return &EncodingError{Key: keyPath(path, strconv.Quote(string(unquoteRaw(lit)))), InKey: true, Detail: detail}
+			if err := literalError(path, lit, true); err != nil {
+				return err
 			}
-			k := key(lit)
+			k := keyText(lit)
 			kp := keyPath(path, k)
-			if seen == nil {
-				seen = map[string]bool{}
-			}
-			if seen[k] {
-				return &FieldError{Key: kp, Reason: "duplicate key"}
-			}
-			seen[k] = true
-			var next reflect.Type
-			if fields != nil {
-				ft, exact := fields[k]
-				if !exact {
-					for name := range fields {
-						if strings.EqualFold(name, k) {
-							return &FieldError{Key: kp, Reason: "key differs only in case from field", Field: name}
-						}
-					}
-					return &FieldError{Key: kp, Reason: "unknown field"}
-				}
-				next = ft
-			} else {
-				next = elem
+			next, err := o.key(k, kp)
+			if err != nil {
+				return err
 			}
 			w.space()
 			w.i++ // ':'
@@ -483,10 +491,7 @@ func (w *scanWalker) walk(t reflect.Type, path string) error {
 		}
 	case '[':
 		w.i++
-		var elem reflect.Type
-		if t != nil && t != rawMessageType && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
+		elem := arrayElem(t)
 		for n := 0; ; n++ {
 			w.space()
 			switch w.data[w.i] {
