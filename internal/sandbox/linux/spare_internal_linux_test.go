@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -169,31 +168,15 @@ func TestSpareNeverTakesAName(t *testing.T) {
 // TestSparesClosed: closing the spares frees their inodes (no descriptor
 // of this process is left on an unnamed file) and no more are made.
 func TestSparesClosed(t *testing.T) {
-	_, cfg := plainConfig(t)
+	dir, cfg := plainConfig(t)
 	var p placeholders
 	p.prepare(cfg)
-	if p.spareCount() == 0 {
-		t.Fatal("no spares made")
-	}
-	var fds []int
-	for _, s := range p.spares {
-		fds = append(fds, s.fds...)
-	}
-	// An unnamed file shows in /proc as "DIR/#INODE (deleted)".
-	inTree := func(fd int) bool {
-		l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-		return err == nil && filepath.Dir(l) == cfg.Mounts[0].Source
-	}
-	if !inTree(fds[0]) {
-		t.Fatalf("spare fd %d is not an unnamed file of the tree", fds[0])
+	if n := sparesIn(t, dir); n == 0 || n != p.spareCount() {
+		t.Fatalf("%d descriptors on unnamed files of the tree for %d spares", n, p.spareCount())
 	}
 	p.closeSpares()
-	for _, fd := range fds {
-		// The numbers may be reused by now, but not for an unnamed file of
-		// this test's tree.
-		if inTree(fd) {
-			t.Errorf("fd %d still open on an unnamed file of the tree", fd)
-		}
+	if n := sparesIn(t, dir); n != 0 {
+		t.Errorf("%d descriptors still open on unnamed files of the tree", n)
 	}
 	p.prepare(cfg)
 	if n := p.spareCount(); n != 0 {
