@@ -41,6 +41,17 @@ func names(t *testing.T, dir string) []string {
 	return out
 }
 
+// spareCount is how many spares p keeps.
+func (p *placeholders) spareCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.spares {
+		n += len(s.fds)
+	}
+	return n
+}
+
 // filePlaceholders counts cfg's paths a hold makes as empty files.
 func filePlaceholders(cfg *initproto.Config) int {
 	n := 0

@@ -66,13 +66,13 @@ type spareDir struct {
 }
 
 // prepare makes, ahead of a claim of a sandbox configured as cfg, the
-// spare inodes for the file placeholders that claim's hold may make: one
-// for each of cfg's file placeholders in a directory that exists, unless
-// the name is taken by something not this process's placeholder. (One
-// this process holds now counts: the call holding it is likely done, and
-// the placeholder gone, by the time the sandbox being built is claimed.)
-// It is best effort: what is not made ahead is made by name at the claim,
-// as without spares.
+// spare inodes for the file placeholders that claim's hold may make:
+// spareSets for each of cfg's file placeholders in a directory that
+// exists, unless the name is taken by something not this process's
+// placeholder. (One this process holds now counts: the call holding it is
+// likely done, and the placeholder gone, by the time the sandbox being
+// built is claimed.) It is best effort: what is not made ahead is made by
+// name at the claim, as without spares.
 func (p *placeholders) prepare(cfg *initproto.Config) {
 	p.mu.Lock()
 	if p.linkWay == linkNone || p.sparesOff {
@@ -306,17 +306,6 @@ func (p *placeholders) closeSparesLocked() {
 		closeAll(s.raw, s.fds)
 		delete(p.spares, id)
 	}
-}
-
-// spareCount is how many spares are kept, for tests.
-func (p *placeholders) spareCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, s := range p.spares {
-		n += len(s.fds)
-	}
-	return n
 }
 
 // closeAll closes fds.
