@@ -31,6 +31,7 @@ func cmdPhases(args []string) error {
 	exe := fs.String("exe", "", "the airlock binary")
 	n := fs.Int("n", 40, "sandboxes")
 	cwd := fs.Bool("cwd", false, "grant the current directory read-write as airlock exec does, with the default grant's protected paths (placeholders for the missing ones)")
+	state := fs.String("state", "", "the backend's state `DIR` (its placeholder journal and depot), as airlock's records directory is; none when empty")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func cmdPhases(args []string) error {
 		steps[name] = append(steps[name], time.Duration(ns))
 	}
 	h := &phaseHandler{add: add}
-	b, err := linux.New(&linux.Options{Executable: *exe, Cgroups: linux.CgroupsOptional, Logger: slog.New(h)})
+	b, err := linux.New(&linux.Options{Executable: *exe, Cgroups: linux.CgroupsOptional, StateDir: *state, Logger: slog.New(h)})
 	if err != nil {
 		return err
 	}

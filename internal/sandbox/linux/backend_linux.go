@@ -83,8 +83,10 @@ func New(opts *Options) (*Backend, error) {
 		}
 	}
 	b.cg.sweep()
+	b.placeholders.log = b.log
 	if o.StateDir != "" {
 		b.placeholders.journalDir = filepath.Join(o.StateDir, journalDir)
+		b.placeholders.depot = newDepot(o.StateDir)
 		sweepJournals(b.placeholders.journalDir, b.log)
 	}
 	return b, nil
@@ -575,8 +577,8 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 	defer x.watch(ctx, deadline)()
 	t0 := time.Now()
 	var err error
-	var spares int
-	if x.held, spares, err = b.placeholders.holdCounting(x.cfg); err != nil {
+	var made holdStats
+	if x.held, made, err = b.placeholders.holdCounting(x.cfg); err != nil {
 		return err
 	}
 	if input != nil && pipeHolds(x.c.stdinW, len(input)) {
@@ -608,7 +610,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 		return errors.New("the warm sandbox's init did not report ready")
 	}
 	x.ready(st)
-	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "spares", spares, "hold_ns", tHeld.Sub(t0).Nanoseconds(),
+	b.log.Debug("sandbox claimed", "pid", x.c.proc.Pid, "placeholders", len(x.held), "spares", made.spares, "depot", made.depot, "hold_ns", tHeld.Sub(t0).Nanoseconds(),
 		"claim_ns", time.Since(t0).Nanoseconds(), "claim_wake_ns", st.ClaimAt-sentAt, "ready_wake_ns", readyAt-st.SentAt, "phases", st.Phases)
 	return nil
 }

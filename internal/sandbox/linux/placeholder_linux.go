@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,11 @@ type placeholders struct {
 	// holds run at once.
 	tag string
 
+	// depot keeps placeholders between calls (depot_linux.go).
+	depot depot
+	// log, when set, gets what a release could not put right.
+	log *slog.Logger
+
 	// Spare inodes for file placeholders, made ahead (spare_linux.go).
 	spares     map[dirID]*spareDir
 	noSpares   map[dirID]bool // directories whose file system cannot make them
@@ -102,9 +108,15 @@ func (p *placeholders) hold(cfg *initproto.Config) ([]string, error) {
 	return held, err
 }
 
-// holdCounting is hold, and also says how many of the placeholders it made
-// were spares (prepare).
-func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, linked int, err error) {
+// holdStats counts where the placeholders a hold made came from.
+type holdStats struct {
+	spares int // spares named (prepare)
+	depot  int // moved from the depot
+}
+
+// holdCounting is hold, and also says where the placeholders it made came
+// from.
+func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n holdStats, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.refs == nil {
@@ -136,7 +148,7 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, linke
 		if root == nil {
 			r, err := os.OpenRoot(m.Source)
 			if err != nil {
-				return held, linked, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
+				return held, n, fmt.Errorf("opening %s for protected paths: %w", m.Source, err)
 			}
 			root, roots[m.Source] = r, r
 		}
@@ -157,23 +169,25 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, linke
 				break // a file of the user's stands above it: nothing can be created there
 			}
 			if err != nil {
-				return held, linked, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
+				return held, n, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
 			}
 			dir := i < len(parts)-1 || leafDir
-			var h *heldDir
-			exists := false
-			if !dir {
+			h, exists := p.take(pd, parts[i], dir)
+			if h != nil {
+				n.depot++
+			}
+			if h == nil && !exists && !dir {
 				var fd int
 				if fd, exists = p.linkSpare(pd, parts[i]); fd >= 0 {
 					h = &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}
-					linked++
+					n.spares++
 				}
 			}
 			if h == nil {
 				h, err = lockPlaceholder(pd, parts[i], p.tempName(parts[i]), dir, exists)
 			}
 			if err != nil {
-				return held, linked, fmt.Errorf("protected path %s: %w", host, err)
+				return held, n, fmt.Errorf("protected path %s: %w", host, err)
 			}
 			if h == nil {
 				break // not of the kind asked (a symlink, a file for a directory): the init binds or covers it
@@ -187,7 +201,7 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, linke
 	}
 	slices.Sort(cfg.Placeholders)
 	cfg.Placeholders = slices.Compact(cfg.Placeholders)
-	return held, linked, nil
+	return held, n, nil
 }
 
 // candidates lists the host paths hold may create placeholders at for cfg,
@@ -450,7 +464,7 @@ func (p *placeholders) release(held []string) {
 		if p.refs[g.host] == g.h && g.h.n == 0 {
 			delete(p.refs, g.host)
 			if (g.h.created || markedFD(g.h.fd)) && flock(g.h.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
-				removeHeld(dirs, g.host, g.h.fd)
+				p.removeHeld(dirs, g.host, g.h.fd)
 			}
 			rawClose(g.h.raw, g.h.fd) // the inode is freed here, if it was removed
 		}
@@ -476,8 +490,9 @@ var afterRemove func()
 // removeHeld removes host, the placeholder fd holds with an exclusive lock,
 // if the path still names it and it is empty: through its parent directory
 // (opened once per release, in dirs), so nothing is followed but the
-// parent's path, as os.OpenRoot would.
-func removeHeld(dirs map[string]*openDir, host string, fd int) {
+// parent's path, as os.OpenRoot would. It moves it into the depot where
+// the depot can take it (depot_linux.go), else unlinks it. p.mu is held.
+func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int) {
 	parent, name := filepath.Dir(host), filepath.Base(host)
 	d, ok := dirs[parent]
 	if !ok {
@@ -493,6 +508,12 @@ func removeHeld(dirs map[string]*openDir, host string, fd int) {
 	if unix.Fstat(fd, &held) != nil || unix.Fstatat(d.fd, name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 		held.Dev != cur.Dev || held.Ino != cur.Ino {
 		return // not the placeholder any more
+	}
+	if held.Mode&unix.S_IFMT == unix.S_IFREG && held.Size != 0 {
+		return // written to: the user's now
+	}
+	if p.toDepot(d.rawDir, name, fd, &held) {
+		return
 	}
 	switch held.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:

@@ -22,12 +22,40 @@ import (
 // tree at once. No sandbox may fail for a placeholder that vanished, none may
 // create a protected path that did not exist, and the tree is left as it was.
 func TestPlaceholdersAcrossBrokers(t *testing.T) {
+	t.Run("made", func(t *testing.T) {
+		second, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional})
+		if err != nil {
+			t.Fatalf("second backend: %v", err)
+		}
+		placeholdersAcrossBrokers(t, backend(t), second)
+	})
+	// Two brokers sharing one state directory, so one placeholder depot
+	// (depot_linux.go): each moves placeholders the other put there.
+	t.Run("depot", func(t *testing.T) {
+		backend(t)
+		state := t.TempDir()
+		var bs [2]*linux.Backend
+		for i := range bs {
+			b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional, StateDir: state})
+			if err != nil {
+				t.Fatalf("backend: %v", err)
+			}
+			t.Cleanup(func() { b.Close() })
+			bs[i] = b
+		}
+		placeholdersAcrossBrokers(t, bs[0], bs[1])
+		// The tree's placeholders, and those below its .git placeholder.
+		ents, err := os.ReadDir(filepath.Join(state, linux.DepotDir))
+		if err != nil || len(ents) == 0 {
+			t.Errorf("the depot holds %v (%v), want the tree's placeholders", ents, err)
+		}
+	})
+}
+
+// placeholdersAcrossBrokers runs sandboxes over one tree on first and
+// second at once, each trying to write its protected paths.
+func placeholdersAcrossBrokers(t *testing.T, first, second *linux.Backend) {
 	d := newDirs(t)
-	first := backend(t)
-	second, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional})
-	if err != nil {
-		t.Fatalf("second backend: %v", err)
-	}
 	protected := []string{filepath.Join(d.W, ".bashrc"), filepath.Join(d.W, ".git"), filepath.Join(d.W, ".git/hooks"), filepath.Join(d.W, ".vscode")}
 	n := 24
 	if testing.Short() {

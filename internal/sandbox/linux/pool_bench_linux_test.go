@@ -194,8 +194,18 @@ func protectedSpec(b testing.TB, d dirs) *sandbox.Spec {
 
 // BenchmarkReadFileWarmProtected is BenchmarkReadFileWarm in a tree where
 // every protected path of the default grant is missing, as in a plain
-// directory.
+// directory, with a state directory on the tree's mount, as a session has
+// (its records directory): the placeholders move from the depot.
 func BenchmarkReadFileWarmProtected(b *testing.B) {
+	d, p := benchFile(b)
+	be := pooledWith(b, 2, b.TempDir())
+	benchCall(b, be, protectedSpec(b, d), toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", true)
+}
+
+// BenchmarkReadFileWarmProtectedNoDepot is BenchmarkReadFileWarmProtected
+// with no state directory (or one on another mount): the placeholders are
+// made at the claim, the file ones from spares made ahead.
+func BenchmarkReadFileWarmProtectedNoDepot(b *testing.B) {
 	d, p := benchFile(b)
 	be := pooled(b, 2)
 	benchCall(b, be, protectedSpec(b, d), toolFrame(b, "read_file", map[string]string{"path": p}, d.W), "airlock", true)

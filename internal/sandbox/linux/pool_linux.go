@@ -480,6 +480,7 @@ func (b *Backend) Close() error {
 	b.pool.drainAll()
 	b.tearing.Wait()
 	b.placeholders.closeSpares()
+	b.placeholders.closeDepot()
 	return nil
 }
 

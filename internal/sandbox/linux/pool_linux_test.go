@@ -29,6 +29,13 @@ import (
 // pooled returns a fresh backend with a pool of size n, closed at the end.
 func pooled(t testing.TB, n int) *linux.Backend {
 	t.Helper()
+	return pooledWith(t, n, "")
+}
+
+// pooledWith is pooled with the backend's state directory stateDir (its
+// placeholder journal and depot; none when empty).
+func pooledWith(t testing.TB, n int, stateDir string) *linux.Backend {
+	t.Helper()
 	backend(t) // skips where the host cannot sandbox
 	logs := &linux.SyncBuffer{}
 	t.Cleanup(func() {
@@ -36,7 +43,7 @@ func pooled(t testing.TB, n int) *linux.Backend {
 			t.Logf("backend log:\n%s", logs.String())
 		}
 	})
-	b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional, PoolSize: n,
+	b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional, PoolSize: n, StateDir: stateDir,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		var mf *sandbox.MissingFeatureError

@@ -85,7 +85,8 @@ func TestSparesMadeAheadLeaveNoTrace(t *testing.T) {
 			if n := p.spareCount(); n != spareSets*want {
 				t.Fatalf("%d spares after a second prepare, want %d", n, spareSets*want)
 			}
-			held, linked, err := p.holdCounting(cfg)
+			held, n, err := p.holdCounting(cfg)
+			linked := n.spares
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +138,8 @@ func TestSpareNeverTakesAName(t *testing.T) {
 	if err := os.WriteFile(rc, []byte("user's own\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	held, linked, err := p.holdCounting(cfg)
+	held, n, err := p.holdCounting(cfg)
+	linked := n.spares
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,8 @@ func TestSpareNeverTakesAName(t *testing.T) {
 	// Where no way of linking works, the hold makes them by name.
 	p.linkWay = linkNone
 	os.Remove(rc)
-	held, linked, err = p.holdCounting(cfg)
+	held, n, err = p.holdCounting(cfg)
+	linked = n.spares
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +303,8 @@ func TestSpareSurvivesAFullDisk(t *testing.T) {
 	p.prepare(cfg)
 	want := filePlaceholders(cfg)
 	linkFault = func(string) error { return unix.ENOSPC }
-	held, linked, err := p.holdCounting(cfg)
+	held, n, err := p.holdCounting(cfg)
+	linked := n.spares
 	linkFault = nil
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +313,8 @@ func TestSpareSurvivesAFullDisk(t *testing.T) {
 	if linked != 0 || p.linkWay == linkNone || p.spareCount() != spareSets*want {
 		t.Fatalf("with no room to link: %d linked, link way %d, %d spares; want none linked and all %d kept", linked, p.linkWay, p.spareCount(), spareSets*want)
 	}
-	held, linked, err = p.holdCounting(cfg)
+	held, n, err = p.holdCounting(cfg)
+	linked = n.spares
 	if err != nil {
 		t.Fatal(err)
 	}

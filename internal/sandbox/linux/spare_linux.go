@@ -129,7 +129,9 @@ func (p *placeholders) stock(source, rel string, names []spareName) {
 	if s := p.spares[d.id]; s != nil {
 		have = len(s.fds)
 	}
-	skip := p.noSpares[d.id]
+	// Where the depot serves the directory, its claims move placeholders
+	// from there (depot_linux.go).
+	skip := p.noSpares[d.id] || p.depot.servable(d, false)
 	gen := p.spareGen
 	p.mu.Unlock()
 	if skip || d.id == (dirID{}) {

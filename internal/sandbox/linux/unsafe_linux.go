@@ -139,6 +139,23 @@ func (d rawDir) renameat2(from, to string, flags uint) error {
 	return err
 }
 
+// renameBetween is renameat2(2) of from in the directory fromDir to to in
+// toDir, raw when raw is set (both directories on a local file system).
+func renameBetween(raw bool, fromDir int, from string, toDir int, to string, flags uint) error {
+	f, err := rawPath(from)
+	if err != nil {
+		return err
+	}
+	t, err := rawPath(to)
+	if err != nil {
+		return err
+	}
+	_, err = rawRetry(raw, unix.SYS_RENAMEAT2, uintptr(fromDir), uintptr(unsafe.Pointer(f)), uintptr(toDir), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
+	runtime.KeepAlive(f)
+	runtime.KeepAlive(t)
+	return err
+}
+
 // rawFsetxattr is fsetxattr(2) of fd, raw when raw is set.
 func rawFsetxattr(raw bool, fd int, attr string, data []byte, flags int) error {
 	p, err := rawPath(attr)

@@ -1,0 +1,467 @@
+package linux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// inodesAt returns the inode of each path, failing the test for a
+// missing one.
+func inodesAt(t *testing.T, paths []string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out[p] = st.Ino
+	}
+	return out
+}
+
+// checkPlaceholders fails the test unless every path of cfg.Placeholders
+// is a marked placeholder of its kind, empty, of one name, and share-locked
+// (an exclusive lock is refused).
+func checkPlaceholders(t *testing.T, cfg *initproto.Config) {
+	t.Helper()
+	paths := append(slices.Clone(cfg.Masks), cfg.ReadOnly...)
+	for _, ph := range cfg.Placeholders {
+		f, err := os.Open(ph)
+		if err != nil {
+			t.Errorf("placeholder %s: %v", ph, err)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		wantDir := placeholderIsDir(cfg, paths, ph) || !slices.Contains(paths, ph)
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		switch {
+		case isDir != wantDir:
+			t.Errorf("%s: a directory %v, want %v", ph, isDir, wantDir)
+		case !marked(f):
+			t.Errorf("%s is not marked as a placeholder", ph)
+		case isDir && !dirEmpty(int(f.Fd())) && !hasPlaceholderBelow(cfg, ph):
+			t.Errorf("%s: a placeholder directory with entries", ph)
+		case !isDir && (st.Size != 0 || st.Nlink != 1):
+			t.Errorf("%s: size %d, %d links, want an empty file of one name", ph, st.Size, st.Nlink)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			t.Errorf("%s: an exclusive lock was free while it is held", ph)
+		}
+		f.Close()
+	}
+}
+
+// hasPlaceholderBelow reports whether another placeholder of cfg lies
+// below ph.
+func hasPlaceholderBelow(cfg *initproto.Config, ph string) bool {
+	return slices.ContainsFunc(cfg.Placeholders, func(o string) bool { return strings.HasPrefix(o, ph+"/") })
+}
+
+// depotEntries lists the depot's entries, as "sub/entry".
+func depotEntries(t *testing.T, state string) []string {
+	t.Helper()
+	var out []string
+	subs, err := os.ReadDir(filepath.Join(state, DepotDir))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range subs {
+		for _, e := range names(t, filepath.Join(state, DepotDir, s.Name())) {
+			out = append(out, s.Name()+"/"+e)
+		}
+	}
+	return out
+}
+
+// TestDepotReusesPlaceholders: with a state directory on the tree's mount,
+// the placeholders a release removes from the tree go into the depot, and
+// the next hold moves the same inodes back to the same names, held as
+// placeholders are; the tree holds nothing between the calls.
+func TestDepotReusesPlaceholders(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+
+	held, n, err := p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.depot != 0 {
+		t.Errorf("%d placeholders from an empty depot", n.depot)
+	}
+	if len(cfg.Placeholders) < 30 {
+		t.Fatalf("%d placeholders in a plain directory, want the default grant's ~39", len(cfg.Placeholders))
+	}
+	checkPlaceholders(t, cfg)
+	first := inodesAt(t, cfg.Placeholders)
+	p.release(held)
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("the tree holds %v after the release", got)
+	}
+	if got := depotEntries(t, state); len(got) != len(first) {
+		t.Fatalf("the depot holds %d entries, want the %d placeholders: %v", len(got), len(first), got)
+	}
+
+	for round := range 3 {
+		held, n, err = p.holdCounting(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.depot != len(first) {
+			t.Errorf("round %d: %d placeholders from the depot, want all %d", round, n.depot, len(first))
+		}
+		checkPlaceholders(t, cfg)
+		if again := inodesAt(t, cfg.Placeholders); !mapsEqual(again, first) {
+			t.Errorf("round %d: the placeholders are not the inodes the first hold made", round)
+		}
+		if got := depotEntries(t, state); len(got) != 0 {
+			t.Errorf("round %d: the depot still holds %v while they are in the tree", round, got)
+		}
+		p.release(held)
+		if got := names(t, dir); len(got) != 0 {
+			t.Fatalf("round %d: the tree holds %v after the release", round, got)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDepotSkipsEntriesThatAreNotPlaceholders: a depot entry that is no
+// longer what a placeholder is when made (written to, holding an entry,
+// unmarked, with a second name, a symlink) never goes into the tree: the
+// hold makes a fresh placeholder instead and leaves the entry in the depot.
+func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	held, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.release(held)
+	subs := names(t, filepath.Join(state, DepotDir))
+	if len(subs) != 1 {
+		t.Fatalf("depot subdirectories %v, want one for the tree", subs)
+	}
+	sub := filepath.Join(state, DepotDir, subs[0])
+	elsewhere := t.TempDir()
+	spoil := map[string]func(p string) error{
+		"f0..bashrc": func(p string) error { return os.WriteFile(p, []byte("echo pwned\n"), 0o644) },
+		"d0..vscode": func(p string) error { return os.WriteFile(filepath.Join(p, "settings.json"), []byte("{}"), 0o644) },
+		"f0..profile": func(p string) error {
+			return unix.Removexattr(p, placeholderXattr)
+		},
+		"f0..envrc": func(p string) error { return os.Link(p, filepath.Join(elsewhere, "second-name")) },
+		"f0..npmrc": func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(elsewhere, "target"), p)
+		},
+		"d0..idea": func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.WriteFile(p, nil, 0o644) // a file where a directory was kept
+		},
+	}
+	spoiled := map[string]uint64{}
+	for entry, fn := range spoil {
+		p := filepath.Join(sub, entry)
+		if err := fn(p); err != nil {
+			t.Fatalf("spoiling %s: %v", entry, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		spoiled[entry] = st.Ino
+	}
+
+	held, n, err := p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlaceholders(t, cfg)
+	if want := len(cfg.Placeholders) - len(spoil); n.depot != want {
+		t.Errorf("%d placeholders from the depot, want %d (all but the spoiled)", n.depot, want)
+	}
+	for entry, ino := range spoiled {
+		name := entry[strings.Index(entry, ".")+1:]
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, name), &st); err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if st.Ino == ino {
+			t.Errorf("%s is the spoiled depot entry %s", name, entry)
+		}
+		if err := unix.Lstat(filepath.Join(sub, entry), &st); err != nil || st.Ino != ino {
+			t.Errorf("the spoiled depot entry %s moved: %v", entry, err)
+		}
+	}
+	p.release(held)
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("the tree holds %v after the release", got)
+	}
+}
+
+// TestDepotKeepsWhatWasWrittenInTheTree: a placeholder written to while a
+// call holds it (a file given content, a file made in a directory) is the
+// user's: the release leaves it in the tree, as it is, and puts the rest in
+// the depot.
+func TestDepotKeepsWhatWasWrittenInTheTree(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	for round := range 2 { // made, then from the depot
+		held, err := p.hold(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, vs := filepath.Join(dir, ".envrc"), filepath.Join(dir, ".vscode")
+		if !slices.Contains(cfg.Placeholders, rc) || !slices.Contains(cfg.Placeholders, vs) {
+			t.Fatalf("no placeholders for %s and %s: %v", rc, vs, cfg.Placeholders)
+		}
+		if err := os.WriteFile(rc, []byte("export A=1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(vs, "settings.json"), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.release(held)
+		if got := names(t, dir); !slices.Equal(got, []string{".envrc", ".vscode"}) {
+			t.Fatalf("round %d: the tree holds %v, want the user's .envrc and .vscode", round, got)
+		}
+		if b, err := os.ReadFile(rc); err != nil || string(b) != "export A=1\n" {
+			t.Errorf("round %d: .envrc %q %v", round, b, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(vs, "settings.json")); err != nil || string(b) != "{}\n" {
+			t.Errorf("round %d: .vscode/settings.json %q %v", round, b, err)
+		}
+		for _, e := range depotEntries(t, state) {
+			if strings.HasSuffix(e, "..envrc") || strings.HasSuffix(e, "..vscode") {
+				t.Errorf("round %d: the depot took %s", round, e)
+			}
+		}
+		os.RemoveAll(vs)
+		os.Remove(rc)
+	}
+}
+
+// TestDepotDirectoryWrittenWhileMoved: a placeholder directory something is
+// made in between the release's check and its move into the depot goes
+// back to its name in the tree, with what was made in it.
+func TestDepotDirectoryWrittenWhileMoved(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	held, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterDepotMove = func(fd int, name string) {
+		if name == ".vscode" {
+			if err := os.WriteFile(fmt.Sprintf("/proc/self/fd/%d/settings.json", fd), []byte("{}\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { afterDepotMove = nil }()
+	p.release(held)
+	if got := names(t, dir); !slices.Equal(got, []string{".vscode"}) {
+		t.Fatalf("the tree holds %v, want .vscode back", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".vscode", "settings.json")); err != nil || string(b) != "{}\n" {
+		t.Errorf(".vscode/settings.json %q %v, want what was written", b, err)
+	}
+}
+
+// TestDepotOnAnotherMount: a tree on another mount than the state
+// directory gets placeholders made and removed as without a depot, and
+// the depot takes none.
+func TestDepotOnAnotherMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir, cfg := plainConfig(t)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mounting a tmpfs: %v", err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	for round := range 2 {
+		held, n, err := p.holdCounting(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.depot != 0 {
+			t.Errorf("round %d: %d placeholders from a depot on another mount", round, n.depot)
+		}
+		checkPlaceholders(t, cfg)
+		p.release(held)
+		if got := names(t, dir); len(got) != 0 {
+			t.Fatalf("round %d: the tree holds %v after the release", round, got)
+		}
+		if got := depotEntries(t, state); len(got) != 0 {
+			t.Fatalf("round %d: the depot holds %v from another mount", round, got)
+		}
+	}
+}
+
+// TestDepotSharedBySets: sets of placeholders of their own (as processes
+// are) over one tree and one depot, holding and releasing at once: every
+// placeholder a set holds is a clean, locked placeholder while it holds
+// it, and at the end the tree is empty and every depot entry is clean.
+func TestDepotSharedBySets(t *testing.T) {
+	dir, cfg0 := plainConfig(t)
+	state := t.TempDir()
+	const sets, rounds = 4, 15
+	var wg sync.WaitGroup
+	for s := range sets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var p placeholders
+			p.depot = newDepot(state)
+			defer p.closeDepot()
+			for r := range rounds {
+				cfg := copyConfig(cfg0)
+				held, err := p.hold(cfg)
+				if err != nil {
+					t.Errorf("set %d round %d: %v", s, r, err)
+					return
+				}
+				checkPlaceholders(t, cfg)
+				p.release(held)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("the tree holds %v after every release", got)
+	}
+	subs := names(t, filepath.Join(state, DepotDir))
+	for _, e := range depotEntries(t, state) {
+		sub, entry, _ := strings.Cut(e, "/")
+		fd, st, ok := openDepotEntry(openDirFD(t, filepath.Join(state, DepotDir, sub)), entry, entry[0] == 'd')
+		if !ok {
+			t.Errorf("depot entry %s is not a clean placeholder (%+v)", e, st)
+			continue
+		}
+		unix.Close(fd)
+	}
+	if len(subs) != 1 {
+		t.Errorf("depot subdirectories %v, want one", subs)
+	}
+}
+
+// openDirFD opens directory p for the rest of the test.
+func openDirFD(t *testing.T, p string) int {
+	t.Helper()
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// TestDepotBounded: the depot keeps entries for at most depotMaxDirs tree
+// directories; a new one past that removes the least recently used, with
+// its entries.
+func TestDepotBounded(t *testing.T) {
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	var first string
+	for i := range depotMaxDirs + 3 {
+		dir, cfg := plainConfig(t)
+		held, err := p.hold(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.release(held)
+		if i == 0 {
+			first = names(t, filepath.Join(state, DepotDir))[0]
+		}
+		if got := names(t, dir); len(got) != 0 {
+			t.Fatalf("tree %d holds %v", i, got)
+		}
+	}
+	subs := names(t, filepath.Join(state, DepotDir))
+	if len(subs) > depotMaxDirs {
+		t.Errorf("%d depot subdirectories, want at most %d", len(subs), depotMaxDirs)
+	}
+	if slices.Contains(subs, first) {
+		t.Errorf("the least recently used subdirectory %s is still there", first)
+	}
+}
+
+// TestDepotNotOurs: a depot directory another user could write to is
+// never used.
+func TestDepotNotOurs(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	if err := os.Mkdir(filepath.Join(state, DepotDir), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(state, DepotDir), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	for range 2 {
+		held, n, err := p.holdCounting(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.depot != 0 {
+			t.Errorf("%d placeholders from a world-writable depot", n.depot)
+		}
+		p.release(held)
+	}
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("the tree holds %v", got)
+	}
+	if got := depotEntries(t, state); len(got) != 0 {
+		t.Errorf("a world-writable depot was filled: %v", got)
+	}
+}

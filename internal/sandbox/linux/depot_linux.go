@@ -1,0 +1,497 @@
+package linux
+
+import (
+	"cmp"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
+)
+
+// The placeholder depot. A placeholder's cost is its inode: allocating
+// one and freeing it again. On ext4 without a journal the allocator reads
+// past every inode freed in the last minutes, so each of the 39
+// placeholders of a plain directory took 90–250 µs to make and remove, and
+// more the more calls ran before it: a warm claim spent most of its time
+// there, a cold exec ~10 ms. Renaming an inode costs neither.
+//
+// So a placeholder no call holds any more is not removed but moved
+// (renameat2(2), never replacing) into the depot, a directory below
+// Options.StateDir (DepotDir, mode 0700), and the next hold of the same
+// name in the same directory moves it back. Nothing is in the user's tree
+// between calls; an inode is allocated only the first time a name is held,
+// and freed only when the depot is full or cannot serve.
+//
+// What the depot holds, and how it is used:
+//   - One subdirectory per tree directory placeholders go in, named by its
+//     device and inode ("dev-ino"), and in it at most depotSlots entries per
+//     name and kind: "f<slot>.<name>" an empty file, "d<slot>.<name>" an
+//     empty directory. A placeholder only ever returns to the name and
+//     directory it left, so whatever keeps a descriptor of it (a user's
+//     process that opened it while it was in the tree) can only ever reach
+//     that one name again.
+//   - An entry goes into the tree only if it is still what a placeholder is
+//     when it is made: the kind asked for, owned by this user, marked
+//     (placeholderXattr), an empty file of one name or an empty directory.
+//     Anything else is left where it is, and a full depot's cleaning
+//     removes it.
+//   - Taking an entry is the rename into the tree: of several processes
+//     after the same entry one wins and the others get ENOENT. The winner
+//     then opens the name, takes its shared lock and checks that the name
+//     is still the inode it checked, as for a placeholder found existing
+//     (placeholder_linux.go); no lock is taken while an entry is in the
+//     depot, so no process ever locks a placeholder it did not take.
+//   - Returning one is the release's removal, with the exclusive lock held:
+//     a rename into a free slot instead of the unlink. A directory is
+//     checked empty before it moves and again after, and moved back when
+//     something was created in it meanwhile; a file must be empty, as for
+//     the unlink.
+//   - Where the tree is on another mount than the depot (rename(2) cannot
+//     cross one), where the file system has no user extended attributes
+//     (nothing would be marked), or where a name does not fit a slot name,
+//     placeholders are made and removed as before, and spares
+//     (spare_linux.go) are made for the claims.
+//   - The depot keeps the subdirectories of at most depotMaxDirs tree
+//     directories; past that, making a new one removes the least recently
+//     used.
+//
+// The depot is airlock's own: the sandbox cannot see the state directory
+// (grant.Guard denies it to every grant), and a kill -9 between a take and
+// a return leaves the placeholder in the tree, journalled, as before.
+
+// DepotDir is the depot's directory below Options.StateDir.
+const DepotDir = ".placeholder-depot"
+
+// depotSlots is how many entries of one name and kind a depot
+// subdirectory keeps: within one process a placeholder is shared by every
+// sandbox that needs it, so one is in use at a time; two let a second
+// process over the same tree find one too.
+const depotSlots = 2
+
+// depotMaxDirs bounds the tree directories the depot keeps entries for.
+const depotMaxDirs = 64
+
+// depot is the placeholder depot of one set of placeholders. Its fields
+// are guarded by placeholders.mu.
+type depot struct {
+	path   string // StateDir/DepotDir; empty: no depot
+	root   int    // the depot, open, once opened is set
+	opened bool
+	// subs are the open subdirectories, by the tree directory they serve
+	// (-1: none exists yet).
+	subs map[dirID]int
+	// serves says, for each tree directory asked about, whether the depot
+	// can serve it (same mount, user extended attributes).
+	serves map[dirID]bool
+}
+
+// newDepot is the depot below stateDir, opened when first used; none
+// when stateDir is empty.
+func newDepot(stateDir string) depot {
+	if stateDir == "" {
+		return depot{}
+	}
+	return depot{path: stateDir + "/" + DepotDir}
+}
+
+// slotName is the depot entry of name, of the kind asked, in slot i.
+func slotName(dir bool, i int, name string) string {
+	k := "f"
+	if dir {
+		k = "d"
+	}
+	return k + strconv.Itoa(i) + "." + name
+}
+
+// open opens the depot, making it when create is set. It returns -1 when
+// there is none (or it is not this user's own directory).
+func (d *depot) open(create bool) int {
+	switch {
+	case d.path == "":
+		return -1
+	case d.opened:
+		return d.root
+	}
+	fd, err := eintr.Value(func() (int, error) {
+		return unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if errors.Is(err, unix.ENOENT) && create {
+		if err = os.MkdirAll(d.path, 0o700); err == nil {
+			fd, err = eintr.Value(func() (int, error) {
+				return unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			})
+		}
+	}
+	if err != nil {
+		return -1
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
+		_ = unix.Close(fd)
+		d.path = "" // not ours alone: never used
+		return -1
+	}
+	d.root, d.opened = fd, true
+	return fd
+}
+
+// servable reports whether the depot can serve the tree directory pd:
+// it is on the depot's mount, and marks stick there.
+func (d *depot) servable(pd rawDir, create bool) bool {
+	if d.path == "" || pd.id == (dirID{}) {
+		return false
+	}
+	if ok, known := d.serves[pd.id]; known {
+		return ok
+	}
+	root := d.open(create)
+	if root < 0 {
+		return false
+	}
+	ok := sameMount(root, pd.fd)
+	if d.serves == nil {
+		d.serves = map[dirID]bool{}
+	}
+	if len(d.serves) >= 4*depotMaxDirs {
+		clear(d.serves)
+	}
+	d.serves[pd.id] = ok
+	return ok
+}
+
+// sameMount reports whether the open files a and b are on one mount.
+func sameMount(a, b int) bool {
+	var sa, sb unix.Statx_t
+	if unix.Statx(a, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &sa) != nil ||
+		unix.Statx(b, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &sb) != nil ||
+		sa.Mask&unix.STATX_MNT_ID == 0 || sb.Mask&unix.STATX_MNT_ID == 0 {
+		return false
+	}
+	return sa.Mnt_id == sb.Mnt_id
+}
+
+// sub returns the depot's subdirectory for the tree directory id, open,
+// making it when create is set; -1 when there is none.
+func (d *depot) sub(id dirID, create bool) int {
+	if fd, ok := d.subs[id]; ok && (fd >= 0 || !create) {
+		return fd
+	}
+	root := d.open(create)
+	if root < 0 {
+		return -1
+	}
+	name := strconv.FormatUint(id.dev, 16) + "-" + strconv.FormatUint(id.ino, 16)
+	openSub := func() (int, error) {
+		return eintr.Value(func() (int, error) {
+			return unix.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		})
+	}
+	fd, err := openSub()
+	if errors.Is(err, unix.ENOENT) && create {
+		d.clean(root)
+		if err = unix.Mkdirat(root, name, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+			fd, err = openSub()
+		}
+	}
+	if err != nil {
+		fd = -1
+	}
+	if d.subs == nil {
+		d.subs = map[dirID]int{}
+	}
+	if len(d.subs) >= depotMaxDirs {
+		d.closeSubs()
+		d.subs = map[dirID]int{}
+	}
+	d.subs[id] = fd
+	return fd
+}
+
+// forgetSub drops the open subdirectory of id: it was removed (a full
+// depot's cleaning by another process).
+func (d *depot) forgetSub(id dirID) {
+	if fd, ok := d.subs[id]; ok {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+		delete(d.subs, id)
+	}
+}
+
+// closeSubs closes every open subdirectory.
+func (d *depot) closeSubs() {
+	for id, fd := range d.subs {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+		delete(d.subs, id)
+	}
+}
+
+// close closes the depot's descriptors.
+func (d *depot) close() {
+	d.closeSubs()
+	if d.opened {
+		_ = unix.Close(d.root)
+		d.opened = false
+	}
+}
+
+// closeDepot closes the depot's descriptors; a later hold or release
+// opens it again.
+func (p *placeholders) closeDepot() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.depot.close()
+}
+
+// take moves a depot entry of the kind asked into name in the directory
+// pd and holds it as a placeholder this process made. It returns nil when
+// the depot has none that may go there; exists when name was taken
+// already (nothing moved).
+func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exists bool) {
+	d := &p.depot
+	if !d.servable(pd, false) {
+		return nil, false
+	}
+	sub := d.sub(pd.id, false)
+	if sub < 0 {
+		return nil, false
+	}
+	for i := range depotSlots {
+		slot := slotName(dir, i, name)
+		fd, st, ok := openDepotEntry(sub, slot, dir)
+		if !ok {
+			continue
+		}
+		err := renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			_ = unix.Close(fd)
+			continue // another process took it
+		case errors.Is(err, unix.EEXIST):
+			_ = unix.Close(fd)
+			return nil, true
+		case err != nil:
+			_ = unix.Close(fd)
+			if errors.Is(err, unix.EXDEV) {
+				d.serves[pd.id] = false
+			}
+			return nil, false
+		}
+		// name is now what was at slot when it moved: the entry checked
+		// and opened here, unless another process took that one and
+		// returned another to the slot meanwhile. Only the one checked is
+		// locked (no process ever locks a placeholder it did not take),
+		// and held only if name still is it once locked, as for a
+		// placeholder found in place (placeholder_linux.go). Whatever else
+		// is at name, the caller looks at as found there.
+		if !sameAt(pd.fd, name, &st) || flock(fd, unix.LOCK_SH) != nil || !sameAt(pd.fd, name, &st) {
+			_ = unix.Close(fd)
+			return nil, true
+		}
+		return &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}, false
+	}
+	return nil, false
+}
+
+// openDepotEntry opens the depot entry slot of sub when it is there and
+// may go into a tree as a placeholder of the kind asked (placeholderClean),
+// and returns it with its stat.
+func openDepotEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if dir {
+		flags |= unix.O_DIRECTORY
+	}
+	fd, err := eintr.Value(func() (int, error) { return unix.Openat(sub, slot, flags, 0) })
+	if err != nil {
+		return -1, st, false
+	}
+	if unix.Fstat(fd, &st) != nil || !placeholderClean(fd, &st, dir) {
+		_ = unix.Close(fd)
+		return -1, st, false
+	}
+	return fd, st, true
+}
+
+// sameAt reports whether name in the directory dirfd is the file st
+// describes (and not a symlink to it).
+func sameAt(dirfd int, name string, st *unix.Stat_t) bool {
+	var cur unix.Stat_t
+	return unix.Fstatat(dirfd, name, &cur, unix.AT_SYMLINK_NOFOLLOW) == nil && cur.Dev == st.Dev && cur.Ino == st.Ino
+}
+
+// placeholderClean reports whether the open file fd, whose stat is st, is
+// what a placeholder of the kind asked is when made: owned by this user,
+// marked, an empty file of one name or an empty directory.
+func placeholderClean(fd int, st *unix.Stat_t, dir bool) bool {
+	if int(st.Uid) != os.Geteuid() || !markedFD(fd) {
+		return false
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return dir && st.Nlink == 2 && dirEmpty(fd)
+	case unix.S_IFREG:
+		return !dir && st.Size == 0 && st.Nlink == 1
+	}
+	return false
+}
+
+// dirEmpty reports whether the open directory fd has no entry but "." and
+// "..".
+func dirEmpty(fd int) bool {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return false
+	}
+	var buf [512]byte
+	n, err := eintr.Value(func() (int, error) { return unix.Getdents(fd, buf[:]) })
+	if err != nil {
+		return false
+	}
+	for b := buf[:n]; len(b) > 0; {
+		// struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name.
+		if len(b) < 19 {
+			return false
+		}
+		reclen := int(b[16]) | int(b[17])<<8
+		if reclen < 19 || reclen > len(b) {
+			return false
+		}
+		name := b[19:reclen]
+		if i := slices.Index(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if s := string(name); s != "." && s != ".." {
+			return false
+		}
+		b = b[reclen:]
+	}
+	return true
+}
+
+// toDepot moves the placeholder name of the tree directory pd, which fd
+// holds with the exclusive lock and st describes (checked to be that
+// name, and an empty file or a directory), into a free slot of the
+// depot. It reports whether the placeholder left the tree; if not, the
+// caller removes it as before.
+func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) bool {
+	d := &p.depot
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if !d.servable(pd, true) || !placeholderClean(fd, st, dir) {
+		return false
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		sub := d.sub(pd.id, true)
+		if sub < 0 {
+			return false
+		}
+		switch moved, err := p.intoSlot(pd, name, fd, sub, dir); {
+		case moved:
+			return true
+		case errors.Is(err, unix.ENOENT):
+			// The subdirectory was removed (another process cleaned a
+			// full depot): made again once.
+			d.forgetSub(pd.id)
+		case errors.Is(err, unix.EXDEV):
+			d.serves[pd.id] = false
+			return false
+		default:
+			return false // every slot taken, or the move failed
+		}
+	}
+	return false
+}
+
+// intoSlot moves the placeholder name of pd, open at fd, into a free slot
+// of the depot subdirectory sub. A directory found written to once moved
+// goes back (it still counts as moved: name was given back).
+func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int, dir bool) (bool, error) {
+	for i := range depotSlots {
+		slot := slotName(dir, i, name)
+		err := renameBetween(pd.raw, pd.fd, name, sub, slot, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if afterDepotMove != nil {
+			afterDepotMove(fd, name)
+		}
+		if dir && !dirEmpty(fd) {
+			// Something was made in it between the check and the move:
+			// it goes back, for the user to find.
+			if err := renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE); err != nil && p.log != nil {
+				p.log.Warn("a placeholder directory written to while it was moved stays in the placeholder depot",
+					"depot", p.depot.path, "entry", slot, "name", name, "err", err)
+			}
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// afterDepotMove, when set (by tests), runs after a placeholder moved
+// into the depot, before a directory is checked again.
+var afterDepotMove func(fd int, name string)
+
+// clean makes room for one more subdirectory in the depot open at root
+// when it keeps depotMaxDirs already: the least recently used (by the
+// time an entry last moved in or out) are removed, with their entries.
+func (d *depot) clean(root int) {
+	var st unix.Stat_t
+	if unix.Fstat(root, &st) != nil || int(st.Nlink)-2 < depotMaxDirs {
+		return
+	}
+	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return
+	}
+	type aged struct {
+		name string
+		at   int64
+	}
+	var subs []aged
+	for _, e := range ents {
+		var s unix.Stat_t
+		if e.IsDir() && unix.Fstatat(root, e.Name(), &s, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			subs = append(subs, aged{e.Name(), s.Mtim.Nano()})
+		}
+	}
+	slices.SortFunc(subs, func(a, b aged) int { return cmp.Compare(a.at, b.at) })
+	for _, s := range subs[:max(0, len(subs)-depotMaxDirs+1)] {
+		removeDepotSub(root, s.name)
+	}
+	d.closeSubs() // some may be gone
+}
+
+// removeDepotSub removes the depot subdirectory name of root and its
+// entries (a directory entry only if empty).
+func removeDepotSub(root int, name string) {
+	fd, err := unix.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	ents, _ := f.ReadDir(-1)
+	for _, e := range ents {
+		flags := 0
+		if e.IsDir() {
+			flags = unix.AT_REMOVEDIR
+		}
+		_ = unix.Unlinkat(fd, e.Name(), flags)
+	}
+	_ = unix.Unlinkat(root, name, unix.AT_REMOVEDIR)
+}
