@@ -3,8 +3,10 @@ package broker_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
@@ -29,6 +31,12 @@ type egressWorld struct {
 }
 
 func newEgressWorld(t *testing.T, backend sandbox.Backend) *egressWorld {
+	t.Helper()
+	return newEgressWorldLogged(t, backend, nil)
+}
+
+// newEgressWorldLogged is newEgressWorld with the proxies' logger.
+func newEgressWorldLogged(t *testing.T, backend sandbox.Backend, log *slog.Logger) *egressWorld {
 	t.Helper()
 	ca := egresstest.NewCA(t, "a.test", "b.test", "d.test")
 	w := &egressWorld{
@@ -64,6 +72,7 @@ hosts = [%[1]q]
 		Egress: &broker.EgressOptions{
 			Resolver: egresstest.NewResolver("a.test", "b.test", "d.test"),
 			Env:      []string{"SSL_CERT_FILE=" + caFile},
+			Logger:   log,
 		},
 	})
 	if err != nil {
@@ -224,6 +233,64 @@ func TestShellEgress(t *testing.T) {
 	if !allowed || !refused {
 		t.Errorf("egress records: a.test allowed %v, b.test refused %v", allowed, refused)
 	}
+}
+
+// A connection the native sandbox's forwarder hands over comes from its
+// init, so the proxy holds it alone and splices it (internal/egress,
+// peer_linux.go); one the payload sends on the proxy's socket itself is
+// copied through a buffer, since the payload keeps a descriptor of it.
+func TestSandboxHandoffSpliced(t *testing.T) {
+	var logs lockedLog
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w := newEgressWorldLogged(t, sandboxtest.Native(t), log)
+	send := `python3 -c '
+import array, socket, sys
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+u = socket.socket(socket.AF_UNIX); u.connect("/run/airlock/proxy.sock")
+u.sendmsg([b"\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [a.fileno()]))])
+c.sendall(b"\x05\x01\x00"); print("greeting", c.recv(2).hex())
+'`
+	cmd := `curl -sS --max-time 10 --cacert "$SSL_CERT_FILE" ` + w.a.URL("/ok") + ` && ` + send
+	b, _ := json.Marshal(map[string]string{"command": cmd})
+	res := call(t, w.s, "shell", string(b))
+	for _, want := range []string{"hello from a.test", "greeting 0500", "[exit 0]"} {
+		if !strings.Contains(res.Output.Content, want) {
+			t.Fatalf("class %s, output %q lacks %q", res.Class, res.Output.Content, want)
+		}
+	}
+	var spliced, buffered int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "egress connection handed over") {
+			switch {
+			case strings.Contains(line, "spliced=true"):
+				spliced++
+			case strings.Contains(line, "spliced=false"):
+				buffered++
+			}
+		}
+	}
+	if spliced != 1 || buffered != 1 {
+		t.Errorf("%d handoffs spliced and %d buffered, want 1 each (curl's through the forwarder, the payload's own):\n%s", spliced, buffered, logs.String())
+	}
+}
+
+// lockedLog is a log sink the proxies' goroutines write to at once.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // A burst of connections to the forwarder — more than its descriptors allow

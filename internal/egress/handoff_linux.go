@@ -19,7 +19,9 @@ const maxHandoffFDs = 4
 // firstBytes does the first read of a connection accepted on the Unix
 // socket, of at most max bytes. When it is the one byte forward.Handoff
 // carrying one descriptor of a connected TCP socket, it returns that
-// connection (the forwarder has handed it over) and no bytes; when it
+// connection (the forwarder has handed it over: a plain *net.TCPConn when
+// the sender is a sandbox's init, which keeps no descriptor of it, else a
+// handedConn; see peer_linux.go) and no bytes; when it
 // carries no descriptor, it returns c and the bytes, the start of a
 // byte-stream handshake. Anything else is an error and every descriptor
 // received is closed. c must already have its deadline.
@@ -51,7 +53,7 @@ func firstBytes(c net.Conn, max int) (net.Conn, []byte, error) {
 		closeAll(fds)
 		return nil, nil, err
 	}
-	hc, err := adopt(fds[0])
+	hc, err := adopt(fds[0], fromNestedInit(uc))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -90,9 +92,11 @@ func closeAll(fds []int) {
 }
 
 // adopt turns a received descriptor into the client connection, after
-// checking it is what the forwarder sends: a connected TCP socket. It always
-// closes fd (the connection holds its own duplicate).
-func adopt(fd int) (net.Conn, error) {
+// checking it is what the forwarder sends: a connected TCP socket. sole
+// says no other process holds the socket (a sandbox's init sent it), so
+// its file's flags are the proxy's alone and a relay may splice it. It
+// always closes fd (the connection holds its own duplicate).
+func adopt(fd int, sole bool) (net.Conn, error) {
 	if err := checkHanded(fd); err != nil {
 		syscall.Close(fd)
 		return nil, err
@@ -107,6 +111,9 @@ func adopt(fd int) (net.Conn, error) {
 	if !ok {
 		nc.Close()
 		return nil, fmt.Errorf("%w: not a TCP connection", errBadHandoff)
+	}
+	if sole {
+		return tc, nil
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {

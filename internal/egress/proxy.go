@@ -125,6 +125,7 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	if client != c {
 		// The forwarder handed the sandbox client's connection over; the
 		// Unix connection has done its job.
+		p.o.Logger.Debug("egress connection handed over", "sandbox", p.o.Sandbox, "spliced", !needsBuffer(client))
 		c.Close()
 		p.handshake(ctx, client, nil)
 		return
