@@ -465,3 +465,44 @@ func TestDepotNotOurs(t *testing.T) {
 		t.Errorf("a world-writable depot was filled: %v", got)
 	}
 }
+
+// TestDepotTakesOnlyWhatAirlockMade: a marked, empty file found at a
+// protected name (a sandbox of another grant could have made and marked it,
+// and still hold it open) is held as a placeholder, but its release unlinks
+// it: only placeholders an airlock process made go into the depot.
+func TestDepotTakesOnlyWhatAirlockMade(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	rc := filepath.Join(dir, ".envrc")
+	if err := os.WriteFile(rc, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(rc, placeholderXattr, []byte("1"), 0); err != nil {
+		t.Skipf("no user extended attributes here: %v", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(rc, &st); err != nil {
+		t.Fatal(err)
+	}
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	held, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cfg.Placeholders, rc) {
+		t.Fatalf("the marked, empty %s is not held as a placeholder: %v", rc, cfg.Placeholders)
+	}
+	p.release(held)
+	if got := names(t, dir); len(got) != 0 {
+		t.Fatalf("the tree holds %v after the release", got)
+	}
+	entries := depotEntries(t, state)
+	if slices.ContainsFunc(entries, func(e string) bool { return strings.HasSuffix(e, "..envrc") }) {
+		t.Errorf("the depot took the .envrc found in place: %v", entries)
+	}
+	if len(entries) != len(cfg.Placeholders)-1 {
+		t.Errorf("the depot holds %d entries, want the %d placeholders made", len(entries), len(cfg.Placeholders)-1)
+	}
+}

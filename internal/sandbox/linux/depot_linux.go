@@ -45,6 +45,12 @@ import (
 //     is still the inode it checked, as for a placeholder found existing
 //     (placeholder_linux.go); no lock is taken while an entry is in the
 //     depot, so no process ever locks a placeholder it did not take.
+//   - Only placeholders an airlock process made go into the depot (made by
+//     name, from a spare, or taken from the depot): one found in place, even
+//     marked, may be a file a sandbox made and marked itself and still holds
+//     open, and is unlinked as before. So no inode in the depot was ever
+//     writable through a sandbox's descriptor but under a grant that may
+//     write its name there.
 //   - Returning one is the release's removal, with the exclusive lock held:
 //     a rename into a free slot instead of the unlink. A directory is
 //     checked empty before it moves and again after, and moved back when

@@ -464,7 +464,7 @@ func (p *placeholders) release(held []string) {
 		if p.refs[g.host] == g.h && g.h.n == 0 {
 			delete(p.refs, g.host)
 			if (g.h.created || markedFD(g.h.fd)) && flock(g.h.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
-				p.removeHeld(dirs, g.host, g.h.fd)
+				p.removeHeld(dirs, g.host, g.h.fd, g.h.created)
 			}
 			rawClose(g.h.raw, g.h.fd) // the inode is freed here, if it was removed
 		}
@@ -490,9 +490,10 @@ var afterRemove func()
 // removeHeld removes host, the placeholder fd holds with an exclusive lock,
 // if the path still names it and it is empty: through its parent directory
 // (opened once per release, in dirs), so nothing is followed but the
-// parent's path, as os.OpenRoot would. It moves it into the depot where
-// the depot can take it (depot_linux.go), else unlinks it. p.mu is held.
-func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int) {
+// parent's path, as os.OpenRoot would. A placeholder an airlock process
+// made (created) it moves into the depot where the depot can take it
+// (depot_linux.go); anything else it unlinks. p.mu is held.
+func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int, created bool) {
 	parent, name := filepath.Dir(host), filepath.Base(host)
 	d, ok := dirs[parent]
 	if !ok {
@@ -512,7 +513,7 @@ func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int)
 	if held.Mode&unix.S_IFMT == unix.S_IFREG && held.Size != 0 {
 		return // written to: the user's now
 	}
-	if p.toDepot(d.rawDir, name, fd, &held) {
+	if created && p.toDepot(d.rawDir, name, fd, &held) {
 		return
 	}
 	switch held.Mode & unix.S_IFMT {

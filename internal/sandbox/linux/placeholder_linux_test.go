@@ -44,11 +44,9 @@ func TestPlaceholdersAcrossBrokers(t *testing.T) {
 			bs[i] = b
 		}
 		placeholdersAcrossBrokers(t, bs[0], bs[1])
-		// The tree's placeholders, and those below its .git placeholder.
-		ents, err := os.ReadDir(filepath.Join(state, linux.DepotDir))
-		if err != nil || len(ents) == 0 {
-			t.Errorf("the depot holds %v (%v), want the tree's placeholders", ents, err)
-		}
+		// (Which placeholders end in the depot depends on which broker
+		// released each last: only one an airlock process made goes there,
+		// and a broker that found the other's unlinks it.)
 	})
 }
 
