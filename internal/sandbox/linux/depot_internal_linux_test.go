@@ -506,3 +506,34 @@ func TestDepotTakesOnlyWhatAirlockMade(t *testing.T) {
 		t.Errorf("the depot holds %d entries, want the %d placeholders made", len(entries), len(cfg.Placeholders)-1)
 	}
 }
+
+// TestDepotCannotBeMade: where the depot cannot be made (the state
+// directory is not a directory here), placeholders are made and removed as
+// without one, and it is not tried again.
+func TestDepotCannotBeMade(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(state, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	for round := range 2 {
+		held, n, err := p.holdCounting(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.depot != 0 {
+			t.Errorf("round %d: %d placeholders from a depot that cannot exist", round, n.depot)
+		}
+		checkPlaceholders(t, cfg)
+		p.release(held)
+		if got := names(t, dir); len(got) != 0 {
+			t.Fatalf("round %d: the tree holds %v after the release", round, got)
+		}
+	}
+	if p.depot.path != "" {
+		t.Errorf("the depot at %s is still tried after it could not be made", p.depot.path)
+	}
+}
