@@ -131,11 +131,11 @@ func (d *depot) open(create bool) int {
 				return unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			})
 		}
-		if err != nil {
-			d.path = "" // cannot be made here (a read-only state directory): not tried again
-		}
 	}
 	if err != nil {
+		if create {
+			d.path = "" // cannot be made or opened here (a read-only state directory, a symlink): not tried again
+		}
 		return -1
 	}
 	var st unix.Stat_t
