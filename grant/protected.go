@@ -27,6 +27,12 @@ type ProtectedEntry struct {
 	Reader string
 }
 
+// PlaceholderXattr is the user extended attribute an airlock backend sets
+// on each placeholder it makes at a missing protected or denied path (an
+// empty file or directory, there only while a call runs), so that any
+// airlock process can tell the placeholder from the user's own.
+const PlaceholderXattr = "user.airlock.placeholder"
+
 // The protected-path table. Inside a read-write tree these stay read-only,
 // whether or not they exist yet, unless the grant lists the name under
 // paths.writable_protected. docs/protected-paths.md shows this table; a
@@ -203,7 +209,12 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	if filepath.Base(r) == ".git" {
 		gitDir = r
 	}
-	if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() {
+	// A .git directory that is one of airlock's placeholders (another
+	// call's, or one a dead broker left until the next start removes it)
+	// is no repository: held whole, as a missing one is. Taking it for a
+	// repository would protect only its parts, and a hold that finds it gone
+	// would make .git again as the parent of those parts, writable.
+	if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() && !markedPlaceholder(gitDir) {
 		add(filepath.Join(gitDir, "hooks"), ".git/hooks", true)
 		for _, n := range gitConfigNames {
 			add(filepath.Join(gitDir, n), ".git/config", false)

@@ -240,3 +240,13 @@ func fstatatNoFollow(fd int, name string, st *syscall.Stat_t) error {
 	defer syscall.Close(f)
 	return syscall.Fstat(f, st)
 }
+
+// markedPlaceholder reports whether p carries PlaceholderXattr, the mark of
+// a placeholder an airlock backend made (getxattr follows a symlink put
+// there since the caller's lstat: a marked target then counts, which only
+// holds more).
+func markedPlaceholder(p string) bool {
+	var buf [8]byte
+	n, err := syscall.Getxattr(p, PlaceholderXattr, buf[:])
+	return err == nil && n > 0
+}

@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,5 +39,33 @@ func TestScanNestedBeyondPathMax(t *testing.T) {
 	got := runScan(scanNested, r, false, []string{r})
 	if !got.Complete || len(got.Found) != 1 || got.Found[0] != want {
 		t.Errorf("scan of a tree deeper than PATH_MAX: complete %v, found %d names (%.80q...); want complete, the nested .vscode", got.Complete, len(got.Found), got.Found)
+	}
+}
+
+// TestPlaceholderGitHeldWhole: a .git directory that carries the
+// placeholder mark (another call's placeholder, or one a killed broker
+// left) is no repository: the whole name is held, as for a missing .git,
+// not only a repository's hooks and config.
+func TestPlaceholderGitHeldWhole(t *testing.T) {
+	for _, marked := range []bool{false, true} {
+		dir := t.TempDir()
+		git := filepath.Join(dir, ".git")
+		if err := os.Mkdir(git, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if marked {
+			if err := syscall.Setxattr(git, PlaceholderXattr, []byte("1"), 0); err != nil {
+				t.Skipf("no user extended attributes here: %v", err)
+			}
+		}
+		g, err := FromFlags(dir, Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := slices.Contains(g.ProtectedDirs(), git)
+		hooks := slices.Contains(g.ProtectedDirs(), filepath.Join(git, "hooks"))
+		if whole != marked || hooks == marked {
+			t.Errorf("marked %v: .git held whole %v, .git/hooks held %v; want whole only when marked", marked, whole, hooks)
+		}
 	}
 }

@@ -29,34 +29,26 @@ import (
 // broker thread until the sandbox ends, when the proxy closes the socket.
 
 // fromNestedInit reports whether the process at the other end of c is
-// PID 1 of a PID namespace nested below the one /proc shows: by the pidfd
-// of the peer where the kernel gives one (SO_PEERPIDFD, Linux 6.5), which
-// no reuse of its pid can fool, else by its pid (SO_PEERCRED).
+// PID 1 of a PID namespace nested below the one /proc shows, by the pidfd
+// of the peer (SO_PEERPIDFD, Linux 6.5), which no reuse of its pid can
+// fool. A kernel without it gives only the peer's pid, which another
+// process could have by the time the first message is read: such a
+// handoff is not trusted, and moves through a buffer.
 func fromNestedInit(c *net.UnixConn) bool {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return false
 	}
-	pidfd, pid := -1, int32(0)
+	pidfd := -1
 	if rc.Control(func(fd uintptr) {
 		if v, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
 			pidfd = v
-		} else if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-			pid = cred.Pid
 		}
-	}) != nil {
+	}) != nil || pidfd < 0 {
 		return false
 	}
-	var status []byte
-	switch {
-	case pidfd >= 0:
-		status, err = os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
-		unix.Close(pidfd)
-	case pid > 0:
-		status, err = os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/status")
-	default:
-		return false
-	}
+	status, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(pidfd))
+	unix.Close(pidfd)
 	return err == nil && nestedInit(status)
 }
 

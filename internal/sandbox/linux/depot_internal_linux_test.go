@@ -3,6 +3,7 @@ package linux
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +12,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // inodesAt returns the inode of each path, failing the test for a
@@ -156,8 +159,9 @@ func mapsEqual(a, b map[string]uint64) bool {
 
 // TestDepotSkipsEntriesThatAreNotPlaceholders: a depot entry that is no
 // longer what a placeholder is when made (written to, holding an entry,
-// unmarked, with a second name, a symlink) never goes into the tree: the
-// hold makes a fresh placeholder instead and leaves the entry in the depot.
+// unmarked, with a second name, a symlink, of the other kind) never goes
+// into the tree: the hold makes a fresh placeholder instead and removes the
+// entry from the depot, following nothing.
 func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
@@ -195,17 +199,12 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 			return os.WriteFile(p, nil, 0o644) // a file where a directory was kept
 		},
 	}
-	spoiled := map[string]uint64{}
+	spoiled := map[string]bool{}
 	for entry, fn := range spoil {
-		p := filepath.Join(sub, entry)
-		if err := fn(p); err != nil {
+		if err := fn(filepath.Join(sub, entry)); err != nil {
 			t.Fatalf("spoiling %s: %v", entry, err)
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			t.Fatal(err)
-		}
-		spoiled[entry] = st.Ino
+		spoiled[entry] = true
 	}
 
 	held, n, err := p.holdCounting(cfg)
@@ -216,17 +215,18 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 	if want := len(cfg.Placeholders) - len(spoil); n.depot != want {
 		t.Errorf("%d placeholders from the depot, want %d (all but the spoiled)", n.depot, want)
 	}
-	for entry, ino := range spoiled {
-		name := entry[strings.Index(entry, ".")+1:]
+	// (checkPlaceholders found each name a clean placeholder: not the
+	// spoiled entry, whose inode number a fresh one may reuse.)
+	for entry := range spoiled {
+		// Removed from the depot, and nothing followed: the second name
+		// is untouched.
 		var st unix.Stat_t
-		if err := unix.Lstat(filepath.Join(dir, name), &st); err != nil {
-			t.Errorf("%s: %v", name, err)
-		} else if st.Ino == ino {
-			t.Errorf("%s is the spoiled depot entry %s", name, entry)
+		if err := unix.Lstat(filepath.Join(sub, entry), &st); err == nil {
+			t.Errorf("the spoiled depot entry %s is still in the depot", entry)
 		}
-		if err := unix.Lstat(filepath.Join(sub, entry), &st); err != nil || st.Ino != ino {
-			t.Errorf("the spoiled depot entry %s moved: %v", entry, err)
-		}
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "second-name")); err != nil {
+		t.Errorf("the spoiled entry's other name: %v", err)
 	}
 	p.release(held)
 	if got := names(t, dir); len(got) != 0 {
@@ -536,4 +536,127 @@ func TestDepotCannotBeMade(t *testing.T) {
 	if p.depot.path != "" {
 		t.Errorf("the depot at %s is still tried after it could not be made", p.depot.path)
 	}
+}
+
+// TestDepotExchangedName: a name exchanged for something else (renameat2
+// RENAME_EXCHANGE by whoever may write the tree) between the release's
+// check and its move: what moved is not the placeholder held, so it goes
+// back to the name and the depot takes nothing of it.
+func TestDepotExchangedName(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	held, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(dir, "evil")
+	if err := os.Mkdir(evil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(evil, placeholderXattr, []byte("1"), 0); err != nil {
+		t.Skipf("no user extended attributes here: %v", err)
+	}
+	var evilSt unix.Stat_t
+	if err := unix.Lstat(evil, &evilSt); err != nil {
+		t.Fatal(err)
+	}
+	beforeDepotMove = func(dirfd int, name string) {
+		if name == ".vscode" {
+			if err := unix.Renameat2(dirfd, ".vscode", dirfd, "evil", unix.RENAME_EXCHANGE); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { beforeDepotMove = nil }()
+	p.release(held)
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(dir, ".vscode"), &st); err != nil || st.Ino != evilSt.Ino {
+		t.Errorf(".vscode: %v, inode %d; want the exchanged directory (%d) back at its name", err, st.Ino, evilSt.Ino)
+	}
+	subs := names(t, filepath.Join(state, DepotDir))
+	for _, e := range depotEntries(t, state) {
+		sub, entry, _ := strings.Cut(e, "/")
+		if unix.Lstat(filepath.Join(state, DepotDir, sub, entry), &st) == nil && st.Ino == evilSt.Ino {
+			t.Errorf("the depot took the exchanged directory as %s (%v)", e, subs)
+		}
+	}
+}
+
+// TestDepotNotForAnotherDirectory: depot entries belong to the directory
+// they left, not to its inode number: on a journalled ext4 (where a freed
+// inode number is given out again at once), a directory made after the
+// tree was removed, with the same inode number, gets none of them.
+func TestDepotNotForAnotherDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a loop mount needs root")
+	}
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		testenv.RequireFeature(t, "mkfs.ext4 (e2fsprogs) for a journalled ext4 to test on")
+	}
+	img := filepath.Join(t.TempDir(), "fs.img")
+	if out, err := exec.Command(mkfs, "-q", "-F", img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		testenv.RequireFeature(t, fmt.Sprintf("a loop mount: %v: %s", err, out))
+	}
+	defer exec.Command("umount", "-l", mnt).Run()
+	tree, other, state := filepath.Join(mnt, "pkg"), filepath.Join(mnt, "other"), filepath.Join(mnt, "state")
+	for _, d := range []string{state, tree} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := func(dir string) *initproto.Config {
+		g, err := grant.FromFlags(dir, grant.Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &initproto.Config{Mounts: []initproto.Mount{{Source: dir, Target: dir, Writable: true}},
+			Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs()}
+	}
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	held, err := p.hold(config(tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.release(held)
+	before := depotEntries(t, state)
+	if len(before) == 0 {
+		t.Fatal("the depot took nothing on a journalled ext4")
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(tree, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ost unix.Stat_t
+	if err := unix.Lstat(other, &ost); err != nil {
+		t.Fatal(err)
+	}
+	if ost.Ino != st.Ino {
+		t.Skipf("the new directory got inode %d, not the removed tree's %d: nothing to tell apart", ost.Ino, st.Ino)
+	}
+	cfg := config(other)
+	held, n, err := p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release(held)
+	if n.depot != 0 {
+		t.Errorf("%d placeholders in a new directory came from the depot entries of the removed one with its inode number", n.depot)
+	}
+	checkPlaceholders(t, cfg)
 }

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"cmp"
+	"encoding/hex"
 	"errors"
 	"os"
 	"slices"
@@ -28,17 +29,21 @@ import (
 //
 // What the depot holds, and how it is used:
 //   - One subdirectory per tree directory placeholders go in, named by its
-//     device and inode ("dev-ino"), and in it at most depotSlots entries per
-//     name and kind: "f<slot>.<name>" an empty file, "d<slot>.<name>" an
-//     empty directory. A placeholder only ever returns to the name and
-//     directory it left, so whatever keeps a descriptor of it (a user's
-//     process that opened it while it was in the tree) can only ever reach
-//     that one name again.
+//     device and its file handle (name_to_handle_at(2): the inode and its
+//     generation, so a directory made later that gets the same inode number
+//     is another key), and in it at most depotSlots entries per name and
+//     kind: "f<slot>.<name>" an empty file, "d<slot>.<name>" an empty
+//     directory. A placeholder only ever returns to the name and directory it
+//     left. Whatever kept a descriptor of it while it was in the tree (a
+//     sandbox of another grant under which the name is writable there, a
+//     user's process) can write it again when it is back, at the same path,
+//     where it could write anyway; a file system without file handles has no
+//     depot.
 //   - An entry goes into the tree only if it is still what a placeholder is
 //     when it is made: the kind asked for, owned by this user, marked
 //     (placeholderXattr), an empty file of one name or an empty directory.
-//     Anything else is left where it is, and a full depot's cleaning
-//     removes it.
+//     Anything else is removed from the depot (a descriptor kept from the
+//     tree can still write into an entry while it waits there).
 //   - Taking an entry is the rename into the tree: of several processes
 //     after the same entry one wins and the others get ENOENT. The winner
 //     then opens the name, takes its shared lock and checks that the name
@@ -87,9 +92,9 @@ type depot struct {
 	path   string // StateDir/DepotDir; empty: no depot
 	root   int    // the depot, open, once opened is set
 	opened bool
-	// subs are the open subdirectories, by the tree directory they serve
-	// (-1: none exists yet).
-	subs map[dirID]int
+	// subs are the open subdirectories, by the key of the tree directory
+	// they serve (depotKey; -1: none exists yet).
+	subs map[string]int
 	// serves says, for each tree directory asked about, whether the depot
 	// can serve it (same mount, user extended attributes).
 	serves map[dirID]bool
@@ -148,10 +153,20 @@ func (d *depot) open(create bool) int {
 	return fd
 }
 
+// depotKey names the directory open at fd, on device dev, in the depot:
+// its device and file handle, or "" where the file system gives no handle.
+func depotKey(fd int, dev uint64) string {
+	h, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH)
+	if err != nil || h.Size() == 0 {
+		return ""
+	}
+	return strconv.FormatUint(dev, 16) + "-" + strconv.FormatInt(int64(h.Type()), 16) + "-" + hex.EncodeToString(h.Bytes())
+}
+
 // servable reports whether the depot can serve the tree directory pd:
-// it is on the depot's mount, and marks stick there.
+// it has a key and is on the depot's mount.
 func (d *depot) servable(pd rawDir, create bool) bool {
-	if d.path == "" || pd.id == (dirID{}) {
+	if d.path == "" || pd.id == (dirID{}) || pd.key == "" {
 		return false
 	}
 	if ok, known := d.serves[pd.id]; known {
@@ -183,26 +198,25 @@ func sameMount(a, b int) bool {
 	return sa.Mnt_id == sb.Mnt_id
 }
 
-// sub returns the depot's subdirectory for the tree directory id, open,
-// making it when create is set; -1 when there is none.
-func (d *depot) sub(id dirID, create bool) int {
-	if fd, ok := d.subs[id]; ok && (fd >= 0 || !create) {
+// sub returns the depot's subdirectory for the tree directory of key,
+// open, making it when create is set; -1 when there is none.
+func (d *depot) sub(key string, create bool) int {
+	if fd, ok := d.subs[key]; ok && (fd >= 0 || !create) {
 		return fd
 	}
 	root := d.open(create)
 	if root < 0 {
 		return -1
 	}
-	name := strconv.FormatUint(id.dev, 16) + "-" + strconv.FormatUint(id.ino, 16)
 	openSub := func() (int, error) {
 		return eintr.Value(func() (int, error) {
-			return unix.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			return unix.Openat(root, key, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 	}
 	fd, err := openSub()
 	if errors.Is(err, unix.ENOENT) && create {
 		d.clean(root)
-		if err = unix.Mkdirat(root, name, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+		if err = unix.Mkdirat(root, key, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
 			fd, err = openSub()
 		}
 	}
@@ -210,34 +224,34 @@ func (d *depot) sub(id dirID, create bool) int {
 		fd = -1
 	}
 	if d.subs == nil {
-		d.subs = map[dirID]int{}
+		d.subs = map[string]int{}
 	}
 	if len(d.subs) >= depotMaxDirs {
 		d.closeSubs()
-		d.subs = map[dirID]int{}
+		d.subs = map[string]int{}
 	}
-	d.subs[id] = fd
+	d.subs[key] = fd
 	return fd
 }
 
-// forgetSub drops the open subdirectory of id: it was removed (a full
+// forgetSub drops the open subdirectory of key: it was removed (a full
 // depot's cleaning by another process).
-func (d *depot) forgetSub(id dirID) {
-	if fd, ok := d.subs[id]; ok {
+func (d *depot) forgetSub(key string) {
+	if fd, ok := d.subs[key]; ok {
 		if fd >= 0 {
 			_ = unix.Close(fd)
 		}
-		delete(d.subs, id)
+		delete(d.subs, key)
 	}
 }
 
 // closeSubs closes every open subdirectory.
 func (d *depot) closeSubs() {
-	for id, fd := range d.subs {
+	for key, fd := range d.subs {
 		if fd >= 0 {
 			_ = unix.Close(fd)
 		}
-		delete(d.subs, id)
+		delete(d.subs, key)
 	}
 }
 
@@ -267,7 +281,7 @@ func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exist
 	if !d.servable(pd, false) {
 		return nil, false
 	}
-	sub := d.sub(pd.id, false)
+	sub := d.sub(pd.key, false)
 	if sub < 0 {
 		return nil, false
 	}
@@ -310,19 +324,26 @@ func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exist
 
 // openDepotEntry opens the depot entry slot of sub when it is there and
 // may go into a tree as a placeholder of the kind asked (placeholderClean),
-// and returns it with its stat.
+// and returns it with its stat. An entry there that may not is removed.
 func openDepotEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
 	var st unix.Stat_t
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	if dir {
-		flags |= unix.O_DIRECTORY
+	if err := unix.Fstatat(sub, slot, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return -1, st, false
 	}
-	fd, err := eintr.Value(func() (int, error) { return unix.Openat(sub, slot, flags, 0) })
+	kind := st.Mode & unix.S_IFMT
+	if kind != unix.S_IFDIR && kind != unix.S_IFREG || (kind == unix.S_IFDIR) != dir {
+		removeDepotEntry(sub, slot)
+		return -1, st, false
+	}
+	fd, err := eintr.Value(func() (int, error) {
+		return unix.Openat(sub, slot, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	})
 	if err != nil {
 		return -1, st, false
 	}
 	if unix.Fstat(fd, &st) != nil || !placeholderClean(fd, &st, dir) {
 		_ = unix.Close(fd)
+		removeDepotEntry(sub, slot)
 		return -1, st, false
 	}
 	return fd, st, true
@@ -395,17 +416,17 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		sub := d.sub(pd.id, true)
+		sub := d.sub(pd.key, true)
 		if sub < 0 {
 			return false
 		}
-		switch moved, err := p.intoSlot(pd, name, fd, sub, dir); {
+		switch moved, err := p.intoSlot(pd, name, fd, st, sub, dir); {
 		case moved:
 			return true
 		case errors.Is(err, unix.ENOENT):
 			// The subdirectory was removed (another process cleaned a
 			// full depot): made again once.
-			d.forgetSub(pd.id)
+			d.forgetSub(pd.key)
 		case errors.Is(err, unix.EXDEV):
 			d.serves[pd.id] = false
 			return false
@@ -416,12 +437,17 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 	return false
 }
 
-// intoSlot moves the placeholder name of pd, open at fd, into a free slot
-// of the depot subdirectory sub. A directory found written to once moved
-// goes back (it still counts as moved: name was given back).
-func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int, dir bool) (bool, error) {
+// intoSlot moves the placeholder name of pd, open at fd (st its stat),
+// into a free slot of the depot subdirectory sub. It reports whether name
+// is done with: the placeholder moved, or something else did in its place
+// (name exchanged meanwhile), which is moved back or removed. A directory
+// found written to once moved goes back to name, for the user to find.
+func (p *placeholders) intoSlot(pd rawDir, name string, fd int, st *unix.Stat_t, sub int, dir bool) (bool, error) {
 	for i := range depotSlots {
 		slot := slotName(dir, i, name)
+		if beforeDepotMove != nil {
+			beforeDepotMove(pd.fd, name)
+		}
 		err := renameBetween(pd.raw, pd.fd, name, sub, slot, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EEXIST) {
 			continue
@@ -432,12 +458,19 @@ func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int, dir bool) (
 		if afterDepotMove != nil {
 			afterDepotMove(fd, name)
 		}
-		if dir && !dirEmpty(fd) {
-			// Something was made in it between the check and the move:
-			// it goes back, for the user to find.
-			if err := renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE); err != nil && p.log != nil {
-				p.log.Warn("a placeholder directory written to while it was moved stays in the placeholder depot",
-					"depot", p.depot.path, "entry", slot, "name", name, "err", err)
+		switch {
+		case !sameAt(sub, slot, st):
+			// Not the placeholder held: whatever was exchanged into its
+			// name goes back there, or out of the depot.
+			if renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE) != nil {
+				removeDepotEntry(sub, slot)
+			}
+			p.warn("a protected name was exchanged while its placeholder was released", "name", name)
+		case dir && !dirEmpty(fd):
+			// Something was made in it between the check and the move.
+			if err := renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE); err != nil {
+				removeDepotEntry(sub, slot)
+				p.warn("a placeholder directory written to while it was released was removed", "name", name, "err", err)
 			}
 		}
 		return true, nil
@@ -445,9 +478,21 @@ func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int, dir bool) (
 	return false, nil
 }
 
-// afterDepotMove, when set (by tests), runs after a placeholder moved
-// into the depot, before a directory is checked again.
-var afterDepotMove func(fd int, name string)
+// warn logs what a release could not put right, when a logger is set.
+func (p *placeholders) warn(msg string, args ...any) {
+	if p.log != nil {
+		p.log.Warn(msg, args...)
+	}
+}
+
+// beforeDepotMove and afterDepotMove, when set (by tests), run just before
+// a release renames the placeholder name of the directory dirfd into the
+// depot, and just after, before what moved is checked (fd: the
+// placeholder held).
+var (
+	beforeDepotMove func(dirfd int, name string)
+	afterDepotMove  func(fd int, name string)
+)
 
 // clean makes room for one more subdirectory in the depot open at root
 // when it keeps depotMaxDirs already: the least recently used (by the
@@ -485,22 +530,43 @@ func (d *depot) clean(root int) {
 	d.closeSubs() // some may be gone
 }
 
-// removeDepotSub removes the depot subdirectory name of root and its
-// entries (a directory entry only if empty).
+// removeDepotSub removes the depot subdirectory name of root, with
+// everything in it.
 func removeDepotSub(root int, name string) {
-	fd, err := unix.Openat(root, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
+	removeDepotEntry(root, name)
+}
+
+// removeDepotEntry removes name in the depot directory dirfd, and, if it
+// is a directory, everything below it: what a descriptor kept from a tree
+// made in an entry while it waited. Nothing is followed (a symlink is
+// removed, not its target) and the walk is bounded, so an entry filled
+// faster than it is emptied is left for a later cleaning.
+func removeDepotEntry(dirfd int, name string) {
+	budget := 10000
+	removeBelow(dirfd, name, 0, &budget)
+}
+
+func removeBelow(dirfd int, name string, depth int, budget *int) {
+	if *budget--; *budget < 0 {
 		return
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	ents, _ := f.ReadDir(-1)
-	for _, e := range ents {
-		flags := 0
-		if e.IsDir() {
-			flags = unix.AT_REMOVEDIR
-		}
-		_ = unix.Unlinkat(fd, e.Name(), flags)
+	if err := unix.Unlinkat(dirfd, name, 0); err == nil || !errors.Is(err, unix.EISDIR) {
+		return
 	}
-	_ = unix.Unlinkat(root, name, unix.AT_REMOVEDIR)
+	if depth < 32 {
+		if fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			f := os.NewFile(uintptr(fd), name)
+			for *budget > 0 {
+				names, err := f.Readdirnames(256)
+				for _, n := range names {
+					removeBelow(fd, n, depth+1, budget)
+				}
+				if err != nil || len(names) == 0 {
+					break
+				}
+			}
+			f.Close()
+		}
+	}
+	_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 }

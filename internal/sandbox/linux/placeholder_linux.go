@@ -16,14 +16,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
-// placeholderXattr marks a directory airlock created as a placeholder, so
-// any airlock process may remove it once nobody uses it.
-const placeholderXattr = "user.airlock.placeholder"
+// placeholderXattr marks a placeholder airlock created, so any airlock
+// process may remove it once nobody uses it (and grant's scan does not take
+// a placeholder .git for a repository).
+const placeholderXattr = grant.PlaceholderXattr
 
 // placeholders manages the empty directories the backend creates on the host
 // for protected paths that do not exist yet (.git/hooks, .bashrc, .vscode,

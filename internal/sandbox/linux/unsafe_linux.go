@@ -46,11 +46,13 @@ func localFS(fd int) bool {
 
 // rawDir is a directory the placeholder calls act in by name, whether
 // they may be raw there (localFS, told once when the directory is opened,
-// not for every call), and which directory it is (zero if fstat failed).
+// not for every call), which directory it is (zero if fstat failed), and
+// its name in the placeholder depot (depotKey; empty where it has none).
 type rawDir struct {
 	fd  int
 	raw bool
 	id  dirID
+	key string
 }
 
 // newRawDir is the directory open at fd.
@@ -59,6 +61,7 @@ func newRawDir(fd int) rawDir {
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil {
 		d.id = dirID{st.Dev, st.Ino}
+		d.key = depotKey(fd, st.Dev)
 	}
 	return d
 }
