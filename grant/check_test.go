@@ -10,7 +10,7 @@ import (
 // checkFixture is a workspace $T/ws granted read-write, $T/ro read-only, and
 // $T/outside not granted, with the traps of hostile-cases.md §A.
 var checkFixture = []string{
-	"ws/file.txt", "ws/sub/", "ws/.git/hooks/pre-commit", "ws/.git/config", "ws/.git/objects/",
+	"ws/file.txt", "ws/sub/", "ws/.git/HEAD", "ws/.git/hooks/pre-commit", "ws/.git/config", "ws/.git/objects/",
 	"ws/vendor/sub/.git/config", "ws/.vscode/settings.json", "ws/.mcp.json", "ws/.env", "ws/secrets/key",
 	"ws/docs/readme",
 	"ws/d -> $T/outside", "ws/rel -> ../outside", "ws/envlink -> .env", "ws/hooklink -> .git/hooks",
@@ -244,7 +244,7 @@ func TestCheckWritableProtected(t *testing.T) {
 func TestProtectedSymlinkTarget(t *testing.T) {
 	// .git/hooks is a symlink to a directory in the tree: writing the target
 	// directly must be refused too.
-	T := fixture(t, "ws/.git/config", "ws/realhooks/", "ws/.git/hooks -> ../realhooks")
+	T := fixture(t, "ws/.git/HEAD", "ws/.git/config", "ws/realhooks/", "ws/.git/hooks -> ../realhooks")
 	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
 	d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: "ws/realhooks/pre-commit", Write: true}}})
 	if d.Allowed {

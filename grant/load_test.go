@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // loadFixture is the tree the grants under testdata/load refer to.
 var loadFixture = []string{
-	"ws/file.txt", "ws/docs/readme", "ws/.git/hooks/", "ws/.vscode/settings.json", "ws/sub/x",
+	"ws/file.txt", "ws/docs/readme", "ws/.git/HEAD", "ws/.git/hooks/", "ws/.vscode/settings.json", "ws/sub/x",
 	"ws/vendor/lib/.git/config", "wslink -> $T/ws", "rootlink -> /",
 }
 

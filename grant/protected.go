@@ -209,12 +209,14 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	if filepath.Base(r) == ".git" {
 		gitDir = r
 	}
-	// A .git directory that is one of airlock's placeholders (another
-	// call's, or one a dead broker left until the next start removes it)
-	// is no repository: held whole, as a missing one is. Taking it for a
-	// repository would protect only its parts, and a hold that finds it gone
-	// would make .git again as the parent of those parts, writable.
-	if fi, err := os.Lstat(gitDir); err == nil && fi.IsDir() && !markedPlaceholder(gitDir) {
+	// Only a repository has its parts protected: a .git directory with a
+	// HEAD (as git itself requires) that is not one of airlock's
+	// placeholders (another call's, or one a dead broker left until the
+	// next start removes it, unmarked where the file system has no user
+	// extended attributes). Anything else is held whole, as a missing .git
+	// is: taken for a repository, only its parts would be protected, and a
+	// hold that found it gone would make .git again as their parent.
+	if gitRepository(gitDir) {
 		add(filepath.Join(gitDir, "hooks"), ".git/hooks", true)
 		for _, n := range gitConfigNames {
 			add(filepath.Join(gitDir, n), ".git/config", false)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
 	"syscall"
 )
 
@@ -241,12 +242,26 @@ func fstatatNoFollow(fd int, name string, st *syscall.Stat_t) error {
 	return syscall.Fstat(f, st)
 }
 
-// markedPlaceholder reports whether p carries PlaceholderXattr, the mark of
-// a placeholder an airlock backend made (getxattr follows a symlink put
-// there since the caller's lstat: a marked target then counts, which only
-// holds more).
-func markedPlaceholder(p string) bool {
+// gitRepository reports whether p is a repository's .git directory: a
+// directory, not a symlink, with a HEAD, and without PlaceholderXattr,
+// the mark of a placeholder an airlock backend made. It looks through one
+// descriptor of p, so what it checks is one directory, whatever is renamed
+// meanwhile.
+func gitRepository(p string) bool {
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	// (A symlink HEAD, as very old repositories have, refuses O_NOFOLLOW
+	// with ELOOP: there all the same.)
+	head, err := syscall.Openat(fd, "HEAD", syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		syscall.Close(head)
+	} else if err != syscall.ELOOP {
+		return false
+	}
 	var buf [8]byte
-	n, err := syscall.Getxattr(p, PlaceholderXattr, buf[:])
-	return err == nil && n > 0
+	n, err := syscall.Getxattr("/proc/self/fd/"+strconv.Itoa(fd), PlaceholderXattr, buf[:])
+	return err != nil || n == 0
 }

@@ -42,30 +42,48 @@ func TestScanNestedBeyondPathMax(t *testing.T) {
 	}
 }
 
-// TestPlaceholderGitHeldWhole: a .git directory that carries the
-// placeholder mark (another call's placeholder, or one a killed broker
-// left) is no repository: the whole name is held, as for a missing .git,
-// not only a repository's hooks and config.
+// TestPlaceholderGitHeldWhole: only a repository has its parts protected:
+// a .git directory with a HEAD that carries no placeholder mark. A .git
+// with no HEAD (an airlock placeholder where the file system keeps no
+// marks, a placeholder another call holds) or with the mark (one a killed
+// broker left) is held whole, as a missing .git is.
 func TestPlaceholderGitHeldWhole(t *testing.T) {
-	for _, marked := range []bool{false, true} {
-		dir := t.TempDir()
-		git := filepath.Join(dir, ".git")
-		if err := os.Mkdir(git, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if marked {
-			if err := syscall.Setxattr(git, PlaceholderXattr, []byte("1"), 0); err != nil {
-				t.Skipf("no user extended attributes here: %v", err)
+	tests := []struct {
+		name       string
+		head, mark bool
+		repository bool
+	}{
+		{"a repository", true, false, true},
+		{"an empty .git", false, false, false},
+		{"a marked placeholder", false, true, false},
+		{"a marked .git with a HEAD", true, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			git := filepath.Join(dir, ".git")
+			if err := os.Mkdir(git, 0o755); err != nil {
+				t.Fatal(err)
 			}
-		}
-		g, err := FromFlags(dir, Flags{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		whole := slices.Contains(g.ProtectedDirs(), git)
-		hooks := slices.Contains(g.ProtectedDirs(), filepath.Join(git, "hooks"))
-		if whole != marked || hooks == marked {
-			t.Errorf("marked %v: .git held whole %v, .git/hooks held %v; want whole only when marked", marked, whole, hooks)
-		}
+			if tt.head {
+				if err := os.WriteFile(filepath.Join(git, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.mark {
+				if err := syscall.Setxattr(git, PlaceholderXattr, []byte("1"), 0); err != nil {
+					t.Skipf("no user extended attributes here: %v", err)
+				}
+			}
+			g, err := FromFlags(dir, Flags{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := slices.Contains(g.ProtectedDirs(), git)
+			hooks := slices.Contains(g.ProtectedDirs(), filepath.Join(git, "hooks"))
+			if whole == tt.repository || hooks != tt.repository {
+				t.Errorf(".git held whole %v, .git/hooks held %v; want a repository's parts only: %v", whole, hooks, tt.repository)
+			}
+		})
 	}
 }

@@ -2,11 +2,23 @@
 
 package grant
 
+import (
+	"os"
+	"path/filepath"
+)
+
 // scanNested is walkNested where no faster scan is written.
 func scanNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
 	return walkNested(r, rootIsGit, others, found)
 }
 
-// markedPlaceholder reports whether p carries PlaceholderXattr: never
-// where placeholders are not made.
-func markedPlaceholder(string) bool { return false }
+// gitRepository reports whether p is a repository's .git directory: a
+// directory with a HEAD (airlock makes placeholders on Linux only).
+func gitRepository(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(p, "HEAD"))
+	return err == nil
+}

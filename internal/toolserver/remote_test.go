@@ -469,7 +469,12 @@ func TestKillDuringWrite(t *testing.T) {
 				done <- res
 			}()
 			if tc.tool == "shell" {
-				waitFor(t, "the command to run", func() bool { _, err := os.Stat(filepath.Join(w.root, "runs.log")); return err == nil })
+				// (The log exists once the shell opened it, a moment before
+				// its line is written.)
+				waitFor(t, "the command to run", func() bool {
+					b, _ := os.ReadFile(filepath.Join(w.root, "runs.log"))
+					return strings.Contains(string(b), "run\n")
+				})
 			} else {
 				<-held
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -85,6 +86,9 @@ func depotEntries(t *testing.T, state string) []string {
 		t.Fatal(err)
 	}
 	for _, s := range subs {
+		if s.Name() == trashName {
+			continue
+		}
 		for _, e := range names(t, filepath.Join(state, DepotDir, s.Name())) {
 			out = append(out, s.Name()+"/"+e)
 		}
@@ -159,7 +163,8 @@ func mapsEqual(a, b map[string]uint64) bool {
 
 // TestDepotSkipsEntriesThatAreNotPlaceholders: a depot entry that is no
 // longer what a placeholder is when made (written to, holding an entry,
-// unmarked, with a second name, a symlink, of the other kind) never goes
+// unmarked, with a second name, a symlink, of the other kind, with setuid,
+// sticky or group and world write bits) never goes
 // into the tree: the hold makes a fresh placeholder instead and removes the
 // entry from the depot, following nothing.
 func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
@@ -198,6 +203,10 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 			}
 			return os.WriteFile(p, nil, 0o644) // a file where a directory was kept
 		},
+		"f0..zshrc":  func(p string) error { return unix.Chmod(p, 0o6755) },
+		"f0..kshrc":  func(p string) error { return unix.Chmod(p, 0o666) },
+		"d0..cursor": func(p string) error { return unix.Chmod(p, 0o1777) },
+		"d0..zed":    func(p string) error { return unix.Chmod(p, 0o775) },
 	}
 	spoiled := map[string]bool{}
 	for entry, fn := range spoil {
@@ -376,30 +385,29 @@ func TestDepotSharedBySets(t *testing.T) {
 	if got := names(t, dir); len(got) != 0 {
 		t.Fatalf("the tree holds %v after every release", got)
 	}
-	subs := names(t, filepath.Join(state, DepotDir))
+	subs := slices.DeleteFunc(names(t, filepath.Join(state, DepotDir)), func(n string) bool { return n == trashName })
 	for _, e := range depotEntries(t, state) {
 		sub, entry, _ := strings.Cut(e, "/")
-		fd, st, ok := openDepotEntry(openDirFD(t, filepath.Join(state, DepotDir, sub)), entry, entry[0] == 'd')
-		if !ok {
-			t.Errorf("depot entry %s is not a clean placeholder (%+v)", e, st)
-			continue
+		if !entryClean(t, filepath.Join(state, DepotDir, sub, entry), entry[0] == 'd') {
+			t.Errorf("depot entry %s is not a clean placeholder", e)
 		}
-		unix.Close(fd)
 	}
 	if len(subs) != 1 {
 		t.Errorf("depot subdirectories %v, want one", subs)
 	}
 }
 
-// openDirFD opens directory p for the rest of the test.
-func openDirFD(t *testing.T, p string) int {
+// entryClean reports whether the depot entry at p may go into a tree as
+// a placeholder of the kind asked.
+func entryClean(t *testing.T, p string, dir bool) bool {
 	t.Helper()
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
-		t.Fatal(err)
+		return false
 	}
-	t.Cleanup(func() { unix.Close(fd) })
-	return fd
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && placeholderClean(fd, &st, dir)
 }
 
 // TestDepotBounded: the depot keeps entries for at most depotMaxDirs tree
@@ -425,7 +433,7 @@ func TestDepotBounded(t *testing.T) {
 			t.Fatalf("tree %d holds %v", i, got)
 		}
 	}
-	subs := names(t, filepath.Join(state, DepotDir))
+	subs := slices.DeleteFunc(names(t, filepath.Join(state, DepotDir)), func(n string) bool { return n == trashName })
 	if len(subs) > depotMaxDirs {
 		t.Errorf("%d depot subdirectories, want at most %d", len(subs), depotMaxDirs)
 	}
@@ -576,7 +584,7 @@ func TestDepotExchangedName(t *testing.T) {
 	if err := unix.Lstat(filepath.Join(dir, ".vscode"), &st); err != nil || st.Ino != evilSt.Ino {
 		t.Errorf(".vscode: %v, inode %d; want the exchanged directory (%d) back at its name", err, st.Ino, evilSt.Ino)
 	}
-	subs := names(t, filepath.Join(state, DepotDir))
+	subs := slices.DeleteFunc(names(t, filepath.Join(state, DepotDir)), func(n string) bool { return n == trashName })
 	for _, e := range depotEntries(t, state) {
 		sub, entry, _ := strings.Cut(e, "/")
 		if unix.Lstat(filepath.Join(state, DepotDir, sub, entry), &st) == nil && st.Ino == evilSt.Ino {
@@ -659,4 +667,149 @@ func TestDepotNotForAnotherDirectory(t *testing.T) {
 		t.Errorf("%d placeholders in a new directory came from the depot entries of the removed one with its inode number", n.depot)
 	}
 	checkPlaceholders(t, cfg)
+}
+
+// TestDepotTrashEmptied: what goes to the trash (here an entry a kept
+// descriptor filled: a tree deeper than any walk with a descriptor per
+// level could take, a symlink to a file outside, and, as root, a directory
+// with a file system mounted below it) is emptied in the background
+// without following the symlink or entering the mount, and a depot opened
+// later by another process empties what an earlier one left.
+func TestDepotTrashEmptied(t *testing.T) {
+	state := t.TempDir()
+	d := newDepot(state)
+	defer d.close()
+	root := d.open(true)
+	if root < 0 {
+		t.Fatal("the depot could not be made")
+	}
+	junk := filepath.Join(state, DepotDir, "junk")
+	// 2,000 levels, made by relative steps: the path is longer than
+	// PATH_MAX.
+	fd, err := unix.Open(filepath.Join(state, DepotDir), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append([]string{"junk"}, slices.Repeat([]string{"d"}, 2000)...) {
+		if err := unix.Mkdirat(fd, c, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	outside := filepath.Join(t.TempDir(), "keep")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(junk, "link")); err != nil {
+		t.Fatal(err)
+	}
+	mountFD := -1 // the root of the file system mounted below, open
+	if os.Geteuid() == 0 {
+		mp := filepath.Join(junk, "m", "data")
+		if err := os.MkdirAll(mp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", mp, "tmpfs", 0, "size=64k"); err != nil {
+			t.Fatalf("mounting a tmpfs: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(mp, "user-data"), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if mountFD, err = unix.Open(mp, unix.O_RDONLY|unix.O_DIRECTORY, 0); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", mountFD), unix.MNT_DETACH)
+			unix.Close(mountFD)
+		}()
+	}
+	d.discard(root, "junk")
+	if _, err := os.Lstat(junk); err == nil {
+		t.Fatal("the entry is still in place after it was discarded")
+	}
+	waitEmptied := func(d *depot) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); d.emptying.Load(); {
+			if time.Now().After(deadline) {
+				t.Fatal("the trash is still being emptied after 30 s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitEmptied(&d)
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep" {
+		t.Errorf("the symlink's target: %q %v", b, err)
+	}
+	left := names(t, filepath.Join(state, DepotDir, trashName))
+	if mountFD >= 0 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/self/fd/%d/user-data", mountFD)); err != nil || string(b) != "mine" {
+			t.Errorf("the file in the mount below the trash: %q %v", b, err)
+		}
+		if len(left) != 1 {
+			t.Errorf("the trash holds %v, want only the directories above the mount point", left)
+		}
+		if err := unix.Unmount(fmt.Sprintf("/proc/self/fd/%d", mountFD), unix.MNT_DETACH); err != nil {
+			t.Fatal(err)
+		}
+	} else if len(left) != 0 {
+		t.Errorf("the trash holds %v after emptying", left)
+	}
+	// Left for the next process: a depot opened anew empties it.
+	if mountFD >= 0 {
+		d2 := newDepot(state)
+		defer d2.close()
+		d2.open(false)
+		waitEmptied(&d2)
+		if left := names(t, filepath.Join(state, DepotDir, trashName)); len(left) != 0 {
+			t.Errorf("the trash holds %v after a later depot emptied it", left)
+		}
+	}
+}
+
+// TestDepotModeOfItsOwn: whatever mode a placeholder was made with (the
+// umask) or given in the tree, it waits in the depot as 0644 or 0755, and
+// comes back from there.
+func TestDepotModeOfItsOwn(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	state := t.TempDir()
+	var p placeholders
+	p.depot = newDepot(state)
+	defer p.closeDepot()
+	old := unix.Umask(0o002)
+	held, err := p.hold(cfg)
+	unix.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, ".envrc"), 0o4777); err != nil {
+		t.Fatal(err)
+	}
+	p.release(held)
+	for _, e := range depotEntries(t, state) {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(state, DepotDir, e), &st); err != nil {
+			t.Fatal(err)
+		}
+		want := uint32(0o644)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			want = 0o755
+		}
+		if st.Mode&0o7777 != want {
+			t.Errorf("depot entry %s has mode %o, want %o", e, st.Mode&0o7777, want)
+		}
+	}
+	held, n, err := p.holdCounting(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release(held)
+	if n.depot != len(cfg.Placeholders) {
+		t.Errorf("%d of %d placeholders came from the depot", n.depot, len(cfg.Placeholders))
+	}
 }

@@ -7,9 +7,12 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
 
@@ -98,7 +101,21 @@ type depot struct {
 	// serves says, for each tree directory asked about, whether the depot
 	// can serve it (same mount, user extended attributes).
 	serves map[dirID]bool
+	// trash is the depot's directory of what is to be removed (trashName),
+	// open once opened is set; emptying is set while a goroutine of this
+	// process empties it.
+	trash       int
+	trashOpened bool
+	emptying    *atomic.Bool
 }
+
+// trashName is the depot's directory of what is to be removed: an entry
+// that may not go into a tree, a subdirectory a full depot drops. It is
+// moved there in one rename and emptied by a goroutine of its own, so no
+// hold or release walks what a descriptor kept from a tree filled an entry
+// with (while holding the lock every call of the backend waits for), and
+// an emptying that a process's exit cuts short is finished by the next.
+const trashName = ".trash"
 
 // newDepot is the depot below stateDir, opened when first used; none
 // when stateDir is empty.
@@ -106,7 +123,7 @@ func newDepot(stateDir string) depot {
 	if stateDir == "" {
 		return depot{}
 	}
-	return depot{path: stateDir + "/" + DepotDir}
+	return depot{path: stateDir + "/" + DepotDir, emptying: new(atomic.Bool)}
 }
 
 // slotName is the depot entry of name, of the kind asked, in slot i.
@@ -150,7 +167,76 @@ func (d *depot) open(create bool) int {
 		return -1
 	}
 	d.root, d.opened = fd, true
+	// What an earlier process left in the trash (its exit cut the
+	// emptying short) is emptied now.
+	var ts unix.Stat_t
+	if unix.Fstatat(fd, trashName, &ts, unix.AT_SYMLINK_NOFOLLOW) == nil && ts.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if t := d.trashDir(); t >= 0 && !dirEmpty(t) {
+			d.startEmptying()
+		}
+	}
 	return fd
+}
+
+// trashDir returns the trash, open, making it; -1 if it cannot be.
+func (d *depot) trashDir() int {
+	if d.trashOpened {
+		return d.trash
+	}
+	if !d.opened {
+		return -1
+	}
+	open := func() (int, error) {
+		return eintr.Value(func() (int, error) {
+			return unix.Openat(d.root, trashName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		})
+	}
+	fd, err := open()
+	if errors.Is(err, unix.ENOENT) {
+		if err = unix.Mkdirat(d.root, trashName, 0o700); err == nil || errors.Is(err, unix.EEXIST) {
+			fd, err = open()
+		}
+	}
+	if err != nil {
+		return -1
+	}
+	d.trash, d.trashOpened = fd, true
+	return fd
+}
+
+// trashSeq numbers the names of what this process moves to the trash.
+var trashSeq atomic.Uint64
+
+// discard moves name out of the depot directory dirfd into the trash and
+// has it emptied in the background. What cannot be moved is left.
+func (d *depot) discard(dirfd int, name string) {
+	t := d.trashDir()
+	if t < 0 {
+		return
+	}
+	to := string(procid.Self()) + "." + strconv.FormatUint(trashSeq.Add(1), 10)
+	if renameBetween(false, dirfd, name, t, to, unix.RENAME_NOREPLACE) == nil {
+		d.startEmptying()
+	}
+}
+
+// startEmptying starts a goroutine that empties the trash, unless one of
+// this process's is at it.
+func (d *depot) startEmptying() {
+	if d.emptying == nil || !d.emptying.CompareAndSwap(false, true) {
+		return
+	}
+	fd, err := unix.Openat(d.trash, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		d.emptying.Store(false)
+		return
+	}
+	go func() {
+		defer d.emptying.Store(false)
+		defer unix.Close(fd)
+		budget := maxEmptying
+		emptyDir(fd, &budget)
+	}()
 }
 
 // depotKey names the directory open at fd, on device dev, in the depot:
@@ -258,6 +344,10 @@ func (d *depot) closeSubs() {
 // close closes the depot's descriptors.
 func (d *depot) close() {
 	d.closeSubs()
+	if d.trashOpened {
+		_ = unix.Close(d.trash)
+		d.trashOpened = false
+	}
 	if d.opened {
 		_ = unix.Close(d.root)
 		d.opened = false
@@ -287,7 +377,7 @@ func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exist
 	}
 	for i := range depotSlots {
 		slot := slotName(dir, i, name)
-		fd, st, ok := openDepotEntry(sub, slot, dir)
+		fd, st, ok := d.openEntry(sub, slot, dir)
 		if !ok {
 			continue
 		}
@@ -322,17 +412,17 @@ func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exist
 	return nil, false
 }
 
-// openDepotEntry opens the depot entry slot of sub when it is there and
-// may go into a tree as a placeholder of the kind asked (placeholderClean),
-// and returns it with its stat. An entry there that may not is removed.
-func openDepotEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
+// openEntry opens the depot entry slot of sub when it is there and may go
+// into a tree as a placeholder of the kind asked (placeholderClean), and
+// returns it with its stat. An entry there that may not is discarded.
+func (d *depot) openEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(sub, slot, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return -1, st, false
 	}
 	kind := st.Mode & unix.S_IFMT
 	if kind != unix.S_IFDIR && kind != unix.S_IFREG || (kind == unix.S_IFDIR) != dir {
-		removeDepotEntry(sub, slot)
+		d.discard(sub, slot)
 		return -1, st, false
 	}
 	fd, err := eintr.Value(func() (int, error) {
@@ -343,7 +433,7 @@ func openDepotEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
 	}
 	if unix.Fstat(fd, &st) != nil || !placeholderClean(fd, &st, dir) {
 		_ = unix.Close(fd)
-		removeDepotEntry(sub, slot)
+		d.discard(sub, slot)
 		return -1, st, false
 	}
 	return fd, st, true
@@ -357,19 +447,43 @@ func sameAt(dirfd int, name string, st *unix.Stat_t) bool {
 }
 
 // placeholderClean reports whether the open file fd, whose stat is st, is
-// what a placeholder of the kind asked is when made: owned by this user,
-// marked, an empty file of one name or an empty directory.
+// what a placeholder of the kind asked is when it goes into the depot:
+// owned by this user, marked, of mode 0644 (a file) or 0755 (a directory)
+// and with no ACL or file capabilities (a descriptor kept from a tree could
+// have set them while it waited in the depot), an empty file of one name
+// or an empty directory.
 func placeholderClean(fd int, st *unix.Stat_t, dir bool) bool {
-	if int(st.Uid) != os.Geteuid() || !markedFD(fd) {
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o644 && st.Mode&0o7777 != 0o755 || !cleanXattrs(fd) {
 		return false
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		return dir && st.Nlink == 2 && dirEmpty(fd)
+		return dir && st.Mode&0o7777 == 0o755 && st.Nlink == 2 && dirEmpty(fd)
 	case unix.S_IFREG:
-		return !dir && st.Size == 0 && st.Nlink == 1
+		return !dir && st.Mode&0o7777 == 0o644 && st.Size == 0 && st.Nlink == 1
 	}
 	return false
+}
+
+// cleanXattrs reports whether the open file fd carries the placeholder
+// mark and no extended attribute that grants anything: an access or
+// default ACL, file capabilities.
+func cleanXattrs(fd int) bool {
+	var buf [1024]byte
+	n, err := unix.Flistxattr(fd, buf[:])
+	if err != nil {
+		return false
+	}
+	marked := false
+	for name := range strings.SplitSeq(string(buf[:n]), "\x00") {
+		switch name {
+		case placeholderXattr:
+			marked = true
+		case "system.posix_acl_access", "system.posix_acl_default", "security.capability":
+			return false
+		}
+	}
+	return marked
 }
 
 // dirEmpty reports whether the open directory fd has no entry but "." and
@@ -412,7 +526,19 @@ func dirEmpty(fd int) bool {
 func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) bool {
 	d := &p.depot
 	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	if !d.servable(pd, true) || !placeholderClean(fd, st, dir) {
+	if !d.servable(pd, true) {
+		return false
+	}
+	// What the placeholder was made with (the umask) or given in the tree
+	// meanwhile does not go along: one mode for all, and no ACL.
+	mode := uint32(0o644)
+	if dir {
+		mode = 0o755
+	}
+	for _, attr := range []string{"system.posix_acl_access", "system.posix_acl_default", "security.capability"} {
+		_ = unix.Fremovexattr(fd, attr)
+	}
+	if unix.Fchmod(fd, mode) != nil || unix.Fstat(fd, st) != nil || !placeholderClean(fd, st, dir) {
 		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
@@ -438,44 +564,57 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 }
 
 // intoSlot moves the placeholder name of pd, open at fd (st its stat),
-// into a free slot of the depot subdirectory sub. It reports whether name
-// is done with: the placeholder moved, or something else did in its place
-// (name exchanged meanwhile), which is moved back or removed. A directory
-// found written to once moved goes back to name, for the user to find.
+// into a free slot of the depot subdirectory sub. It first moves name to a
+// name of this process's own in sub and checks that what arrived there is
+// the placeholder held: the name could have been exchanged for something
+// else since the caller checked it, and a slot another process may take
+// from at any time cannot be checked so. Something else goes back to name,
+// or to the trash; a directory found written to once moved goes back to
+// name, for the user to find. It reports whether name is done with.
 func (p *placeholders) intoSlot(pd rawDir, name string, fd int, st *unix.Stat_t, sub int, dir bool) (bool, error) {
-	for i := range depotSlots {
-		slot := slotName(dir, i, name)
-		if beforeDepotMove != nil {
-			beforeDepotMove(pd.fd, name)
+	d := &p.depot
+	if beforeDepotMove != nil {
+		beforeDepotMove(pd.fd, name)
+	}
+	tmp := "tmp." + string(procid.Self()) + "." + strconv.FormatUint(trashSeq.Add(1), 10)
+	if err := renameBetween(pd.raw, pd.fd, name, sub, tmp, unix.RENAME_NOREPLACE); err != nil {
+		return false, err
+	}
+	if afterDepotMove != nil {
+		afterDepotMove(fd, name)
+	}
+	back := func() {
+		if renameBetween(pd.raw, sub, tmp, pd.fd, name, unix.RENAME_NOREPLACE) != nil {
+			d.discard(sub, tmp)
 		}
-		err := renameBetween(pd.raw, pd.fd, name, sub, slot, unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		if afterDepotMove != nil {
-			afterDepotMove(fd, name)
-		}
-		switch {
-		case !sameAt(sub, slot, st):
-			// Not the placeholder held: whatever was exchanged into its
-			// name goes back there, or out of the depot.
-			if renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE) != nil {
-				removeDepotEntry(sub, slot)
-			}
-			p.warn("a protected name was exchanged while its placeholder was released", "name", name)
-		case dir && !dirEmpty(fd):
-			// Something was made in it between the check and the move.
-			if err := renameBetween(pd.raw, sub, slot, pd.fd, name, unix.RENAME_NOREPLACE); err != nil {
-				removeDepotEntry(sub, slot)
-				p.warn("a placeholder directory written to while it was released was removed", "name", name, "err", err)
-			}
-		}
+	}
+	switch {
+	case !sameAt(sub, tmp, st):
+		back()
+		p.warn("a protected name was exchanged while its placeholder was released", "name", name)
+		return true, nil
+	case dir && !dirEmpty(fd):
+		back() // something was made in it between the check and the move
 		return true, nil
 	}
-	return false, nil
+	for i := range depotSlots {
+		err := renameBetween(pd.raw, sub, tmp, sub, slotName(dir, i, name), unix.RENAME_NOREPLACE)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			break
+		}
+	}
+	// Every slot taken: the placeholder is removed from the depot.
+	flags := 0
+	if dir {
+		flags = unix.AT_REMOVEDIR
+	}
+	if unix.Unlinkat(sub, tmp, flags) != nil {
+		d.discard(sub, tmp)
+	}
+	return true, nil
 }
 
 // warn logs what a release could not put right, when a logger is set.
@@ -499,7 +638,14 @@ var (
 // time an entry last moved in or out) are removed, with their entries.
 func (d *depot) clean(root int) {
 	var st unix.Stat_t
-	if unix.Fstat(root, &st) != nil || int(st.Nlink)-2 < depotMaxDirs {
+	if unix.Fstat(root, &st) != nil {
+		return
+	}
+	n := int(st.Nlink) - 2
+	if d.trashOpened || unix.Fstatat(root, trashName, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		n-- // the trash is no subdirectory of a tree's
+	}
+	if n < depotMaxDirs {
 		return
 	}
 	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -519,54 +665,74 @@ func (d *depot) clean(root int) {
 	var subs []aged
 	for _, e := range ents {
 		var s unix.Stat_t
-		if e.IsDir() && unix.Fstatat(root, e.Name(), &s, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if e.IsDir() && e.Name() != trashName && unix.Fstatat(root, e.Name(), &s, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			subs = append(subs, aged{e.Name(), s.Mtim.Nano()})
 		}
 	}
 	slices.SortFunc(subs, func(a, b aged) int { return cmp.Compare(a.at, b.at) })
 	for _, s := range subs[:max(0, len(subs)-depotMaxDirs+1)] {
-		removeDepotSub(root, s.name)
+		d.discard(root, s.name)
 	}
 	d.closeSubs() // some may be gone
 }
 
-// removeDepotSub removes the depot subdirectory name of root, with
-// everything in it.
-func removeDepotSub(root int, name string) {
-	removeDepotEntry(root, name)
-}
+// maxEmptying bounds the entries one emptying of the trash looks at: an
+// entry a descriptor keeps filling is left for a later one.
+const maxEmptying = 1 << 20
 
-// removeDepotEntry removes name in the depot directory dirfd, and, if it
-// is a directory, everything below it: what a descriptor kept from a tree
-// made in an entry while it waited. Nothing is followed (a symlink is
-// removed, not its target) and the walk is bounded, so an entry filled
-// faster than it is emptied is left for a later cleaning.
-func removeDepotEntry(dirfd int, name string) {
-	budget := 10000
-	removeBelow(dirfd, name, 0, &budget)
-}
-
-func removeBelow(dirfd int, name string, depth int, budget *int) {
-	if *budget--; *budget < 0 {
-		return
-	}
-	if err := unix.Unlinkat(dirfd, name, 0); err == nil || !errors.Is(err, unix.EISDIR) {
-		return
-	}
-	if depth < 32 {
-		if fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
-			f := os.NewFile(uintptr(fd), name)
-			for *budget > 0 {
-				names, err := f.Readdirnames(256)
-				for _, n := range names {
-					removeBelow(fd, n, depth+1, budget)
-				}
-				if err != nil || len(names) == 0 {
-					break
+// emptyDir removes everything in the directory open at fd, using no more
+// than *budget steps. It never follows a symlink, never enters another
+// mount (a mount point stays, with the directories above it), and needs
+// no more descriptors however deep the tree: a subdirectory's entries are
+// moved up into fd, one level at a time, before it is removed.
+func emptyDir(fd int, budget *int) {
+	for *budget > 0 {
+		names := readNames(fd, 256)
+		progress := false
+		for _, n := range names {
+			if *budget--; *budget < 0 {
+				return
+			}
+			err := unix.Unlinkat(fd, n, 0)
+			if errors.Is(err, unix.EISDIR) && unix.Unlinkat(fd, n, unix.AT_REMOVEDIR) == nil {
+				err = nil
+			}
+			if err == nil {
+				progress = true
+			}
+			if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.ENOTEMPTY) {
+				continue // removed, or gone, or cannot be (a mount point)
+			}
+			sub, err := unix.Openat2(fd, n, &unix.OpenHow{
+				Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH,
+			})
+			if err != nil {
+				continue // a mount point, or gone
+			}
+			for _, c := range readNames(sub, 256) {
+				to := "up." + strconv.FormatUint(trashSeq.Add(1), 10) + "." + string(procid.Self())
+				if renameBetween(false, sub, c, fd, to, unix.RENAME_NOREPLACE) == nil {
+					progress = true
 				}
 			}
-			f.Close()
+			_ = unix.Close(sub)
+		}
+		if len(names) == 0 || !progress {
+			return
 		}
 	}
-	_ = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+}
+
+// readNames reads up to n names of the directory open at fd, from its
+// start, without "." and "..".
+func readNames(fd, n int) []string {
+	dup, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(dup), "")
+	defer f.Close()
+	names, _ := f.Readdirnames(n)
+	return names
 }

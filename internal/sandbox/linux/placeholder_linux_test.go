@@ -188,3 +188,29 @@ func TestPlaceholderFailureAfterClone(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeParentReadOnly: a directory the host makes as the parent of a
+// protected path (here .git, which the grant's scan took for a repository
+// that is gone when the call starts) is made read-only in the sandbox,
+// the protected path below it keeping its own mount: nothing can be
+// planted in it, and the tree is empty after the call.
+func TestMadeParentReadOnly(t *testing.T) {
+	d := newDirs(t)
+	git := filepath.Join(d.W, ".git")
+	protected := []string{filepath.Join(git, "hooks"), filepath.Join(git, "config")}
+	o := run(t, &sandbox.Spec{Mounts: d.mounts(), ReadOnly: protected, ReadOnlyDirs: protected[:1], Cwd: d.W,
+		Command: []string{"/bin/sh", "-c", "mkdir .git/objects && echo PLANTED; echo x > .git/HEAD && echo PLANTED; touch .git/hooks/pre-commit && echo PLANTED; echo x >> .git/config && echo PLANTED; true"}})
+	if strings.Contains(o.stdout, "PLANTED") {
+		t.Errorf("something was made in the .git the host made as a parent:\n%s%s", o.stdout, o.stderr)
+	}
+	if !strings.Contains(o.stdout+o.stderr, "Read-only file system") {
+		t.Errorf("want the writes refused as on a read-only file system:\n%s%s", o.stdout, o.stderr)
+	}
+	entries, err := os.ReadDir(d.W)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left in the tree: %s", e.Name())
+	}
+}

@@ -123,11 +123,11 @@ func TestPoolSameAsCold(t *testing.T) {
 				o.res = &r
 				return o
 			}
+			// (Whether it came from the pool is its "warm" feature, above:
+			// its setup time against the cold one's is no sign on a loaded
+			// machine, where a claim can wait longer than a cold build.)
 			if diff := cmp.Diff(strip(c), strip(w), cmp.AllowUnexported(out{})); diff != "" {
 				t.Errorf("warm differs from cold (-cold +warm)\n%s", diff)
-			}
-			if w.res.Setup >= c.res.Setup {
-				t.Errorf("warm setup %v is not below the cold one's %v: the sandbox was not taken from the pool", w.res.Setup, c.res.Setup)
 			}
 		})
 	}

@@ -220,6 +220,16 @@ func (b *builder) pinAncestors() error {
 		}
 		return strings.Compare(x, y)
 	})
+	// A pin that airlock made (a placeholder the host made as the parent
+	// of a protected or denied path, or a directory this init made for
+	// one) is the parent of nothing of the user's: it is made read-only
+	// itself, the mounts below it keeping their own attributes, so the
+	// sandbox cannot fill it (a .git the scan took for a repository but the
+	// hold found gone and made again, with a HEAD and objects planted in it).
+	made := map[string]bool{}
+	for _, p := range append(slices.Clone(b.cfg.Placeholders), b.created...) {
+		made[p] = true
+	}
 	for _, a := range order {
 		fd, err := b.walkPath(a)
 		if err != nil {
@@ -227,9 +237,32 @@ func (b *builder) pinAncestors() error {
 		}
 		err = b.bind(fd, fd, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		unix.Close(fd)
+		if err == nil && made[a] {
+			err = b.readOnlyTop(a)
+		}
 		if err != nil {
 			return fmt.Errorf("pinning %s: %w", a, err)
 		}
+	}
+	return nil
+}
+
+// readOnlyTop makes the mount at sandbox path p read-only, and only that
+// mount: those below it keep their attributes.
+func (b *builder) readOnlyTop(p string) error {
+	fd, err := b.walkPath(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if b.newAPI {
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("mount_setattr: %w", err)
+		}
+		return nil
+	}
+	if err := unix.Mount("", procFD(fd), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("remounting read-only: %w", err)
 	}
 	return nil
 }
