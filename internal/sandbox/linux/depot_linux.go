@@ -465,6 +465,10 @@ func placeholderClean(fd int, st *unix.Stat_t, dir bool) bool {
 	return false
 }
 
+// grantingXattrs are the extended attributes that grant something: an
+// access or default ACL, file capabilities.
+var grantingXattrs = []string{"system.posix_acl_access", "system.posix_acl_default", "security.capability"}
+
 // cleanXattrs reports whether the open file fd carries the placeholder
 // mark and no extended attribute that grants anything: an access or
 // default ACL, file capabilities.
@@ -479,8 +483,10 @@ func cleanXattrs(fd int) bool {
 		switch name {
 		case placeholderXattr:
 			marked = true
-		case "system.posix_acl_access", "system.posix_acl_default", "security.capability":
-			return false
+		default:
+			if slices.Contains(grantingXattrs, name) {
+				return false
+			}
 		}
 	}
 	return marked
@@ -535,10 +541,12 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 	if dir {
 		mode = 0o755
 	}
-	for _, attr := range []string{"system.posix_acl_access", "system.posix_acl_default", "security.capability"} {
-		_ = unix.Fremovexattr(fd, attr)
+	if !cleanXattrs(fd) {
+		for _, attr := range grantingXattrs {
+			_ = unix.Fremovexattr(fd, attr)
+		}
 	}
-	if unix.Fchmod(fd, mode) != nil || unix.Fstat(fd, st) != nil || !placeholderClean(fd, st, dir) {
+	if st.Mode&0o7777 != mode && (unix.Fchmod(fd, mode) != nil || unix.Fstat(fd, st) != nil) || !placeholderClean(fd, st, dir) {
 		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
