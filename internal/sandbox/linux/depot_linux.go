@@ -417,18 +417,14 @@ func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exist
 // returns it with its stat. An entry there that may not is discarded.
 func (d *depot) openEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
 	var st unix.Stat_t
-	if err := unix.Fstatat(sub, slot, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return -1, st, false
-	}
-	kind := st.Mode & unix.S_IFMT
-	if kind != unix.S_IFDIR && kind != unix.S_IFREG || (kind == unix.S_IFDIR) != dir {
-		d.discard(sub, slot)
-		return -1, st, false
-	}
 	fd, err := eintr.Value(func() (int, error) {
 		return unix.Openat(sub, slot, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return -1, st, false
+	case err != nil:
+		d.discard(sub, slot) // a symlink (ELOOP), or what cannot be opened
 		return -1, st, false
 	}
 	if unix.Fstat(fd, &st) != nil || !placeholderClean(fd, &st, dir) {
@@ -453,12 +449,21 @@ func sameAt(dirfd int, name string, st *unix.Stat_t) bool {
 // have set them while it waited in the depot), an empty file of one name
 // or an empty directory.
 func placeholderClean(fd int, st *unix.Stat_t, dir bool) bool {
-	if int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o644 && st.Mode&0o7777 != 0o755 || !cleanXattrs(fd) {
+	marked, granting := xattrsOf(fd)
+	return marked && !granting && cleanStat(st, dir) && (!dir || dirEmpty(fd))
+}
+
+// cleanStat reports whether st is what a placeholder of the kind asked is
+// in the depot, as far as its stat tells: owned by this user, of mode 0644
+// (a file) or 0755 (a directory), an empty file of one name or a directory
+// with no subdirectory.
+func cleanStat(st *unix.Stat_t, dir bool) bool {
+	if int(st.Uid) != os.Geteuid() {
 		return false
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		return dir && st.Mode&0o7777 == 0o755 && st.Nlink == 2 && dirEmpty(fd)
+		return dir && st.Mode&0o7777 == 0o755 && st.Nlink == 2
 	case unix.S_IFREG:
 		return !dir && st.Mode&0o7777 == 0o644 && st.Size == 0 && st.Nlink == 1
 	}
@@ -469,27 +474,25 @@ func placeholderClean(fd int, st *unix.Stat_t, dir bool) bool {
 // access or default ACL, file capabilities.
 var grantingXattrs = []string{"system.posix_acl_access", "system.posix_acl_default", "security.capability"}
 
-// cleanXattrs reports whether the open file fd carries the placeholder
-// mark and no extended attribute that grants anything: an access or
-// default ACL, file capabilities.
-func cleanXattrs(fd int) bool {
+// xattrsOf reports whether the open file fd carries the placeholder mark,
+// and whether it carries an extended attribute that grants something
+// (grantingXattrs). A file whose attributes cannot be listed has neither
+// mark nor grant.
+func xattrsOf(fd int) (marked, granting bool) {
 	var buf [1024]byte
 	n, err := unix.Flistxattr(fd, buf[:])
 	if err != nil {
-		return false
+		return false, errors.Is(err, unix.ERANGE)
 	}
-	marked := false
 	for name := range strings.SplitSeq(string(buf[:n]), "\x00") {
-		switch name {
-		case placeholderXattr:
+		switch {
+		case name == placeholderXattr:
 			marked = true
-		default:
-			if slices.Contains(grantingXattrs, name) {
-				return false
-			}
+		case slices.Contains(grantingXattrs, name):
+			granting = true
 		}
 	}
-	return marked
+	return marked, granting
 }
 
 // dirEmpty reports whether the open directory fd has no entry but "." and
@@ -541,12 +544,19 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 	if dir {
 		mode = 0o755
 	}
-	if !cleanXattrs(fd) {
+	marked, granting := xattrsOf(fd)
+	if granting {
 		for _, attr := range grantingXattrs {
 			_ = unix.Fremovexattr(fd, attr)
 		}
+		marked, granting = xattrsOf(fd)
 	}
-	if st.Mode&0o7777 != mode && (unix.Fchmod(fd, mode) != nil || unix.Fstat(fd, st) != nil) || !placeholderClean(fd, st, dir) {
+	if st.Mode&0o7777 != mode && (unix.Fchmod(fd, mode) != nil || unix.Fstat(fd, st) != nil) {
+		return false
+	}
+	// Whether a directory is empty is checked once it has moved (intoSlot):
+	// something made in it before then goes back with it.
+	if !marked || granting || !cleanStat(st, dir) {
 		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
