@@ -2,6 +2,7 @@ package linux
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,9 +98,10 @@ func depotEntries(t *testing.T, state string) []string {
 }
 
 // TestDepotReusesPlaceholders: with a state directory on the tree's mount,
-// the placeholders a release removes from the tree go into the depot, and
-// the next hold moves the same inodes back to the same names, held as
-// placeholders are; the tree holds nothing between the calls.
+// the file placeholders a release removes from the tree go into the depot,
+// and the next hold moves the same inodes back to the same names, held as
+// placeholders are; directory placeholders are made and removed each time,
+// as without a depot; the tree holds nothing between the calls.
 func TestDepotReusesPlaceholders(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
@@ -114,17 +116,18 @@ func TestDepotReusesPlaceholders(t *testing.T) {
 	if n.depot != 0 {
 		t.Errorf("%d placeholders from an empty depot", n.depot)
 	}
-	if len(cfg.Placeholders) < 30 {
-		t.Fatalf("%d placeholders in a plain directory, want the default grant's ~39", len(cfg.Placeholders))
+	files := filePlaceholders(cfg)
+	if len(cfg.Placeholders) < 30 || files < 20 {
+		t.Fatalf("%d placeholders, %d of them files, in a plain directory; want the default grant's ~39 and ~27", len(cfg.Placeholders), files)
 	}
 	checkPlaceholders(t, cfg)
-	first := inodesAt(t, cfg.Placeholders)
+	first := inodesAt(t, fileOnly(t, cfg.Placeholders))
 	p.release(held)
 	if got := names(t, dir); len(got) != 0 {
 		t.Fatalf("the tree holds %v after the release", got)
 	}
-	if got := depotEntries(t, state); len(got) != len(first) {
-		t.Fatalf("the depot holds %d entries, want the %d placeholders: %v", len(got), len(first), got)
+	if got := depotEntries(t, state); len(got) != files || slices.ContainsFunc(got, func(e string) bool { return !strings.Contains(e, "/f") }) {
+		t.Fatalf("the depot holds %v, want the %d file placeholders and no directory", got, files)
 	}
 
 	for round := range 3 {
@@ -132,12 +135,12 @@ func TestDepotReusesPlaceholders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.depot != len(first) {
-			t.Errorf("round %d: %d placeholders from the depot, want all %d", round, n.depot, len(first))
+		if n.depot != files {
+			t.Errorf("round %d: %d placeholders from the depot, want all %d files", round, n.depot, files)
 		}
 		checkPlaceholders(t, cfg)
-		if again := inodesAt(t, cfg.Placeholders); !mapsEqual(again, first) {
-			t.Errorf("round %d: the placeholders are not the inodes the first hold made", round)
+		if again := inodesAt(t, fileOnly(t, cfg.Placeholders)); !mapsEqual(again, first) {
+			t.Errorf("round %d: the file placeholders are not the inodes the first hold made", round)
 		}
 		if got := depotEntries(t, state); len(got) != 0 {
 			t.Errorf("round %d: the depot still holds %v while they are in the tree", round, got)
@@ -147,6 +150,19 @@ func TestDepotReusesPlaceholders(t *testing.T) {
 			t.Fatalf("round %d: the tree holds %v after the release", round, got)
 		}
 	}
+}
+
+// fileOnly keeps the paths that are regular files now.
+func fileOnly(t *testing.T, paths []string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range paths {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func mapsEqual(a, b map[string]uint64) bool {
@@ -186,7 +202,6 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 	elsewhere := t.TempDir()
 	spoil := map[string]func(p string) error{
 		"f0..bashrc": func(p string) error { return os.WriteFile(p, []byte("echo pwned\n"), 0o644) },
-		"d0..vscode": func(p string) error { return os.WriteFile(filepath.Join(p, "settings.json"), []byte("{}"), 0o644) },
 		"f0..profile": func(p string) error {
 			return unix.Removexattr(p, placeholderXattr)
 		},
@@ -197,16 +212,15 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 			}
 			return os.Symlink(filepath.Join(elsewhere, "target"), p)
 		},
-		"d0..idea": func(p string) error {
+		"f0..mcp.json": func(p string) error {
 			if err := os.Remove(p); err != nil {
 				return err
 			}
-			return os.WriteFile(p, nil, 0o644) // a file where a directory was kept
+			return os.Mkdir(p, 0o755) // a directory where a file was kept
 		},
-		"f0..zshrc":  func(p string) error { return unix.Chmod(p, 0o6755) },
-		"f0..kshrc":  func(p string) error { return unix.Chmod(p, 0o666) },
-		"d0..cursor": func(p string) error { return unix.Chmod(p, 0o1777) },
-		"d0..zed":    func(p string) error { return unix.Chmod(p, 0o775) },
+		"f0..zshrc": func(p string) error { return unix.Chmod(p, 0o6755) },
+		"f0..kshrc": func(p string) error { return unix.Chmod(p, 0o666) },
+		"f0..cshrc": func(p string) error { return unix.Chmod(p, 0o755) },
 	}
 	spoiled := map[string]bool{}
 	for entry, fn := range spoil {
@@ -221,8 +235,8 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPlaceholders(t, cfg)
-	if want := len(cfg.Placeholders) - len(spoil); n.depot != want {
-		t.Errorf("%d placeholders from the depot, want %d (all but the spoiled)", n.depot, want)
+	if want := filePlaceholders(cfg) - len(spoil); n.depot != want {
+		t.Errorf("%d placeholders from the depot, want %d (the files but the spoiled)", n.depot, want)
 	}
 	// (checkPlaceholders found each name a clean placeholder: not the
 	// spoiled entry, whose inode number a fresh one may reuse.)
@@ -288,33 +302,53 @@ func TestDepotKeepsWhatWasWrittenInTheTree(t *testing.T) {
 	}
 }
 
-// TestDepotDirectoryWrittenWhileMoved: a placeholder directory something is
-// made in between the release's check and its move into the depot goes
-// back to its name in the tree, with what was made in it.
-func TestDepotDirectoryWrittenWhileMoved(t *testing.T) {
+// TestDepotKeepsNoDirectory: a directory placeholder is removed at its
+// release, never kept: a process whose working directory (or descriptor)
+// was in it finds no ".." to climb into the depot from, and no directory
+// of the tree is ever in the depot.
+func TestDepotKeepsNoDirectory(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
 	var p placeholders
 	p.depot = newDepot(state)
 	defer p.closeDepot()
-	held, err := p.hold(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	afterDepotMove = func(fd int, name string) {
-		if name == ".vscode" {
-			if err := os.WriteFile(fmt.Sprintf("/proc/self/fd/%d/settings.json", fd), []byte("{}\n"), 0o644); err != nil {
-				t.Error(err)
+	for round := range 2 {
+		held, err := p.hold(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(filepath.Join(dir, ".vscode"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.release(held)
+		if up, err := unix.Openat(fd, "..", unix.O_RDONLY|unix.O_DIRECTORY, 0); err == nil {
+			var st, depotSt unix.Stat_t
+			unix.Fstat(up, &st)
+			unix.Close(up)
+			if unix.Stat(filepath.Join(state, DepotDir), &depotSt) == nil && (st.Ino != depotSt.Ino) {
+				// Reaching something is fine as long as it is not the
+				// depot or one of its subdirectories.
+				for _, sub := range names(t, filepath.Join(state, DepotDir)) {
+					var ss unix.Stat_t
+					if unix.Stat(filepath.Join(state, DepotDir, sub), &ss) == nil && ss.Ino == st.Ino {
+						t.Errorf("round %d: .. of a released placeholder directory is the depot's %s", round, sub)
+					}
+				}
+			} else if err == nil {
+				t.Errorf("round %d: .. of a released placeholder directory is the depot", round)
 			}
 		}
-	}
-	defer func() { afterDepotMove = nil }()
-	p.release(held)
-	if got := names(t, dir); !slices.Equal(got, []string{".vscode"}) {
-		t.Fatalf("the tree holds %v, want .vscode back", got)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, ".vscode", "settings.json")); err != nil || string(b) != "{}\n" {
-		t.Errorf(".vscode/settings.json %q %v, want what was written", b, err)
+		unix.Close(fd)
+		err = filepath.WalkDir(filepath.Join(state, DepotDir), func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() && strings.Count(strings.TrimPrefix(p, filepath.Join(state, DepotDir)), "/") > 1 {
+				t.Errorf("round %d: a directory in the depot: %s", round, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -510,8 +544,8 @@ func TestDepotTakesOnlyWhatAirlockMade(t *testing.T) {
 	if slices.ContainsFunc(entries, func(e string) bool { return strings.HasSuffix(e, "..envrc") }) {
 		t.Errorf("the depot took the .envrc found in place: %v", entries)
 	}
-	if len(entries) != len(cfg.Placeholders)-1 {
-		t.Errorf("the depot holds %d entries, want the %d placeholders made", len(entries), len(cfg.Placeholders)-1)
+	if want := filePlaceholders(cfg) - 1; len(entries) != want {
+		t.Errorf("the depot holds %d entries, want the %d file placeholders made", len(entries), want)
 	}
 }
 
@@ -546,50 +580,62 @@ func TestDepotCannotBeMade(t *testing.T) {
 	}
 }
 
-// TestDepotExchangedName: a name exchanged for something else (renameat2
-// RENAME_EXCHANGE by whoever may write the tree) between the release's
-// check and its move: what moved is not the placeholder held, so it goes
-// back to the name and the depot takes nothing of it.
+// TestDepotExchangedName: a protected name exchanged for something else
+// (renameat2 RENAME_EXCHANGE by whoever may write the tree) between the
+// release's check and its removal of the name: what the release removed
+// or left is not the placeholder held, and the depot takes nothing of it,
+// least of all a directory.
 func TestDepotExchangedName(t *testing.T) {
-	dir, cfg := plainConfig(t)
-	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
-	held, err := p.hold(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evil := filepath.Join(dir, "evil")
-	if err := os.Mkdir(evil, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(evil, placeholderXattr, []byte("1"), 0); err != nil {
-		t.Skipf("no user extended attributes here: %v", err)
-	}
-	var evilSt unix.Stat_t
-	if err := unix.Lstat(evil, &evilSt); err != nil {
-		t.Fatal(err)
-	}
-	beforeDepotMove = func(dirfd int, name string) {
-		if name == ".vscode" {
-			if err := unix.Renameat2(dirfd, ".vscode", dirfd, "evil", unix.RENAME_EXCHANGE); err != nil {
-				t.Error(err)
+	for _, kind := range []string{"a directory", "a file"} {
+		t.Run(kind, func(t *testing.T) {
+			dir, cfg := plainConfig(t)
+			state := t.TempDir()
+			var p placeholders
+			p.depot = newDepot(state)
+			defer p.closeDepot()
+			held, err := p.hold(cfg)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	defer func() { beforeDepotMove = nil }()
-	p.release(held)
-	var st unix.Stat_t
-	if err := unix.Lstat(filepath.Join(dir, ".vscode"), &st); err != nil || st.Ino != evilSt.Ino {
-		t.Errorf(".vscode: %v, inode %d; want the exchanged directory (%d) back at its name", err, st.Ino, evilSt.Ino)
-	}
-	subs := slices.DeleteFunc(names(t, filepath.Join(state, DepotDir)), func(n string) bool { return n == trashName })
-	for _, e := range depotEntries(t, state) {
-		sub, entry, _ := strings.Cut(e, "/")
-		if unix.Lstat(filepath.Join(state, DepotDir, sub, entry), &st) == nil && st.Ino == evilSt.Ino {
-			t.Errorf("the depot took the exchanged directory as %s (%v)", e, subs)
-		}
+			evil := filepath.Join(dir, "evil")
+			if kind == "a directory" {
+				err = os.Mkdir(evil, 0o755)
+			} else {
+				err = os.WriteFile(evil, nil, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Setxattr(evil, placeholderXattr, []byte("1"), 0); err != nil {
+				t.Skipf("no user extended attributes here: %v", err)
+			}
+			var evilSt unix.Stat_t
+			if err := unix.Lstat(evil, &evilSt); err != nil {
+				t.Fatal(err)
+			}
+			beforeDepotMove = func(dirfd int, name string) {
+				if name == ".bashrc" {
+					if err := unix.Renameat2(dirfd, ".bashrc", dirfd, "evil", unix.RENAME_EXCHANGE); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			defer func() { beforeDepotMove = nil }()
+			p.release(held)
+			err = filepath.WalkDir(filepath.Join(state, DepotDir), func(path string, e fs.DirEntry, err error) error {
+				var st unix.Stat_t
+				if err == nil && unix.Lstat(path, &st) == nil && st.Ino == evilSt.Ino {
+					t.Errorf("the depot took the exchanged %s as %s", kind, path)
+				}
+				if err == nil && strings.HasSuffix(path, "..bashrc") {
+					t.Errorf("the depot kept %s, though the name was exchanged", path)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -809,7 +855,7 @@ func TestDepotModeOfItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.release(held)
-	if n.depot != len(cfg.Placeholders) {
-		t.Errorf("%d of %d placeholders came from the depot", n.depot, len(cfg.Placeholders))
+	if want := filePlaceholders(cfg); n.depot != want {
+		t.Errorf("%d placeholders came from the depot, want the %d files", n.depot, want)
 	}
 }

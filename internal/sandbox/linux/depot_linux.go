@@ -21,61 +21,71 @@ import (
 // past every inode freed in the last minutes, so each of the 39
 // placeholders of a plain directory took 90–250 µs to make and remove, and
 // more the more calls ran before it: a warm claim spent most of its time
-// there, a cold exec ~10 ms. Renaming an inode costs neither.
+// there, a cold exec ~10 ms. Keeping the inode between calls costs neither.
 //
-// So a placeholder no call holds any more is not removed but moved
-// (renameat2(2), never replacing) into the depot, a directory below
-// Options.StateDir (DepotDir, mode 0700), and the next hold of the same
-// name in the same directory moves it back. Nothing is in the user's tree
-// between calls; an inode is allocated only the first time a name is held,
-// and freed only when the depot is full or cannot serve.
+// So a file placeholder no call holds any more is not freed but kept in
+// the depot, a directory below Options.StateDir (DepotDir, mode 0700), and
+// the next hold of the same name in the same directory moves it back
+// (renameat2(2), never replacing). Nothing is in the user's tree between
+// calls; an inode is allocated only the first time a name is held, and
+// freed only when the depot is full or cannot serve.
+//
+// Directory placeholders are never kept. A process in the tree can hold a
+// directory (its working directory, a descriptor: a sandbox of another
+// grant under which the name is writable there can), and from a directory
+// moved into the depot ".." leads into the depot itself, whatever mounts
+// hide the state directory's path, and from there to every other tree's
+// entries. A file has no "..". So nothing is ever moved into the depot by
+// name: a release links the inode it holds (linkat by descriptor), and no
+// directory of anyone's can be made to arrive there in its place.
 //
 // What the depot holds, and how it is used:
 //   - One subdirectory per tree directory placeholders go in, named by its
 //     device and its file handle (name_to_handle_at(2): the inode and its
 //     generation, so a directory made later that gets the same inode number
-//     is another key), and in it at most depotSlots entries per name and
-//     kind: "f<slot>.<name>" an empty file, "d<slot>.<name>" an empty
-//     directory. A placeholder only ever returns to the name and directory it
-//     left. Whatever kept a descriptor of it while it was in the tree (a
-//     sandbox of another grant under which the name is writable there, a
-//     user's process) can write it again when it is back, at the same path,
-//     where it could write anyway; a file system without file handles has no
-//     depot.
+//     is another key), and in it at most depotSlots entries per name,
+//     "f<slot>.<name>", each an empty file. A placeholder only ever returns
+//     to the name and directory it left. Whatever kept a descriptor of it
+//     while it was in the tree (a sandbox of another grant under which the
+//     name is writable there, a user's process) can write it again when it
+//     is back, at the same path, where it could write anyway; a file system
+//     without file handles has no depot.
 //   - An entry goes into the tree only if it is still what a placeholder is
-//     when it is made: the kind asked for, owned by this user, marked
-//     (placeholderXattr), an empty file of one name or an empty directory.
-//     Anything else is removed from the depot (a descriptor kept from the
-//     tree can still write into an entry while it waits there).
+//     in the depot: a regular file, owned by this user, marked
+//     (placeholderXattr), of mode 0644, with no ACL or file capabilities,
+//     empty, of one name. Anything else is moved to the depot's trash (a
+//     descriptor kept from the tree can still write an entry while it
+//     waits there).
 //   - Taking an entry is the rename into the tree: of several processes
 //     after the same entry one wins and the others get ENOENT. The winner
-//     then opens the name, takes its shared lock and checks that the name
-//     is still the inode it checked, as for a placeholder found existing
+//     checks that the name is the inode it checked, takes its shared lock
+//     and checks again, as for a placeholder found existing
 //     (placeholder_linux.go); no lock is taken while an entry is in the
 //     depot, so no process ever locks a placeholder it did not take.
 //   - Only placeholders an airlock process made go into the depot (made by
 //     name, from a spare, or taken from the depot): one found in place, even
 //     marked, may be a file a sandbox made and marked itself and still holds
-//     open, and is unlinked as before. So no inode in the depot was ever
-//     writable through a sandbox's descriptor but under a grant that may
-//     write its name there.
-//   - Returning one is the release's removal, with the exclusive lock held:
-//     a rename into a free slot instead of the unlink. A directory is
-//     checked empty before it moves and again after, and moved back when
-//     something was created in it meanwhile; a file must be empty, as for
-//     the unlink.
-//   - Where the tree is on another mount than the depot (rename(2) cannot
+//     open, and is unlinked as before.
+//   - Returning one is the release's removal, with the exclusive lock held,
+//     the placeholder empty: its mode reset to 0644 and any ACL removed, its
+//     inode linked into the depot under a name of the process's own, its
+//     name in the tree removed, and the link renamed into a free slot; if
+//     the inode then has another link than the depot's, the name removed
+//     was not the placeholder (it was exchanged meanwhile) and the depot
+//     keeps nothing.
+//   - Where the tree is on another mount than the depot (a link cannot
 //     cross one), where the file system has no user extended attributes
 //     (nothing would be marked), or where a name does not fit a slot name,
 //     placeholders are made and removed as before, and spares
 //     (spare_linux.go) are made for the claims.
 //   - The depot keeps the subdirectories of at most depotMaxDirs tree
-//     directories; past that, making a new one removes the least recently
-//     used.
+//     directories; past that, making a new one moves the least recently
+//     used to the trash.
 //
-// The depot is airlock's own: the sandbox cannot see the state directory
-// (grant.Guard denies it to every grant), and a kill -9 between a take and
-// a return leaves the placeholder in the tree, journalled, as before.
+// The depot is airlock's own: no sandbox can reach the state directory
+// (grant.Guard hides it from every grant, and no directory of a tree ever
+// enters the depot), and a kill -9 between a take and a return leaves the
+// placeholder in the tree, journalled, as before.
 
 // DepotDir is the depot's directory below Options.StateDir.
 const DepotDir = ".placeholder-depot"
@@ -368,8 +378,8 @@ func (p *placeholders) closeDepot() {
 // already (nothing moved).
 func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exists bool) {
 	d := &p.depot
-	if !d.servable(pd, false) {
-		return nil, false
+	if dir || !d.servable(pd, false) {
+		return nil, false // directories are never kept (see the top of this file)
 	}
 	sub := d.sub(pd.key, false)
 	if sub < 0 {
@@ -534,16 +544,11 @@ func dirEmpty(fd int) bool {
 // caller removes it as before.
 func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) bool {
 	d := &p.depot
-	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	if !d.servable(pd, true) {
-		return false
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || !d.servable(pd, true) {
+		return false // directories are never kept (see the top of this file)
 	}
 	// What the placeholder was made with (the umask) or given in the tree
-	// meanwhile does not go along: one mode for all, and no ACL.
-	mode := uint32(0o644)
-	if dir {
-		mode = 0o755
-	}
+	// meanwhile does not go along: one mode, and no ACL.
 	marked, granting := xattrsOf(fd)
 	if granting {
 		for _, attr := range grantingXattrs {
@@ -551,12 +556,10 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 		}
 		marked, granting = xattrsOf(fd)
 	}
-	if st.Mode&0o7777 != mode && (unix.Fchmod(fd, mode) != nil || unix.Fstat(fd, st) != nil) {
+	if st.Mode&0o7777 != 0o644 && (unix.Fchmod(fd, 0o644) != nil || unix.Fstat(fd, st) != nil) {
 		return false
 	}
-	// Whether a directory is empty is checked once it has moved (intoSlot):
-	// something made in it before then goes back with it.
-	if !marked || granting || !cleanStat(st, dir) {
+	if !marked || granting || !cleanStat(st, false) {
 		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
@@ -564,10 +567,10 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 		if sub < 0 {
 			return false
 		}
-		switch moved, err := p.intoSlot(pd, name, fd, st, sub, dir); {
-		case moved:
+		switch done, err := p.intoSlot(pd, name, fd, sub); {
+		case done:
 			return true
-		case errors.Is(err, unix.ENOENT):
+		case errors.Is(err, unix.ENOENT) && dirGone(sub):
 			// The subdirectory was removed (another process cleaned a
 			// full depot): made again once.
 			d.forgetSub(pd.key)
@@ -575,48 +578,57 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 			d.serves[pd.id] = false
 			return false
 		default:
-			return false // every slot taken, or the move failed
+			return false
 		}
 	}
 	return false
 }
 
-// intoSlot moves the placeholder name of pd, open at fd (st its stat),
-// into a free slot of the depot subdirectory sub. It first moves name to a
-// name of this process's own in sub and checks that what arrived there is
-// the placeholder held: the name could have been exchanged for something
-// else since the caller checked it, and a slot another process may take
-// from at any time cannot be checked so. Something else goes back to name,
-// or to the trash; a directory found written to once moved goes back to
-// name, for the user to find. It reports whether name is done with.
-func (p *placeholders) intoSlot(pd rawDir, name string, fd int, st *unix.Stat_t, sub int, dir bool) (bool, error) {
+// intoSlot moves the placeholder file name of pd, open at fd, into a free
+// slot of the depot subdirectory sub. It does not move name: it links the
+// inode fd holds into sub under a name of this process's own (linkat by
+// descriptor, which nothing in the tree can change), removes name, checks
+// that the inode then has that one link left (name was the placeholder,
+// not something exchanged for it meanwhile, which is then what was
+// removed, as an unlink would have), and renames the link into a slot.
+// It reports whether name is done with; when it is not, the caller removes
+// name as before.
+func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int) (bool, error) {
 	d := &p.depot
+	tmp := "tmp." + string(procid.Self()) + "." + strconv.FormatUint(trashSeq.Add(1), 10)
+	way := p.linkWay
+	if way == linkNone {
+		return false, nil
+	}
+	dd := rawDir{fd: sub, raw: pd.raw}
+	err := dd.linkFD(fd, tmp, way)
+	if err != nil && way == linkEmptyPath && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM)) {
+		p.linkWay = linkProc // no CAP_DAC_READ_SEARCH here
+		err = dd.linkFD(fd, tmp, linkProc)
+	}
+	if err != nil {
+		return false, err
+	}
 	if beforeDepotMove != nil {
 		beforeDepotMove(pd.fd, name)
 	}
-	tmp := "tmp." + string(procid.Self()) + "." + strconv.FormatUint(trashSeq.Add(1), 10)
-	if err := renameBetween(pd.raw, pd.fd, name, sub, tmp, unix.RENAME_NOREPLACE); err != nil {
-		return false, err
+	if err := pd.unlinkat(name, 0); err != nil {
+		_ = dd.unlinkat(tmp, 0)
+		return false, nil
 	}
 	if afterDepotMove != nil {
 		afterDepotMove(fd, name)
 	}
-	back := func() {
-		if renameBetween(pd.raw, sub, tmp, pd.fd, name, unix.RENAME_NOREPLACE) != nil {
-			d.discard(sub, tmp)
-		}
-	}
-	switch {
-	case !sameAt(sub, tmp, st):
-		back()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Nlink != 1 {
+		// What was removed was not the placeholder: it is still in the tree
+		// under another name, and the depot keeps none of it.
+		_ = dd.unlinkat(tmp, 0)
 		p.warn("a protected name was exchanged while its placeholder was released", "name", name)
-		return true, nil
-	case dir && !dirEmpty(fd):
-		back() // something was made in it between the check and the move
 		return true, nil
 	}
 	for i := range depotSlots {
-		err := renameBetween(pd.raw, sub, tmp, sub, slotName(dir, i, name), unix.RENAME_NOREPLACE)
+		err := renameBetween(pd.raw, sub, tmp, sub, slotName(false, i, name), unix.RENAME_NOREPLACE)
 		if err == nil {
 			return true, nil
 		}
@@ -624,13 +636,8 @@ func (p *placeholders) intoSlot(pd rawDir, name string, fd int, st *unix.Stat_t,
 			break
 		}
 	}
-	// Every slot taken: the placeholder is removed from the depot.
-	flags := 0
-	if dir {
-		flags = unix.AT_REMOVEDIR
-	}
-	if unix.Unlinkat(sub, tmp, flags) != nil {
-		d.discard(sub, tmp)
+	if dd.unlinkat(tmp, 0) != nil {
+		d.discard(sub, tmp) // every slot taken
 	}
 	return true, nil
 }
