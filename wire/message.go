@@ -161,3 +161,11 @@ func (r ErrorReport) String() string { return fmt.Sprintf("runner exit %d: %s", 
 // names: airlock's, not the user's files. The runner passes them to the
 // tools as tool.Env.Hidden. A sandbox without placeholders has no such file.
 const PlaceholderList = "/run/airlock/placeholders"
+
+// PlaceholderExcludes is the file in a sandbox that lists the same
+// placeholders as git exclude patterns, each anchored at the root of the
+// read-write tree it is in, so that git in the sandbox does not take them
+// for the user's new files (git add -A). Every sandbox's environment points
+// git's core.excludesFile at it (broker.BaseEnv); git ignores it where it
+// does not exist.
+const PlaceholderExcludes = "/run/airlock/git-exclude"

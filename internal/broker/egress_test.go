@@ -202,7 +202,7 @@ func TestShellEgress(t *testing.T) {
 		{"DNS lookup", `getent hosts example.com; echo "getent $?"`, []string{"getent 2"}},
 		// (find does not list the proxy's socket: it is bind-mounted over a
 		// placeholder file, whose directory entry says "regular file".)
-		{"the only socket is this sandbox's proxy", `find / -path /proc -prune -o -type s -print 2>/dev/null; ls /run/airlock | grep -vx placeholders`, []string{"]\nproxy.sock\n[exit 0]"}},
+		{"the only socket is this sandbox's proxy", `find / -path /proc -prune -o -type s -print 2>/dev/null; ls /run/airlock | grep -vx -e placeholders -e git-exclude`, []string{"]\nproxy.sock\n[exit 0]"}},
 		{"only loopback", `cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '`, []string{"lo\n[exit 0]"}},
 		{"proxy variables", `env | grep -i _proxy | sort`, []string{"ALL_PROXY=socks5h://127.0.0.1:3128\n", "HTTPS_PROXY=http://127.0.0.1:3128\n", "NO_PROXY=\n"}},
 	}

@@ -22,6 +22,11 @@ var BaseEnv = []string{
 	"SHELL=/bin/sh",
 	"TERM=dumb",
 	"AIRLOCK_SANDBOX=1",
+	// git (2.31 and later) excludes airlock's placeholders from what it
+	// takes for new files (wire.PlaceholderExcludes).
+	"GIT_CONFIG_COUNT=1",
+	"GIT_CONFIG_KEY_0=core.excludesFile",
+	"GIT_CONFIG_VALUE_0=" + wire.PlaceholderExcludes,
 }
 
 // SpecFor builds the sandbox Spec for a grant and limits: the grant's mounts,

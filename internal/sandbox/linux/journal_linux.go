@@ -145,7 +145,7 @@ func removePlaceholder(p string) bool {
 	}
 	defer f.Close()
 	ours := marked(f) || strings.HasPrefix(filepath.Base(p), tempPrefix)
-	if !ours || !emptyFile(f) || flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+	if !ours || !untouchedFile(f, placeholderName(filepath.Base(p))) || flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false
 	}
 	fi, err := f.Stat()
@@ -159,4 +159,23 @@ func removePlaceholder(p string) bool {
 		return unix.Rmdir(p) == nil // fails when not empty
 	}
 	return unix.Unlink(p) == nil
+}
+
+// placeholderName is the name a placeholder at base is for: base itself,
+// or, for a temporary name (tempName: the prefix, PID[-START].N-, the
+// name), the name it was made for.
+func placeholderName(base string) string {
+	rest, ok := strings.CutPrefix(base, tempPrefix)
+	if !ok {
+		return base
+	}
+	i := strings.Index(rest, ".")
+	if i < 0 {
+		return rest
+	}
+	j := strings.Index(rest[i:], "-")
+	if j < 0 {
+		return rest
+	}
+	return rest[i+j+1:]
 }

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -174,11 +175,18 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n hol
 				return held, n, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
 			}
 			dir := i < len(parts)-1 || leafDir
-			h, exists := p.take(pd, parts[i], dir)
+			// (A placeholder with content is made so each time: neither a
+			// spare nor a depot entry holds any.)
+			plain := dir || len(initproto.PlaceholderContent(parts[i])) == 0
+			var h *heldDir
+			exists := false
+			if plain {
+				h, exists = p.take(pd, parts[i], dir)
+			}
 			if h != nil {
 				n.depot++
 			}
-			if h == nil && !exists && !dir {
+			if h == nil && !exists && !dir && plain {
 				var fd int
 				if fd, exists = p.linkSpare(pd, parts[i]); fd >= 0 {
 					h = &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}
@@ -283,8 +291,11 @@ func lockPlaceholder(pd rawDir, name, tmp string, dir, exists bool) (*heldDir, e
 		var err error
 		created := false
 		if inPlace && !dir {
-			fd, err = pd.openat(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			fd, err = pd.openat(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 			created = err == nil
+			if created {
+				_ = writeContent(fd, name)
+			}
 		}
 		if fd < 0 {
 			var st unix.Stat_t
@@ -303,8 +314,9 @@ func lockPlaceholder(pd rawDir, name, tmp string, dir, exists bool) (*heldDir, e
 					err = pd.mkdirat(name, 0o755)
 				} else {
 					var nfd int
-					if nfd, err = pd.openat(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+					if nfd, err = pd.openat(name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
 						fd = nfd
+						_ = writeContent(fd, name)
 					}
 				}
 				if err != nil && !errors.Is(err, fs.ErrExist) {
@@ -335,7 +347,7 @@ func lockPlaceholder(pd rawDir, name, tmp string, dir, exists bool) (*heldDir, e
 				return nil, err
 			}
 		}
-		own := !created && (!markedFD(fd) || !emptyFD(fd))
+		own := !created && (!markedFD(fd) || !untouchedFD(fd, name))
 		// Raw only for what this process made in pd: an existing name
 		// may lead to another file system.
 		raw := created && pd.raw
@@ -403,12 +415,18 @@ func createPlaceholder(pd rawDir, name, tmp string, dir bool) (int, error) {
 		}
 	} else {
 		open := func() (int, error) {
-			return pd.openat(tmp, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			return pd.openat(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 		}
 		fd, err = open()
 		if errors.Is(err, unix.EEXIST) {
 			_ = pd.unlinkat(tmp, 0)
 			fd, err = open()
+		}
+		if err == nil {
+			if err = writeContent(fd, name); err != nil {
+				_ = pd.unlinkat(tmp, 0)
+				rawClose(pd.raw, fd)
+			}
 		}
 	}
 	if err != nil {
@@ -512,19 +530,17 @@ func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int,
 		held.Dev != cur.Dev || held.Ino != cur.Ino {
 		return // not the placeholder any more
 	}
-	if held.Mode&unix.S_IFMT == unix.S_IFREG && held.Size != 0 {
+	if held.Mode&unix.S_IFMT == unix.S_IFREG && !untouchedFD(fd, name) {
 		return // written to: the user's now
 	}
-	if created && p.toDepot(d.rawDir, name, fd, &held) {
+	if created && len(initproto.PlaceholderContent(name)) == 0 && p.toDepot(d.rawDir, name, fd, &held) {
 		return
 	}
 	switch held.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		_ = d.unlinkat(name, unix.AT_REMOVEDIR) // fails, and keeps it, if not empty
 	case unix.S_IFREG:
-		if held.Size == 0 {
-			_ = d.unlinkat(name, 0)
-		}
+		_ = d.unlinkat(name, 0) // untouched, checked above
 	}
 }
 
@@ -552,7 +568,8 @@ func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
 		return false
 	}
 	var hs unix.Stat_t
-	return unix.Fstat(h.fd, &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
+	return unix.Fstat(h.fd, &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino &&
+		(st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == int64(len(initproto.PlaceholderContent(filepath.Base(path)))))
 }
 
 // marked reports whether f carries the placeholder mark.
@@ -565,14 +582,44 @@ func markedFD(fd int) bool {
 	return err == nil && n > 0
 }
 
-// emptyFile reports whether f is a directory (removed only if empty) or
-// an empty regular file: a placeholder someone wrote to is kept.
-func emptyFile(f *os.File) bool { return emptyFD(int(f.Fd())) }
+// untouchedFile reports whether f, the placeholder named name, is a
+// directory (removed only if empty) or a regular file that holds what a
+// placeholder of that name is made with (PlaceholderContent): one someone
+// wrote to is kept.
+func untouchedFile(f *os.File, name string) bool { return untouchedFD(int(f.Fd()), name) }
 
-// emptyFD is emptyFile of the open file fd.
-func emptyFD(fd int) bool {
+// untouchedFD is untouchedFile of the open file fd.
+func untouchedFD(fd int, name string) bool {
 	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == 0)
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return true
+	}
+	want := initproto.PlaceholderContent(name)
+	if st.Size != int64(len(want)) {
+		return false
+	}
+	if len(want) == 0 {
+		return true
+	}
+	got := make([]byte, len(want)+1)
+	n, err := unix.Pread(fd, got, 0)
+	return err == nil && bytes.Equal(got[:n], want)
+}
+
+// writeContent writes into fd, a file placeholder named name just made,
+// what it holds (PlaceholderContent).
+func writeContent(fd int, name string) error {
+	c := initproto.PlaceholderContent(name)
+	if len(c) == 0 {
+		return nil
+	}
+	if _, err := unix.Pwrite(fd, c, 0); err != nil {
+		return fmt.Errorf("writing the placeholder's content: %w", err)
+	}
+	return nil
 }
 
 // sameFD reports whether name in the directory pd is still the

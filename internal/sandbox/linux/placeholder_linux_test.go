@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +15,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/testenv"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // TestPlaceholdersAcrossBrokers: two backends stand for two airlock
@@ -212,5 +217,87 @@ func TestMadeParentReadOnly(t *testing.T) {
 	}
 	for _, e := range entries {
 		t.Errorf("left in the tree: %s", e.Name())
+	}
+}
+
+// TestGitWorksInARepository: in a repository, the placeholder that holds
+// the missing .git/commondir holds "." (the repository's own .git), not
+// nothing, which git refuses: git works in the sandbox, and the user's git
+// on the host works while the call runs; git in the sandbox (with the
+// environment broker.BaseEnv sets) does not take the placeholders for new
+// files, but does a file the sandbox made; afterwards nothing is left.
+func TestGitWorksInARepository(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		testenv.RequireFeature(t, "git, to test that it works in a sandbox")
+	}
+	d := newDirs(t)
+	hostGit := func(args ...string) (string, error) {
+		cmd := exec.Command(git, append([]string{"-c", "user.email=a@b", "-c", "user.name=u"}, args...)...)
+		cmd.Dir = d.W
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{{"init", "-q", "."}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
+		if out, err := hostGit(args...); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	g, err := grant.FromFlags(d.W, grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commondir := filepath.Join(d.W, ".git", "commondir")
+	if !slices.Contains(g.Protected(), commondir) {
+		t.Fatalf("%s is not protected: %v", commondir, g.Protected())
+	}
+	var so, se bytes.Buffer
+	spec := &sandbox.Spec{Mounts: d.mounts(), Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs(),
+		Cwd: d.W, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.excludesFile",
+			"GIT_CONFIG_VALUE_0=" + wire.PlaceholderExcludes}, Stdout: &so, Stderr: &se,
+		Command: []string{"/bin/sh", "-c", `git status --porcelain >/dev/null && echo IN-OK; echo x > started
+i=0; while [ ! -e go-on ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+rm -f started go-on; echo new > new.txt; git status --porcelain --untracked-files=all | sed 's/^/STATUS /'
+git add -A && git -c user.email=a@b -c user.name=u commit -q -m second && echo COMMIT-OK; echo x > .git/commondir || true`},
+		Limits: sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := backend(t).Run(context.Background(), spec)
+		done <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(d.W, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox did not start its git: %s%s", so.String(), se.String())
+		}
+	}
+	if b, err := os.ReadFile(commondir); err != nil || string(b) != ".\n" {
+		t.Errorf("the commondir placeholder holds %q (%v), want \".\\n\"", b, err)
+	}
+	if out, err := hostGit("status", "--porcelain"); err != nil {
+		t.Errorf("the host's git while a call runs: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(d.W, "go-on"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(so.String(), "IN-OK") || !strings.Contains(so.String(), "COMMIT-OK") {
+		t.Errorf("git in the sandbox failed:\n%s%s", so.String(), se.String())
+	}
+	if _, err := os.Lstat(commondir); err == nil {
+		t.Errorf("%s is left after the call", commondir)
+	}
+	if out, err := hostGit("log", "--oneline"); err != nil || strings.Count(out, "\n") != 2 {
+		t.Errorf("git log after the call: %v\n%s", err, out)
+	}
+	if !strings.Contains(so.String(), "STATUS ?? new.txt") || strings.Count(so.String(), "STATUS ") != 1 {
+		t.Errorf("git status in the sandbox, want only new.txt new:\n%s", so.String())
+	}
+	if out, err := hostGit("show", "--name-only", "--format=", "HEAD"); err != nil || out != "new.txt\n" {
+		t.Errorf("the sandbox's commit holds %q (%v), want only new.txt", out, err)
 	}
 }

@@ -82,6 +82,9 @@ func (p *placeholders) prepare(cfg *initproto.Config) {
 	type parent struct{ source, rel string } // a mount's host path, the directory below it
 	need := map[parent][]spareName{}
 	eachFilePlaceholder(cfg, func(m initproto.Mount, rel []string) {
+		if len(initproto.PlaceholderContent(rel[len(rel)-1])) != 0 {
+			return // made with its content each time, never from a spare
+		}
 		h := p.refs[filepath.Join(m.Source, strings.Join(rel, "/"))]
 		k := parent{m.Source, strings.Join(rel[:len(rel)-1], "/")}
 		need[k] = append(need[k], spareName{rel[len(rel)-1], h != nil && !h.own})

@@ -168,6 +168,11 @@ func (b *builder) target(p string, isDir, record bool) (int, error) {
 			var f int
 			f, err = unix.Openat(parent, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 			if err == nil {
+				// A placeholder holds what one of its name is made with
+				// (a commondir git can read), as the host's do.
+				if c := initproto.PlaceholderContent(name); record && len(c) > 0 {
+					_, err = unix.Pwrite(f, c, 0)
+				}
 				unix.Close(f)
 			}
 		}

@@ -277,5 +277,30 @@ func (b *builder) listPlaceholders() error {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(PlaceholderList), err)
 	}
 	defer unix.Close(dir)
-	return writeAt(dir, filepath.Base(PlaceholderList), strings.Join(b.cfg.Placeholders, "\n")+"\n")
+	if err := writeAt(dir, filepath.Base(PlaceholderList), strings.Join(b.cfg.Placeholders, "\n")+"\n"); err != nil {
+		return err
+	}
+	var excl strings.Builder
+	for _, p := range b.cfg.Placeholders {
+		if m, ok := initproto.Holding(b.cfg.Mounts, p); ok && m.Writable && p != m.Target {
+			excl.WriteString(gitPattern(m.Rel(p)) + "\n")
+		}
+	}
+	return writeAt(dir, filepath.Base(wire.PlaceholderExcludes), excl.String())
+}
+
+// gitPattern is a git exclude pattern that matches the path rel (relative
+// to a tree's root, which is a repository's root when git runs there) and
+// nothing else: anchored, with the characters patterns give a meaning to
+// escaped.
+func gitPattern(rel string) string {
+	var b strings.Builder
+	b.WriteByte('/')
+	for _, r := range rel {
+		if strings.ContainsRune(`\*?[]!# `, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
