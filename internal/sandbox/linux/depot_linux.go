@@ -136,14 +136,8 @@ func newDepot(stateDir string) depot {
 	return depot{path: stateDir + "/" + DepotDir, emptying: new(atomic.Bool)}
 }
 
-// slotName is the depot entry of name, of the kind asked, in slot i.
-func slotName(dir bool, i int, name string) string {
-	k := "f"
-	if dir {
-		k = "d"
-	}
-	return k + strconv.Itoa(i) + "." + name
-}
+// slotName is the depot entry of the file placeholder name in slot i.
+func slotName(i int, name string) string { return "f" + strconv.Itoa(i) + "." + name }
 
 // open opens the depot, making it when create is set. It returns -1 when
 // there is none (or it is not this user's own directory).
@@ -154,14 +148,15 @@ func (d *depot) open(create bool) int {
 	case d.opened:
 		return d.root
 	}
-	fd, err := eintr.Value(func() (int, error) {
-		return unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
+	openRoot := func() (int, error) {
+		return eintr.Value(func() (int, error) {
+			return unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		})
+	}
+	fd, err := openRoot()
 	if errors.Is(err, unix.ENOENT) && create {
 		if err = os.MkdirAll(d.path, 0o700); err == nil {
-			fd, err = eintr.Value(func() (int, error) {
-				return unix.Open(d.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			})
+			fd, err = openRoot()
 		}
 	}
 	if err != nil {
@@ -181,7 +176,7 @@ func (d *depot) open(create bool) int {
 	// emptying short) is emptied now.
 	var ts unix.Stat_t
 	if unix.Fstatat(fd, trashName, &ts, unix.AT_SYMLINK_NOFOLLOW) == nil && ts.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if t := d.trashDir(); t >= 0 && !dirEmpty(t) {
+		if t := d.trashDir(); t >= 0 && len(readNames(t, 1)) > 0 {
 			d.startEmptying()
 		}
 	}
@@ -372,22 +367,22 @@ func (p *placeholders) closeDepot() {
 	p.depot.close()
 }
 
-// take moves a depot entry of the kind asked into name in the directory
-// pd and holds it as a placeholder this process made. It returns nil when
-// the depot has none that may go there; exists when name was taken
-// already (nothing moved).
-func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exists bool) {
+// take moves a depot entry into the file placeholder name in the
+// directory pd and holds it as a placeholder this process made. It returns
+// nil when the depot has none that may go there; exists when name was
+// taken already (nothing moved).
+func (p *placeholders) take(pd rawDir, name string) (h *heldDir, exists bool) {
 	d := &p.depot
-	if dir || !d.servable(pd, false) {
-		return nil, false // directories are never kept (see the top of this file)
+	if !d.servable(pd, false) {
+		return nil, false
 	}
 	sub := d.sub(pd.key, false)
 	if sub < 0 {
 		return nil, false
 	}
 	for i := range depotSlots {
-		slot := slotName(dir, i, name)
-		fd, st, ok := d.openEntry(sub, slot, dir)
+		slot := slotName(i, name)
+		fd, st, ok := d.openEntry(sub, slot)
 		if !ok {
 			continue
 		}
@@ -423,9 +418,9 @@ func (p *placeholders) take(pd rawDir, name string, dir bool) (h *heldDir, exist
 }
 
 // openEntry opens the depot entry slot of sub when it is there and may go
-// into a tree as a placeholder of the kind asked (placeholderClean), and
-// returns it with its stat. An entry there that may not is discarded.
-func (d *depot) openEntry(sub int, slot string, dir bool) (int, unix.Stat_t, bool) {
+// into a tree as a placeholder (placeholderClean), and returns it with its
+// stat. An entry there that may not is discarded.
+func (d *depot) openEntry(sub int, slot string) (int, unix.Stat_t, bool) {
 	var st unix.Stat_t
 	fd, err := eintr.Value(func() (int, error) {
 		return unix.Openat(sub, slot, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -437,7 +432,7 @@ func (d *depot) openEntry(sub int, slot string, dir bool) (int, unix.Stat_t, boo
 		d.discard(sub, slot) // a symlink (ELOOP), or what cannot be opened
 		return -1, st, false
 	}
-	if unix.Fstat(fd, &st) != nil || !placeholderClean(fd, &st, dir) {
+	if unix.Fstat(fd, &st) != nil || !placeholderClean(fd, &st) {
 		_ = unix.Close(fd)
 		d.discard(sub, slot)
 		return -1, st, false
@@ -453,31 +448,20 @@ func sameAt(dirfd int, name string, st *unix.Stat_t) bool {
 }
 
 // placeholderClean reports whether the open file fd, whose stat is st, is
-// what a placeholder of the kind asked is when it goes into the depot:
-// owned by this user, marked, of mode 0644 (a file) or 0755 (a directory)
-// and with no ACL or file capabilities (a descriptor kept from a tree could
-// have set them while it waited in the depot), an empty file of one name
-// or an empty directory.
-func placeholderClean(fd int, st *unix.Stat_t, dir bool) bool {
+// what a placeholder is when it goes into the depot: marked, with no ACL
+// or file capabilities (a descriptor kept from a tree could have set them
+// while it waited in the depot), and cleanStat.
+func placeholderClean(fd int, st *unix.Stat_t) bool {
 	marked, granting := xattrsOf(fd)
-	return marked && !granting && cleanStat(st, dir) && (!dir || dirEmpty(fd))
+	return marked && !granting && cleanStat(st)
 }
 
-// cleanStat reports whether st is what a placeholder of the kind asked is
-// in the depot, as far as its stat tells: owned by this user, of mode 0644
-// (a file) or 0755 (a directory), an empty file of one name or a directory
-// with no subdirectory.
-func cleanStat(st *unix.Stat_t, dir bool) bool {
-	if int(st.Uid) != os.Geteuid() {
-		return false
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return dir && st.Mode&0o7777 == 0o755 && st.Nlink == 2
-	case unix.S_IFREG:
-		return !dir && st.Mode&0o7777 == 0o644 && st.Size == 0 && st.Nlink == 1
-	}
-	return false
+// cleanStat reports whether st is what a placeholder is in the depot, as
+// far as its stat tells: a regular file of this user's, of mode 0644,
+// empty, of one name.
+func cleanStat(st *unix.Stat_t) bool {
+	return int(st.Uid) == os.Geteuid() && st.Mode&unix.S_IFMT == unix.S_IFREG &&
+		st.Mode&0o7777 == 0o644 && st.Size == 0 && st.Nlink == 1
 }
 
 // grantingXattrs are the extended attributes that grant something: an
@@ -505,42 +489,9 @@ func xattrsOf(fd int) (marked, granting bool) {
 	return marked, granting
 }
 
-// dirEmpty reports whether the open directory fd has no entry but "." and
-// "..".
-func dirEmpty(fd int) bool {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return false
-	}
-	var buf [512]byte
-	n, err := eintr.Value(func() (int, error) { return unix.Getdents(fd, buf[:]) })
-	if err != nil {
-		return false
-	}
-	for b := buf[:n]; len(b) > 0; {
-		// struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name.
-		if len(b) < 19 {
-			return false
-		}
-		reclen := int(b[16]) | int(b[17])<<8
-		if reclen < 19 || reclen > len(b) {
-			return false
-		}
-		name := b[19:reclen]
-		if i := slices.Index(name, 0); i >= 0 {
-			name = name[:i]
-		}
-		if s := string(name); s != "." && s != ".." {
-			return false
-		}
-		b = b[reclen:]
-	}
-	return true
-}
-
 // toDepot moves the placeholder name of the tree directory pd, which fd
 // holds with the exclusive lock and st describes (checked to be that
-// name, and an empty file or a directory), into a free slot of the
-// depot. It reports whether the placeholder left the tree; if not, the
+// name, and empty if a file), into a free slot of the depot. It reports whether the placeholder left the tree; if not, the
 // caller removes it as before.
 func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) bool {
 	d := &p.depot
@@ -559,7 +510,7 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 	if st.Mode&0o7777 != 0o644 && (unix.Fchmod(fd, 0o644) != nil || unix.Fstat(fd, st) != nil) {
 		return false
 	}
-	if !marked || granting || !cleanStat(st, false) {
+	if !marked || granting || !cleanStat(st) {
 		return false
 	}
 	for attempt := 0; attempt < 2; attempt++ {
@@ -616,9 +567,6 @@ func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int) (bool, erro
 		_ = dd.unlinkat(tmp, 0)
 		return false, nil
 	}
-	if afterDepotMove != nil {
-		afterDepotMove(fd, name)
-	}
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Nlink != 1 {
 		// What was removed was not the placeholder: it is still in the tree
@@ -628,7 +576,7 @@ func (p *placeholders) intoSlot(pd rawDir, name string, fd, sub int) (bool, erro
 		return true, nil
 	}
 	for i := range depotSlots {
-		err := renameBetween(pd.raw, sub, tmp, sub, slotName(false, i, name), unix.RENAME_NOREPLACE)
+		err := renameBetween(pd.raw, sub, tmp, sub, slotName(i, name), unix.RENAME_NOREPLACE)
 		if err == nil {
 			return true, nil
 		}
@@ -649,14 +597,10 @@ func (p *placeholders) warn(msg string, args ...any) {
 	}
 }
 
-// beforeDepotMove and afterDepotMove, when set (by tests), run just before
-// a release renames the placeholder name of the directory dirfd into the
-// depot, and just after, before what moved is checked (fd: the
-// placeholder held).
-var (
-	beforeDepotMove func(dirfd int, name string)
-	afterDepotMove  func(fd int, name string)
-)
+// beforeDepotMove, when set (by tests), runs just before a release
+// removes the placeholder name of the directory dirfd, once its inode is
+// linked into the depot.
+var beforeDepotMove func(dirfd int, name string)
 
 // clean makes room for one more subdirectory in the depot open at root
 // when it keeps depotMaxDirs already: the least recently used (by the

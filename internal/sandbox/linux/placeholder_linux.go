@@ -175,18 +175,18 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n hol
 				return held, n, fmt.Errorf("protected path %s: creating a placeholder: %w", host, err)
 			}
 			dir := i < len(parts)-1 || leafDir
-			// (A placeholder with content is made so each time: neither a
-			// spare nor a depot entry holds any.)
-			plain := dir || len(initproto.PlaceholderContent(parts[i])) == 0
+			// An empty file placeholder may come from the depot or a spare;
+			// a directory, or a file with content, is made each time.
+			plainFile := !dir && len(initproto.PlaceholderContent(parts[i])) == 0
 			var h *heldDir
 			exists := false
-			if plain {
-				h, exists = p.take(pd, parts[i], dir)
+			if plainFile {
+				h, exists = p.take(pd, parts[i])
 			}
 			if h != nil {
 				n.depot++
 			}
-			if h == nil && !exists && !dir && plain {
+			if h == nil && !exists && plainFile {
 				var fd int
 				if fd, exists = p.linkSpare(pd, parts[i]); fd >= 0 {
 					h = &heldDir{n: 1, fd: fd, created: true, raw: pd.raw}

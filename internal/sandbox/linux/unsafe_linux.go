@@ -128,18 +128,7 @@ func (d rawDir) unlinkat(name string, flags int) error {
 
 // renameat2 is renameat2(2) from one name in d to another.
 func (d rawDir) renameat2(from, to string, flags uint) error {
-	f, err := rawPath(from)
-	if err != nil {
-		return err
-	}
-	t, err := rawPath(to)
-	if err != nil {
-		return err
-	}
-	_, err = rawRetry(d.raw, unix.SYS_RENAMEAT2, uintptr(d.fd), uintptr(unsafe.Pointer(f)), uintptr(d.fd), uintptr(unsafe.Pointer(t)), uintptr(flags), 0)
-	runtime.KeepAlive(f)
-	runtime.KeepAlive(t)
-	return err
+	return renameBetween(d.raw, d.fd, from, d.fd, to, flags)
 }
 
 // renameBetween is renameat2(2) of from in the directory fromDir to to in
