@@ -74,6 +74,24 @@ func tcpEcho(c net.Conn) {
 // stack starts the real proxy on a real Unix socket and the forwarder on a
 // loopback TCP port, as a sandbox would see them, and returns the forwarder's address.
 func stack(t testing.TB, opts *egress.Options) string {
+	sock := serveProxy(t, opts)
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { forward.Forward(ctx, fl, sock); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return fl.Addr().String()
+}
+
+// serveProxy serves a proxy with opts on a Unix socket in a fresh
+// directory, until the test ends, and returns the socket's path.
+func serveProxy(t testing.TB, opts *egress.Options) string {
 	dir, err := os.MkdirTemp("", "ege")
 	if err != nil {
 		t.Fatal(err)
@@ -85,20 +103,14 @@ func stack(t testing.TB, opts *egress.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { p.Serve(ctx, pl); done <- struct{}{} }()
-	go func() { forward.Forward(ctx, fl, sock); done <- struct{}{} }()
+	done := make(chan struct{})
+	go func() { p.Serve(ctx, pl); close(done) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		<-done
 	})
-	return fl.Addr().String()
+	return sock
 }
 
 func socksConnect(t testing.TB, c net.Conn, host string, port int) byte {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,48 +95,33 @@ func nestedForwarder(t testing.TB, sock string) string {
 // nestedStack is stack with the forwarder as PID 1 of a PID namespace of
 // its own.
 func nestedStack(t testing.TB, opts *egress.Options) string {
-	dir, err := os.MkdirTemp("", "egn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "p.sock")
-	p := egress.New(opts)
-	pl, err := p.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Serve(ctx, pl); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return nestedForwarder(t, sock)
+	return nestedForwarder(t, serveProxy(t, opts))
 }
 
-// splicePipes runs one 1 MiB-and-more transfer through the forwarder at
-// fwd to a sink and returns how many pipe descriptors this process opened
-// while it was in flight: each direction of a relay that splices holds one
-// pipe (two descriptors) while it runs or waits; a relay through a buffer
-// holds none.
-func splicePipes(t *testing.T, fwd func(port int) string) int {
+// splicePipes runs one 1 MiB-and-more transfer to a sink through the
+// connection dial makes to the proxy (given the sink's port, and set up
+// before the count starts), and returns how many pipe descriptors this
+// process opened while it was in flight: each direction of a relay that
+// splices holds one pipe (two descriptors) while it runs or waits; a relay
+// through a buffer holds none. It waits up to wait for the second pipe: on
+// a loaded machine the copy the other way may not have started yet when
+// the first megabyte is through.
+func splicePipes(t *testing.T, dial func(port int) func() (net.Conn, error), wait time.Duration) int {
 	var before int
 	during := make(chan int, 1)
 	port, _ := tcpServer(t, func(c net.Conn) {
 		defer c.Close()
 		io.CopyN(io.Discard, c, 1<<20)
 		n := countFDs(t, "pipe:")
-		for deadline := time.Now().Add(2 * time.Second); n-before < 4 && time.Now().Before(deadline); n = countFDs(t, "pipe:") {
+		for deadline := time.Now().Add(wait); n-before < 4 && time.Now().Before(deadline); n = countFDs(t, "pipe:") {
 			time.Sleep(5 * time.Millisecond)
 		}
 		during <- n - before
 		io.Copy(io.Discard, c)
 	})
-	addr := fwd(port)
+	connect := dial(port)
 	before = countFDs(t, "pipe:")
-	c, err := net.Dial("tcp", addr)
+	c, err := connect()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +141,14 @@ func splicePipes(t *testing.T, fwd func(port int) string) int {
 	return <-during
 }
 
+// dialTCP is a dial for splicePipes: to the forwarder stack returns.
+func dialTCP(stack func(port int) string) func(port int) func() (net.Conn, error) {
+	return func(port int) func() (net.Conn, error) {
+		addr := stack(port)
+		return func() (net.Conn, error) { return net.Dial("tcp", addr) }
+	}
+}
+
 // TestHandoffFromSandboxInitSpliced: a connection handed over by a
 // forwarder that is PID 1 of a PID namespace below the proxy's (as a native
 // sandbox's init is) is the proxy's alone, and its relay splices both ways.
@@ -164,9 +156,9 @@ func TestHandoffFromSandboxInitSpliced(t *testing.T) {
 	if !inChild(t, "splice pipes:") {
 		return
 	}
-	n := splicePipes(t, func(port int) string {
+	n := splicePipes(t, dialTCP(func(port int) string {
 		return nestedStack(t, &egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
-	})
+	}), 10*time.Second)
 	t.Logf("splice pipes: %d descriptors", n)
 	if n < 4 {
 		t.Fatalf("%d pipe descriptors appeared during a transfer handed over by a sandbox's init, want 4: the relay copies instead of splicing", n)
@@ -182,9 +174,11 @@ func TestHandoffFromOtherProcessBuffered(t *testing.T) {
 	if !inChild(t, "splice pipes:") {
 		return
 	}
-	n := splicePipes(t, func(port int) string {
+	// (A relay that copies makes no pipe, early or late: a short wait
+	// for one is enough.)
+	n := splicePipes(t, dialTCP(func(port int) string {
 		return stack(t, &egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
-	})
+	}), 2*time.Second)
 	t.Logf("splice pipes: %d descriptors", n)
 	if n != 0 {
 		t.Fatalf("%d pipe descriptors appeared during a transfer handed over by a process that is no sandbox's init, want 0: the relay splices a socket another process holds", n)

@@ -24,44 +24,15 @@ func TestSpliceUsed(t *testing.T) {
 	if !inChild(t, "splice pipes in flight") {
 		return
 	}
-	before := countFDs(t, "pipe:")
-	during := make(chan int, 1)
-	port, _ := tcpServer(t, func(c net.Conn) {
-		defer c.Close()
-		io.CopyN(io.Discard, c, 1<<20)
-		// The tunnel is in flight (the client's writes wait on this
-		// reader). The copy the other way may not have started yet on a
-		// loaded machine: wait for its pipe too, for a while.
-		n := countFDs(t, "pipe:")
-		for deadline := time.Now().Add(10 * time.Second); n-before < 4 && time.Now().Before(deadline); n = countFDs(t, "pipe:") {
-			time.Sleep(5 * time.Millisecond)
-		}
-		during <- n
-		io.Copy(io.Discard, c)
-	})
-	sock, _, _ := proxyOnly(t, egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if rep := socksConnect(t, c, "fixture.test", port); rep != 0 {
-		t.Fatalf("REP %#x", rep)
-	}
-	go func() {
-		buf := make([]byte, 64<<10)
-		for i := 0; i < 64; i++ {
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
-		}
-	}()
-	n := <-during
-	t.Logf("splice pipes in flight: %d (before: %d)", n-before, before)
+	n := splicePipes(t, func(port int) func() (net.Conn, error) {
+		sock, _, _ := proxyOnly(t, egress.Options{Policy: loopbackPolicy{port: port}, Resolver: fixtureResolver{}})
+		return func() (net.Conn, error) { return net.Dial("unix", sock) }
+	}, 10*time.Second)
+	t.Logf("splice pipes in flight: %d", n)
 	// Two copies are running, one per direction, and each holds a splice
 	// pipe, two descriptors, while it runs or waits.
-	if n-before < 4 {
-		t.Fatalf("%d pipe descriptors appeared during a transfer, want 4: a copy is not using splice", n-before)
+	if n < 4 {
+		t.Fatalf("%d pipe descriptors appeared during a transfer, want 4: a copy is not using splice", n)
 	}
 }
 

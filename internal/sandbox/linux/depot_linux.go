@@ -90,7 +90,7 @@ import (
 // DepotDir is the depot's directory below Options.StateDir.
 const DepotDir = ".placeholder-depot"
 
-// depotSlots is how many entries of one name and kind a depot
+// depotSlots is how many entries of one name a depot
 // subdirectory keeps: within one process a placeholder is shared by every
 // sandbox that needs it, so one is in use at a time; two let a second
 // process over the same tree find one too.
