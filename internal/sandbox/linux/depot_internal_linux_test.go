@@ -105,9 +105,7 @@ func depotEntries(t *testing.T, state string) []string {
 func TestDepotReusesPlaceholders(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 
 	held, n, err := p.holdCounting(cfg)
 	if err != nil {
@@ -152,6 +150,14 @@ func TestDepotReusesPlaceholders(t *testing.T) {
 	}
 }
 
+// withDepot is a set of placeholders (as one process has) with the depot
+// below state, closed when the test ends.
+func withDepot(t *testing.T, state string) *placeholders {
+	p := &placeholders{depot: newDepot(state)}
+	t.Cleanup(p.closeDepot)
+	return p
+}
+
 // fileOnly keeps the paths that are regular files now.
 func fileOnly(t *testing.T, paths []string) []string {
 	t.Helper()
@@ -186,9 +192,7 @@ func mapsEqual(a, b map[string]uint64) bool {
 func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	held, err := p.hold(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -264,9 +268,7 @@ func TestDepotSkipsEntriesThatAreNotPlaceholders(t *testing.T) {
 func TestDepotKeepsWhatWasWrittenInTheTree(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	for round := range 2 { // made, then from the depot
 		held, err := p.hold(cfg)
 		if err != nil {
@@ -309,9 +311,7 @@ func TestDepotKeepsWhatWasWrittenInTheTree(t *testing.T) {
 func TestDepotKeepsNoDirectory(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	for round := range 2 {
 		held, err := p.hold(cfg)
 		if err != nil {
@@ -365,9 +365,7 @@ func TestDepotOnAnotherMount(t *testing.T) {
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	for round := range 2 {
 		held, n, err := p.holdCounting(cfg)
 		if err != nil {
@@ -400,9 +398,7 @@ func TestDepotSharedBySets(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var p placeholders
-			p.depot = newDepot(state)
-			defer p.closeDepot()
+			p := withDepot(t, state)
 			for r := range rounds {
 				cfg := copyConfig(cfg0)
 				held, err := p.hold(cfg)
@@ -449,9 +445,7 @@ func entryClean(t *testing.T, p string) bool {
 // its entries.
 func TestDepotBounded(t *testing.T) {
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	var first string
 	for i := range depotMaxDirs + 3 {
 		dir, cfg := plainConfig(t)
@@ -487,9 +481,7 @@ func TestDepotNotOurs(t *testing.T) {
 	if err := os.Chmod(filepath.Join(state, DepotDir), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	for range 2 {
 		held, n, err := p.holdCounting(cfg)
 		if err != nil {
@@ -526,9 +518,7 @@ func TestDepotTakesOnlyWhatAirlockMade(t *testing.T) {
 	if err := unix.Lstat(rc, &st); err != nil {
 		t.Fatal(err)
 	}
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	held, err := p.hold(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -558,9 +548,7 @@ func TestDepotCannotBeMade(t *testing.T) {
 	if err := os.WriteFile(state, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	for round := range 2 {
 		held, n, err := p.holdCounting(cfg)
 		if err != nil {
@@ -590,9 +578,7 @@ func TestDepotExchangedName(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			dir, cfg := plainConfig(t)
 			state := t.TempDir()
-			var p placeholders
-			p.depot = newDepot(state)
-			defer p.closeDepot()
+			p := withDepot(t, state)
 			held, err := p.hold(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -674,9 +660,7 @@ func TestDepotNotForAnotherDirectory(t *testing.T) {
 		return &initproto.Config{Mounts: []initproto.Mount{{Source: dir, Target: dir, Writable: true}},
 			Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs()}
 	}
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	held, err := p.hold(config(tree))
 	if err != nil {
 		t.Fatal(err)
@@ -824,9 +808,7 @@ func TestDepotTrashEmptied(t *testing.T) {
 func TestDepotModeOfItsOwn(t *testing.T) {
 	dir, cfg := plainConfig(t)
 	state := t.TempDir()
-	var p placeholders
-	p.depot = newDepot(state)
-	defer p.closeDepot()
+	p := withDepot(t, state)
 	old := unix.Umask(0o002)
 	held, err := p.hold(cfg)
 	unix.Umask(old)
