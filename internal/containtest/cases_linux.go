@@ -39,6 +39,7 @@ var cases = []struct {
 	{"40-io-uring", (*suite).ioUring},
 	{"41-syscall-sweep", (*suite).syscallSweep},
 	{"42-setuid-and-caps", (*suite).setuidCaps},
+	{"42-no-setid-files", (*suite).noSetIDFiles},
 }
 
 // fileTools asks every file tool for path: read, write, edit, and a glob
@@ -456,5 +457,50 @@ su -c 'grep CapEff /proc/self/status' 2>&1 | sed 's/^/su: /'; sudo -n grep CapEf
 		if strings.Contains(line, "CapEff:") && !strings.HasSuffix(line, "0000000000000000") {
 			s.t.Errorf("a process gained capabilities: %s", line)
 		}
+	}
+}
+
+// Case 42, the other way round: the sandbox cannot leave a set-user-ID or
+// set-group-ID file in a read-write tree. Its files are the host's, owned
+// by the sandbox's user there (host root under a root broker), and nosuid
+// holds only inside the sandbox, so such a file would run as that user for
+// anyone on the host who executes it.
+func (s *suite) noSetIDFiles() {
+	dir := filepath.Join(s.W, "setid-"+s.marker)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	out := s.sh(`cd ` + dir + ` && printf '#!/bin/sh\nid\n' >a && cp a b && cp a c && cp a d && chmod 0755 a b c d && echo plain-ok
+chmod u+s a; chmod g+s b; chmod 6755 c; install -m 4755 d e; cp --preserve=mode e f; echo shell-done`)
+	if !strings.Contains(out, "plain-ok") || !strings.Contains(out, "shell-done") {
+		s.t.Fatalf("the shell part did not run:\n%s", out)
+	}
+	got := s.probeOut("setid", dir)
+	var refused []string
+	for name := range got {
+		if strings.HasSuffix(name, "_suid") || strings.HasSuffix(name, "_sgid") {
+			refused = append(refused, name)
+		}
+	}
+	if len(refused) < 8 {
+		s.t.Errorf("the probe reported %d calls that set the bits, want at least 8: %v", len(refused), got)
+	}
+	s.errnos(got, refused, eperm, enosys)
+	s.errnos(got, []string{"fchmodat_plain", "openat_creat_plain"}, "0")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range entries {
+		fi, err := os.Lstat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			s.t.Errorf("%s is %v on the host", e.Name(), fi.Mode())
+		}
+	}
+	if len(entries) < 10 {
+		s.t.Errorf("only %d files in %s: the calls that must succeed did not run", len(entries), dir)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe sys | net PORT | mem MIB")
+		fmt.Fprintln(os.Stderr, "usage: probe sys | net PORT | mem MIB | memfd MIB | setid DIR")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -28,6 +28,12 @@ func main() {
 			os.Exit(2)
 		}
 		dials(os.Args[2])
+	case "setid":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe setid DIR")
+			os.Exit(2)
+		}
+		setID(os.Args[2])
 	case "mem", "memfd":
 		if len(os.Args) != 3 {
 			fmt.Fprintf(os.Stderr, "usage: probe %s MIB\n", os.Args[1])

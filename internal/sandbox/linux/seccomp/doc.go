@@ -42,6 +42,16 @@
 //   - ioctl TIOCSTI and TIOCLINUX: injecting input into a terminal
 //     (CVE-2017-5226).
 //
+// It refuses with EPERM every call that would give a file the set-user-ID or
+// set-group-ID bit: chmod, fchmod, fchmodat, fchmodat2, creat, mknod and
+// mknodat with either bit in the mode, and open and openat with either bit
+// when they create (O_CREAT or O_TMPFILE). A sandbox's files are the host's,
+// owned there by its user (host root under a root broker), and nosuid holds
+// only inside the sandbox, so such a file would run as that user for
+// whoever executes it on the host. openat2 keeps its mode behind a pointer,
+// so it is answered ENOSYS, as a kernel without it would; libc and Go fall
+// back to openat.
+//
 // It refuses socket and socketpair for any family but AF_UNIX, AF_INET and
 // AF_INET6 with EAFNOSUPPORT rather than EPERM: that is the answer of a
 // kernel built without the family, which programs already treat as "not
@@ -50,7 +60,8 @@
 // surfaces a tool never needs. [Options] can refuse AF_UNIX too.
 //
 // Arguments are compared on their low 32 bits, which is all the kernel reads
-// of a clone flag word, a personality, an ioctl request or a socket family,
+// of a clone flag word, a personality, an ioctl request, a socket family, an
+// open flag word or a mode,
 // so setting high bits cannot slip a call past a comparison.
 //
 // Syscalls an architecture lacks (aarch64 has no iopl, ioperm, modify_ldt,

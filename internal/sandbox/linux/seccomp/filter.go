@@ -97,6 +97,12 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, nr(sysIoctl), "ioctl", "")
 	p.jump(opJeqK, nr(sysSocket), "socket", "")
 	p.jump(opJeqK, nr(sysSocketpair), "socket", "")
+	for _, m := range modeChecks {
+		if n, ok := a.sysnum[m.name]; ok {
+			p.jump(opJeqK, n, m.label, "")
+		}
+	}
+	p.jump(opJeqK, nr(sysOpenat2), "enosys", "")
 	for _, name := range denyAlways {
 		if n, ok := a.sysnum[name]; ok {
 			p.jump(opJeqK, n, "eperm", "")
@@ -131,6 +137,32 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, afInet, "allow", "")
 	p.jump(opJeqK, afInet6, "allow", "eafnosupport")
 
+	// The mode of chmod(path, mode), fchmod(fd, mode), creat(path, mode)
+	// and mknod(path, mode, dev) is args[1]; of fchmodat(dfd, path, mode),
+	// fchmodat2(dfd, path, mode, flags) and mknodat(dfd, path, mode, dev),
+	// args[2]. The kernel reads a umode_t, the low 16 bits.
+	p.label("mode1")
+	p.load(argLow(1))
+	p.jump(opJsetK, setIDBits, "eperm", "allow")
+	p.label("mode2")
+	p.load(argLow(2))
+	p.jump(opJsetK, setIDBits, "eperm", "allow")
+
+	// open(path, flags, mode) and openat(dfd, path, flags, mode) read the
+	// mode only when they create (O_CREAT, O_TMPFILE), and a caller may pass
+	// anything in it otherwise (Go's os.OpenFile passes its perm as is), so
+	// both must hold to refuse.
+	p.label("open")
+	p.load(argLow(2))
+	p.jump(opJsetK, setIDBits, "", "allow")
+	p.load(argLow(1))
+	p.jump(opJsetK, createFlags, "eperm", "allow")
+	p.label("openat")
+	p.load(argLow(3))
+	p.jump(opJsetK, setIDBits, "", "allow")
+	p.load(argLow(2))
+	p.jump(opJsetK, createFlags, "eperm", "allow")
+
 	p.label("allow")
 	p.ret(retAllow)
 	p.label("eperm")
@@ -151,14 +183,20 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 
 // Denied returns, sorted, the names of the syscalls the filter for the named
 // architecture may refuse, or nil for an unsupported architecture. clone,
-// ioctl, personality, socket and socketpair are refused only for some
-// arguments (see the package comment); clone3 always fails with ENOSYS.
+// ioctl, personality, socket, socketpair and the calls that set a file's
+// mode are refused only for some arguments (see the package comment);
+// clone3 and openat2 always fail with ENOSYS.
 func Denied(archName string) []string {
 	a, ok := arches[archName]
 	if !ok {
 		return nil
 	}
-	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair}
+	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2}
+	for _, m := range modeChecks {
+		if _, ok := a.sysnum[m.name]; ok {
+			names = append(names, m.name)
+		}
+	}
 	for _, name := range denyAlways {
 		if _, ok := a.sysnum[name]; ok {
 			names = append(names, name)

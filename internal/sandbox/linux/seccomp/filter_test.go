@@ -168,7 +168,10 @@ func TestFilterX32(t *testing.T) {
 // zero and with all-ones arguments, and every other syscall of the table,
 // which must be allowed.
 func TestFilterEveryDenied(t *testing.T) {
-	conditional := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair}
+	conditional := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2}
+	for _, m := range modeChecks {
+		conditional = append(conditional, m.name)
+	}
 	for _, archName := range []string{ArchX8664, ArchAArch64} {
 		t.Run(archName, func(t *testing.T) {
 			a := arches[archName]
@@ -190,6 +193,69 @@ func TestFilterEveryDenied(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("actions by syscall (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFilterSetID checks that no call can give a file the set-user-ID or
+// set-group-ID bit, whichever argument carries the mode and whatever else is
+// in it, while every other mode, and a mode an open without O_CREAT or
+// O_TMPFILE ignores, is allowed.
+func TestFilterSetID(t *testing.T) {
+	const (
+		oCreat   = 0o100
+		oTmpfile = 0o20000000 | 0o200000 // __O_TMPFILE | O_DIRECTORY
+		oWronly  = 1
+		sIFREG   = 0o100000
+		high     = 0xffffffff00000000
+	)
+	// at is the index of the mode argument; flagsAt that of the open flags,
+	// or -1.
+	calls := []struct {
+		name        string
+		at, flagsAt int
+	}{
+		{"chmod", 1, -1}, {"fchmod", 1, -1}, {"creat", 1, -1}, {"mknod", 1, -1},
+		{"fchmodat", 2, -1}, {"fchmodat2", 2, -1}, {"mknodat", 2, -1},
+		{"open", 2, 1}, {"openat", 3, 2},
+	}
+	for _, archName := range []string{ArchX8664, ArchAArch64} {
+		for _, c := range calls {
+			if _, ok := arches[archName].sysnum[c.name]; !ok {
+				continue
+			}
+			t.Run(archName+"/"+c.name, func(t *testing.T) {
+				check := func(mode, flags uint64, want string) {
+					t.Helper()
+					var args [6]uint64
+					args[c.at] = mode
+					if c.flagsAt >= 0 {
+						args[c.flagsAt] = flags
+					}
+					if got := evaluate(t, archName, Options{}, call{name: c.name, args: args}); got != want {
+						t.Errorf("%s(mode %#o, flags %#o): got %s, want %s", c.name, mode, flags, got, want)
+					}
+				}
+				for _, mode := range []uint64{0, 0o644, 0o755, 0o1777, 0o777 | sIFREG, high | 0o755} {
+					check(mode, oCreat|oWronly, allow)
+				}
+				for _, mode := range []uint64{0o4755, 0o2755, 0o6777, 0o4000, 0o2000, sIFREG | 0o4755, high | 0o4755} {
+					check(mode, oCreat|oWronly, eperm)
+					if c.flagsAt >= 0 {
+						check(mode, oTmpfile|oWronly, eperm)
+						check(mode, high|oCreat, eperm)
+						// Without O_CREAT or O_TMPFILE the kernel ignores the mode.
+						check(mode, oWronly, allow)
+					}
+				}
+			})
+		}
+		t.Run(archName+"/openat2", func(t *testing.T) {
+			for _, args := range [][6]uint64{{}, {^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}} {
+				if got := evaluate(t, archName, Options{}, call{name: "openat2", args: args}); got != enosys {
+					t.Errorf("openat2%v: got %s, want %s", args, got, enosys)
+				}
 			}
 		})
 	}
@@ -227,7 +293,7 @@ func TestPolicyNamesExist(t *testing.T) {
 		}
 	}
 	for archName, a := range arches {
-		for _, name := range []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair} {
+		for _, name := range []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, "openat", "fchmod", "fchmodat", "fchmodat2", "mknodat"} {
 			if _, ok := a.sysnum[name]; !ok {
 				t.Errorf("%s has no %q, which the filter inspects", archName, name)
 			}
@@ -244,7 +310,7 @@ func TestDenied(t *testing.T) {
 			onlyX86 = append(onlyX86, name)
 		}
 	}
-	want := []string{"_sysctl", "iopl", "ioperm", "modify_ldt", "sysfs", "uselib", "ustat"}
+	want := []string{"_sysctl", "chmod", "creat", "iopl", "ioperm", "mknod", "modify_ldt", "open", "sysfs", "uselib", "ustat"}
 	slices.Sort(want)
 	if diff := cmp.Diff(want, onlyX86); diff != "" {
 		t.Errorf("syscalls denied on x86_64 only (-want +got):\n%s", diff)
@@ -254,7 +320,7 @@ func TestDenied(t *testing.T) {
 			t.Errorf("%q is denied on aarch64 only", name)
 		}
 	}
-	for _, name := range []string{"ptrace", "io_uring_setup", "open_tree_attr", "clone", "clone3", "socket", "ioctl", "personality"} {
+	for _, name := range []string{"ptrace", "io_uring_setup", "open_tree_attr", "clone", "clone3", "socket", "ioctl", "personality", "openat", "openat2", "fchmod", "fchmodat", "fchmodat2", "mknodat"} {
 		if !slices.Contains(arm, name) {
 			t.Errorf("Denied(%q) lacks %q", ArchAArch64, name)
 		}

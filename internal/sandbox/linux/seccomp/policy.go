@@ -38,7 +38,36 @@ const (
 	sysIoctl       = "ioctl"
 	sysSocket      = "socket"
 	sysSocketpair  = "socketpair"
+	sysOpenat2     = "openat2"
 )
+
+// A modeCheck names a syscall that sets a file's mode bits and the label
+// of the check of its mode argument in Build.
+type modeCheck struct {
+	name, label string
+}
+
+// modeChecks are the syscalls that can give a file the set-user-ID or
+// set-group-ID bit: a sandbox's files are the host's files, so such a file
+// made in a read-write tree would run as the broker's user (host root under
+// a root broker) for whoever executes it on the host, where nosuid does not
+// hold. openat2 keeps its mode behind a pointer, so the filter answers it
+// ENOSYS as a kernel without it would, and libc and Go use openat.
+// x86_64 alone has chmod, creat, mknod and open; aarch64 has only the *at
+// forms.
+var modeChecks = []modeCheck{
+	{"chmod", "mode1"}, {"fchmod", "mode1"}, {"creat", "mode1"}, {"mknod", "mode1"},
+	{"fchmodat", "mode2"}, {"fchmodat2", "mode2"}, {"mknodat", "mode2"},
+	{"open", "open"}, {"openat", "openat"},
+}
+
+// setIDBits are S_ISUID and S_ISGID.
+const setIDBits = 0o4000 | 0o2000
+
+// createFlags are the open flags that make open and openat read their
+// mode: O_CREAT and __O_TMPFILE (part of O_TMPFILE), the same on x86_64 and
+// aarch64.
+const createFlags = 0o100 | 0o20000000
 
 // cloneNamespaceFlags is every CLONE_NEW* bit: CLONE_NEWNS, CLONE_NEWCGROUP,
 // CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET and

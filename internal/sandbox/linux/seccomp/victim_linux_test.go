@@ -96,12 +96,58 @@ func probes() []probe {
 		{"socket(AF_UNIX)", sys(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM, 0), 0, false},
 		{"socketpair(AF_UNIX)", socketpair, 0, false},
 		{"getpid", sys(unix.SYS_GETPID), 0, false},
+		{"openat2", sys(unix.SYS_OPENAT2, ^uintptr(0), badPtr, badPtr, 24), unix.ENOSYS, true},
+		{"fchmodat(S_ISUID)", onNewFile(func(p *byte) syscall.Errno {
+			_, _, e := unix.Syscall6(unix.SYS_FCHMODAT, ^uintptr(99), uintptr(unsafe.Pointer(p)), 0o4755, 0, 0, 0)
+			return e
+		}), unix.EPERM, true},
+		{"fchmodat(0755)", onNewFile(func(p *byte) syscall.Errno {
+			_, _, e := unix.Syscall6(unix.SYS_FCHMODAT, ^uintptr(99), uintptr(unsafe.Pointer(p)), 0o755, 0, 0, 0)
+			return e
+		}), 0, false},
+		{"openat(O_CREAT,S_ISGID)", onNewName(func(p *byte) syscall.Errno {
+			r, _, e := unix.Syscall6(unix.SYS_OPENAT, ^uintptr(99), uintptr(unsafe.Pointer(p)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o2755, 0, 0)
+			if e == 0 {
+				unix.Close(int(r))
+			}
+			return e
+		}), unix.EPERM, true},
 	}
 	if runtime.GOARCH == "amd64" {
 		// x32 getpid: the kernel may or may not have x32; the filter says ENOSYS.
 		ps = append(ps, probe{"x32 getpid", sys(0x40000000 | unix.SYS_GETPID), unix.ENOSYS, false})
 	}
 	return ps
+}
+
+// onNewFile returns a probe that runs call on the absolute path of a new
+// empty file, removed after. ^uintptr(99) is AT_FDCWD (-100).
+func onNewFile(call func(path *byte) syscall.Errno) func() syscall.Errno {
+	return onNewName(func(p *byte) syscall.Errno {
+		fd, err := unix.Open(unix.BytePtrToString(p), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return err.(syscall.Errno)
+		}
+		unix.Close(fd)
+		return call(p)
+	})
+}
+
+// onNewName returns a probe that runs call on the absolute path of a name
+// that does not exist, removed after.
+func onNewName(call func(path *byte) syscall.Errno) func() syscall.Errno {
+	return func() syscall.Errno {
+		dir, err := os.MkdirTemp("", "victim")
+		if err != nil {
+			return unix.EIO
+		}
+		defer os.RemoveAll(dir)
+		p, err := unix.BytePtrFromString(filepath.Join(dir, "f"))
+		if err != nil {
+			return unix.EINVAL
+		}
+		return call(p)
+	}
 }
 
 // isFD says whether a successful nr returns a file descriptor to close.
