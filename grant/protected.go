@@ -40,9 +40,9 @@ const PlaceholderXattr = "user.airlock.placeholder"
 var protectedTable = []ProtectedEntry{
 	// git: the tree's own repository. Its objects, refs and index stay
 	// writable so commits work; what configures or runs code does not.
-	{".git", true, "top", "git: a missing .git is held whole (no repository can be planted at the top); a .git file (a worktree's pointer) is read-only"},
+	{".git", true, "top", "git: a missing .git is held whole, and a missing HEAD with it (no repository, bare or not, can be planted at the top); a .git file (a worktree's pointer) is read-only; nested repositories, bare ones and worktrees' directories by any name too, are read-only whole"},
 	{".git/hooks", true, "top", "git runs hooks on commit, checkout, merge, push"},
-	{".git/config", false, "top", "git: core.fsmonitor, core.pager, core.sshCommand, filters, aliases run commands on status, diff, log; also .git/config.worktree and .git/commondir (which points git at another config)"},
+	{".git/config", false, "top", "git: core.fsmonitor, core.pager, core.sshCommand, filters, aliases run commands on status, diff, log; also .git/config.worktree, .git/commondir (which points git at another config) and .git/worktrees (linked worktrees' commondir and config.worktree)"},
 	{".git/modules", true, "top", "git: submodules' own config and hooks, read by status and diff"},
 	{".gitmodules", false, "anywhere", "git: submodule URLs and update commands"},
 	{".gitconfig", false, "anywhere", "git: the user's configuration (a home directory)"},
@@ -97,6 +97,12 @@ var protectedTable = []ProtectedEntry{
 // configure it, all covered by the ".git/config" entry.
 var gitConfigNames = []string{"config", "config.worktree", "commondir"}
 
+// exists reports whether p names anything, without following a symlink.
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
 // ProtectedTable returns the protected-path table, in order.
 func ProtectedTable() []ProtectedEntry { return slices.Clone(protectedTable) }
 
@@ -125,7 +131,7 @@ func protectedRule(rel []string, final bool) string {
 				return ".git"
 			case len(rel) >= 2 && rel[1] == "hooks":
 				return ".git/hooks"
-			case len(rel) >= 2 && slices.Contains(gitConfigNames, rel[1]):
+			case len(rel) >= 2 && (slices.Contains(gitConfigNames, rel[1]) || rel[1] == "worktrees"):
 				return ".git/config"
 			case len(rel) >= 2 && rel[1] == "modules":
 				return ".git/modules"
@@ -206,7 +212,8 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		}
 	}
 	gitDir := filepath.Join(r, ".git")
-	if filepath.Base(r) == ".git" {
+	rootIsGit := filepath.Base(r) == ".git"
+	if rootIsGit {
 		gitDir = r
 	}
 	// Only a repository has its parts protected: a .git directory with a
@@ -216,15 +223,40 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	// extended attributes). Anything else is held whole, as a missing .git
 	// is: taken for a repository, only its parts would be protected, and a
 	// hold that found it gone would make .git again as their parent.
-	if gitRepository(gitDir) {
+	repo := gitRepository(gitDir)
+	if !repo && !rootIsGit && gitRepository(r) {
+		// No .git, but a HEAD at the top: a bare repository (git takes a
+		// directory with a HEAD, objects and refs, or a HEAD and a
+		// commondir, for one when it finds no .git in it), or one a
+		// sandbox could complete. Its own hooks and configuration are
+		// protected as a .git's are, and a .git in it is held whole, since
+		// git looks for that first.
+		add(gitDir, ".git", true)
+		gitDir, repo, rootIsGit = r, true, true
+	}
+	if repo {
 		add(filepath.Join(gitDir, "hooks"), ".git/hooks", true)
 		for _, n := range gitConfigNames {
 			add(filepath.Join(gitDir, n), ".git/config", false)
 		}
 		add(filepath.Join(gitDir, "modules"), ".git/modules", true)
+		// Linked worktrees' administrative directories: each one's
+		// commondir and config.worktree configure git in that worktree,
+		// which may be outside every grant. Held when it exists; a
+		// missing one has no worktree pointing into it.
+		if wt := filepath.Join(gitDir, "worktrees"); exists(wt) {
+			add(wt, ".git/config", true)
+		}
 	} else {
 		// A .git file, a symlink, or none: the whole name is held.
 		add(gitDir, ".git", true)
+		if !rootIsGit {
+			// And so is a HEAD, without which git takes no directory for a
+			// bare repository: a sandbox cannot plant one at the top
+			// (config, hooks, objects, refs and a HEAD) for host git to
+			// find where the tree has no .git.
+			add(filepath.Join(r, "HEAD"), ".git", false)
+		}
 	}
 	home := looksLikeHome(r)
 	for _, e := range protectedTable {
@@ -245,7 +277,7 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		dir     bool
 	}
 	var finds []find
-	complete := scanNested(r, gitDir == r, others, func(p, name string, dir bool) {
+	complete := scanNested(r, rootIsGit, others, func(p, name string, dir bool) {
 		finds = append(finds, find{p, name, dir})
 	})
 	slices.SortStableFunc(finds, func(a, b find) int { return compareWalkOrder(a.p, b.p) })

@@ -90,6 +90,10 @@ func (s *nestedScan) walk(fd, depth int) bool {
 		}
 		return bytes.Compare(s.names[a.off:a.off+a.n], s.names[b.off:b.off+b.n])
 	})
+	if depth > 1 && s.repository(base, end) {
+		s.found(string(s.path), ".git", true)
+		return true
+	}
 	dirLen := len(s.path)
 	for i := base; i < end; i++ {
 		e := s.ents[i]
@@ -122,6 +126,21 @@ func (s *nestedScan) walk(fd, depth int) bool {
 		}
 	}
 	return true
+}
+
+// repository reports whether the entries s.ents[base:end] of a directory
+// make it one git takes for a repository (repositoryNames).
+func (s *nestedScan) repository(base, end int) bool {
+	var have [len(repositoryNames)]bool
+	for _, e := range s.ents[base:end] {
+		name := s.names[e.off : e.off+e.n]
+		for i, n := range repositoryNames {
+			if string(name) == n {
+				have[i] = true
+			}
+		}
+	}
+	return repositoryFrom(have)
 }
 
 // descend walks the directory name in the directory fd. An entry that is

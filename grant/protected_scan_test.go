@@ -58,7 +58,7 @@ func runScan(scan func(string, bool, []string, nestedFound) bool, r string, root
 // nested .git directories and files, and names that sort around them.
 func randomTree(t *testing.T, r string, rng *rand.Rand, n int) {
 	t.Helper()
-	names := []string{"a", "b", "a.b", "a-b", "A", "zz", "src", "x.go", ".hidden", ".git", ".gitx", ".vscode", ".vscod", ".idea", ".bashrc", ".envrc", ".config", "git", "hooks", "config", ".mcp.json", ".cargo", "node_modules"}
+	names := []string{"a", "b", "a.b", "a-b", "A", "zz", "src", "x.go", ".hidden", ".git", ".gitx", ".vscode", ".vscod", ".idea", ".bashrc", ".envrc", ".config", "git", "hooks", "config", ".mcp.json", ".cargo", "node_modules", "HEAD", "objects", "refs", "commondir"}
 	dirs := []string{r}
 	for range n {
 		parent := dirs[rng.IntN(len(dirs))]

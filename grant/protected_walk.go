@@ -3,6 +3,7 @@ package grant
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 )
@@ -44,8 +45,18 @@ func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bo
 			return filepath.SkipAll
 		}
 		rel := relParts(p, r)
-		if rootIsGit && len(rel) == 1 {
+		// A directory git takes for a repository is held whole, as a
+		// nested .git is, whatever its name, unless its name is protected
+		// and so handled as that.
+		repo := func() error {
+			if d.IsDir() && repositoryDir(p) {
+				found(p, ".git", true)
+				return filepath.SkipDir
+			}
 			return nil
+		}
+		if rootIsGit && len(rel) == 1 {
+			return repo()
 		}
 		if len(rel) == 1 {
 			// Top-level names were added by the caller; do not descend into them.
@@ -53,8 +64,9 @@ func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bo
 				if d.IsDir() {
 					return filepath.SkipDir
 				}
+				return nil
 			}
-			return nil
+			return repo()
 		}
 		last := rel[len(rel)-1]
 		if last == ".git" || isAnywhereName(last) {
@@ -62,8 +74,34 @@ func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bo
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
+			return nil
 		}
-		return nil
+		return repo()
 	})
 	return complete
+}
+
+// repositoryNames are the entries that make a directory a repository to
+// git, which takes one with a HEAD and either a commondir (a linked
+// worktree's administrative directory) or both objects and refs, when it
+// finds no .git in it (a bare repository). Any kind of entry counts: git
+// follows symlinks to objects and refs, and a directory of these names
+// that git would refuse is held all the same.
+var repositoryNames = [...]string{"HEAD", "commondir", "objects", "refs"}
+
+// repositoryFrom says whether a directory holding the repositoryNames
+// marked in have is a repository to git.
+func repositoryFrom(have [len(repositoryNames)]bool) bool {
+	return have[0] && (have[1] || have[2] && have[3])
+}
+
+// repositoryDir reports whether the directory p holds repositoryNames
+// that make it a repository to git.
+func repositoryDir(p string) bool {
+	var have [len(repositoryNames)]bool
+	for i, n := range repositoryNames {
+		_, err := os.Lstat(filepath.Join(p, n))
+		have[i] = err == nil
+	}
+	return repositoryFrom(have)
 }

@@ -1,0 +1,145 @@
+package grant
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mkTree makes the entries of spec below r: a name ending in "/" is a
+// directory, "name -> target" a symlink, anything else an empty file.
+func mkTree(t *testing.T, r string, spec ...string) {
+	t.Helper()
+	for _, e := range spec {
+		p := filepath.Join(r, strings.TrimSuffix(e, "/"))
+		name, target, link := strings.Cut(e, " -> ")
+		if link {
+			p = filepath.Join(r, name)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case link:
+			err = os.Symlink(target, p)
+		case strings.HasSuffix(e, "/"):
+			err = os.MkdirAll(p, 0o755)
+		default:
+			err = os.WriteFile(p, []byte("ref: refs/heads/main\n"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// protectedRel runs protectedPaths on r and returns each path relative to
+// r with its rule and kind, as "rel rule dir|file".
+func protectedRel(t *testing.T, r string) []string {
+	t.Helper()
+	list, complete := protectedPaths(r, nil, []string{r})
+	if !complete {
+		t.Fatalf("the scan of %s was not complete", r)
+	}
+	var out []string
+	for _, p := range list {
+		rel, err := filepath.Rel(r, p.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := "file"
+		if p.dir {
+			kind = "dir"
+		}
+		out = append(out, rel+" "+p.name+" "+kind)
+	}
+	return out
+}
+
+// TestRepositoriesProtected checks what git takes for a repository, which a
+// sandbox must neither plant at the top of a tree nor change the
+// configuration of: a .git, a bare repository at the top, and nested
+// repositories by any name (bare ones, and linked worktrees'
+// administrative directories, which have a HEAD and a commondir).
+func TestRepositoriesProtected(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      []string
+		want, not []string
+	}{{
+		name: "plain directory: .git and HEAD held",
+		spec: []string{"src/main.go"},
+		want: []string{".git .git dir", "HEAD .git file"},
+		not:  []string{"hooks .git/hooks dir", "config .git/config file"},
+	}, {
+		name: "repository: its parts, and its linked worktrees' directories",
+		spec: []string{".git/HEAD", ".git/objects/", ".git/refs/", ".git/worktrees/wt/HEAD", ".git/worktrees/wt/commondir"},
+		want: []string{".git/hooks .git/hooks dir", ".git/config .git/config file", ".git/commondir .git/config file",
+			".git/config.worktree .git/config file", ".git/modules .git/modules dir", ".git/worktrees .git/config dir"},
+		not: []string{".git .git dir", "HEAD .git file"},
+	}, {
+		name: "repository without linked worktrees: no worktrees directory held",
+		spec: []string{".git/HEAD", ".git/objects/", ".git/refs/"},
+		want: []string{".git/hooks .git/hooks dir"},
+		not:  []string{".git/worktrees .git/config dir", "HEAD .git file"},
+	}, {
+		name: "bare repository at the top",
+		spec: []string{"HEAD", "objects/", "refs/heads/", "config", "hooks/pre-receive"},
+		want: []string{".git .git dir", "hooks .git/hooks dir", "config .git/config file", "commondir .git/config file",
+			"config.worktree .git/config file", "modules .git/modules dir"},
+		not: []string{"HEAD .git file"},
+	}, {
+		name: "a HEAD at the top with nothing else: treated as a repository git could be given",
+		spec: []string{"HEAD"},
+		want: []string{".git .git dir", "hooks .git/hooks dir", "config .git/config file"},
+	}, {
+		name: "nested repositories by any name",
+		spec: []string{"vendor/mirror.git/HEAD", "vendor/mirror.git/objects/", "vendor/mirror.git/refs/",
+			"deep/a/b/wtadmin/HEAD", "deep/a/b/wtadmin/commondir",
+			"links/HEAD", "links/objects -> /tmp", "links/refs -> /tmp",
+			"logs/HEAD", "logs/refs/heads/", "noHEAD/objects/", "noHEAD/refs/"},
+		want: []string{"vendor/mirror.git .git dir", "deep/a/b/wtadmin .git dir", "links .git dir"},
+		not:  []string{"logs .git dir", "noHEAD .git dir"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mkTree(t, r, tt.spec...)
+			got := protectedRel(t, r)
+			for _, w := range tt.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			for _, n := range tt.not {
+				if slices.Contains(got, n) {
+					t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
+				}
+			}
+			// The two scans agree on every tree here.
+			for _, rootIsGit := range []bool{false, true} {
+				fast := runScan(scanNested, r, rootIsGit, []string{r})
+				walk := runScan(walkNested, r, rootIsGit, []string{r})
+				if !slices.Equal(fast.Found, walk.Found) || fast.Complete != walk.Complete {
+					t.Errorf("rootIsGit=%v: scanNested %v, walkNested %v", rootIsGit, fast, walk)
+				}
+			}
+		})
+	}
+}
+
+// TestWorktreesRuleRefusesWrites checks the tools' own refusal of a write
+// into a linked worktree's administrative directory.
+func TestWorktreesRuleRefusesWrites(t *testing.T) {
+	for _, rel := range [][]string{{".git", "worktrees"}, {".git", "worktrees", "wt", "commondir"}, {".git", "worktrees", "wt", "config.worktree"}} {
+		if got := protectedRule(rel, true); got != ".git/config" {
+			t.Errorf("protectedRule(%q) = %q, want %q", rel, got, ".git/config")
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package linux_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// TestNoRepositoryForHostGit runs, in a real sandbox, the ways a sandbox
+// could leave host git a configuration to run code from, each with a
+// marker file that git would create on the host if it took the planted
+// configuration: a bare repository planted at the top of a plain tree, a
+// linked worktree's commondir and config.worktree redirected (the worktree
+// itself outside the grant), and the hooks and config of a bare
+// repository that is the granted tree. Then host git runs where a user
+// would run it, and the marker must not exist.
+func TestNoRepositoryForHostGit(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		testenv.RequireFeature(t, "git, to test what host git finds after a call")
+	}
+	hostGit := func(t *testing.T, dir string, args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(git, append([]string{"-c", "user.email=a@b", "-c", "user.name=u"}, args...)...)
+		cmd.Dir = dir
+		// No repository above the test's directories may answer for them.
+		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(filepath.Dir(dir)), "GIT_PAGER=cat", "PAGER=cat")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustGit := func(t *testing.T, dir string, args ...string) {
+		t.Helper()
+		if out, err := hostGit(t, dir, args...); err != nil {
+			t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+		}
+	}
+	// evilConfig makes git touch marker when it reads the config: an alias
+	// runs only when called, so the pager, fsmonitor and a hook all do.
+	evilConfig := func(marker string) string {
+		return "[core]\n\tpager = touch " + marker + "\n\tfsmonitor = touch " + marker + "; false\n\thooksPath = /nonexistent\n"
+	}
+	run := func(t *testing.T, w, script string) string {
+		t.Helper()
+		g, err := grant.FromFlags(w, grant.Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var so, se bytes.Buffer
+		spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: w, Writable: true}}, Masks: g.Masks(), ReadOnly: g.Protected(),
+			ReadOnlyDirs: g.ProtectedDirs(), Cwd: w, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
+			Command: []string{"/bin/sh", "-c", script},
+			Limits:  sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
+		if _, err := backend(t).Run(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+		return so.String() + se.String()
+	}
+	newBase := func(t *testing.T) string {
+		t.Helper()
+		base, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base
+	}
+	noMarker := func(t *testing.T, marker, out string) {
+		t.Helper()
+		if _, err := os.Lstat(marker); err == nil {
+			t.Errorf("host git ran the sandbox's configuration (%s exists); the sandbox's output:\n%s", marker, out)
+		}
+	}
+
+	t.Run("bare repository planted at the top", func(t *testing.T) {
+		base := newBase(t)
+		w := filepath.Join(base, "w")
+		marker := filepath.Join(base, "marker")
+		if err := os.Mkdir(w, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, w, `printf 'ref: refs/heads/main\n' > HEAD; mkdir -p objects refs/heads hooks
+printf '`+evilConfig(marker)+`' > config; ls -a; echo planted`)
+		if !strings.Contains(out, "planted") {
+			t.Fatalf("the script did not run:\n%s", out)
+		}
+		if got, err := hostGit(t, w, "rev-parse", "--git-dir"); err == nil {
+			t.Errorf("host git takes %s for a repository (git dir %q)", w, strings.TrimSpace(got))
+		}
+		hostGit(t, w, "log")
+		hostGit(t, w, "status")
+		noMarker(t, marker, out)
+	})
+
+	t.Run("linked worktree redirected", func(t *testing.T) {
+		base := newBase(t)
+		w, wt, evil := filepath.Join(base, "main"), filepath.Join(base, "wt"), filepath.Join(base, "main", "evil")
+		marker := filepath.Join(base, "marker")
+		mustGit(t, base, "init", "-q", w)
+		mustGit(t, w, "commit", "-q", "--allow-empty", "-m", "first")
+		mustGit(t, w, "worktree", "add", "-q", wt)
+		mustGit(t, w, "config", "extensions.worktreeConfig", "true")
+		admin := filepath.Join(w, ".git", "worktrees", "wt")
+		before := snapshot(t, admin)
+		// evil is a repository of the sandbox's making inside its tree,
+		// for a redirected commondir to name.
+		out := run(t, w, `mkdir -p evil/objects evil/refs && printf 'ref: refs/heads/main\n' > evil/HEAD
+printf '`+evilConfig(marker)+`' > evil/config
+printf '`+evil+`\n' > .git/worktrees/wt/commondir; printf '`+evilConfig(marker)+`' > .git/worktrees/wt/config.worktree
+mkdir .git/worktrees/x; rm -rf .git/worktrees/wt; echo tried`)
+		if !strings.Contains(out, "tried") {
+			t.Fatalf("the script did not run:\n%s", out)
+		}
+		if after := snapshot(t, admin); after != before {
+			t.Errorf("the worktree's administrative directory changed:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		if _, err := os.Lstat(filepath.Join(w, ".git", "worktrees", "x")); err == nil {
+			t.Errorf("the sandbox made a worktree directory")
+		}
+		mustGit(t, wt, "status")
+		hostGit(t, wt, "log")
+		noMarker(t, marker, out)
+	})
+
+	t.Run("bare repository granted", func(t *testing.T) {
+		base := newBase(t)
+		w := filepath.Join(base, "b.git")
+		marker := filepath.Join(base, "marker")
+		mustGit(t, base, "init", "-q", "--bare", w)
+		before := snapshot(t, filepath.Join(w, "hooks")) + snapshot(t, filepath.Join(w, "config"))
+		out := run(t, w, `printf '#!/bin/sh\ntouch `+marker+`\n' > hooks/reference-transaction; chmod +x hooks/reference-transaction
+printf '`+evilConfig(marker)+`' >> config; mkdir -p modules/x worktrees/x; printf x > commondir; echo tried`)
+		if !strings.Contains(out, "tried") {
+			t.Fatalf("the script did not run:\n%s", out)
+		}
+		if after := snapshot(t, filepath.Join(w, "hooks")) + snapshot(t, filepath.Join(w, "config")); after != before {
+			t.Errorf("the bare repository's hooks or config changed:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		// (A worktrees directory made where none was is left: git names a
+		// new worktree's directory so that it never takes one that exists.)
+		for _, n := range []string{"commondir", "modules"} {
+			if _, err := os.Lstat(filepath.Join(w, n)); err == nil {
+				t.Errorf("the sandbox made %s in the bare repository", n)
+			}
+		}
+		mustGit(t, w, "log", "--oneline", "--all")
+		hostGit(t, w, "update-ref", "refs/heads/x", "HEAD")
+		noMarker(t, marker, out)
+	})
+}
