@@ -258,6 +258,7 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			add(filepath.Join(r, "HEAD"), ".git", false)
 		}
 	}
+	protectGitConfigRefs(r, gitDir, repo, add)
 	home := looksLikeHome(r)
 	for _, e := range protectedTable {
 		switch e.Where {
@@ -285,6 +286,54 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		add(f.p, f.name, f.dir)
 	}
 	return out, complete
+}
+
+// protectGitConfigRefs protects what git's configuration names inside the
+// read-write tree r, whose repository's directory is gitDir (repo says it
+// is one): the files the repository's and the user's configuration
+// include (a sandbox writing one would write git's configuration), and the
+// hooks directory core.hooksPath names (a relative one is relative to the
+// top of the tree, where hooks run). A hooks directory named "_" is
+// husky's, whose scripts run the hooks in the directory above it, so that
+// one is protected.
+func protectGitConfigRefs(r, gitDir string, repo bool, add func(p, rule string, dir bool)) {
+	home, _ := os.UserHomeDir()
+	var refs gitConfigRefs
+	files := globalGitConfigs(home)
+	if repo {
+		files = append(files, filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree"))
+	}
+	for _, f := range files {
+		readGitConfig(f, home, 0, &refs)
+	}
+	inTree := func(p string) (string, bool) {
+		res, err := resolve(p)
+		if err != nil || !within(res.path, r) || res.path == r {
+			return "", false
+		}
+		return res.path, true
+	}
+	for _, inc := range refs.includes {
+		if p, ok := inTree(inc); ok {
+			add(p, ".git/config", false)
+		}
+	}
+	if !repo {
+		return
+	}
+	for _, hp := range refs.hooksPaths {
+		if !filepath.IsAbs(hp) {
+			hp = filepath.Join(r, hp)
+		}
+		p, ok := inTree(hp)
+		if !ok {
+			continue
+		}
+		if filepath.Base(p) == "_" && filepath.Dir(p) != r {
+			p = filepath.Dir(p)
+		}
+		add(p, ".git/hooks", true)
+	}
 }
 
 // compareWalkOrder compares two paths in the order a walk that lists each

@@ -143,3 +143,99 @@ func TestWorktreesRuleRefusesWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestGitConfigRefsProtected checks that what git's configuration names
+// inside a read-write tree is protected: core.hooksPath's directory (held
+// when missing; husky's "_" protects the directory above it) and every file
+// the repository's or the user's configuration includes.
+func TestGitConfigRefsProtected(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	tests := []struct {
+		name      string
+		config    string // the repository's .git/config
+		global    string // ~/.gitconfig
+		want, not []string
+	}{{
+		name:   "relative hooksPath, held while missing",
+		config: "[core]\n\trepositoryformatversion = 0\n\thooksPath = .githooks\n",
+		want:   []string{".githooks .git/hooks dir"},
+	}, {
+		name:   "husky",
+		config: "[core] hooksPath = \".husky/_\" ; husky\n",
+		want:   []string{".husky .git/hooks dir"},
+		not:    []string{".husky/_ .git/hooks dir"},
+	}, {
+		name:   "absolute hooksPath inside the tree, the last one counting too",
+		config: "[Core]\n\tHooksPath = /elsewhere\n[core]\n\thookspath = TREE/tools/hooks # comment\n",
+		want:   []string{"tools/hooks .git/hooks dir"},
+	}, {
+		name:   "includes, relative to the including file",
+		config: "[include]\n\tpath = ../shared.inc\n[includeIf \"gitdir:~/\"]\n\tpath = TREE/more/conf.inc\n",
+		want:   []string{"shared.inc .git/config file", "more/conf.inc .git/config file"},
+	}, {
+		name:   "the user's configuration: an include and a hooksPath in the tree",
+		global: "[include]\n\tpath = TREE/dotfiles/git.inc\n[core]\n\thooksPath = TREE/hooks2\n",
+		want:   []string{"dotfiles/git.inc .git/config file", "hooks2 .git/hooks dir"},
+	}, {
+		name:   "hooksPath outside the tree or the tree itself: nothing",
+		config: "[core]\n\thooksPath = /usr/share/hooks\n[core]\n\thooksPath = .\n",
+		not:    []string{". .git/hooks dir"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mkTree(t, r, ".git/HEAD", ".git/objects/", ".git/refs/", "more/", "dotfiles/")
+			for p, c := range map[string]string{filepath.Join(r, ".git", "config"): tt.config, filepath.Join(home, ".gitconfig"): tt.global} {
+				if err := os.WriteFile(p, []byte(strings.ReplaceAll(c, "TREE", r)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := protectedRel(t, r)
+			for _, w := range tt.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			for _, n := range tt.not {
+				if slices.Contains(got, n) {
+					t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func TestGitValue(t *testing.T) {
+	for in, want := range map[string]string{
+		" x ":                 "x",
+		` "a b" # c`:          "a b",
+		` "a;b" ; c`:          "a;b",
+		` a\"b`:               `a"b`,
+		` "C:\\hooks"`:        `C:\hooks`,
+		"":                    "",
+		` x # "not a quote"`:  "x",
+		` "unterminated # x`:  "unterminated # x",
+		` ~/hooks ;comment`:   "~/hooks",
+		` a\tb`:               "a\tb",
+		` "x"y"z"`:            "xyz",
+		` plain#nospace`:      "plain",
+		` .husky/_`:           ".husky/_",
+		`   "  spaced  "   `:  "  spaced  ",
+		` trailing\`:          `trailing\`,
+		` semi;colon`:         "semi",
+		` "hash#inside" tail`: "hash#inside tail",
+	} {
+		if got := gitValue(in); got != want {
+			t.Errorf("gitValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

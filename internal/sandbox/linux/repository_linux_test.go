@@ -129,6 +129,35 @@ mkdir .git/worktrees/x; rm -rf .git/worktrees/wt; echo tried`)
 		noMarker(t, marker, out)
 	})
 
+	t.Run("hooks directory and included configuration in the tree", func(t *testing.T) {
+		base := newBase(t)
+		w := filepath.Join(base, "w")
+		marker := filepath.Join(base, "marker")
+		mustGit(t, base, "init", "-q", w)
+		mustGit(t, w, "config", "core.hooksPath", ".githooks")
+		mustGit(t, w, "config", "include.path", "../shared.inc")
+		if err := os.WriteFile(filepath.Join(w, "shared.inc"), []byte("[user]\n\tname = u\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustGit(t, w, "add", "shared.inc")
+		mustGit(t, w, "commit", "-q", "-m", "first")
+		out := run(t, w, `mkdir -p .githooks; printf '#!/bin/sh\ntouch `+marker+`\n' > .githooks/pre-commit; chmod +x .githooks/pre-commit
+printf '[core]\n\tfsmonitor = touch `+marker+`; false\n' >> shared.inc; echo change > f; echo tried`)
+		if !strings.Contains(out, "tried") {
+			t.Fatalf("the script did not run:\n%s", out)
+		}
+		if _, err := os.Lstat(filepath.Join(w, ".githooks")); err == nil {
+			t.Errorf("the sandbox made the hooks directory core.hooksPath names")
+		}
+		if b, err := os.ReadFile(filepath.Join(w, "shared.inc")); err != nil || strings.Contains(string(b), "fsmonitor") {
+			t.Errorf("the included configuration changed: %q (%v)", b, err)
+		}
+		mustGit(t, w, "add", "f")
+		mustGit(t, w, "commit", "-q", "-m", "second")
+		mustGit(t, w, "status")
+		noMarker(t, marker, out)
+	})
+
 	t.Run("bare repository granted", func(t *testing.T) {
 		base := newBase(t)
 		w := filepath.Join(base, "b.git")
