@@ -3,6 +3,7 @@ package seccomp
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -125,8 +126,11 @@ func probes() []probe {
 func onNewFile(call func(path *byte) syscall.Errno) func() syscall.Errno {
 	return onNewName(func(p *byte) syscall.Errno {
 		fd, err := unix.Open(unix.BytePtrToString(p), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			return err.(syscall.Errno)
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return errno
+		} else if err != nil {
+			return unix.EIO
 		}
 		unix.Close(fd)
 		return call(p)
