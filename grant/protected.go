@@ -2,10 +2,12 @@ package grant
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // ProtectedEntry is one row of the protected-path table: a name that a host
@@ -96,6 +98,40 @@ var protectedTable = []ProtectedEntry{
 // gitConfigNames are the files of a repository's .git directory that
 // configure it, all covered by the ".git/config" entry.
 var gitConfigNames = []string{"config", "config.worktree", "commondir"}
+
+// gitFileTarget returns the repository a .git file at p names ("gitdir:
+// PATH", relative to the file's directory) when it lies inside the tree r.
+func gitFileTarget(p, r string) (string, bool) {
+	// A symlink or anything but a plain file names nothing here (it is held
+	// whole all the same); the file opened must be the one looked at.
+	lfi, err := os.Lstat(p)
+	if err != nil || !lfi.Mode().IsRegular() {
+		return "", false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, lfi) {
+		return "", false
+	}
+	buf := make([]byte, 4096)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	target, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
+	if !ok || target == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(p), target)
+	}
+	res, err := resolve(filepath.Clean(target))
+	if err != nil || res.missing > 0 || !within(res.path, r) || res.path == r || !gitRepository(res.path) {
+		return "", false
+	}
+	return res.path, true
+}
 
 // exists reports whether p names anything, without following a symlink.
 func exists(p string) bool {
@@ -224,7 +260,13 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	// is: taken for a repository, only its parts would be protected, and a
 	// hold that found it gone would make .git again as their parent.
 	repo := gitRepository(gitDir)
-	if !repo && !rootIsGit && gitRepository(r) {
+	if target, ok := gitFileTarget(gitDir, r); !repo && !rootIsGit && ok {
+		// A .git file naming a repository inside the tree (git init
+		// --separate-git-dir): the file is held whole, and the repository
+		// it names has its parts protected as a .git's are.
+		add(gitDir, ".git", true)
+		gitDir, repo = target, true
+	} else if !repo && !rootIsGit && gitRepository(r) {
 		// No .git, but a HEAD at the top: a bare repository (git takes a
 		// directory with a HEAD, objects and refs, or a HEAD and a
 		// commondir, for one when it finds no .git in it), or one a
@@ -278,7 +320,13 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		dir     bool
 	}
 	var finds []find
-	complete := scanNested(r, rootIsGit, others, func(p, name string, dir bool) {
+	scanSkip := others
+	if gitDir != r && gitDir != filepath.Join(r, ".git") {
+		// A separate git directory in the tree has its parts protected
+		// above; held whole by the scan, it would take commits away.
+		scanSkip = append(slices.Clip(others), gitDir)
+	}
+	complete := scanNested(r, rootIsGit, scanSkip, func(p, name string, dir bool) {
 		finds = append(finds, find{p, name, dir})
 	})
 	slices.SortStableFunc(finds, func(a, b find) int { return compareWalkOrder(a.p, b.p) })

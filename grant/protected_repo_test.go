@@ -239,3 +239,41 @@ func TestGitValue(t *testing.T) {
 		}
 	}
 }
+
+// TestSeparateGitDirProtected checks a .git file naming a repository inside
+// the tree (git init --separate-git-dir): the file is held whole and the
+// repository's parts are protected; one naming a repository outside the
+// tree, or nothing, leaves the tree a plain one.
+func TestSeparateGitDirProtected(t *testing.T) {
+	for _, tt := range []struct {
+		name, gitFile string
+		want, not     []string
+	}{
+		{"inside, relative", "gitdir: .repo\n", []string{".git .git dir", ".repo/hooks .git/hooks dir", ".repo/config .git/config file", ".repo/commondir .git/config file"}, []string{"HEAD .git file", ".repo .git dir"}},
+		{"inside, absolute", "gitdir: TREE/.repo\r\n", []string{".repo/hooks .git/hooks dir"}, nil},
+		{"outside", "gitdir: /nonexistent/x\n", []string{".git .git dir", "HEAD .git file"}, []string{".repo/hooks .git/hooks dir"}},
+		{"not a gitdir line", "junk\n", []string{".git .git dir", "HEAD .git file"}, []string{".repo/hooks .git/hooks dir"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mkTree(t, r, ".repo/HEAD", ".repo/objects/", ".repo/refs/")
+			if err := os.WriteFile(filepath.Join(r, ".git"), []byte(strings.ReplaceAll(tt.gitFile, "TREE", r)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := protectedRel(t, r)
+			for _, w := range tt.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			for _, n := range tt.not {
+				if slices.Contains(got, n) {
+					t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}

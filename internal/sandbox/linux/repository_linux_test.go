@@ -158,6 +158,25 @@ printf '[core]\n\tfsmonitor = touch `+marker+`; false\n' >> shared.inc; echo cha
 		noMarker(t, marker, out)
 	})
 
+	t.Run("separate git directory in the tree", func(t *testing.T) {
+		base := newBase(t)
+		w := filepath.Join(base, "w")
+		marker := filepath.Join(base, "marker")
+		mustGit(t, base, "init", "-q", "--separate-git-dir="+filepath.Join(w, ".repo"), w)
+		out := run(t, w, `mkdir -p .repo/hooks; printf '#!/bin/sh\ntouch `+marker+`\n' > .repo/hooks/pre-commit; chmod +x .repo/hooks/pre-commit
+printf '[core]\n\tfsmonitor = touch `+marker+`; false\n' >> .repo/config; echo change > f
+git add f && git -c user.email=a@b -c user.name=u commit -q -m in-sandbox && echo COMMIT-OK; echo tried`)
+		if !strings.Contains(out, "tried") {
+			t.Fatalf("the script did not run:\n%s", out)
+		}
+		if !strings.Contains(out, "COMMIT-OK") {
+			t.Errorf("git could not commit in the sandbox:\n%s", out)
+		}
+		mustGit(t, w, "commit", "-q", "--allow-empty", "-m", "host")
+		mustGit(t, w, "status")
+		noMarker(t, marker, out)
+	})
+
 	t.Run("bare repository granted", func(t *testing.T) {
 		base := newBase(t)
 		w := filepath.Join(base, "b.git")
