@@ -48,6 +48,12 @@ var protectedTable = []ProtectedEntry{
 	{".git/modules", true, "top", "git: submodules' own config and hooks, read by status and diff"},
 	{".gitmodules", false, "anywhere", "git: submodule URLs and update commands"},
 	{".gitconfig", false, "anywhere", "git: the user's configuration (a home directory)"},
+	// Other version control systems whose repository configuration runs
+	// commands. A missing one is held as an empty file (neither tool takes
+	// a file for a repository); at the top of a tree that is one, only the
+	// configuration is read-only, so commits work; nested ones whole.
+	{".hg", false, "anywhere", "Mercurial: .hg/hgrc hooks run on hg commands (at the top of a Mercurial repository only .hg/hgrc is read-only)"},
+	{".jj", false, "anywhere", "Jujutsu: .jj/repo/config.toml aliases, pager and diff tools run on jj commands (at the top of a jj repository only that file is read-only)"},
 	{".config/git", true, "home", "git: the user's XDG configuration"},
 	// Shells and the login session.
 	{".bashrc", false, "anywhere", "bash"},
@@ -131,6 +137,16 @@ func gitFileTarget(p, r string) (string, bool) {
 		return "", false
 	}
 	return res.path, true
+}
+
+// vcsConfig names, for a version control directory at the top of a tree
+// that is one of its repositories, the file of it that configures commands.
+var vcsConfig = map[string]string{".hg": "hgrc", ".jj": "repo/config.toml"}
+
+// isDir reports whether p is a directory, not following a symlink.
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 // exists reports whether p names anything, without following a symlink.
@@ -305,7 +321,12 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	for _, e := range protectedTable {
 		switch e.Where {
 		case "anywhere":
-			add(filepath.Join(r, e.Name), e.Name, e.Dir)
+			p := filepath.Join(r, e.Name)
+			if conf, ok := vcsConfig[e.Name]; ok && isDir(p) {
+				add(filepath.Join(p, filepath.FromSlash(conf)), e.Name, false)
+				continue
+			}
+			add(p, e.Name, e.Dir)
 		case "home":
 			p := filepath.Join(r, filepath.FromSlash(e.Name))
 			if _, err := os.Lstat(p); home || err == nil {

@@ -277,3 +277,23 @@ func TestSeparateGitDirProtected(t *testing.T) {
 		})
 	}
 }
+
+// TestOtherVCSProtected checks Mercurial and Jujutsu repositories: held as
+// files where missing, only their configuration read-only at the top of a
+// tree that is one, and read-only whole when nested.
+func TestOtherVCSProtected(t *testing.T) {
+	r, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, r, ".hg/store/", "sub/.jj/repo/", "sub2/.hg/")
+	got := protectedRel(t, r)
+	for _, w := range []string{".hg/hgrc .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	if slices.Contains(got, ".hg .hg file") || slices.Contains(got, ".hg .hg dir") {
+		t.Errorf("the top Mercurial repository is protected whole:\n%s", strings.Join(got, "\n"))
+	}
+}
