@@ -52,7 +52,7 @@ var protectedTable = []ProtectedEntry{
 	// commands. A missing one is held as an empty file (neither tool takes
 	// a file for a repository); at the top of a tree that is one, only the
 	// configuration is read-only, so commits work; nested ones whole.
-	{".hg", false, "anywhere", "Mercurial: .hg/hgrc hooks run on hg commands (at the top of a Mercurial repository only .hg/hgrc is read-only)"},
+	{".hg", false, "anywhere", "Mercurial: .hg/hgrc hooks run on hg commands (at the top of a Mercurial repository only .hg/hgrc, hgrc-not-shared and sharedpath are read-only)"},
 	{".jj", false, "anywhere", "Jujutsu: .jj/repo/config.toml aliases, pager and diff tools run on jj commands (at the top of a jj repository only that file is read-only)"},
 	{".config/git", true, "home", "git: the user's XDG configuration"},
 	// Shells and the login session.
@@ -140,8 +140,13 @@ func gitFileTarget(p, r string) (string, bool) {
 }
 
 // vcsConfig names, for a version control directory at the top of a tree
-// that is one of its repositories, the file of it that configures commands.
-var vcsConfig = map[string]string{".hg": "hgrc", ".jj": "repo/config.toml"}
+// that is one of its repositories, the files of it that configure commands
+// or point it at another repository's (Mercurial's sharedpath, as git's
+// commondir).
+var vcsConfig = map[string][]string{
+	".hg": {"hgrc", "hgrc-not-shared", "sharedpath"},
+	".jj": {"repo/config.toml"},
+}
 
 // isDir reports whether p is a directory, not following a symlink.
 func isDir(p string) bool {
@@ -322,8 +327,10 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		switch e.Where {
 		case "anywhere":
 			p := filepath.Join(r, e.Name)
-			if conf, ok := vcsConfig[e.Name]; ok && isDir(p) {
-				add(filepath.Join(p, filepath.FromSlash(conf)), e.Name, false)
+			if confs, ok := vcsConfig[e.Name]; ok && isDir(p) {
+				for _, c := range confs {
+					add(filepath.Join(p, filepath.FromSlash(c)), e.Name, false)
+				}
 				continue
 			}
 			add(p, e.Name, e.Dir)

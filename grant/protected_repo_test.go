@@ -288,7 +288,7 @@ func TestOtherVCSProtected(t *testing.T) {
 	}
 	mkTree(t, r, ".hg/store/", "sub/.jj/repo/", "sub2/.hg/")
 	got := protectedRel(t, r)
-	for _, w := range []string{".hg/hgrc .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"} {
+	for _, w := range []string{".hg/hgrc .hg file", ".hg/sharedpath .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"} {
 		if !slices.Contains(got, w) {
 			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
 		}
