@@ -262,7 +262,8 @@ func fstatatNoFollow(fd int, name string, st *syscall.Stat_t) error {
 }
 
 // gitRepository reports whether p is a repository's .git directory: a
-// directory, not a symlink, with a HEAD, and without PlaceholderXattr,
+// directory, not a symlink, with a HEAD that is not empty and not a
+// placeholder, and without PlaceholderXattr,
 // the mark of a placeholder an airlock backend made. It looks through one
 // descriptor of p, so what it checks is one directory, whatever is renamed
 // meanwhile.
@@ -276,11 +277,28 @@ func gitRepository(p string) bool {
 	// with ELOOP: there all the same.)
 	head, err := syscall.Openat(fd, "HEAD", syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err == nil {
+		// An empty HEAD names nothing to git, and one that is airlock's
+		// placeholder (another call's, held at the top of a tree that is
+		// no repository) must not make the tree look like one: taken for
+		// a bare repository, the tree would have its HEAD left unheld,
+		// free to be written once that call ends.
+		var st syscall.Stat_t
+		empty := syscall.Fstat(head, &st) != nil || st.Size == 0
+		marked := placeholderMarked(head)
 		syscall.Close(head)
+		if empty || marked {
+			return false
+		}
 	} else if err != syscall.ELOOP {
 		return false
 	}
+	return !placeholderMarked(fd)
+}
+
+// placeholderMarked reports whether the open file fd carries
+// PlaceholderXattr.
+func placeholderMarked(fd int) bool {
 	var buf [8]byte
 	n, err := syscall.Getxattr("/proc/self/fd/"+strconv.Itoa(fd), PlaceholderXattr, buf[:])
-	return err != nil || n == 0
+	return err == nil && n > 0
 }

@@ -13,12 +13,13 @@ func scanNested(r string, rootIsGit bool, others []string, found nestedFound) bo
 }
 
 // gitRepository reports whether p is a repository's .git directory: a
-// directory with a HEAD (airlock makes placeholders on Linux only).
+// directory with a HEAD that is not empty (airlock makes placeholders on
+// Linux only).
 func gitRepository(p string) bool {
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	_, err = os.Lstat(filepath.Join(p, "HEAD"))
-	return err == nil
+	head, err := os.Lstat(filepath.Join(p, "HEAD"))
+	return err == nil && (head.Size() > 0 || head.Mode()&os.ModeSymlink != 0)
 }

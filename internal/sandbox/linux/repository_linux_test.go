@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,60 @@ printf '`+evilConfig(marker)+`' > config; ls -a; echo planted`)
 		hostGit(t, w, "log")
 		hostGit(t, w, "status")
 		noMarker(t, marker, out)
+	})
+
+	t.Run("HEAD written once another call's placeholder leaves", func(t *testing.T) {
+		// Call A holds HEAD; a session that starts meanwhile must hold it
+		// too, not take the tree for a bare repository because of A's
+		// placeholder, so that B cannot write HEAD once A has ended.
+		base := newBase(t)
+		w := filepath.Join(base, "w")
+		if err := os.Mkdir(w, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		aDone := make(chan string, 1)
+		go func() {
+			aDone <- run(t, w, `mkdir -p objects refs/heads; touch a-started; i=0; while [ ! -e a-go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo A-END`)
+		}()
+		waitFile(t, filepath.Join(w, "a-started"))
+		gB, err := grant.FromFlags(w, grant.Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(gB.Protected(), filepath.Join(w, "HEAD")) {
+			t.Errorf("a session started while another call holds HEAD does not hold it: %v", gB.Protected())
+		}
+		bDone := make(chan string, 1)
+		go func() {
+			var so, se bytes.Buffer
+			spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: w, Writable: true}}, Masks: gB.Masks(), ReadOnly: gB.Protected(),
+				ReadOnlyDirs: gB.ProtectedDirs(), Cwd: w, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
+				Command: []string{"/bin/sh", "-c", `touch b-started; i=0; while [ ! -e a-done ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+printf 'ref: refs/heads/main\n' > HEAD && echo WROTE; echo B-END`},
+				Limits: sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
+			if _, err := backend(t).Run(context.Background(), spec); err != nil {
+				bDone <- err.Error()
+				return
+			}
+			bDone <- so.String() + se.String()
+		}()
+		waitFile(t, filepath.Join(w, "b-started"))
+		if err := os.WriteFile(filepath.Join(w, "a-go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out := <-aDone; !strings.Contains(out, "A-END") {
+			t.Fatalf("call A: %s", out)
+		}
+		if err := os.WriteFile(filepath.Join(w, "a-done"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := <-bDone
+		if !strings.Contains(out, "B-END") || strings.Contains(out, "WROTE") {
+			t.Errorf("call B wrote HEAD after call A ended:\n%s", out)
+		}
+		if _, err := hostGit(t, w, "rev-parse", "--git-dir"); err == nil {
+			t.Errorf("host git takes %s for a repository", w)
+		}
 	})
 
 	t.Run("linked worktree redirected", func(t *testing.T) {
@@ -202,4 +257,17 @@ printf '`+evilConfig(marker)+`' >> config; mkdir -p modules/x worktrees/x; print
 		hostGit(t, w, "update-ref", "refs/heads/x", "HEAD")
 		noMarker(t, marker, out)
 	})
+}
+
+// waitFile waits for the sandbox to make p, up to a minute.
+func waitFile(t *testing.T, p string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) { //permit:time.Sleep (polling for a file the sandbox makes)
+		if _, err := os.Lstat(p); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", p)
+		}
+	}
 }
