@@ -297,3 +297,4 @@ func TestOtherVCSProtected(t *testing.T) {
 		t.Errorf("the top Mercurial repository is protected whole:\n%s", strings.Join(got, "\n"))
 	}
 }
+

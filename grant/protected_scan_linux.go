@@ -173,9 +173,10 @@ func (s *nestedScan) isOther() bool {
 }
 
 // isProtectedName reports whether a directory entry's name is .git or an
-// "anywhere" name of the table, all of which start with a dot.
+// "anywhere" name of the table, all of which start with a dot or an
+// underscore (TestAnywhereNamesStart).
 func isProtectedName(name []byte) bool {
-	if len(name) < 2 || name[0] != '.' {
+	if len(name) < 2 || name[0] != '.' && name[0] != '_' {
 		return false
 	}
 	for _, e := range protectedTable {

@@ -87,3 +87,13 @@ func TestPlaceholderGitHeldWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestAnywhereNamesStart keeps isProtectedName's shortcut true: every
+// "anywhere" name starts with a dot or an underscore.
+func TestAnywhereNamesStart(t *testing.T) {
+	for _, e := range protectedTable {
+		if e.Where == "anywhere" && !isProtectedName([]byte(e.Name)) {
+			t.Errorf("%q is an anywhere name that isProtectedName does not know", e.Name)
+		}
+	}
+}
