@@ -297,4 +297,3 @@ func TestOtherVCSProtected(t *testing.T) {
 		t.Errorf("the top Mercurial repository is protected whole:\n%s", strings.Join(got, "\n"))
 	}
 }
-
