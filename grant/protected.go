@@ -162,6 +162,13 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
+// setIDRule names the protection of a set-user-ID or set-group-ID regular
+// file the scan finds in a read-write tree: read-only, since a write
+// through a shared mapping changes its content and keeps the bit (only
+// write(2) clears it), and anyone on the host who runs it would run the
+// sandbox's code as its owner. No grant setting makes one writable.
+const setIDRule = "a set-user-ID or set-group-ID file"
+
 // exists reports whether p names anything, without following a symlink.
 func exists(p string) bool {
 	_, err := os.Lstat(p)

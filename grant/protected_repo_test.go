@@ -297,3 +297,30 @@ func TestOtherVCSProtected(t *testing.T) {
 		t.Errorf("the top Mercurial repository is protected whole:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestSetIDFilesProtected checks that set-user-ID and set-group-ID regular
+// files anywhere in a read-write tree are read-only, whatever their name,
+// and that a plain executable is not.
+func TestSetIDFilesProtected(t *testing.T) {
+	r, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, r, "top-suid", "bin/sub/deep-sgid", "bin/plain", ".bashrc")
+	for p, m := range map[string]os.FileMode{"top-suid": 0o4755, "bin/sub/deep-sgid": 0o2755, "bin/plain": 0o755, ".bashrc": 0o4644} {
+		if err := os.Chmod(filepath.Join(r, p), m&0o777|map[bool]os.FileMode{true: os.ModeSetuid}[m&0o4000 != 0]|map[bool]os.FileMode{true: os.ModeSetgid}[m&0o2000 != 0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := protectedRel(t, r)
+	for _, w := range []string{"top-suid " + setIDRule + " file", "bin/sub/deep-sgid " + setIDRule + " file", ".bashrc .bashrc file"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, p := range got {
+		if strings.HasPrefix(p, "bin/plain ") {
+			t.Errorf("a plain executable is protected: %q", p)
+		}
+	}
+}

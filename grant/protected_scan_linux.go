@@ -32,6 +32,7 @@ type scanEntry struct {
 	key    uint64
 	off, n int
 	dir    bool
+	setID  bool // a regular file with S_ISUID or S_ISGID
 }
 
 // nestedScan is the state of one scanNested: stacks of the names and
@@ -46,6 +47,7 @@ type nestedScan struct {
 	names     []byte
 	ents      []scanEntry
 	path      []byte // the directory being listed, then each entry in turn
+	cname     []byte // a NUL-terminated name for fstatat
 	// incomplete is set when a directory could not be opened or listed
 	// (too many open files, permission, an I/O error): what it holds was
 	// not seen, so the scan is not complete.
@@ -111,6 +113,9 @@ func (s *nestedScan) walk(fd, depth int) bool {
 			return false
 		}
 		descend := e.dir
+		if e.setID {
+			s.found(string(s.path), setIDRule, false)
+		}
 		switch {
 		case depth == 1 && s.rootIsGit:
 		case !isProtectedName(name):
@@ -215,20 +220,23 @@ func (s *nestedScan) list(fd int) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			dir := typ == syscall.DT_DIR
-			if typ == syscall.DT_UNKNOWN || scanForceLstat {
+			dir, setID := typ == syscall.DT_DIR, false
+			if typ == syscall.DT_UNKNOWN || typ == syscall.DT_REG || scanForceLstat {
+				// A regular file's mode tells whether it is set-user-ID
+				// or set-group-ID (setIDRule).
 				var st syscall.Stat_t
-				if err := fstatatNoFollow(fd, string(name), &st); errors.Is(err, syscall.ENOENT) {
+				if err := s.statAt(fd, name, &st); errors.Is(err, syscall.ENOENT) {
 					continue
 				} else if err != nil {
 					s.incomplete = true
 					return
 				}
 				dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+				setID = st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0
 			}
 			var key [8]byte
 			copy(key[:], name)
-			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir})
+			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID})
 			s.names = append(s.names, name...)
 		}
 	}
@@ -302,4 +310,14 @@ func placeholderMarked(fd int) bool {
 	var buf [8]byte
 	n, err := syscall.Getxattr("/proc/self/fd/"+strconv.Itoa(fd), PlaceholderXattr, buf[:])
 	return err == nil && n > 0
+}
+
+// statAt is fstatat(fd, name, AT_SYMLINK_NOFOLLOW): one system call where
+// package syscall names it (statat_linux_amd64.go), an O_PATH open and an
+// fstat elsewhere.
+func (s *nestedScan) statAt(fd int, name []byte, st *syscall.Stat_t) error {
+	if sysNewfstatat != 0 {
+		return newfstatat(fd, name, st, &s.cname)
+	}
+	return fstatatNoFollow(fd, string(name), st)
 }

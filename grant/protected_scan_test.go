@@ -74,8 +74,13 @@ func randomTree(t *testing.T, r string, rng *rand.Rand, n int) {
 		case k < 4:
 			err = os.Mkdir(p, 0o755)
 			dirs = append(dirs, p)
-		case k < 8:
+		case k < 7:
 			err = os.WriteFile(p, nil, 0o644)
+		case k == 7:
+			// Set-user-ID and set-group-ID files, which the scan reports.
+			if err = os.WriteFile(p, nil, 0o644); err == nil {
+				err = os.Chmod(p, []os.FileMode{0o755 | os.ModeSetuid, 0o755 | os.ModeSetgid}[rng.IntN(2)])
+			}
 		case k == 8:
 			err = os.Symlink(dirs[rng.IntN(len(dirs))], p)
 		default:

@@ -44,6 +44,11 @@ func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bo
 			complete = false
 			return filepath.SkipAll
 		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil && fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+				found(p, setIDRule, false)
+			}
+		}
 		rel := relParts(p, r)
 		// A directory git takes for a repository is held whole, as a
 		// nested .git is, whatever its name, unless its name is protected

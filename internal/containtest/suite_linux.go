@@ -139,6 +139,15 @@ func newSuite(t *testing.T, o *Options) *suite {
 			t.Fatal(err)
 		}
 	}
+	// A set-user-ID file already in $W (case 42): the sandbox must not
+	// change it, since its bit would stay (a write through a shared
+	// mapping keeps it).
+	if err := os.WriteFile(filepath.Join(s.W, "tool-suid"), []byte("#!/bin/sh\necho original\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(s.W, "tool-suid"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
 	s.probe = filepath.Join(s.R, "probe")
 	installProbe(t, o.Probe, s.probe)
 	// The broker's own secrets, which no sandbox may inherit (case 30).
