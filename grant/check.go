@@ -192,6 +192,9 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 	}
 	rule := owner.rule()
 	if write && !owner.writable {
+		if owner.homeTop {
+			return pathResult{rule: rule, reason: fmt.Sprintf("%s is at the top of the home directory %s, which stays read-only when it is granted read-write (only its existing entries whose names do not start with a dot are writable): a new or changed file there could run code on the host; grant a directory in it instead", res.path, owner.path)}
+		}
 		return pathResult{rule: rule, reason: fmt.Sprintf("%s is granted read-only", res.path)}
 	}
 	var risks, overridden []string

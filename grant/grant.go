@@ -154,6 +154,8 @@ func build(s *spec, ps *problems) *Grant {
 		return bad
 	})
 
+	g.roots = splitHomes(g.roots)
+
 	for _, n := range s.writableProtected {
 		if !slices.Contains(ProtectedNames(), n) {
 			ps.addValue(keyWritable, n, "%q is not a protected name (names: %s)", n, strings.Join(ProtectedNames(), ", "))

@@ -148,6 +148,9 @@ type root struct {
 	dir      bool
 	writable bool
 	links    []string // symlinks the given path passed through
+	// homeTop says the root is a home directory granted read-write, left
+	// read-only at its top by splitHomes.
+	homeTop bool
 }
 
 // resolveRoot resolves a granted path and refuses one that cannot be

@@ -324,3 +324,101 @@ func TestSetIDFilesProtected(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeSplit checks how a home directory granted read-write is mounted:
+// its top read-only, its existing entries without a leading dot read-write,
+// and a write at its top refused with a sentence that says why.
+func TestHomeSplit(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, home, "proj/", "notes.txt", ".bashrc", ".config/", "link -> proj")
+	t.Setenv("HOME", home)
+	g, err := FromFlags(home, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Mount{{Source: home, Dir: true}, {Source: filepath.Join(home, "proj"), Writable: true, Dir: true}}
+	got := g.Mounts()
+	slices.SortFunc(got, func(a, b Mount) int { return strings.Compare(a.Source, b.Source) })
+	slices.SortFunc(want, func(a, b Mount) int { return strings.Compare(a.Source, b.Source) })
+	if !slices.Equal(got, want) {
+		t.Errorf("mounts:\n got %v\nwant %v", got, want)
+	}
+	for _, p := range []string{".bash_aliases", "newfile", ".config/x", "notes.txt"} {
+		d := g.CheckPath(filepath.Join(home, p), true)
+		if d.Allowed || !strings.Contains(d.Reason, "top of the home directory") {
+			t.Errorf("writing %s: %+v, want a refusal naming the home directory's top", p, d)
+		}
+	}
+	if d := g.CheckPath(filepath.Join(home, "proj", "x.go"), true); !d.Allowed {
+		t.Errorf("writing proj/x.go: %+v", d)
+	}
+	// A directory that is not a home directory is granted whole.
+	other, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err = FromFlags(other, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Mounts(); len(got) != 1 || !got[0].Writable {
+		t.Errorf("a plain directory: mounts %v", got)
+	}
+}
+
+// TestRemember checks which recorded protected paths a later grant keeps:
+// those that still exist inside one of its read-write trees as they were,
+// and no other.
+func TestRemember(t *testing.T) {
+	r, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, r, "vendor/lib/.git/HEAD", "sub/.vscode/", "plain/", "gone/", "tool", "link -> vendor")
+	g, err := FromFlags(r, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := g.NestedProtected(r)
+	if !slices.ContainsFunc(recorded, func(p ProtectedPath) bool { return p.Path == filepath.Join(r, "vendor/lib/.git") }) {
+		t.Fatalf("NestedProtected lacks the nested repository: %v", recorded)
+	}
+	if err := os.Chmod(filepath.Join(r, "tool"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	recorded = append(recorded,
+		ProtectedPath{Path: filepath.Join(r, "plain"), Name: ".git"},                 // kept: exists, a protected name
+		ProtectedPath{Path: filepath.Join(r, "tool"), Name: setIDRule},               // kept: still set-ID
+		ProtectedPath{Path: filepath.Join(r, "gone", "x"), Name: ".git"},             // missing
+		ProtectedPath{Path: filepath.Join(r, "link", "lib"), Name: ".git"},           // through a symlink
+		ProtectedPath{Path: filepath.Join(outside), Name: ".git"},                    // outside the tree
+		ProtectedPath{Path: r, Name: ".git"},                                         // the tree itself
+		ProtectedPath{Path: filepath.Join(r, "sub"), Name: "not-a-rule"},             // unknown rule
+		ProtectedPath{Path: filepath.Join(r, "sub", "..", "plain"), Name: ".vscode"}, // not clean
+	)
+	got := g.Remember(recorded).Protected()
+	for _, w := range []string{"vendor/lib/.git", "plain", "tool", "sub/.vscode"} {
+		if !slices.Contains(got, filepath.Join(r, w)) {
+			t.Errorf("want %s protected: %v", w, got)
+		}
+	}
+	for _, n := range []string{filepath.Join(r, "gone", "x"), filepath.Join(r, "link", "lib"), outside, r, filepath.Join(r, "sub")} {
+		if slices.Contains(got, n) {
+			t.Errorf("%s is protected, want not", n)
+		}
+	}
+	// A file no longer set-ID is forgotten.
+	if err := os.Chmod(filepath.Join(r, "tool"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Remember(recorded).Protected(); slices.Contains(got, filepath.Join(r, "tool")) {
+		t.Errorf("a file no longer set-ID is still protected")
+	}
+}

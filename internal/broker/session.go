@@ -221,6 +221,7 @@ func Open(opts *Options) (*Session, error) {
 	if o.Grant, err = o.Grant.Guard(hide, keep); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	o.Grant = rememberProtected(records, o.Grant, logger)
 	dir := filepath.Join(o.RecordsDir, o.ID)
 	lg, err := audit.Open(dir)
 	if err != nil {

@@ -271,3 +271,70 @@ func waitFile(t *testing.T, p string) {
 		}
 	}
 }
+
+// TestHomeTopReadOnly grants a home directory read-write, as `airlock exec`
+// run in it does, and checks that nothing new can be made at its top (a
+// .bash_aliases that Debian's .bashrc sources, a .nvm a .bashrc sources when
+// it exists) and nothing there can be changed (a Python user-site .pth, a
+// file at the top), while its existing directories without a leading dot
+// stay writable, each with its own protected paths.
+func TestHomeTopReadOnly(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(base, "home")
+	for _, d := range []string{"proj", ".local/share"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, c := range map[string]string{".bashrc": "# rc\n", "notes.txt": "notes\n", "proj/main.go": "package main\n"} {
+		if err := os.WriteFile(filepath.Join(home, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	g, err := grant.FromFlags(home, grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, filepath.Join(home, ".local"))
+	var so, se bytes.Buffer
+	spec := &sandbox.Spec{Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs(), Cwd: home,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
+		Command: []string{"/bin/sh", "-c", `for f in .bash_aliases newfile; do echo x > $f && echo "WROTE $f"; done
+mkdir .nvm && echo "WROTE .nvm"
+mkdir -p .local/lib/python3/site-packages && echo x > .local/lib/python3/site-packages/zz.pth && echo "WROTE pth"
+echo x >> .bashrc && echo "WROTE .bashrc"
+echo more >> notes.txt && echo "WROTE notes.txt"; echo y > proj/new.go && echo PROJ-OK
+mkdir proj/.vscode && echo "WROTE proj/.vscode"; echo END`},
+		Limits: sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
+	for _, m := range g.Mounts() {
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: m.Source, Writable: m.Writable})
+	}
+	if _, err := backend(t).Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	out := so.String() + se.String()
+	if !strings.Contains(out, "END") {
+		t.Fatalf("the script did not run:\n%s", out)
+	}
+	if strings.Contains(out, "WROTE") {
+		t.Errorf("the sandbox wrote at the top of the home directory:\n%s", out)
+	}
+	if !strings.Contains(out, "PROJ-OK") {
+		t.Errorf("the home directory's existing directories are not writable:\n%s", out)
+	}
+	for _, n := range []string{".bash_aliases", "newfile", ".nvm", "proj/.vscode"} {
+		if _, err := os.Lstat(filepath.Join(home, n)); err == nil {
+			t.Errorf("%s exists on the host", n)
+		}
+	}
+	if after := snapshot(t, filepath.Join(home, ".local")); after != before {
+		t.Errorf(".local changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "proj", "new.go")); string(b) != "y\n" {
+		t.Errorf("proj/new.go holds %q", b)
+	}
+}

@@ -1,0 +1,85 @@
+package grant
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ProtectedPath is one path a grant keeps read-only in a read-write tree,
+// as a session records it for the next one (NestedProtected, Remember).
+type ProtectedPath struct {
+	Path string `json:"path"` // absolute and resolved
+	Name string `json:"name"` // the rule: a protected name, or the set-ID rule
+	Dir  bool   `json:"dir"`
+}
+
+// NestedProtected returns the protected paths of g's read-write tree r
+// (resolved, as WritableTrees gives it), so a session can record them for
+// the next: the scan stops after 20,000 entries, and a
+// sandbox that fills its tree with entries could otherwise push an existing
+// nested repository past that bound for every later session.
+func (g *Grant) NestedProtected(r string) []ProtectedPath {
+	var out []ProtectedPath
+	for _, p := range g.protected {
+		if p.name == ownName || !within(p.path, r) || p.path == r {
+			continue
+		}
+		if owner, ok := g.rootOf(p.path); !ok || owner.path != r {
+			continue
+		}
+		out = append(out, ProtectedPath{Path: p.path, Name: p.name, Dir: p.dir})
+	}
+	return out
+}
+
+// Remember returns a copy of g that also protects those of paths an earlier
+// session recorded (NestedProtected) that still exist as they were: inside
+// a read-write tree of g (not the tree itself), with no symlink on the way,
+// under a rule g does not let the sandbox write, and, for a set-ID file,
+// still set-ID. It ignores any other.
+func (g *Grant) Remember(paths []ProtectedPath) *Grant {
+	c := *g
+	c.protected = slices.Clone(g.protected)
+	names := ProtectedNames()
+	for _, p := range paths {
+		if !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
+			continue
+		}
+		if !slices.Contains(names, p.Name) && p.Name != setIDRule || g.writableProtected[p.Name] {
+			continue
+		}
+		owner, ok := g.rootOf(p.Path)
+		if !ok || !owner.writable || !owner.dir || p.Path == owner.path {
+			continue
+		}
+		res, err := resolve(p.Path)
+		if err != nil || res.missing > 0 || res.path != p.Path {
+			continue
+		}
+		fi, err := os.Lstat(p.Path)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if p.Name == setIDRule && (!fi.Mode().IsRegular() || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) == 0) {
+			continue
+		}
+		c.protected = append(c.protected, protectedPath{path: p.Path, name: p.Name, dir: fi.IsDir()})
+	}
+	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	return &c
+}
+
+// WritableTrees returns the resolved read-write directories of g.
+func (g *Grant) WritableTrees() []string {
+	var out []string
+	for _, r := range g.roots {
+		if r.writable && r.dir {
+			out = append(out, r.path)
+		}
+	}
+	return out
+}
