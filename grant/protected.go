@@ -113,8 +113,9 @@ var protectedTable = []ProtectedEntry{
 // configure it, all covered by the ".git/config" entry.
 var gitConfigNames = []string{"config", "config.worktree", "commondir"}
 
-// gitFileTarget returns the repository a .git file at p names ("gitdir:
-// PATH", relative to the file's directory) when it lies inside the tree r.
+// gitFileTarget returns the directory a .git file at p names ("gitdir:
+// PATH", relative to the file's directory) when it lies inside the tree r,
+// whether it exists or not.
 func gitFileTarget(p, r string) (string, bool) {
 	// A symlink or anything but a plain file names nothing here (it is held
 	// whole all the same); the file opened must be the one looked at.
@@ -141,7 +142,7 @@ func gitFileTarget(p, r string) (string, bool) {
 		target = filepath.Join(filepath.Dir(p), target)
 	}
 	res, err := resolve(filepath.Clean(target))
-	if err != nil || res.missing > 0 || !within(res.path, r) || res.path == r || !gitRepository(res.path) {
+	if err != nil || !within(res.path, r) || res.path == r {
 		return "", false
 	}
 	return res.path, true
@@ -297,11 +298,17 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	// hold that found it gone would make .git again as their parent.
 	repo := gitRepository(gitDir)
 	if target, ok := gitFileTarget(gitDir, r); !repo && !rootIsGit && ok {
-		// A .git file naming a repository inside the tree (git init
+		// A .git file naming a directory inside the tree (git init
 		// --separate-git-dir): the file is held whole, and the repository
-		// it names has its parts protected as a .git's are.
+		// it names has its parts protected as a .git's are; one that is
+		// not a repository (yet) is held whole, so that none can be
+		// planted where the file points.
 		add(gitDir, ".git", true)
-		gitDir, repo = target, true
+		if !gitRepository(target) {
+			add(target, ".git", true)
+		} else {
+			gitDir, repo = target, true
+		}
 	} else if !repo && !rootIsGit && gitRepository(r) {
 		// No .git, but a HEAD at the top: a bare repository (git takes a
 		// directory with a HEAD, objects and refs, or a HEAD and a
