@@ -209,9 +209,11 @@ func build(s *spec, ps *problems) *Grant {
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
 	g.scanComplete = true
+	// The scan of a read-write tree leaves out the trees nested in it that
+	// have scans of their own, and home directories' read-only tops.
 	var writableDirs []string
 	for _, r := range g.roots {
-		if r.writable && r.dir {
+		if r.dir && (r.writable || r.homeTop) {
 			writableDirs = append(writableDirs, r.path)
 		}
 	}

@@ -23,23 +23,36 @@ import (
 // for this purpose: /root, a directory directly in /home, or this user's
 // home directory.
 func isHomeDir(p string) bool {
-	if p == "/root" || filepath.Dir(p) == "/home" {
-		return true
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return false
-	}
-	if res, err := resolve(filepath.Clean(home)); err == nil && res.missing == 0 {
-		home = res.path
-	}
-	return p == home
+	return p == "/root" || filepath.Dir(p) == "/home" || p == userHome()
 }
+
+// userHome returns this user's home directory, resolved, or "".
+func userHome() string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || !filepath.IsAbs(home) {
+		return ""
+	}
+	res, err := resolve(filepath.Clean(home))
+	if err != nil || res.missing > 0 {
+		return ""
+	}
+	return res.path
+}
+
+// homeReadOnly are directories of a home directory that stay read-only
+// with its top although their names have no dot: what is on PATH or found
+// by a runtime's lookup from any directory below home (~/bin, which
+// Debian's .profile puts first on PATH; ~/go/bin; ~/perl5/bin with
+// local::lib; ~/node_modules, which node searches from every project in the
+// home directory).
+var homeReadOnly = []string{"bin", "go", "node_modules", "perl5"}
 
 // splitHomes replaces each read-write root that is a home directory by a
 // read-only one and a read-write root for each of its directories whose
 // name does not start with a dot (a symlink is left as it is, under the
-// read-only top). Entries already granted keep their own grant.
+// read-only top), but homeReadOnly. A home directory inside a read-write
+// root (a parent of it granted) gets the same, as a read-only root of its
+// own. Entries already granted keep their own grant.
 func splitHomes(roots []root) []root {
 	var out []root
 	for _, r := range roots {
@@ -49,22 +62,47 @@ func splitHomes(roots []root) []root {
 		}
 		r.writable, r.homeTop = false, true
 		out = append(out, r)
-		entries, err := os.ReadDir(r.path)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if strings.HasPrefix(name, ".") || !e.IsDir() {
-				continue
-			}
-			child := filepath.Join(r.path, name)
-			if slices.ContainsFunc(roots, func(o root) bool { return o.path == child }) {
-				continue
-			}
-			out = append(out, root{given: r.given, path: child, dir: true, writable: true})
-		}
+		out = append(out, homeDirsOf(r, roots)...)
 	}
 	slices.SortStableFunc(out, func(a, b root) int { return len(b.path) - len(a.path) })
+	for _, h := range []string{userHome(), "/root"} {
+		if h == "" || slices.ContainsFunc(out, func(o root) bool { return o.path == h }) {
+			continue
+		}
+		if fi, err := os.Lstat(h); err != nil || !fi.IsDir() {
+			continue
+		}
+		i := slices.IndexFunc(out, func(o root) bool { return within(h, o.path) })
+		if i < 0 || !out[i].writable || !out[i].dir {
+			continue
+		}
+		hr := root{given: out[i].given, path: h, dir: true, homeTop: true}
+		out = append(out, hr)
+		out = append(out, homeDirsOf(hr, out)...)
+		slices.SortStableFunc(out, func(a, b root) int { return len(b.path) - len(a.path) })
+	}
+	return out
+}
+
+// homeDirsOf returns a read-write root for each directory of the home
+// directory h whose name has no dot in front and is not in homeReadOnly,
+// but those already in roots.
+func homeDirsOf(h root, roots []root) []root {
+	entries, err := os.ReadDir(h.path)
+	if err != nil {
+		return nil
+	}
+	var out []root
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !e.IsDir() || slices.Contains(homeReadOnly, name) {
+			continue
+		}
+		child := filepath.Join(h.path, name)
+		if slices.ContainsFunc(roots, func(o root) bool { return o.path == child }) {
+			continue
+		}
+		out = append(out, root{given: h.given, path: child, dir: true, writable: true})
+	}
 	return out
 }
