@@ -16,6 +16,18 @@ type ProtectedPath struct {
 	Dir  bool   `json:"dir"`
 }
 
+// KeepFirst reports whether p protects a repository or a set-ID file,
+// which a bounded memory of protected paths keeps before other names: a
+// sandbox can make protected names (.bashrc, .vscode) by the thousand, but
+// not a repository or a set-ID file that existed before it.
+func (p ProtectedPath) KeepFirst() bool {
+	switch p.Name {
+	case ".git", ".hg", ".jj", ".git/config", ".git/hooks", ".git/modules", setIDRule:
+		return true
+	}
+	return false
+}
+
 // NestedProtected returns the protected paths of g's read-write tree r
 // (resolved, as WritableTrees gives it), so a session can record them for
 // the next: the scan stops after 20,000 entries, and a

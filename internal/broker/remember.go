@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/airlockhq/airlock/grant"
 )
@@ -19,8 +20,8 @@ import (
 // repository past that bound and have it writable from the next session on.
 const memoryDir = ".protected-memory"
 
-// maxRemembered bounds what one tree's file keeps.
-const maxRemembered = 20000
+// maxRemembered bounds what one tree's file keeps (a variable for tests).
+var maxRemembered = 20000
 
 // rememberProtected returns g protecting, besides what its own scan found,
 // what earlier sessions recorded for its read-write trees and still holds
@@ -53,8 +54,25 @@ func rememberProtected(records string, g *grant.Grant, logger *slog.Logger) *gra
 		logger.Warn("recording the protected paths this session found", "err", err)
 		return g
 	}
+	before := make(map[string]bool, len(earlier))
+	for _, p := range earlier {
+		before[p.Path] = true
+	}
 	for _, t := range trees {
 		list := g.NestedProtected(t)
+		// Bounded, so kept in order of worth: repositories and set-ID
+		// files first, and of each kind what earlier sessions recorded
+		// before this one's new finds, so that names a sandbox makes by
+		// the thousand cannot push out what existed before it.
+		slices.SortStableFunc(list, func(a, b grant.ProtectedPath) int {
+			if a.KeepFirst() != b.KeepFirst() {
+				return map[bool]int{true: -1, false: 1}[a.KeepFirst()]
+			}
+			if before[a.Path] != before[b.Path] {
+				return map[bool]int{true: -1, false: 1}[before[a.Path]]
+			}
+			return 0
+		})
 		if len(list) > maxRemembered {
 			list = list[:maxRemembered]
 		}

@@ -1,0 +1,73 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+)
+
+// TestRememberKeepsRepositories checks the memory of protected paths: names
+// a sandbox makes in bulk past the memory's bound do not push out a nested
+// repository an earlier session recorded (scan_padding.txtar shows a later
+// session keeping what the memory holds).
+func TestRememberKeepsRepositories(t *testing.T) {
+	old := maxRemembered
+	maxRemembered = 10
+	t.Cleanup(func() { maxRemembered = old })
+	records := t.TempDir()
+	tree, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]string{"zzz/.git/HEAD": "ref: refs/heads/main\n", "zzz/.git/config": "[core]\n"} {
+		if err := os.MkdirAll(filepath.Join(tree, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(tree, "zzz", ".git")
+	open := func() *grant.Grant {
+		g, err := grant.FromFlags(tree, grant.Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rememberProtected(records, g, slog.New(slog.DiscardHandler))
+	}
+	if g := open(); !slices.Contains(g.Protected(), target) {
+		t.Fatalf("the first session does not protect %s", target)
+	}
+	// A sandbox makes more protected names than the memory holds, all
+	// sorting before the repository.
+	for i := range 3 * maxRemembered {
+		d := filepath.Join(tree, fmt.Sprintf("a%03d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, ".bashrc"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if g := open(); !slices.Contains(g.Protected(), target) {
+			t.Errorf("a later session does not protect %s", target)
+		}
+	}
+	// The memory, which a later session whose scan stops short relies on,
+	// still holds the repository.
+	b, err := os.ReadFile(memoryFile(filepath.Join(records, memoryDir), tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), strconv.Quote(target)) {
+		t.Errorf("the memory lost %s:\n%s", target, b)
+	}
+}
