@@ -251,6 +251,8 @@ func TestSeparateGitDirProtected(t *testing.T) {
 	}{
 		{"inside, relative", "gitdir: .repo\n", []string{".git .git dir", ".repo/hooks .git/hooks dir", ".repo/config .git/config file", ".repo/commondir .git/config file"}, []string{"HEAD .git file", ".repo .git dir"}},
 		{"inside, absolute", "gitdir: TREE/.repo\r\n", []string{".repo/hooks .git/hooks dir"}, nil},
+		{"inside, missing", "gitdir: inner/g\n", []string{".git .git dir", "inner/g .git dir"}, []string{"inner/g/hooks .git/hooks dir"}},
+		{"inside, not a repository", "gitdir: src\n", []string{".git .git dir", "src .git dir"}, []string{"src/hooks .git/hooks dir"}},
 		{"outside", "gitdir: /nonexistent/x\n", []string{".git .git dir", "HEAD .git file"}, []string{".repo/hooks .git/hooks dir"}},
 		{"not a gitdir line", "junk\n", []string{".git .git dir", "HEAD .git file"}, []string{".repo/hooks .git/hooks dir"}},
 	} {
@@ -259,7 +261,7 @@ func TestSeparateGitDirProtected(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mkTree(t, r, ".repo/HEAD", ".repo/objects/", ".repo/refs/")
+			mkTree(t, r, ".repo/HEAD", ".repo/objects/", ".repo/refs/", "src/main.go")
 			if err := os.WriteFile(filepath.Join(r, ".git"), []byte(strings.ReplaceAll(tt.gitFile, "TREE", r)), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +335,7 @@ func TestHomeSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mkTree(t, home, "proj/", "notes.txt", ".bashrc", ".config/", "link -> proj")
+	mkTree(t, home, "proj/", "bin/", "notes.txt", ".bashrc", ".config/", "link -> proj")
 	t.Setenv("HOME", home)
 	g, err := FromFlags(home, Flags{})
 	if err != nil {
@@ -346,7 +348,7 @@ func TestHomeSplit(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("mounts:\n got %v\nwant %v", got, want)
 	}
-	for _, p := range []string{".bash_aliases", "newfile", ".config/x", "notes.txt"} {
+	for _, p := range []string{".bash_aliases", "newfile", ".config/x", "notes.txt", "bin/ls"} {
 		d := g.CheckPath(filepath.Join(home, p), true)
 		if d.Allowed || !strings.Contains(d.Reason, "top of the home directory") {
 			t.Errorf("writing %s: %+v, want a refusal naming the home directory's top", p, d)
@@ -354,6 +356,24 @@ func TestHomeSplit(t *testing.T) {
 	}
 	if d := g.CheckPath(filepath.Join(home, "proj", "x.go"), true); !d.Allowed {
 		t.Errorf("writing proj/x.go: %+v", d)
+	}
+	// A parent of the home directory granted read-write: the home
+	// directory inside it gets the same read-only top.
+	parent := filepath.Dir(home)
+	g, err = FromFlags(parent, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".bash_aliases", ".config/x", "bin/ls"} {
+		if d := g.CheckPath(filepath.Join(home, p), true); d.Allowed || !strings.Contains(d.Reason, "top of the home directory") {
+			t.Errorf("through the parent, writing %s: %+v, want a refusal naming the home directory's top", p, d)
+		}
+	}
+	if d := g.CheckPath(filepath.Join(home, "proj", "x.go"), true); !d.Allowed {
+		t.Errorf("through the parent, writing proj/x.go: %+v", d)
+	}
+	if d := g.CheckPath(filepath.Join(parent, "elsewhere.txt"), true); !d.Allowed {
+		t.Errorf("writing next to the home directory: %+v", d)
 	}
 	// A directory that is not a home directory is granted whole.
 	other, err := filepath.EvalSymlinks(t.TempDir())
