@@ -220,6 +220,9 @@ func build(s *spec, ps *problems) *Grant {
 	for _, r := range g.roots {
 		if r.writable && r.dir {
 			list, complete := protectedPaths(r.path, g.writableProtected, writableDirs)
+			if r.homeDir {
+				list = slices.DeleteFunc(list, func(p protectedPath) bool { return filepath.Dir(p.path) == r.path && !exists(p.path) })
+			}
 			g.protected = append(g.protected, list...)
 			g.scanComplete = g.scanComplete && complete
 		}

@@ -47,6 +47,13 @@ func userHome() string {
 // home directory).
 var homeReadOnly = []string{"bin", "go", "node_modules", "perl5"}
 
+// A directory split out of a home directory is a tree of its own, but its
+// missing top-level protected names are not held: they are names below the
+// top of the home directory, as they were before the split, and holding
+// them would put some fifty placeholders in every directory of the home
+// directory for each call. Its existing protected paths, and the parts of
+// an existing repository's .git, are protected as in any tree.
+//
 // splitHomes replaces each read-write root that is a home directory by a
 // read-only one and a read-write root for each of its directories whose
 // name does not start with a dot (a symlink is left as it is, under the
@@ -102,7 +109,7 @@ func homeDirsOf(h root, roots []root) []root {
 		if slices.ContainsFunc(roots, func(o root) bool { return o.path == child }) {
 			continue
 		}
-		out = append(out, root{given: h.given, path: child, dir: true, writable: true})
+		out = append(out, root{given: h.given, path: child, dir: true, writable: true, homeDir: true})
 	}
 	return out
 }

@@ -151,6 +151,9 @@ type root struct {
 	// homeTop says the root is a home directory granted read-write, left
 	// read-only at its top by splitHomes.
 	homeTop bool
+	// homeDir says the root is a directory of such a home directory,
+	// whose missing top-level names are not held (see splitHomes).
+	homeDir bool
 }
 
 // resolveRoot resolves a granted path and refuses one that cannot be

@@ -335,13 +335,13 @@ func TestHomeSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mkTree(t, home, "proj/", "bin/", "notes.txt", ".bashrc", ".config/", "link -> proj")
+	mkTree(t, home, "proj/", "bin/", "repo/.git/HEAD", "notes.txt", ".bashrc", ".config/", "link -> proj")
 	t.Setenv("HOME", home)
 	g, err := FromFlags(home, Flags{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Mount{{Source: home, Dir: true}, {Source: filepath.Join(home, "proj"), Writable: true, Dir: true}}
+	want := []Mount{{Source: home, Dir: true}, {Source: filepath.Join(home, "proj"), Writable: true, Dir: true}, {Source: filepath.Join(home, "repo"), Writable: true, Dir: true}}
 	got := g.Mounts()
 	slices.SortFunc(got, func(a, b Mount) int { return strings.Compare(a.Source, b.Source) })
 	slices.SortFunc(want, func(a, b Mount) int { return strings.Compare(a.Source, b.Source) })
@@ -356,6 +356,18 @@ func TestHomeSplit(t *testing.T) {
 	}
 	if d := g.CheckPath(filepath.Join(home, "proj", "x.go"), true); !d.Allowed {
 		t.Errorf("writing proj/x.go: %+v", d)
+	}
+	// The home directory's directories hold no placeholders at their tops,
+	// but an existing repository's missing hooks are held.
+	for _, p := range g.Protected() {
+		if filepath.Dir(p) == filepath.Join(home, "proj") {
+			if _, err := os.Lstat(p); err != nil {
+				t.Errorf("a missing name at the top of a home directory's directory is held: %s", p)
+			}
+		}
+	}
+	if !slices.Contains(g.Protected(), filepath.Join(home, "repo", ".git", "hooks")) {
+		t.Errorf("a repository in the home directory has its missing hooks unheld: %v", g.Protected())
 	}
 	// A parent of the home directory granted read-write: the home
 	// directory inside it gets the same read-only top.
