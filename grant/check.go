@@ -216,7 +216,7 @@ func (g *Grant) checkPath(p string, write bool) pathResult {
 					overridden = append(overridden, name)
 					risks = append(risks, fmt.Sprintf("writes protected path %s, allowed by paths.writable_protected %q", loc, name))
 				}
-			case name == setIDRule:
+			case name == setIDRule || name == homeLinkRule:
 				return pathResult{
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
 					reason: fmt.Sprintf("%s is %s and stays read-only: a change to it would run as its owner for anyone on the host", loc, name),

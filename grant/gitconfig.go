@@ -1,7 +1,7 @@
 package grant
 
 import (
-	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,12 +32,15 @@ func readGitConfig(p, home string, depth int, refs *gitConfigRefs) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxGitConfig))
+	f.Close()
+	// git skips a UTF-8 byte-order mark, and joins a line that ends in a
+	// backslash with the next.
+	text := strings.TrimPrefix(string(b), "\ufeff")
+	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\\\n", "")
 	section := ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "[") {
 			end := strings.IndexByte(line, ']')
 			if end < 0 {
@@ -45,6 +48,7 @@ func readGitConfig(p, home string, depth int, refs *gitConfigRefs) {
 			}
 			name, _, _ := strings.Cut(strings.TrimSpace(line[1:end]), " ")
 			name, _, _ = strings.Cut(name, "\"")
+			name, _, _ = strings.Cut(name, ".")
 			section = strings.ToLower(strings.TrimSpace(name))
 			// "[core] hooksPath = x" is one line to git.
 			line = strings.TrimSpace(line[end+1:])
@@ -65,6 +69,9 @@ func readGitConfig(p, home string, depth int, refs *gitConfigRefs) {
 		}
 	}
 }
+
+// maxGitConfig bounds how much of a configuration file is read.
+const maxGitConfig = 16 << 20
 
 // gitValue is a configuration value as git reads it: quotes removed,
 // backslash escapes applied, and a comment outside quotes dropped.
@@ -120,10 +127,17 @@ func gitPath(v, home, dir string) string {
 }
 
 // globalGitConfigs are the files git reads for every repository: the
-// system's, and the user's (GIT_CONFIG_GLOBAL where set, else
+// system's (GIT_CONFIG_SYSTEM where set, none with GIT_CONFIG_NOSYSTEM), and the user's (GIT_CONFIG_GLOBAL where set, else
 // ~/.gitconfig and the XDG one).
 func globalGitConfigs(home string) []string {
-	files := []string{"/etc/gitconfig"}
+	var files []string
+	switch sys := os.Getenv("GIT_CONFIG_SYSTEM"); {
+	case os.Getenv("GIT_CONFIG_NOSYSTEM") != "":
+	case sys != "":
+		files = append(files, sys)
+	default:
+		files = append(files, "/etc/gitconfig")
+	}
 	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
 		return append(files, g)
 	}
@@ -138,4 +152,25 @@ func globalGitConfigs(home string) []string {
 		files = append(files, filepath.Join(home, ".gitconfig"))
 	}
 	return files
+}
+
+// globalHooksDirs returns the absolute hooks directories the user's and
+// the system's configuration name (core.hooksPath), resolved: git runs
+// hooks from there in every repository.
+func globalHooksDirs() []string {
+	home, _ := os.UserHomeDir()
+	var refs gitConfigRefs
+	for _, f := range globalGitConfigs(home) {
+		readGitConfig(f, home, 0, &refs)
+	}
+	var out []string
+	for _, hp := range refs.hooksPaths {
+		if !filepath.IsAbs(hp) {
+			continue
+		}
+		if res, err := resolve(filepath.Clean(hp)); err == nil {
+			out = append(out, res.path)
+		}
+	}
+	return out
 }

@@ -155,6 +155,16 @@ func build(s *spec, ps *problems) *Grant {
 	})
 
 	g.roots = splitHomes(g.roots)
+	// A read-write grant of the hooks directory the user's configuration
+	// names (or of one inside it) would let a sandbox run code in every
+	// repository; it cannot be protected from inside the tree.
+	for _, hd := range globalHooksDirs() {
+		for _, r := range g.roots {
+			if r.writable && within(r.path, hd) {
+				ps.addValue(keyReadWrite, r.given, "%q (%s) is the hooks directory git runs in every repository (core.hooksPath of the user's or the system's configuration); grant it read-only", r.given, r.path)
+			}
+		}
+	}
 
 	for _, n := range s.writableProtected {
 		if !slices.Contains(ProtectedNames(), n) {
@@ -225,6 +235,11 @@ func build(s *spec, ps *problems) *Grant {
 			}
 			g.protected = append(g.protected, list...)
 			g.scanComplete = g.scanComplete && complete
+		}
+	}
+	for _, r := range g.roots {
+		if r.homeTop {
+			g.protected = append(g.protected, g.homeLinks(r.path)...)
 		}
 	}
 	slices.SortFunc(g.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })

@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,23 +94,138 @@ func splitHomes(roots []root) []root {
 
 // homeDirsOf returns a read-write root for each directory of the home
 // directory h whose name has no dot in front and is not in homeReadOnly,
-// but those already in roots.
+// nor named by the shell's start-up files or PATH (homeNamedDirs), nor
+// holds or lies in the user's hooks directory, but those already in roots.
 func homeDirsOf(h root, roots []root) []root {
 	entries, err := os.ReadDir(h.path)
 	if err != nil {
 		return nil
 	}
+	hooks := globalHooksDirs()
+	named := homeNamedDirs(h.path)
 	var out []root
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || !e.IsDir() || slices.Contains(homeReadOnly, name) {
+		if strings.HasPrefix(name, ".") || !e.IsDir() || slices.Contains(homeReadOnly, name) || named[name] {
 			continue
 		}
 		child := filepath.Join(h.path, name)
+		// The user's hooks directory stays read-only with the top.
+		if slices.ContainsFunc(hooks, func(d string) bool { return within(d, child) || within(child, d) }) {
+			continue
+		}
 		if slices.ContainsFunc(roots, func(o root) bool { return o.path == child }) {
 			continue
 		}
 		out = append(out, root{given: h.given, path: child, dir: true, writable: true, homeDir: true})
 	}
 	return out
+}
+
+// homeLinkRule names the protection of a file or directory that a symlink
+// in a home directory's read-only dot entries leads to inside a read-write
+// tree (a dotfiles repository linked in by stow): writing it writes the
+// start-up file. No grant setting makes it writable.
+const homeLinkRule = "a home directory's start-up file, through a symlink"
+
+// maxHomeLinkScan bounds the entries of a home directory's dot entries
+// looked at for symlinks.
+const maxHomeLinkScan = 5000
+
+// homeLinks returns the protected paths the symlinks among the dot entries
+// of the home directory h (a homeTop root) lead to inside a read-write root
+// of g. The scan follows no symlink and looks at most at maxHomeLinkScan
+// entries.
+func (g *Grant) homeLinks(h string) []protectedPath {
+	var out []protectedPath
+	seen := 0
+	entries, err := os.ReadDir(h)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		_ = filepath.WalkDir(filepath.Join(h, e.Name()), func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if seen++; seen > maxHomeLinkScan {
+				return filepath.SkipAll
+			}
+			if d.Type()&os.ModeSymlink == 0 {
+				return nil
+			}
+			res, err := resolve(p)
+			if err != nil || res.missing > 0 {
+				return nil
+			}
+			if owner, ok := g.rootOf(res.path); ok && owner.writable && res.path != owner.path {
+				fi, err := os.Lstat(res.path)
+				out = append(out, protectedPath{path: res.path, name: homeLinkRule, dir: err == nil && fi.IsDir()})
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// homeStartup are the shell start-up files of a home directory whose
+// mentions of directories in it keep those read-only.
+var homeStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_aliases", ".profile",
+	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".login", ".config/fish/config.fish"}
+
+// homeNamedDirs returns the names of the home directory h's entries that
+// its shell start-up files mention (as h/NAME, ~/NAME, $HOME/NAME or
+// ${HOME}/NAME: an installer's "conda init" block, a sourced
+// google-cloud-sdk/path.bash.inc, a PATH entry) or that PATH holds: what is
+// in them runs in every new shell, so they stay read-only with the top.
+func homeNamedDirs(h string) map[string]bool {
+	names := map[string]bool{}
+	note := func(rest string) {
+		end := strings.IndexFunc(rest, func(c rune) bool {
+			return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '+' || c == '@')
+		})
+		if end < 0 {
+			end = len(rest)
+		}
+		if name := rest[:end]; name != "" && !strings.HasPrefix(name, ".") {
+			names[name] = true
+		}
+	}
+	for _, f := range homeStartup {
+		b, err := readAtMost(filepath.Join(h, f), 1<<20)
+		if err != nil {
+			continue
+		}
+		text := string(b)
+		for _, prefix := range []string{h + "/", "~/", "$HOME/", "${HOME}/"} {
+			for rest := text; ; {
+				i := strings.Index(rest, prefix)
+				if i < 0 {
+					break
+				}
+				rest = rest[i+len(prefix):]
+				note(rest)
+			}
+		}
+	}
+	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(p) && within(filepath.Clean(p), h) && filepath.Clean(p) != h {
+			rel, _ := filepath.Rel(h, filepath.Clean(p))
+			note(rel)
+		}
+	}
+	return names
+}
+
+// readAtMost reads up to n bytes of the file p.
+func readAtMost(p string, n int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }

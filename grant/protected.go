@@ -117,6 +117,17 @@ var gitConfigNames = []string{"config", "config.worktree", "commondir"}
 // PATH", relative to the file's directory) when it lies inside the tree r,
 // whether it exists or not.
 func gitFileTarget(p, r string) (string, bool) {
+	target, ok := gitFileDir(p)
+	if !ok || !within(target, r) || target == r {
+		return "", false
+	}
+	return target, true
+}
+
+// gitFileDir returns the directory a .git file at p names, resolved,
+// wherever it is (a linked worktree's administrative directory, a
+// submodule's), or false when p is no such file.
+func gitFileDir(p string) (string, bool) {
 	// A symlink or anything but a plain file names nothing here (it is held
 	// whole all the same); the file opened must be the one looked at.
 	lfi, err := os.Lstat(p)
@@ -142,7 +153,7 @@ func gitFileTarget(p, r string) (string, bool) {
 		target = filepath.Join(filepath.Dir(p), target)
 	}
 	res, err := resolve(filepath.Clean(target))
-	if err != nil || !within(res.path, r) || res.path == r {
+	if err != nil {
 		return "", false
 	}
 	return res.path, true
@@ -155,6 +166,36 @@ func gitFileTarget(p, r string) (string, bool) {
 var vcsConfig = map[string][]string{
 	".hg": {"hgrc", "hgrc-not-shared", "sharedpath"},
 	".jj": {"repo/config.toml"},
+}
+
+// hgIncludes returns the files a Mercurial repository's .hg directory hg
+// configuration includes ("%include PATH", relative to the including
+// file, "~" its user's home), following includes to depth 10.
+func hgIncludes(hg string) []string {
+	home, _ := os.UserHomeDir()
+	var out []string
+	var read func(p string, depth int)
+	read = func(p string, depth int) {
+		if depth > maxGitInclude {
+			return
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "%include")
+			if !ok || rest == "" || rest[0] != ' ' && rest[0] != '\t' {
+				continue
+			}
+			inc := gitPath(strings.TrimSpace(rest), home, filepath.Dir(p))
+			out = append(out, inc)
+			read(inc, depth+1)
+		}
+	}
+	read(filepath.Join(hg, "hgrc"), 0)
+	read(filepath.Join(hg, "hgrc-not-shared"), 0)
+	return out
 }
 
 // isDir reports whether p is a directory, not following a symlink.
@@ -343,7 +384,16 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			add(filepath.Join(r, "HEAD"), ".git", false)
 		}
 	}
-	protectGitConfigRefs(r, gitDir, repo, add)
+	// The git directory whose configuration holds for the top of the tree:
+	// the repository's own, or, where .git is a file naming one outside
+	// the tree (a linked worktree, a submodule), that one, read only for
+	// what its configuration names inside the tree.
+	repos := []gitRepo{}
+	if repo {
+		repos = append(repos, gitRepo{gitDir: gitDir, top: r})
+	} else if t, ok := gitFileDir(filepath.Join(r, ".git")); ok && !rootIsGit && gitRepository(t) {
+		repos = append(repos, gitRepo{gitDir: t, top: r})
+	}
 	home := looksLikeHome(r)
 	for _, e := range protectedTable {
 		switch e.Where {
@@ -352,6 +402,13 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			if confs, ok := vcsConfig[e.Name]; ok && isDir(p) {
 				for _, c := range confs {
 					add(filepath.Join(p, filepath.FromSlash(c)), e.Name, false)
+				}
+				if e.Name == ".hg" {
+					for _, inc := range hgIncludes(p) {
+						if res, err := resolve(inc); err == nil && within(res.path, r) && res.path != r {
+							add(res.path, e.Name, false)
+						}
+					}
 				}
 				continue
 			}
@@ -382,28 +439,36 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 	slices.SortStableFunc(finds, func(a, b find) int { return compareWalkOrder(a.p, b.p) })
 	for _, f := range finds {
 		add(f.p, f.name, f.dir)
+		// A nested repository is read-only whole, but what its
+		// configuration names in the tree (a hooks directory, an
+		// included file) is not in it.
+		if f.name == ".git" && f.dir {
+			top := f.p
+			if filepath.Base(f.p) == ".git" {
+				top = filepath.Dir(f.p)
+			}
+			repos = append(repos, gitRepo{gitDir: f.p, top: top})
+		}
 	}
+	protectGitConfigRefs(r, repos, add)
 	return out, complete
 }
 
+// gitRepo is a repository whose configuration protectGitConfigRefs reads:
+// its git directory and the top of its work tree, where its hooks run.
+type gitRepo struct{ gitDir, top string }
+
 // protectGitConfigRefs protects what git's configuration names inside the
-// read-write tree r, whose repository's directory is gitDir (repo says it
-// is one): the files the repository's and the user's configuration
-// include (a sandbox writing one would write git's configuration), and the
-// hooks directory core.hooksPath names (a relative one is relative to the
-// top of the tree, where hooks run). A hooks directory named "_" is
-// husky's, whose scripts run the hooks in the directory above it, so that
-// one is protected.
-func protectGitConfigRefs(r, gitDir string, repo bool, add func(p, rule string, dir bool)) {
+// read-write tree r: the user's configuration files themselves where they
+// lie in it (GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME), the files any of them or
+// a repository's configuration includes (a sandbox writing one would write
+// git's configuration), and the hooks directory core.hooksPath names, for
+// the user's configuration and for each repository of repos (a relative
+// one is relative to the top of the repository's work tree, where hooks
+// run). A hooks directory named "_" is husky's, whose scripts run the
+// hooks in the directory above it, so that one is protected.
+func protectGitConfigRefs(r string, repos []gitRepo, add func(p, rule string, dir bool)) {
 	home, _ := os.UserHomeDir()
-	var refs gitConfigRefs
-	files := globalGitConfigs(home)
-	if repo {
-		files = append(files, filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree"))
-	}
-	for _, f := range files {
-		readGitConfig(f, home, 0, &refs)
-	}
 	inTree := func(p string) (string, bool) {
 		res, err := resolve(p)
 		if err != nil || !within(res.path, r) || res.path == r {
@@ -411,27 +476,72 @@ func protectGitConfigRefs(r, gitDir string, repo bool, add func(p, rule string, 
 		}
 		return res.path, true
 	}
-	for _, inc := range refs.includes {
-		if p, ok := inTree(inc); ok {
-			add(p, ".git/config", false)
-		}
-	}
-	if !repo {
-		return
-	}
-	for _, hp := range refs.hooksPaths {
+	hooks := func(hp, top string) {
 		if !filepath.IsAbs(hp) {
-			hp = filepath.Join(r, hp)
+			if top == "" {
+				return
+			}
+			hp = filepath.Join(top, hp)
 		}
 		p, ok := inTree(hp)
 		if !ok {
-			continue
+			return
 		}
 		if filepath.Base(p) == "_" && filepath.Dir(p) != r {
 			p = filepath.Dir(p)
 		}
 		add(p, ".git/hooks", true)
 	}
+	var global gitConfigRefs
+	for _, f := range globalGitConfigs(home) {
+		if p, ok := inTree(f); ok {
+			add(p, ".gitconfig", false)
+		}
+		readGitConfig(f, home, 0, &global)
+	}
+	for _, inc := range global.includes {
+		if p, ok := inTree(inc); ok {
+			add(p, ".git/config", false)
+		}
+	}
+	for _, hp := range global.hooksPaths {
+		hooks(hp, "")
+		for _, repo := range repos {
+			hooks(hp, repo.top)
+		}
+	}
+	for _, repo := range repos {
+		var refs gitConfigRefs
+		for _, f := range repoConfigFiles(repo.gitDir) {
+			readGitConfig(f, home, 0, &refs)
+		}
+		for _, inc := range refs.includes {
+			if p, ok := inTree(inc); ok {
+				add(p, ".git/config", false)
+			}
+		}
+		for _, hp := range refs.hooksPaths {
+			hooks(hp, repo.top)
+		}
+	}
+}
+
+// repoConfigFiles returns the configuration files of the repository whose
+// git directory is gitDir: config in its common directory (commondir, for
+// a linked worktree's administrative directory) and its own
+// config.worktree.
+func repoConfigFiles(gitDir string) []string {
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if c != "" {
+			if !filepath.IsAbs(c) {
+				c = filepath.Join(gitDir, c)
+			}
+			common = filepath.Clean(c)
+		}
+	}
+	return []string{filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree")}
 }
 
 // compareWalkOrder compares two paths in the order a walk that lists each

@@ -183,6 +183,14 @@ func TestGitConfigRefsProtected(t *testing.T) {
 		global: "[include]\n\tpath = TREE/dotfiles/git.inc\n[core]\n\thooksPath = TREE/hooks2\n",
 		want:   []string{"dotfiles/git.inc .git/config file", "hooks2 .git/hooks dir"},
 	}, {
+		name:   "a byte-order mark and a continued line",
+		config: "\ufeff[include]\n\tpath = ../in\\\nc.cfg\n",
+		want:   []string{"inc.cfg .git/config file"},
+	}, {
+		name:   "the user's absolute hooksPath in a tree that is no repository's top",
+		global: "[core]\n\thooksPath = TREE/more/hooks\n",
+		want:   []string{"more/hooks .git/hooks dir"},
+	}, {
 		name:   "hooksPath outside the tree or the tree itself: nothing",
 		config: "[core]\n\thooksPath = /usr/share/hooks\n[core]\n\thooksPath = .\n",
 		not:    []string{". .git/hooks dir"},
@@ -288,9 +296,12 @@ func TestOtherVCSProtected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mkTree(t, r, ".hg/store/", "sub/.jj/repo/", "sub2/.hg/")
+	mkTree(t, r, ".hg/store/", "sub/.jj/repo/", "sub2/.hg/", "conf/project.hgrc")
+	if err := os.WriteFile(filepath.Join(r, ".hg", "hgrc"), []byte("[ui]\n%include ../conf/project.hgrc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got := protectedRel(t, r)
-	for _, w := range []string{".hg/hgrc .hg file", ".hg/sharedpath .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"} {
+	for _, w := range []string{".hg/hgrc .hg file", ".hg/sharedpath .hg file", "conf/project.hgrc .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"} {
 		if !slices.Contains(got, w) {
 			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
 		}
@@ -452,5 +463,142 @@ func TestRemember(t *testing.T) {
 	}
 	if got := g.Remember(recorded).Protected(); slices.Contains(got, filepath.Join(r, "tool")) {
 		t.Errorf("a file no longer set-ID is still protected")
+	}
+}
+
+// TestGitConfigRefsBeyondTheTop checks what git's configuration names in a
+// tree for repositories other than the tree's own: a nested repository's
+// hooks directory and included file, a linked worktree's (whose
+// configuration is its main repository's, outside the tree), the user's
+// configuration file itself where GIT_CONFIG_GLOBAL puts it in the tree,
+// and a system configuration named by GIT_CONFIG_SYSTEM.
+func TestGitConfigRefsBeyondTheTop(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", filepath.Join(base, "home"))
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := filepath.Join(base, "tree")
+	mkTree(t, r, "app/.git/HEAD", "app/.git/objects/", "app/.git/refs/", "cfg/")
+	write := func(p, c string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(c, "TREE", r)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(r, "app", ".git", "config"), "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ../.shared.inc\n")
+	write(filepath.Join(r, "cfg", "global.gitconfig"), "[user]\n\tname = u\n")
+	write(filepath.Join(base, "system.gitconfig"), "[include]\n\tpath = TREE/sys.inc\n")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(r, "cfg", "global.gitconfig"))
+	t.Setenv("GIT_CONFIG_SYSTEM", filepath.Join(base, "system.gitconfig"))
+	got := protectedRel(t, r)
+	for _, w := range []string{"app/.githooks .git/hooks dir", "app/.shared.inc .git/config file", "cfg/global.gitconfig .gitconfig file", "sys.inc .git/config file"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+
+	// A linked worktree granted alone: its main repository, outside the
+	// tree, names a hooks directory relative to the worktree's top.
+	main := filepath.Join(base, "main")
+	mkTree(t, main, ".git/HEAD", ".git/objects/", ".git/refs/", ".git/worktrees/wt/HEAD")
+	write(filepath.Join(main, ".git", "config"), "[core]\n\thooksPath = .githooks\n")
+	write(filepath.Join(main, ".git", "worktrees", "wt", "commondir"), "../..\n")
+	wt := filepath.Join(base, "wt")
+	write(filepath.Join(wt, ".git"), "gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	t.Setenv("GIT_CONFIG_SYSTEM", "")
+	if got := protectedRel(t, wt); !slices.Contains(got, ".githooks .git/hooks dir") {
+		t.Errorf("a linked worktree's hooks directory is not protected:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestGlobalHooksDirNotWritable checks that the hooks directory the user's
+// configuration names can be neither granted read-write nor made writable
+// by splitting a home directory.
+func TestGlobalHooksDirNotWritable(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	t.Setenv("GIT_CONFIG_SYSTEM", "")
+	mkTree(t, home, "githooks/", "proj/")
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = ~/githooks\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromFlags(filepath.Join(home, "githooks"), Flags{}); err == nil || !strings.Contains(err.Error(), "hooks directory") {
+		t.Errorf("granting the hooks directory read-write: %v, want a refusal", err)
+	}
+	g, err := FromFlags(home, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.CheckPath(filepath.Join(home, "githooks", "pre-commit"), true); d.Allowed {
+		t.Errorf("the hooks directory is writable in a home directory granted read-write")
+	}
+	if d := g.CheckPath(filepath.Join(home, "proj", "x"), true); !d.Allowed {
+		t.Errorf("proj is not writable: %+v", d)
+	}
+}
+
+// TestHomeLinksProtected checks a home directory whose start-up files are
+// symlinks into a dotfiles directory of it (stow): the files they lead to
+// stay read-only, the rest of that directory writable.
+func TestHomeLinksProtected(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	mkTree(t, home, "dotfiles/bashrc", "dotfiles/nvim/init.lua", "dotfiles/README", ".config/",
+		".bashrc -> dotfiles/bashrc", ".config/nvim -> ../dotfiles/nvim")
+	g, err := FromFlags(home, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"dotfiles/bashrc", "dotfiles/nvim/init.lua"} {
+		if d := g.CheckPath(filepath.Join(home, p), true); d.Allowed {
+			t.Errorf("%s, which a start-up file links to, is writable", p)
+		}
+	}
+	if d := g.CheckPath(filepath.Join(home, "dotfiles", "README"), true); !d.Allowed {
+		t.Errorf("dotfiles/README is not writable: %+v", d)
+	}
+}
+
+// TestHomeNamedDirsReadOnly checks that directories of a home directory
+// that its shell start-up files or PATH name stay read-only when the home
+// directory is granted read-write.
+func TestHomeNamedDirsReadOnly(t *testing.T) {
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	mkTree(t, home, "miniconda3/bin/conda", "google-cloud-sdk/path.bash.inc", "tools/bin/x", "proj/")
+	rc := "__conda_setup=\"$('" + home + "/miniconda3/bin/conda' 'shell.bash' 'hook')\"\n" +
+		"if [ -f '${HOME}/google-cloud-sdk/path.bash.inc' ]; then . \"$HOME/google-cloud-sdk/path.bash.inc\"; fi\n"
+	if err := os.WriteFile(filepath.Join(home, ".bashrc"), []byte(rc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", "/usr/bin:/bin:"+filepath.Join(home, "tools", "bin"))
+	g, err := FromFlags(home, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"miniconda3/bin/conda", "google-cloud-sdk/path.bash.inc", "tools/bin/x"} {
+		if d := g.CheckPath(filepath.Join(home, p), true); d.Allowed {
+			t.Errorf("%s is writable", p)
+		}
+	}
+	if d := g.CheckPath(filepath.Join(home, "proj", "x"), true); !d.Allowed {
+		t.Errorf("proj is not writable: %+v", d)
 	}
 }

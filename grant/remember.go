@@ -60,7 +60,7 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 		if !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
 			continue
 		}
-		if !slices.Contains(names, p.Name) && p.Name != setIDRule || g.writableProtected[p.Name] {
+		if !slices.Contains(names, p.Name) && p.Name != setIDRule && p.Name != homeLinkRule || g.writableProtected[p.Name] {
 			continue
 		}
 		owner, ok := g.rootOf(p.Path)
