@@ -21,10 +21,21 @@ import (
 // file, which no sandbox may be given as a whole.)
 
 // isHomeDir reports whether the resolved directory p is a home directory
-// for this purpose: /root, a directory directly in /home, or this user's
-// home directory.
+// for this purpose: /root, a directory directly in /home, this user's home
+// directory, or one that looks like a home directory.
 func isHomeDir(p string) bool {
-	return p == "/root" || filepath.Dir(p) == "/home" || p == userHome()
+	if p == "/root" || filepath.Dir(p) == "/home" || p == userHome() {
+		return true
+	}
+	// Elsewhere (a service account's home, a home directory a root broker
+	// is given): one that holds .ssh, or both .bashrc and .profile, the
+	// files every new account gets, none of them a placeholder, and that
+	// is no repository (a dotfiles repository holds them too).
+	real := func(n string, dir bool) bool {
+		fi, err := os.Lstat(filepath.Join(p, n))
+		return err == nil && fi.IsDir() == dir && (dir || fi.Mode().IsRegular()) && !isPlaceholder(filepath.Join(p, n))
+	}
+	return (real(".ssh", true) || real(".bashrc", false) && real(".profile", false)) && !gitRepository(filepath.Join(p, ".git"))
 }
 
 // userHome returns this user's home directory, resolved, or "".

@@ -602,3 +602,37 @@ func TestHomeNamedDirsReadOnly(t *testing.T) {
 		t.Errorf("proj is not writable: %+v", d)
 	}
 }
+
+// TestLooksLikeHomeSplit checks a home directory that is not this user's
+// (a service account's, one a root broker is given): one holding both
+// .bashrc and .profile is split like a home directory, a dotfiles
+// repository holding them is not.
+func TestLooksLikeHomeSplit(t *testing.T) {
+	t.Setenv("HOME", "/nonexistent")
+	for _, tt := range []struct {
+		name  string
+		spec  []string
+		split bool
+	}{
+		{"an account's home", []string{".bashrc", ".profile", "proj/"}, true},
+		{"one with .ssh", []string{".ssh/", "proj/"}, true},
+		{"a dotfiles repository", []string{".bashrc", ".profile", ".git/HEAD", ".git/objects/", ".git/refs/", "proj/"}, false},
+		{"only a .bashrc", []string{".bashrc", "proj/"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mkTree(t, r, tt.spec...)
+			g, err := FromFlags(r, Flags{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := g.CheckPath(filepath.Join(r, "newfile"), true)
+			if d.Allowed == tt.split {
+				t.Errorf("a new file at the top: %+v, want allowed=%v", d, !tt.split)
+			}
+		})
+	}
+}

@@ -321,3 +321,13 @@ func (s *nestedScan) statAt(fd int, name []byte, st *syscall.Stat_t) error {
 	}
 	return fstatatNoFollow(fd, string(name), st)
 }
+
+// isPlaceholder reports whether p (not followed) carries PlaceholderXattr.
+func isPlaceholder(p string) bool {
+	fd, err := syscall.Open(p, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	return placeholderMarked(fd)
+}
