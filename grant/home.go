@@ -28,14 +28,19 @@ func isHomeDir(p string) bool {
 		return true
 	}
 	// Elsewhere (a service account's home, a home directory a root broker
-	// is given): one that holds .ssh, or both .bashrc and .profile, the
-	// files every new account gets, none of them a placeholder, and that
-	// is no repository (a dotfiles repository holds them too).
+	// is given): one that holds .ssh, or .bashrc with .profile,
+	// .bash_profile or .bash_logout, the files every new account gets
+	// (Debian's skeleton, or Fedora's), none of them a placeholder, and
+	// then no repository (a dotfiles repository holds them too).
 	real := func(n string, dir bool) bool {
 		fi, err := os.Lstat(filepath.Join(p, n))
 		return err == nil && fi.IsDir() == dir && (dir || fi.Mode().IsRegular()) && !isPlaceholder(filepath.Join(p, n))
 	}
-	return (real(".ssh", true) || real(".bashrc", false) && real(".profile", false)) && !gitRepository(filepath.Join(p, ".git"))
+	if real(".ssh", true) {
+		return true
+	}
+	login := real(".profile", false) || real(".bash_profile", false) || real(".bash_logout", false)
+	return real(".bashrc", false) && login && !gitRepository(filepath.Join(p, ".git"))
 }
 
 // userHome returns this user's home directory, resolved, or "".
@@ -84,7 +89,25 @@ func splitHomes(roots []root) []root {
 		out = append(out, homeDirsOf(r, roots)...)
 	}
 	slices.SortStableFunc(out, func(a, b root) int { return len(b.path) - len(a.path) })
-	for _, h := range []string{userHome(), "/root"} {
+	// Home directories inside a read-write root: this user's, /root, and
+	// any directory directly in a read-write root that is or looks like a
+	// home directory (a root broker run from a directory of homes).
+	candidates := []string{userHome(), "/root"}
+	for _, r := range out {
+		if !r.writable || !r.dir {
+			continue
+		}
+		entries, err := os.ReadDir(r.path)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if c := filepath.Join(r.path, e.Name()); e.IsDir() && isHomeDir(c) {
+				candidates = append(candidates, c)
+			}
+		}
+	}
+	for _, h := range candidates {
 		if h == "" || slices.ContainsFunc(out, func(o root) bool { return o.path == h }) {
 			continue
 		}
@@ -139,9 +162,12 @@ func homeDirsOf(h root, roots []root) []root {
 // start-up file. No grant setting makes it writable.
 const homeLinkRule = "a home directory's start-up file, through a symlink"
 
-// maxHomeLinkScan bounds the entries of a home directory's dot entries
-// looked at for symlinks.
-const maxHomeLinkScan = 5000
+// maxHomeLinkScan bounds the entries of each of a home directory's dot
+// entries looked at for symlinks, and maxHomeLinkDepth how deep below it.
+const (
+	maxHomeLinkScan  = 5000
+	maxHomeLinkDepth = 4
+)
 
 // homeLinks returns the protected paths the symlinks among the dot entries
 // of the home directory h (a homeTop root) lead to inside a read-write root
@@ -149,7 +175,6 @@ const maxHomeLinkScan = 5000
 // entries.
 func (g *Grant) homeLinks(h string) []protectedPath {
 	var out []protectedPath
-	seen := 0
 	entries, err := os.ReadDir(h)
 	if err != nil {
 		return nil
@@ -158,12 +183,19 @@ func (g *Grant) homeLinks(h string) []protectedPath {
 		if !strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		_ = filepath.WalkDir(filepath.Join(h, e.Name()), func(p string, d os.DirEntry, err error) error {
+		// Each dot entry has a budget of its own, so a large cache
+		// directory cannot use up the others', and the walk goes no
+		// deeper than start-up files are kept.
+		seen, top := 0, filepath.Join(h, e.Name())
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
 			if err != nil {
 				return nil
 			}
 			if seen++; seen > maxHomeLinkScan {
 				return filepath.SkipAll
+			}
+			if d.IsDir() && p != top && strings.Count(p[len(top):], "/") >= maxHomeLinkDepth {
+				return filepath.SkipDir
 			}
 			if d.Type()&os.ModeSymlink == 0 {
 				return nil
@@ -187,6 +219,10 @@ func (g *Grant) homeLinks(h string) []protectedPath {
 var homeStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_aliases", ".profile",
 	".zshrc", ".zshenv", ".zprofile", ".zlogin", ".kshrc", ".cshrc", ".tcshrc", ".login", ".config/fish/config.fish"}
 
+// homeStartupDirs are directories of start-up snippets that shells source
+// from a home directory (Fedora's .bashrc sources ~/.bashrc.d/*).
+var homeStartupDirs = []string{".bashrc.d", ".bash_profile.d", ".profile.d", ".zshrc.d", ".config/bash", ".config/zsh", ".config/shell"}
+
 // homeNamedDirs returns the names of the home directory h's entries that
 // its shell start-up files mention (as h/NAME, ~/NAME, $HOME/NAME or
 // ${HOME}/NAME: an installer's "conda init" block, a sourced
@@ -205,19 +241,38 @@ func homeNamedDirs(h string) map[string]bool {
 			names[name] = true
 		}
 	}
-	for _, f := range homeStartup {
+	files := slices.Clone(homeStartup)
+	for _, d := range homeStartupDirs {
+		if entries, err := os.ReadDir(filepath.Join(h, d)); err == nil {
+			for i, e := range entries {
+				if i < 100 && !e.IsDir() {
+					files = append(files, filepath.Join(d, e.Name()))
+				}
+			}
+		}
+	}
+	for _, f := range files {
 		b, err := readAtMost(filepath.Join(h, f), 1<<20)
 		if err != nil {
 			continue
 		}
 		text := string(b)
-		for _, prefix := range []string{h + "/", "~/", "$HOME/", "${HOME}/"} {
+		for _, prefix := range []string{h + "/", "~/", "HOME"} {
 			for rest := text; ; {
 				i := strings.Index(rest, prefix)
 				if i < 0 {
 					break
 				}
 				rest = rest[i+len(prefix):]
+				if prefix == "HOME" {
+					// $HOME/, ${HOME}/, "$HOME"/, "${HOME}"/
+					r := strings.TrimLeft(rest, "}\"'")
+					if !strings.HasPrefix(r, "/") {
+						continue
+					}
+					note(r[1:])
+					continue
+				}
 				note(rest)
 			}
 		}

@@ -442,12 +442,19 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		// A nested repository is read-only whole, but what its
 		// configuration names in the tree (a hooks directory, an
 		// included file) is not in it.
-		if f.name == ".git" && f.dir {
+		switch {
+		case f.name == ".git" && f.dir:
 			top := f.p
 			if filepath.Base(f.p) == ".git" {
 				top = filepath.Dir(f.p)
 			}
 			repos = append(repos, gitRepo{gitDir: f.p, top: top})
+		case f.name == ".git":
+			// A .git file: a linked worktree's or a submodule's, whose
+			// configuration is that of the repository it names.
+			if d, ok := gitFileDir(f.p); ok && gitRepository(d) {
+				repos = append(repos, gitRepo{gitDir: d, top: filepath.Dir(f.p)})
+			}
 		}
 	}
 	protectGitConfigRefs(r, repos, add)

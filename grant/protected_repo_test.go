@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -634,5 +635,92 @@ func TestLooksLikeHomeSplit(t *testing.T) {
 				t.Errorf("a new file at the top: %+v, want allowed=%v", d, !tt.split)
 			}
 		})
+	}
+}
+
+// TestHomeAndWorktreeGaps covers what the last red-team pass found: a
+// linked worktree in the tree (its .git a file) has its hooks directory
+// protected; a large cache does not use up the symlink scan of the other
+// dot entries; a home directory directly inside a granted directory, one
+// with a Fedora skeleton, and one with .ssh that is a repository are split;
+// start-up files that name a directory as "$HOME"/x or from .bashrc.d keep
+// it read-only.
+func TestHomeAndWorktreeGaps(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	t.Setenv("GIT_CONFIG_SYSTEM", "")
+	t.Setenv("HOME", "/nonexistent")
+	newDir := func() string {
+		d, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	write := func(p, c string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(g *Grant, p string) {
+		t.Helper()
+		if d := g.CheckPath(p, true); d.Allowed {
+			t.Errorf("%s is writable", p)
+		}
+	}
+	grantOf := func(r string) *Grant {
+		t.Helper()
+		g, err := FromFlags(r, Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+
+	// A linked worktree next to its main repository, both in the tree.
+	r := newDir()
+	mkTree(t, r, "app/.git/HEAD", "app/.git/objects/", "app/.git/refs/", "app/.git/worktrees/feat/HEAD", "app-feat/")
+	write(filepath.Join(r, "app/.git/config"), "[core]\n\thooksPath = .githooks\n")
+	write(filepath.Join(r, "app/.git/worktrees/feat/commondir"), "../..\n")
+	write(filepath.Join(r, "app-feat/.git"), "gitdir: ../app/.git/worktrees/feat\n")
+	refused(grantOf(r), filepath.Join(r, "app-feat", ".githooks", "pre-commit"))
+
+	// A home directory with a large cache and a stow link under .config.
+	h := newDir()
+	t.Setenv("HOME", h)
+	mkTree(t, h, ".bashrc", ".profile", "dotfiles/bash/aliases.sh", ".config/bash -> ../dotfiles/bash")
+	for i := range maxHomeLinkScan + 100 {
+		write(filepath.Join(h, ".cache", "pip", fmt.Sprintf("f%d", i)), "")
+	}
+	refused(grantOf(h), filepath.Join(h, "dotfiles", "bash", "aliases.sh"))
+
+	// Start-up files naming directories indirectly.
+	h2 := newDir()
+	t.Setenv("HOME", h2)
+	mkTree(t, h2, ".profile", "tools/env.sh", "sdk/init.sh", "proj/")
+	write(filepath.Join(h2, ".bashrc"), ". \"$HOME\"/tools/env.sh\nfor f in ~/.bashrc.d/*.sh; do . \"$f\"; done\n")
+	write(filepath.Join(h2, ".bashrc.d", "sdk.sh"), ". ~/sdk/init.sh\n")
+	g := grantOf(h2)
+	refused(g, filepath.Join(h2, "tools", "env.sh"))
+	refused(g, filepath.Join(h2, "sdk", "init.sh"))
+	if d := g.CheckPath(filepath.Join(h2, "proj", "x"), true); !d.Allowed {
+		t.Errorf("proj is not writable: %+v", d)
+	}
+	t.Setenv("HOME", "/nonexistent")
+
+	// Homes inside a granted directory: Debian's, Fedora's (no .profile),
+	// and one with .ssh that is a repository.
+	parent := newDir()
+	mkTree(t, parent, "bob/.bashrc", "bob/.profile", "fed/.bashrc", "fed/.bash_logout", "vers/.ssh/", "vers/.git/HEAD", "vers/.git/objects/", "vers/.git/refs/", "plain/x")
+	g = grantOf(parent)
+	for _, p := range []string{"bob/.bash_aliases", "fed/.bashrc.d/x", "vers/.bash_aliases"} {
+		refused(g, filepath.Join(parent, p))
+	}
+	if d := g.CheckPath(filepath.Join(parent, "plain", "y"), true); !d.Allowed {
+		t.Errorf("plain is not writable: %+v", d)
 	}
 }
