@@ -93,6 +93,9 @@ var protectedTable = []ProtectedEntry{
 	{".irbrc", false, "anywhere", "irb reads it from the current directory"},
 	{".pryrc", false, "anywhere", "pry reads it from the current directory"},
 	{".octaverc", false, "anywhere", "GNU Octave reads it from the current directory"},
+	{".pdbrc", false, "anywhere", "Python's pdb (breakpoint(), pytest --pdb) reads it from the current directory"},
+	{".perldb", false, "anywhere", "perl -d reads it from the current directory"},
+	{".ghci", false, "anywhere", "GHCi reads it from the current directory"},
 	{".cursor", true, "anywhere", "Cursor: rules, hooks, MCP servers"},
 	{".claude", true, "anywhere", "Claude Code: settings with hooks"},
 	{".codex", true, "anywhere", "Codex: configuration"},
@@ -372,6 +375,21 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 		// missing one has no worktree pointing into it.
 		if wt := filepath.Join(gitDir, "worktrees"); exists(wt) {
 			add(wt, ".git/config", true)
+		}
+		if gitDir != r && !rootIsGit {
+			// The top's own HEAD is held too: a sandbox that spoils
+			// .git/HEAD (writable, so commits and checkouts work) makes
+			// git look at the top itself as a bare repository, so none
+			// may be planted there either. A HEAD there already that git
+			// would take has what would configure that repository
+			// protected.
+			add(filepath.Join(r, "HEAD"), ".git", false)
+			if gitRepository(r) {
+				add(filepath.Join(r, "hooks"), ".git/hooks", true)
+				for _, n := range gitConfigNames {
+					add(filepath.Join(r, n), ".git/config", false)
+				}
+			}
 		}
 	} else {
 		// A .git file, a symlink, or none: the whole name is held.

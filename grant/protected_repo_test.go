@@ -76,16 +76,16 @@ func TestRepositoriesProtected(t *testing.T) {
 		want: []string{".git .git dir", "HEAD .git file"},
 		not:  []string{"hooks .git/hooks dir", "config .git/config file"},
 	}, {
-		name: "repository: its parts, and its linked worktrees' directories",
+		name: "repository: its parts, its linked worktrees' directories, and the top's HEAD",
 		spec: []string{".git/HEAD", ".git/objects/", ".git/refs/", ".git/worktrees/wt/HEAD", ".git/worktrees/wt/commondir"},
 		want: []string{".git/hooks .git/hooks dir", ".git/config .git/config file", ".git/commondir .git/config file",
-			".git/config.worktree .git/config file", ".git/modules .git/modules dir", ".git/worktrees .git/config dir"},
-		not: []string{".git .git dir", "HEAD .git file"},
+			".git/config.worktree .git/config file", ".git/modules .git/modules dir", ".git/worktrees .git/config dir", "HEAD .git file"},
+		not: []string{".git .git dir", "hooks .git/hooks dir"},
 	}, {
 		name: "repository without linked worktrees: no worktrees directory held",
 		spec: []string{".git/HEAD", ".git/objects/", ".git/refs/"},
-		want: []string{".git/hooks .git/hooks dir"},
-		not:  []string{".git/worktrees .git/config dir", "HEAD .git file"},
+		want: []string{".git/hooks .git/hooks dir", "HEAD .git file"},
+		not:  []string{".git/worktrees .git/config dir"},
 	}, {
 		name: "bare repository at the top",
 		spec: []string{"HEAD", "objects/", "refs/heads/", "config", "hooks/pre-receive"},
@@ -258,7 +258,7 @@ func TestSeparateGitDirProtected(t *testing.T) {
 		name, gitFile string
 		want, not     []string
 	}{
-		{"inside, relative", "gitdir: .repo\n", []string{".git .git dir", ".repo/hooks .git/hooks dir", ".repo/config .git/config file", ".repo/commondir .git/config file"}, []string{"HEAD .git file", ".repo .git dir"}},
+		{"inside, relative", "gitdir: .repo\n", []string{".git .git dir", ".repo/hooks .git/hooks dir", ".repo/config .git/config file", ".repo/commondir .git/config file", "HEAD .git file"}, []string{".repo .git dir"}},
 		{"inside, absolute", "gitdir: TREE/.repo\r\n", []string{".repo/hooks .git/hooks dir"}, nil},
 		{"inside, missing", "gitdir: inner/g\n", []string{".git .git dir", "inner/g .git dir"}, []string{"inner/g/hooks .git/hooks dir"}},
 		{"inside, not a repository", "gitdir: src\n", []string{".git .git dir", "src .git dir"}, []string{"src/hooks .git/hooks dir"}},
@@ -722,5 +722,22 @@ func TestHomeAndWorktreeGaps(t *testing.T) {
 	}
 	if d := g.CheckPath(filepath.Join(parent, "plain", "y"), true); !d.Allowed {
 		t.Errorf("plain is not writable: %+v", d)
+	}
+}
+
+// TestRepositoryTopHeadHeld checks a repository whose top already holds a
+// HEAD git would take: what would configure that bare repository (a
+// sandbox that spoils .git/HEAD makes git look there) is protected.
+func TestRepositoryTopHeadHeld(t *testing.T) {
+	r, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, r, ".git/HEAD", ".git/objects/", ".git/refs/", "HEAD")
+	got := protectedRel(t, r)
+	for _, w := range []string{"HEAD .git file", "config .git/config file", "hooks .git/hooks dir", ".git/config .git/config file"} {
+		if !slices.Contains(got, w) {
+			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+		}
 	}
 }
