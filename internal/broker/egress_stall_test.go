@@ -20,7 +20,6 @@ import (
 // or as plain HTTP through the proxy), and once the sandbox is gone the
 // proxy has closed the upstream's connection.
 func TestStalledUpstreamEndsAtTheTimeLimit(t *testing.T) {
-	const limit = 3 * time.Second
 	backend := sandboxtest.Native(t)
 	curl := func(url string, more string) string {
 		b, _ := json.Marshal(map[string]string{"command": `curl -sS ` + more + ` --cacert "$SSL_CERT_FILE" ` + url + `; echo "[curl exit $?]"`})
@@ -32,17 +31,19 @@ func TestStalledUpstreamEndsAtTheTimeLimit(t *testing.T) {
 		tool  string
 		args  func(url string) string
 		check func(res *broker.Result) bool
-		// limit is the call's time limit when not the default: curl's own
-		// -m 2 must end the call, and a loaded machine can take more than
-		// a second to start the sandbox and curl, so the call's limit is
-		// far from it.
+		// limit is the call's time limit. A loaded machine can take seconds
+		// to start the sandbox, curl and the connection before the upstream
+		// stalls, so each limit leaves that room: curl's own -m 2 must end
+		// its call well before the call's limit, and the stall must have
+		// begun before the fetch's or the call's limit ends it.
 		limit time.Duration
 	}{
 		{name: "http_fetch", tls: true, tool: "http_fetch",
 			args: func(url string) string { return fmt.Sprintf(`{"url":%q}`, url) },
 			check: func(res *broker.Result) bool {
 				return res.Class == broker.ClassOK && res.Output.IsError && strings.Contains(res.Output.Content, "the fetch ran past its time limit")
-			}},
+			},
+			limit: 10 * time.Second},
 		{name: "curl -m 2", tls: true, tool: "shell",
 			args:  func(url string) string { return curl(url, "-m 2") },
 			check: func(res *broker.Result) bool { return strings.Contains(res.Output.Content, "[curl exit 28]") },
@@ -54,15 +55,13 @@ func TestStalledUpstreamEndsAtTheTimeLimit(t *testing.T) {
 		{name: "curl without a time limit", tls: true, tool: "shell",
 			args: func(url string) string { return curl(url, "") },
 			check: func(res *broker.Result) bool {
-				return res.Class == broker.ClassTimeout || strings.Contains(res.Output.Content, "[timed out after 3s]")
-			}},
+				return res.Class == broker.ClassTimeout || strings.Contains(res.Output.Content, "[timed out after 10s]")
+			},
+			limit: 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			limit := limit
-			if tt.limit > 0 {
-				limit = tt.limit
-			}
+			limit := tt.limit
 			ca := egresstest.NewCA(t, "s.test")
 			var up *egresstest.Staller
 			if tt.tls {
