@@ -51,7 +51,7 @@ func BenchmarkParseHostile(b *testing.B) {
 func BenchmarkProtectedScan(b *testing.B) {
 	r := scanTree(b, 200, 99)
 	for b.Loop() {
-		if _, complete := protectedPaths(r, nil, []string{r}); !complete {
+		if _, complete := protectedPaths(r, nil, []string{r}, nil); !complete {
 			b.Fatal("scan capped")
 		}
 	}
@@ -63,7 +63,7 @@ func BenchmarkProtectedScan(b *testing.B) {
 func BenchmarkProtectedPathsPlain(b *testing.B) {
 	r := scanTree(b, 0, 0)
 	for b.Loop() {
-		if _, complete := protectedPaths(r, nil, []string{r}); !complete {
+		if _, complete := protectedPaths(r, nil, []string{r}, nil); !complete {
 			b.Fatal("scan capped")
 		}
 	}

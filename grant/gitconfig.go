@@ -1,7 +1,6 @@
 package grant
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,12 +27,10 @@ func readGitConfig(p, home string, depth int, refs *gitConfigRefs) {
 	if depth > maxGitInclude {
 		return
 	}
-	f, err := os.Open(p)
+	b, err := readAtMost(p, maxGitConfig)
 	if err != nil {
 		return
 	}
-	b, _ := io.ReadAll(io.LimitReader(f, maxGitConfig))
-	f.Close()
 	// git skips a UTF-8 byte-order mark, and joins a line that ends in a
 	// backslash with the next.
 	text := strings.TrimPrefix(string(b), "\ufeff")
@@ -127,8 +124,9 @@ func gitPath(v, home, dir string) string {
 }
 
 // globalGitConfigs are the files git reads for every repository: the
-// system's (GIT_CONFIG_SYSTEM where set, none with GIT_CONFIG_NOSYSTEM), and the user's (GIT_CONFIG_GLOBAL where set, else
-// ~/.gitconfig and the XDG one).
+// system's (GIT_CONFIG_SYSTEM where set, none with GIT_CONFIG_NOSYSTEM),
+// and the user's (GIT_CONFIG_GLOBAL where set, else ~/.gitconfig and the
+// XDG one).
 func globalGitConfigs(home string) []string {
 	var files []string
 	switch sys := os.Getenv("GIT_CONFIG_SYSTEM"); {
@@ -154,23 +152,31 @@ func globalGitConfigs(home string) []string {
 	return files
 }
 
-// globalHooksDirs returns the absolute hooks directories the user's and
-// the system's configuration name (core.hooksPath), resolved: git runs
-// hooks from there in every repository.
-func globalHooksDirs() []string {
+// gitGlobals is what the user's and the system's git configuration say,
+// read once for a grant: its files (globalGitConfigs), what they name
+// (includes, hooks paths) and, of those, the absolute hooks directories,
+// resolved, where git runs hooks in every repository.
+type gitGlobals struct {
+	home      string
+	files     []string
+	refs      gitConfigRefs
+	hooksDirs []string
+}
+
+// readGitGlobals reads the user's and the system's git configuration.
+func readGitGlobals() *gitGlobals {
 	home, _ := os.UserHomeDir()
-	var refs gitConfigRefs
-	for _, f := range globalGitConfigs(home) {
-		readGitConfig(f, home, 0, &refs)
+	gl := &gitGlobals{home: home, files: globalGitConfigs(home)}
+	for _, f := range gl.files {
+		readGitConfig(f, home, 0, &gl.refs)
 	}
-	var out []string
-	for _, hp := range refs.hooksPaths {
+	for _, hp := range gl.refs.hooksPaths {
 		if !filepath.IsAbs(hp) {
 			continue
 		}
 		if res, err := resolve(filepath.Clean(hp)); err == nil {
-			out = append(out, res.path)
+			gl.hooksDirs = append(gl.hooksDirs, res.path)
 		}
 	}
-	return out
+	return gl
 }

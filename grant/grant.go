@@ -154,11 +154,12 @@ func build(s *spec, ps *problems) *Grant {
 		return bad
 	})
 
-	g.roots = splitHomes(g.roots)
+	gl := readGitGlobals()
+	g.roots = splitHomes(g.roots, gl)
 	// A read-write grant of the hooks directory the user's configuration
 	// names (or of one inside it) would let a sandbox run code in every
 	// repository; it cannot be protected from inside the tree.
-	for _, hd := range globalHooksDirs() {
+	for _, hd := range gl.hooksDirs {
 		for _, r := range g.roots {
 			if r.writable && within(r.path, hd) {
 				ps.addValue(keyReadWrite, r.given, "%q (%s) is the hooks directory git runs in every repository (core.hooksPath of the user's or the system's configuration); grant it read-only", r.given, r.path)
@@ -229,7 +230,7 @@ func build(s *spec, ps *problems) *Grant {
 	}
 	for _, r := range g.roots {
 		if r.writable && r.dir {
-			list, complete := protectedPaths(r.path, g.writableProtected, writableDirs)
+			list, complete := protectedPaths(r.path, g.writableProtected, writableDirs, gl)
 			if r.homeDir {
 				list = slices.DeleteFunc(list, func(p protectedPath) bool { return filepath.Dir(p.path) == r.path && !exists(p.path) })
 			}

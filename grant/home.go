@@ -22,9 +22,9 @@ import (
 
 // isHomeDir reports whether the resolved directory p is a home directory
 // for this purpose: /root, a directory directly in /home, this user's home
-// directory, or one that looks like a home directory.
-func isHomeDir(p string) bool {
-	if p == "/root" || filepath.Dir(p) == "/home" || p == userHome() {
+// directory home (userHome), or one that looks like a home directory.
+func isHomeDir(p, home string) bool {
+	if p == "/root" || filepath.Dir(p) == "/home" || p == home {
 		return true
 	}
 	// Elsewhere (a service account's home, a home directory a root broker
@@ -39,8 +39,13 @@ func isHomeDir(p string) bool {
 	if real(".ssh", true) {
 		return true
 	}
+	// (.bashrc first: most directories lack it, and every read-write
+	// root's directories are asked, at every session's start.)
+	if !real(".bashrc", false) {
+		return false
+	}
 	login := real(".profile", false) || real(".bash_profile", false) || real(".bash_logout", false)
-	return real(".bashrc", false) && login && !gitRepository(filepath.Join(p, ".git"))
+	return login && !gitRepository(filepath.Join(p, ".git"))
 }
 
 // userHome returns this user's home directory, resolved, or "".
@@ -77,22 +82,23 @@ var homeReadOnly = []string{"bin", "go", "node_modules", "perl5"}
 // read-only top), but homeReadOnly. A home directory inside a read-write
 // root (a parent of it granted) gets the same, as a read-only root of its
 // own. Entries already granted keep their own grant.
-func splitHomes(roots []root) []root {
+func splitHomes(roots []root, gl *gitGlobals) []root {
+	home := userHome()
 	var out []root
 	for _, r := range roots {
-		if !r.writable || !r.dir || !isHomeDir(r.path) {
+		if !r.writable || !r.dir || !isHomeDir(r.path, home) {
 			out = append(out, r)
 			continue
 		}
 		r.writable, r.homeTop = false, true
 		out = append(out, r)
-		out = append(out, homeDirsOf(r, roots)...)
+		out = append(out, homeDirsOf(r, roots, gl)...)
 	}
 	slices.SortStableFunc(out, func(a, b root) int { return len(b.path) - len(a.path) })
 	// Home directories inside a read-write root: this user's, /root, and
 	// any directory directly in a read-write root that is or looks like a
 	// home directory (a root broker run from a directory of homes).
-	candidates := []string{userHome(), "/root"}
+	candidates := []string{home, "/root"}
 	for _, r := range out {
 		if !r.writable || !r.dir {
 			continue
@@ -102,7 +108,7 @@ func splitHomes(roots []root) []root {
 			continue
 		}
 		for _, e := range entries {
-			if c := filepath.Join(r.path, e.Name()); e.IsDir() && isHomeDir(c) {
+			if c := filepath.Join(r.path, e.Name()); e.IsDir() && isHomeDir(c, home) {
 				candidates = append(candidates, c)
 			}
 		}
@@ -120,7 +126,7 @@ func splitHomes(roots []root) []root {
 		}
 		hr := root{given: out[i].given, path: h, dir: true, homeTop: true}
 		out = append(out, hr)
-		out = append(out, homeDirsOf(hr, out)...)
+		out = append(out, homeDirsOf(hr, out, gl)...)
 		slices.SortStableFunc(out, func(a, b root) int { return len(b.path) - len(a.path) })
 	}
 	return out
@@ -130,12 +136,11 @@ func splitHomes(roots []root) []root {
 // directory h whose name has no dot in front and is not in homeReadOnly,
 // nor named by the shell's start-up files or PATH (homeNamedDirs), nor
 // holds or lies in the user's hooks directory, but those already in roots.
-func homeDirsOf(h root, roots []root) []root {
+func homeDirsOf(h root, roots []root, gl *gitGlobals) []root {
 	entries, err := os.ReadDir(h.path)
 	if err != nil {
 		return nil
 	}
-	hooks := globalHooksDirs()
 	named := homeNamedDirs(h.path)
 	var out []root
 	for _, e := range entries {
@@ -145,7 +150,7 @@ func homeDirsOf(h root, roots []root) []root {
 		}
 		child := filepath.Join(h.path, name)
 		// The user's hooks directory stays read-only with the top.
-		if slices.ContainsFunc(hooks, func(d string) bool { return within(d, child) || within(child, d) }) {
+		if slices.ContainsFunc(gl.hooksDirs, func(d string) bool { return within(d, child) || within(child, d) }) {
 			continue
 		}
 		if slices.ContainsFunc(roots, func(o root) bool { return o.path == child }) {

@@ -182,7 +182,7 @@ func hgIncludes(hg string) []string {
 		if depth > maxGitInclude {
 			return
 		}
-		b, err := os.ReadFile(p)
+		b, err := readAtMost(p, maxGitConfig)
 		if err != nil {
 			return
 		}
@@ -308,7 +308,10 @@ func looksLikeHome(r string) bool {
 // one in a home directory) and nested ones found by a bounded scan that
 // does not follow symlinks. It reports whether the scan was complete.
 // Nested read-write roots (others) are left to their own scan.
-func protectedPaths(r string, writable map[string]bool, others []string) ([]protectedPath, bool) {
+func protectedPaths(r string, writable map[string]bool, others []string, gl *gitGlobals) ([]protectedPath, bool) {
+	if gl == nil {
+		gl = readGitGlobals()
+	}
 	var out []protectedPath
 	add := func(p, rule string, dir bool) {
 		if writable[rule] {
@@ -475,7 +478,7 @@ func protectedPaths(r string, writable map[string]bool, others []string) ([]prot
 			}
 		}
 	}
-	protectGitConfigRefs(r, repos, add)
+	protectGitConfigRefs(r, repos, gl, add)
 	return out, complete
 }
 
@@ -492,8 +495,7 @@ type gitRepo struct{ gitDir, top string }
 // one is relative to the top of the repository's work tree, where hooks
 // run). A hooks directory named "_" is husky's, whose scripts run the
 // hooks in the directory above it, so that one is protected.
-func protectGitConfigRefs(r string, repos []gitRepo, add func(p, rule string, dir bool)) {
-	home, _ := os.UserHomeDir()
+func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, add func(p, rule string, dir bool)) {
 	inTree := func(p string) (string, bool) {
 		res, err := resolve(p)
 		if err != nil || !within(res.path, r) || res.path == r {
@@ -517,19 +519,17 @@ func protectGitConfigRefs(r string, repos []gitRepo, add func(p, rule string, di
 		}
 		add(p, ".git/hooks", true)
 	}
-	var global gitConfigRefs
-	for _, f := range globalGitConfigs(home) {
+	for _, f := range gl.files {
 		if p, ok := inTree(f); ok {
 			add(p, ".gitconfig", false)
 		}
-		readGitConfig(f, home, 0, &global)
 	}
-	for _, inc := range global.includes {
+	for _, inc := range gl.refs.includes {
 		if p, ok := inTree(inc); ok {
 			add(p, ".git/config", false)
 		}
 	}
-	for _, hp := range global.hooksPaths {
+	for _, hp := range gl.refs.hooksPaths {
 		hooks(hp, "")
 		for _, repo := range repos {
 			hooks(hp, repo.top)
@@ -538,7 +538,7 @@ func protectGitConfigRefs(r string, repos []gitRepo, add func(p, rule string, di
 	for _, repo := range repos {
 		var refs gitConfigRefs
 		for _, f := range repoConfigFiles(repo.gitDir) {
-			readGitConfig(f, home, 0, &refs)
+			readGitConfig(f, gl.home, 0, &refs)
 		}
 		for _, inc := range refs.includes {
 			if p, ok := inTree(inc); ok {

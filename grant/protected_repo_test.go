@@ -41,7 +41,7 @@ func mkTree(t *testing.T, r string, spec ...string) {
 // r with its rule and kind, as "rel rule dir|file".
 func protectedRel(t *testing.T, r string) []string {
 	t.Helper()
-	list, complete := protectedPaths(r, nil, []string{r})
+	list, complete := protectedPaths(r, nil, []string{r}, nil)
 	if !complete {
 		t.Fatalf("the scan of %s was not complete", r)
 	}
