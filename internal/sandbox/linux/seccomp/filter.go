@@ -99,7 +99,7 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, nr(sysSocketpair), "socket", "")
 	for _, m := range modeChecks {
 		if n, ok := a.sysnum[m.name]; ok {
-			p.jump(opJeqK, n, m.label, "")
+			p.jump(opJeqK, n, m.label(), "")
 		}
 	}
 	p.jump(opJeqK, nr(sysOpenat2), "enosys", "")
@@ -140,28 +140,27 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	// The mode of chmod(path, mode), fchmod(fd, mode), creat(path, mode)
 	// and mknod(path, mode, dev) is args[1]; of fchmodat(dfd, path, mode),
 	// fchmodat2(dfd, path, mode, flags) and mknodat(dfd, path, mode, dev),
-	// args[2]. The kernel reads a umode_t, the low 16 bits.
-	p.label("mode1")
-	p.load(argLow(1))
-	p.jump(opJsetK, setIDBits, "eperm", "allow")
-	p.label("mode2")
-	p.load(argLow(2))
-	p.jump(opJsetK, setIDBits, "eperm", "allow")
-
-	// open(path, flags, mode) and openat(dfd, path, flags, mode) read the
-	// mode only when they create (O_CREAT, O_TMPFILE), and a caller may pass
-	// anything in it otherwise (Go's os.OpenFile passes its perm as is), so
-	// both must hold to refuse.
-	p.label("open")
-	p.load(argLow(2))
-	p.jump(opJsetK, setIDBits, "", "allow")
-	p.load(argLow(1))
-	p.jump(opJsetK, createFlags, "eperm", "allow")
-	p.label("openat")
-	p.load(argLow(3))
-	p.jump(opJsetK, setIDBits, "", "allow")
-	p.load(argLow(2))
-	p.jump(opJsetK, createFlags, "eperm", "allow")
+	// args[2]. The kernel reads a umode_t, the low 16 bits. open(path,
+	// flags, mode) and openat(dfd, path, flags, mode) read the mode only
+	// when they create (O_CREAT, O_TMPFILE), and a caller may pass anything
+	// in it otherwise (Go's os.OpenFile passes its perm as is), so both
+	// must hold to refuse.
+	emitted := map[string]bool{}
+	for _, m := range modeChecks {
+		if emitted[m.label()] {
+			continue
+		}
+		emitted[m.label()] = true
+		p.label(m.label())
+		p.load(argLow(m.mode))
+		if m.flags < 0 {
+			p.jump(opJsetK, setIDBits, "eperm", "allow")
+			continue
+		}
+		p.jump(opJsetK, setIDBits, "", "allow")
+		p.load(argLow(m.flags))
+		p.jump(opJsetK, createFlags, "eperm", "allow")
+	}
 
 	p.label("allow")
 	p.ret(retAllow)

@@ -1,5 +1,7 @@
 package seccomp
 
+import "fmt"
+
 // denyAlways lists the syscalls refused with EPERM whatever their arguments,
 // grouped as in the package comment. A name missing from an architecture's
 // table (aarch64 has no iopl, for example) is skipped for that architecture;
@@ -41,14 +43,20 @@ const (
 	sysOpenat2     = "openat2"
 )
 
-// A modeCheck names a syscall that sets a file's mode bits and the label
-// of the check of its mode argument in Build.
+// A modeCheck names a syscall that sets a file's mode bits and which of its
+// arguments hold the mode and, for the open family, the open flags (-1:
+// none, the mode always counts).
 type modeCheck struct {
-	name, label string
+	name        string
+	mode, flags int
 }
 
+// label names the filter's check of m's arguments; calls whose arguments
+// sit alike share one.
+func (m modeCheck) label() string { return fmt.Sprintf("mode%d.%d", m.mode, m.flags) }
+
 // modeChecks are the syscalls that can give a file the set-user-ID or
-// set-group-ID bit: a sandbox's files are the host's files, so such a file
+// set-group-ID bit: a sandbox's files are the host's, so such a file
 // made in a read-write tree would run as the broker's user (host root under
 // a root broker) for whoever executes it on the host, where nosuid does not
 // hold. openat2 keeps its mode behind a pointer, so the filter answers it
@@ -56,9 +64,9 @@ type modeCheck struct {
 // x86_64 alone has chmod, creat, mknod and open; aarch64 has only the *at
 // forms.
 var modeChecks = []modeCheck{
-	{"chmod", "mode1"}, {"fchmod", "mode1"}, {"creat", "mode1"}, {"mknod", "mode1"},
-	{"fchmodat", "mode2"}, {"fchmodat2", "mode2"}, {"mknodat", "mode2"},
-	{"open", "open"}, {"openat", "openat"},
+	{"chmod", 1, -1}, {"fchmod", 1, -1}, {"creat", 1, -1}, {"mknod", 1, -1},
+	{"fchmodat", 2, -1}, {"fchmodat2", 2, -1}, {"mknodat", 2, -1},
+	{"open", 2, 1}, {"openat", 3, 2},
 }
 
 // setIDBits are S_ISUID and S_ISGID.
