@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -64,15 +65,17 @@ func rememberProtected(records string, g *grant.Grant, logger *slog.Logger) *gra
 		// files first, and of each kind what earlier sessions recorded
 		// before this one's new finds, so that names a sandbox makes by
 		// the thousand cannot push out what existed before it.
-		slices.SortStableFunc(list, func(a, b grant.ProtectedPath) int {
-			if a.KeepFirst() != b.KeepFirst() {
-				return map[bool]int{true: -1, false: 1}[a.KeepFirst()]
+		rank := func(p grant.ProtectedPath) int {
+			r := 0
+			if !p.KeepFirst() {
+				r += 2
 			}
-			if before[a.Path] != before[b.Path] {
-				return map[bool]int{true: -1, false: 1}[before[a.Path]]
+			if !before[p.Path] {
+				r++
 			}
-			return 0
-		})
+			return r
+		}
+		slices.SortStableFunc(list, func(a, b grant.ProtectedPath) int { return cmp.Compare(rank(a), rank(b)) })
 		if len(list) > maxRemembered {
 			list = list[:maxRemembered]
 		}
