@@ -113,16 +113,7 @@ func TestRepositoriesProtected(t *testing.T) {
 			}
 			mkTree(t, r, tt.spec...)
 			got := protectedRel(t, r)
-			for _, w := range tt.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
-				}
-			}
-			for _, n := range tt.not {
-				if slices.Contains(got, n) {
-					t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
-				}
-			}
+			checkProtected(t, got, tt.want, tt.not)
 			// The two scans agree on every tree here.
 			for _, rootIsGit := range []bool{false, true} {
 				fast := runScan(scanNested, r, rootIsGit, []string{r})
@@ -209,16 +200,7 @@ func TestGitConfigRefsProtected(t *testing.T) {
 				}
 			}
 			got := protectedRel(t, r)
-			for _, w := range tt.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
-				}
-			}
-			for _, n := range tt.not {
-				if slices.Contains(got, n) {
-					t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
-				}
-			}
+			checkProtected(t, got, tt.want, tt.not)
 		})
 	}
 }
@@ -275,16 +257,7 @@ func TestSeparateGitDirProtected(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := protectedRel(t, r)
-			for _, w := range tt.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
-				}
-			}
-			for _, n := range tt.not {
-				if slices.Contains(got, n) {
-					t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
-				}
-			}
+			checkProtected(t, got, tt.want, tt.not)
 		})
 	}
 }
@@ -302,11 +275,7 @@ func TestOtherVCSProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := protectedRel(t, r)
-	for _, w := range []string{".hg/hgrc .hg file", ".hg/sharedpath .hg file", "conf/project.hgrc .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"} {
-		if !slices.Contains(got, w) {
-			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
-		}
-	}
+	checkProtected(t, got, []string{".hg/hgrc .hg file", ".hg/sharedpath .hg file", "conf/project.hgrc .hg file", ".jj .jj file", "sub/.jj .jj dir", "sub2/.hg .hg dir"}, nil)
 	if slices.Contains(got, ".hg .hg file") || slices.Contains(got, ".hg .hg dir") {
 		t.Errorf("the top Mercurial repository is protected whole:\n%s", strings.Join(got, "\n"))
 	}
@@ -327,11 +296,7 @@ func TestSetIDFilesProtected(t *testing.T) {
 		}
 	}
 	got := protectedRel(t, r)
-	for _, w := range []string{"top-suid " + setIDRule + " file", "bin/sub/deep-sgid " + setIDRule + " file", ".bashrc .bashrc file"} {
-		if !slices.Contains(got, w) {
-			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
-		}
-	}
+	checkProtected(t, got, []string{"top-suid " + setIDRule + " file", "bin/sub/deep-sgid " + setIDRule + " file", ".bashrc .bashrc file"}, nil)
 	for _, p := range got {
 		if strings.HasPrefix(p, "bin/plain ") {
 			t.Errorf("a plain executable is protected: %q", p)
@@ -497,11 +462,7 @@ func TestGitConfigRefsBeyondTheTop(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(r, "cfg", "global.gitconfig"))
 	t.Setenv("GIT_CONFIG_SYSTEM", filepath.Join(base, "system.gitconfig"))
 	got := protectedRel(t, r)
-	for _, w := range []string{"app/.githooks .git/hooks dir", "app/.shared.inc .git/config file", "cfg/global.gitconfig .gitconfig file", "sys.inc .git/config file"} {
-		if !slices.Contains(got, w) {
-			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
-		}
-	}
+	checkProtected(t, got, []string{"app/.githooks .git/hooks dir", "app/.shared.inc .git/config file", "cfg/global.gitconfig .gitconfig file", "sys.inc .git/config file"}, nil)
 
 	// A linked worktree granted alone: its main repository, outside the
 	// tree, names a hooks directory relative to the worktree's top.
@@ -735,9 +696,21 @@ func TestRepositoryTopHeadHeld(t *testing.T) {
 	}
 	mkTree(t, r, ".git/HEAD", ".git/objects/", ".git/refs/", "HEAD")
 	got := protectedRel(t, r)
-	for _, w := range []string{"HEAD .git file", "config .git/config file", "hooks .git/hooks dir", ".git/config .git/config file"} {
+	checkProtected(t, got, []string{"HEAD .git file", "config .git/config file", "hooks .git/hooks dir", ".git/config .git/config file"}, nil)
+}
+
+// checkProtected fails t for each of want (as protectedRel prints them)
+// missing from got and each of not present in it.
+func checkProtected(t *testing.T, got, want, not []string) {
+	t.Helper()
+	for _, w := range want {
 		if !slices.Contains(got, w) {
 			t.Errorf("want %q among the protected paths:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, n := range not {
+		if slices.Contains(got, n) {
+			t.Errorf("%q is protected, want not:\n%s", n, strings.Join(got, "\n"))
 		}
 	}
 }

@@ -55,15 +55,11 @@ func TestNoRepositoryForHostGit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var so, se bytes.Buffer
-		spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: w, Writable: true}}, Masks: g.Masks(), ReadOnly: g.Protected(),
-			ReadOnlyDirs: g.ProtectedDirs(), Cwd: w, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
-			Command: []string{"/bin/sh", "-c", script},
-			Limits:  sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
-		if _, err := backend(t).Run(context.Background(), spec); err != nil {
+		out, err := runInGrant(t, g, w, script)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return so.String() + se.String()
+		return out
 	}
 	newBase := func(t *testing.T) string {
 		t.Helper()
@@ -109,9 +105,17 @@ printf '`+evilConfig(marker)+`' > config; ls -a; echo planted`)
 		if err := os.Mkdir(w, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		gA, err := grant.FromFlags(w, grant.Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		aDone := make(chan string, 1)
 		go func() {
-			aDone <- run(t, w, `mkdir -p objects refs/heads; touch a-started; i=0; while [ ! -e a-go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo A-END`)
+			out, err := runInGrant(t, gA, w, `mkdir -p objects refs/heads; touch a-started; i=0; while [ ! -e a-go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo A-END`)
+			if err != nil {
+				out = err.Error()
+			}
+			aDone <- out
 		}()
 		waitFile(t, filepath.Join(w, "a-started"))
 		gB, err := grant.FromFlags(w, grant.Flags{})
@@ -123,17 +127,12 @@ printf '`+evilConfig(marker)+`' > config; ls -a; echo planted`)
 		}
 		bDone := make(chan string, 1)
 		go func() {
-			var so, se bytes.Buffer
-			spec := &sandbox.Spec{Mounts: []sandbox.Mount{{Source: w, Writable: true}}, Masks: gB.Masks(), ReadOnly: gB.Protected(),
-				ReadOnlyDirs: gB.ProtectedDirs(), Cwd: w, Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
-				Command: []string{"/bin/sh", "-c", `touch b-started; i=0; while [ ! -e a-done ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
-printf 'ref: refs/heads/main\n' > HEAD && echo WROTE; echo B-END`},
-				Limits: sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
-			if _, err := backend(t).Run(context.Background(), spec); err != nil {
-				bDone <- err.Error()
-				return
+			out, err := runInGrant(t, gB, w, `touch b-started; i=0; while [ ! -e a-done ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+printf 'ref: refs/heads/main\n' > HEAD && echo WROTE; echo B-END`)
+			if err != nil {
+				out = err.Error()
 			}
-			bDone <- so.String() + se.String()
+			bDone <- out
 		}()
 		waitFile(t, filepath.Join(w, "b-started"))
 		if err := os.WriteFile(filepath.Join(w, "a-go"), nil, 0o644); err != nil {
@@ -300,22 +299,14 @@ func TestHomeTopReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, filepath.Join(home, ".local"))
-	var so, se bytes.Buffer
-	spec := &sandbox.Spec{Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs(), Cwd: home,
-		Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
-		Command: []string{"/bin/sh", "-c", `for f in .bash_aliases newfile; do echo x > $f && echo "WROTE $f"; done
+	out, err := runInGrant(t, g, home, `for f in .bash_aliases newfile; do echo x > $f && echo "WROTE $f"; done
 mkdir .nvm && echo "WROTE .nvm"
 mkdir -p .local/lib/python3/site-packages && echo x > .local/lib/python3/site-packages/zz.pth && echo "WROTE pth"
 echo x >> .bashrc && echo "WROTE .bashrc"
-echo more >> notes.txt && echo "WROTE notes.txt"; echo y > proj/new.go && echo PROJ-OK; echo END`},
-		Limits: sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
-	for _, m := range g.Mounts() {
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: m.Source, Writable: m.Writable})
-	}
-	if _, err := backend(t).Run(context.Background(), spec); err != nil {
+echo more >> notes.txt && echo "WROTE notes.txt"; echo y > proj/new.go && echo PROJ-OK; echo END`)
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := so.String() + se.String()
 	if !strings.Contains(out, "END") {
 		t.Fatalf("the script did not run:\n%s", out)
 	}
@@ -336,4 +327,22 @@ echo more >> notes.txt && echo "WROTE notes.txt"; echo y > proj/new.go && echo P
 	if b, _ := os.ReadFile(filepath.Join(home, "proj", "new.go")); string(b) != "y\n" {
 		t.Errorf("proj/new.go holds %q", b)
 	}
+}
+
+// runInGrant runs the shell script in a sandbox built from g as the broker
+// builds one (its mounts, masks and protected paths), in cwd, and returns
+// its output. It only reports errors, so a goroutine may call it.
+func runInGrant(t testing.TB, g *grant.Grant, cwd, script string) (string, error) {
+	var so, se bytes.Buffer
+	spec := &sandbox.Spec{Masks: g.Masks(), ReadOnly: g.Protected(), ReadOnlyDirs: g.ProtectedDirs(), Cwd: cwd,
+		Env: []string{"PATH=/usr/bin:/bin", "HOME=/tmp"}, Stdout: &so, Stderr: &se,
+		Command: []string{"/bin/sh", "-c", script},
+		Limits:  sandbox.Limits{Wall: 60 * time.Second, AllowUnenforced: acceptUnenforced}}
+	for _, m := range g.Mounts() {
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: m.Source, Writable: m.Writable})
+	}
+	if _, err := backend(t).Run(context.Background(), spec); err != nil {
+		return "", err
+	}
+	return so.String() + se.String(), nil
 }
