@@ -116,17 +116,6 @@ var protectedTable = []ProtectedEntry{
 // configure it, all covered by the ".git/config" entry.
 var gitConfigNames = []string{"config", "config.worktree", "commondir"}
 
-// gitFileTarget returns the directory a .git file at p names ("gitdir:
-// PATH", relative to the file's directory) when it lies inside the tree r,
-// whether it exists or not.
-func gitFileTarget(p, r string) (string, bool) {
-	target, ok := gitFileDir(p)
-	if !ok || !within(target, r) || target == r {
-		return "", false
-	}
-	return target, true
-}
-
 // gitFileDir returns the directory a .git file at p names, resolved,
 // wherever it is (a linked worktree's administrative directory, a
 // submodule's), or false when p is no such file.
@@ -344,17 +333,30 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 	// is: taken for a repository, only its parts would be protected, and a
 	// hold that found it gone would make .git again as their parent.
 	repo := gitRepository(gitDir)
-	if target, ok := gitFileTarget(gitDir, r); !repo && !rootIsGit && ok {
+	// Where .git is a file, the directory it names (gitdir: PATH).
+	named, isFile := "", false
+	if !repo && !rootIsGit {
+		named, isFile = gitFileDir(gitDir)
+	}
+	// addConfig protects what configures the repository whose git
+	// directory is dir and what runs its hooks.
+	addConfig := func(dir string) {
+		add(filepath.Join(dir, "hooks"), ".git/hooks", true)
+		for _, n := range gitConfigNames {
+			add(filepath.Join(dir, n), ".git/config", false)
+		}
+	}
+	if isFile && within(named, r) && named != r {
 		// A .git file naming a directory inside the tree (git init
 		// --separate-git-dir): the file is held whole, and the repository
 		// it names has its parts protected as a .git's are; one that is
 		// not a repository (yet) is held whole, so that none can be
 		// planted where the file points.
 		add(gitDir, ".git", true)
-		if !gitRepository(target) {
-			add(target, ".git", true)
+		if !gitRepository(named) {
+			add(named, ".git", true)
 		} else {
-			gitDir, repo = target, true
+			gitDir, repo = named, true
 		}
 	} else if !repo && !rootIsGit && gitRepository(r) {
 		// No .git, but a HEAD at the top: a bare repository (git takes a
@@ -367,10 +369,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		gitDir, repo, rootIsGit = r, true, true
 	}
 	if repo {
-		add(filepath.Join(gitDir, "hooks"), ".git/hooks", true)
-		for _, n := range gitConfigNames {
-			add(filepath.Join(gitDir, n), ".git/config", false)
-		}
+		addConfig(gitDir)
 		add(filepath.Join(gitDir, "modules"), ".git/modules", true)
 		// Linked worktrees' administrative directories: each one's
 		// commondir and config.worktree configure git in that worktree,
@@ -388,10 +387,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 			// protected.
 			add(filepath.Join(r, "HEAD"), ".git", false)
 			if gitRepository(r) {
-				add(filepath.Join(r, "hooks"), ".git/hooks", true)
-				for _, n := range gitConfigNames {
-					add(filepath.Join(r, n), ".git/config", false)
-				}
+				addConfig(r)
 			}
 		}
 	} else {
@@ -412,8 +408,8 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 	repos := []gitRepo{}
 	if repo {
 		repos = append(repos, gitRepo{gitDir: gitDir, top: r})
-	} else if t, ok := gitFileDir(filepath.Join(r, ".git")); ok && !rootIsGit && gitRepository(t) {
-		repos = append(repos, gitRepo{gitDir: t, top: r})
+	} else if isFile && gitRepository(named) {
+		repos = append(repos, gitRepo{gitDir: named, top: r})
 	}
 	home := looksLikeHome(r)
 	for _, e := range protectedTable {
