@@ -29,12 +29,24 @@ var BaseEnv = []string{
 	"GIT_CONFIG_VALUE_0=" + wire.PlaceholderExcludes,
 }
 
+// sandboxWorkDir is where a sandbox of g starts: the grant's working
+// directory, or, when the grant names no directory that holds it (a grant
+// of hosts alone), the sandbox's own /tmp, which every sandbox has; a
+// directory the sandbox cannot see would fail every call with "no such
+// file or directory" for a directory that exists on the host.
+func sandboxWorkDir(g *grant.Grant) string {
+	if wd := g.WorkDir(); g.CheckPath(wd, false).Allowed {
+		return wd
+	}
+	return "/tmp"
+}
+
 // SpecFor builds the sandbox Spec for a grant and limits: the grant's mounts,
 // masks and protected paths, the built environment and the grant's cwd.
 func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 	spec := &sandbox.Spec{
 		Env: append([]string(nil), BaseEnv...),
-		Cwd: g.WorkDir(),
+		Cwd: sandboxWorkDir(g),
 		Limits: sandbox.Limits{
 			Wall:        l.Time,
 			MemoryBytes: l.Memory,
