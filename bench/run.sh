@@ -43,15 +43,15 @@ parse_args() {
 		--out) OUT=$2; shift ;;
 		--rev) REV=$2; shift ;;
 		--only) ONLY=$2; shift ;;
-		-h | --help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
+		-h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
 		*) log "unknown argument $1"; exit 2 ;;
 		esac
 		shift
 	done
 	if [[ $ONLY == exec ]]; then
 		SYSTEMS=(direct bwrap "airlock exec" "airlock call")
-	elif [[ -n $ONLY && $ONLY != mcp ]]; then
-		log "unknown --only $ONLY (mcp or exec)"
+	elif [[ -n $ONLY && $ONLY != mcp && $ONLY != egress ]]; then
+		log "unknown --only $ONLY (mcp, exec or egress)"
 		exit 2
 	fi
 	if ((SMOKE)); then
@@ -432,6 +432,40 @@ measure_throughput() {
 	done
 }
 
+# measure_egress: one download from a loopback HTTP server (benchtool serves it) by curl,
+# directly, through a bare splicing relay (what relaying alone costs), through airlock exec's
+# egress proxy and through srt's; the systems alternate within each round.
+measure_egress() {
+	local port=${EGRESS_PORT:-18091} mib=256 rounds=5
+	((SMOKE)) && mib=16 rounds=1
+	local w="-s -o /dev/null -w '%{size_download} %{speed_download}'"
+	clean_workdir
+	log "egress: $mib MiB downloads, $rounds rounds"
+	if ! command -v curl >/dev/null; then
+		for s in direct "airlock exec"; do skip egress download "$s" "curl is not installed"; done
+		return
+	fi
+	printf '[paths]\nread_write = ["%s"]\n[network]\nprivate = ["127.0.0.1:%s"]\n' "$WORK" "$port" >"$PEERS/egress-grant.toml"
+	local args=(-sys "direct=curl $w {url}" -note "direct=curl to the server"
+		-sys "relay (splice)=curl $w {relay}" -note "relay (splice)=curl through a bare relay: accept, dial, io.Copy both ways (spliced), no policy"
+		-sys "airlock exec=$(printf '%q' "$AIRLOCK") exec --records $(printf '%q' "$STATE") --grant $(printf '%q' "$PEERS/egress-grant.toml") -- curl -p $w {url}"
+		-note "airlock exec=curl in the sandbox, CONNECT through the egress proxy (network.private names the server)")
+	if ((SMOKE)); then
+		skip egress download srt "smoke run: peers installed by the bench (npm) are skipped"
+	elif [[ -x $PEERS/node_modules/.bin/srt ]]; then
+		cat >"$PEERS/srt-egress.json" <<-EOF
+			{"network": {"allowedDomains": ["127.0.0.1"], "deniedDomains": []},
+			 "filesystem": {"denyRead": ["/root", "/home"], "allowRead": [], "allowWrite": ["$WORK"], "denyWrite": []}}
+		EOF
+		args+=(-sys "srt=env TMPDIR=$(printf '%q' "$PEERS/tmp") $(printf '%q' "$PEERS/node_modules/.bin/srt") --settings $(printf '%q' "$PEERS/srt-egress.json") -- curl --noproxy '' -p $w {url}"
+			-note "srt=curl through srt's HTTP proxy (its no_proxy lists 127.0.0.1, so --noproxy '')")
+	else
+		skip egress download srt "not installed (npm install failed)"
+	fi
+	cell egress download "airlock exec" "$BT" egress -out "$CELLS" -dir "$WORK" -listen "127.0.0.1:$port" \
+		-mib "$mib" -rounds "$rounds" "${args[@]}"
+}
+
 measure_memory() {
 	local s fn
 	for s in "${SYSTEMS[@]}"; do
@@ -473,7 +507,7 @@ versions() {
 
 report() {
 	local sys
-	sys=$(IFS=,; echo "${SYSTEMS[*]},airlock mcp,server-filesystem (MCP)")
+	sys=$(IFS=,; echo "${SYSTEMS[*]},airlock mcp,server-filesystem (MCP),relay (splice)")
 	"$BT" report -cells "$CELLS" -json "$OUT/results.json" -md "$OUT/results.md" -systems "$sys" \
 		-meta "date=$(date -u '+%Y-%m-%d %H:%M UTC')" \
 		-meta "command=bench/run.sh$(((SMOKE)) && echo " --smoke") --runs $RUNS${REV:+ --rev $REV}" \
@@ -496,6 +530,8 @@ main() {
 	versions
 	if [[ $ONLY == mcp ]]; then
 		measure_mcp
+	elif [[ $ONLY == egress ]]; then
+		measure_egress
 	elif [[ $ONLY == exec ]]; then
 		measure_latency
 		measure_bursts
@@ -505,6 +541,7 @@ main() {
 		measure_mcp
 		measure_bursts
 		measure_throughput
+		measure_egress
 		measure_memory
 	fi
 	report

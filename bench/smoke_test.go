@@ -43,7 +43,7 @@ func TestSmoke(t *testing.T) {
 	rows := map[string]int{}
 	for _, r := range res.Rows {
 		rows[r.System]++
-		if r.Latency == nil && r.Rate == nil && r.Memory == nil && r.Skipped == "" {
+		if r.Latency == nil && r.Rate == nil && r.Memory == nil && r.Transfer == nil && r.Skipped == "" {
 			t.Errorf("row %s / %s / %s has neither numbers nor a skip reason", r.Section, r.Workload, r.System)
 		}
 	}
@@ -58,6 +58,11 @@ func TestSmoke(t *testing.T) {
 	} {
 		if !hasNumbers(res.Rows, want.workload, want.system) {
 			t.Errorf("no latency numbers for %s on %s", want.workload, want.system)
+		}
+	}
+	for _, system := range []string{"direct", "airlock exec"} {
+		if !hasTransfer(res.Rows, system) {
+			t.Errorf("no egress download numbers for %s", system)
 		}
 	}
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))
@@ -75,6 +80,15 @@ func hasNumbers(rows []results.Row, workload, system string) bool {
 	for _, r := range rows {
 		if r.Section == results.Latency && r.Workload == workload && r.System == system {
 			return r.Latency != nil && r.Latency.P50Ms > 0
+		}
+	}
+	return false
+}
+
+func hasTransfer(rows []results.Row, system string) bool {
+	for _, r := range rows {
+		if r.Section == results.Egress && r.System == system {
+			return r.Transfer != nil && r.Transfer.P50MBps > 0
 		}
 	}
 	return false

@@ -9,6 +9,7 @@
 //	benchtool burst     -out F -workload W -system S [-c 50] [-rounds R] [-dir D] -- ARGV...
 //	benchtool rate      -out F -workload W -system S [-c C] [-d DUR] [-dir D] -- ARGV...
 //	benchtool mem       -out F -system S [-leaf sleep] [-dir D] -- ARGV...
+//	benchtool egress    -out F [-mib 256] [-rounds 5] [-listen ADDR] -sys 'NAME=CMD {url}'... [-note NAME=NOTE]...
 //	benchtool phases    -exe AIRLOCK [-n 40]   (prints a table: the median of each cold setup step)
 //	benchtool skip      -out F -section latency -workload W -system S -reason WHY
 //	benchtool report    -cells F -json OUT.json -md OUT.md -systems 'a,b,...' [-meta K=V]...
@@ -21,12 +22,12 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool time|hyperfine|burst|rate|mem|phases|skip|report [flags] [-- ARGV...]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool time|hyperfine|burst|rate|mem|egress|phases|skip|report [flags] [-- ARGV...]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
 		"time": cmdTime, "hyperfine": cmdHyperfine, "burst": cmdBurst, "rate": cmdRate,
-		"mem": cmdMem, "phases": cmdPhases, "skip": cmdSkip, "report": cmdReport,
+		"mem": cmdMem, "egress": cmdEgress, "phases": cmdPhases, "skip": cmdSkip, "report": cmdReport,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {

@@ -40,9 +40,18 @@ func Build(rows []Row, systems []string, meta map[string]string, metaOrder []str
 			floor[r.Workload] = r.Latency.P50Ms
 		}
 	}
+	var direct float64
+	for _, r := range rows {
+		if r.Section == Egress && r.System == Floor && r.Transfer != nil {
+			direct = r.Transfer.P50MBps
+		}
+	}
 	for i, r := range rows {
 		if r.Section == Latency && r.Latency != nil && floor[r.Workload] > 0 {
 			rows[i].RatioP50 = round1(r.Latency.P50Ms / floor[r.Workload])
+		}
+		if r.Section == Egress && r.Transfer != nil && direct > 0 {
+			rows[i].SharePct = round1(100 * r.Transfer.P50MBps / direct)
 		}
 	}
 	pos := func(list []string, s string) int {
@@ -55,7 +64,7 @@ func Build(rows []Row, systems []string, meta map[string]string, metaOrder []str
 	for _, w := range Workloads {
 		wl = append(wl, w.ID)
 	}
-	sections := []string{Latency, Throughput, MemorySec}
+	sections := []string{Latency, Throughput, Egress, MemorySec}
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		if d := pos(sections, a.Section) - pos(sections, b.Section); d != 0 {
 			return d
@@ -129,6 +138,7 @@ func (r *Results) Markdown(w io.Writer) error {
 		t := row.Rate
 		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d | %s | %s |\n", row.System, row.Workload, t.Concurrency, num(t.PerSecond), t.Calls, num(t.Seconds), cell(row.Note))
 	}
+	egressSection(&b, r.Rows)
 	b.WriteString("\n### Memory (KiB; RSS counts shared pages in full, PSS shares them out)\n\n| system | launcher RSS | launcher PSS | in-sandbox helpers RSS | helpers PSS | unshared (anon + shmem) | note |\n|---|---:|---:|---:|---:|---:|---|\n")
 	var session []Row
 	for _, row := range r.Rows {
@@ -155,6 +165,28 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// egressSection writes the egress table, if the run measured it.
+func egressSection(b *strings.Builder, rows []Row) {
+	var eg []Row
+	for _, row := range rows {
+		if row.Section == Egress {
+			eg = append(eg, row)
+		}
+	}
+	if len(eg) == 0 {
+		return
+	}
+	b.WriteString("\n### Egress: one download from a loopback HTTP server, through each system's way out (MB/s as curl timed its transfer; share of direct)\n\n| system | MiB | p50 MB/s | min MB/s | max MB/s | % of direct (p50) | runs | note |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, row := range eg {
+		if row.Skipped != "" {
+			fmt.Fprintf(b, "| %s | | | | | | | skipped: %s |\n", row.System, cell(row.Skipped))
+			continue
+		}
+		t := row.Transfer
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %d | %s |\n", row.System, t.Bytes>>20, num(t.P50MBps), num(t.MinMBps), num(t.MaxMBps), num(row.SharePct), t.N, cell(row.Note))
+	}
 }
 
 // failMark flags a cell where some calls failed.

@@ -72,3 +72,35 @@ func TestAppendReadLines(t *testing.T) {
 		t.Errorf("ReadLines (-want +got):\n%s", diff)
 	}
 }
+
+func TestEgressShares(t *testing.T) {
+	rows := []Row{
+		{Section: Egress, Workload: "download", System: "airlock exec", Transfer: &stats.Transfer{N: 3, Bytes: 256 << 20, P50MBps: 1300, MinMBps: 1100, MaxMBps: 1500}},
+		{Section: Egress, Workload: "download", System: "direct", Transfer: &stats.Transfer{N: 3, Bytes: 256 << 20, P50MBps: 2600, MinMBps: 2000, MaxMBps: 3000}},
+		{Section: Egress, Workload: "download", System: "srt", Skipped: "not installed"},
+	}
+	res := Build(rows, []string{"direct", "srt", "airlock exec"}, nil, nil)
+	var order []string
+	for _, r := range res.Rows {
+		order = append(order, r.System)
+	}
+	if diff := cmp.Diff([]string{"direct", "srt", "airlock exec"}, order); diff != "" {
+		t.Errorf("egress rows' order (-want +got):\n%s", diff)
+	}
+	if got := res.Rows[2].SharePct; got != 50 {
+		t.Errorf("airlock's share of direct = %v, want 50", got)
+	}
+	var md bytes.Buffer
+	if err := res.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"| direct | 256 | 2600 | 2000 | 3000 | 100 | 3 |  |",
+		"| airlock exec | 256 | 1300 | 1100 | 1500 | 50.0 | 3 |  |",
+		"| srt | | | | | | | skipped: not installed |",
+	} {
+		if !strings.Contains(md.String(), line+"\n") {
+			t.Errorf("Markdown has no line %q:\n%s", line, md.String())
+		}
+	}
+}

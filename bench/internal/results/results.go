@@ -18,9 +18,13 @@ const (
 	Latency    = "latency"
 	Throughput = "throughput"
 	MemorySec  = "memory"
+	// Egress is the download of one large body from a loopback server
+	// through each system's way out to the network.
+	Egress = "egress"
 )
 
-// Row is one cell: exactly one of Latency, Rate, Memory or Skipped is set.
+// Row is one cell: exactly one of Latency, Rate, Memory, Transfer or
+// Skipped is set.
 type Row struct {
 	Section  string `json:"section"`
 	Workload string `json:"workload"`
@@ -32,6 +36,10 @@ type Row struct {
 	RatioP50 float64     `json:"ratio_p50,omitempty"`
 	Rate     *stats.Rate `json:"rate,omitempty"`
 	Memory   *Memory     `json:"memory,omitempty"`
+	// Transfer is an Egress cell's download rates; SharePct its median
+	// over the direct download's, in percent (the report fills it in).
+	Transfer *stats.Transfer `json:"transfer,omitempty"`
+	SharePct float64         `json:"share_pct,omitempty"`
 	// Failed of Attempts calls failed (bursts and throughput, where a failed
 	// call is counted rather than fatal); Note then holds the first error.
 	Failed   int `json:"failed,omitempty"`

@@ -14,7 +14,8 @@ type Failures struct {
 	first error
 }
 
-func (f *Failures) add(err error) {
+// Add counts one failed call, keeping the first error.
+func (f *Failures) Add(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == 0 {
@@ -47,7 +48,7 @@ func Burst(n int, fails *Failures, call func() error) time.Duration {
 		go func() {
 			defer wg.Done()
 			if err := call(); err != nil {
-				fails.add(err)
+				fails.Add(err)
 			}
 		}()
 	}
@@ -71,7 +72,7 @@ func ClosedLoop(workers int, d time.Duration, fails *Failures, call func() error
 			defer wg.Done()
 			for time.Now().Before(deadline) {
 				if err := call(); err != nil {
-					fails.add(err)
+					fails.Add(err)
 					continue
 				}
 				mu.Lock()

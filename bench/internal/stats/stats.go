@@ -72,3 +72,28 @@ func round(x float64, places int) float64 {
 	p := math.Pow(10, float64(places))
 	return math.Round(x*p) / p
 }
+
+// Transfer summarises N timed downloads of one cell, in MB/s (10^6 bytes a
+// second) as the client measured them: its own transfer, not its start.
+type Transfer struct {
+	N       int     `json:"n"`
+	Bytes   int64   `json:"bytes"`
+	P50MBps float64 `json:"p50_mbps"`
+	MinMBps float64 `json:"min_mbps"`
+	MaxMBps float64 `json:"max_mbps"`
+}
+
+// SummariseTransfer returns the median, slowest and fastest of rates
+// (bytes a second, which it sorts) of downloads of bytes each.
+func SummariseTransfer(bytes int64, rates []float64) Transfer {
+	if len(rates) == 0 {
+		return Transfer{Bytes: bytes}
+	}
+	sort.Float64s(rates)
+	mb := func(r float64) float64 { return round(r/1e6, 1) }
+	return Transfer{
+		N: len(rates), Bytes: bytes,
+		P50MBps: mb(rates[int(math.Ceil(0.5*float64(len(rates))))-1]),
+		MinMBps: mb(rates[0]), MaxMBps: mb(rates[len(rates)-1]),
+	}
+}

@@ -49,3 +49,14 @@ func TestNewRate(t *testing.T) {
 		t.Errorf("NewRate (-want +got):\n%s", diff)
 	}
 }
+
+func TestSummariseTransfer(t *testing.T) {
+	got := SummariseTransfer(1<<20, []float64{3e9, 1e9, 2e9, 4e9})
+	want := Transfer{N: 4, Bytes: 1 << 20, P50MBps: 2000, MinMBps: 1000, MaxMBps: 4000}
+	if got != want {
+		t.Errorf("SummariseTransfer = %+v, want %+v", got, want)
+	}
+	if got := SummariseTransfer(5, nil); got.N != 0 || got.Bytes != 5 {
+		t.Errorf("no samples: %+v", got)
+	}
+}
