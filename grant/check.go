@@ -272,14 +272,16 @@ func (g *Grant) AllowHost(host string, port int) (rule string, ok bool) {
 }
 
 // AllowPrivate reports whether network.private lets a non-public address be
-// dialled, and the rule that does.
-func (g *Grant) AllowPrivate(addr netip.Addr) (rule string, ok bool) {
+// dialled on port, and the rule that does. The entry's port holds however
+// the address was reached: "127.0.0.1:8080" allows 8080 alone, also to a
+// granted name that resolves there (an entry without a port, 80 and 443).
+func (g *Grant) AllowPrivate(addr netip.Addr, port int) (rule string, ok bool) {
 	addr = addr.Unmap()
 	if addr.Zone() != "" {
 		return "", false
 	}
 	for _, p := range g.private {
-		if p.MatchAddr(addr) {
+		if p.PortOK(port) && p.MatchAddr(addr) {
 			return fmt.Sprintf("network.private %q", p.String()), true
 		}
 	}

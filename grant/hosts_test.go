@@ -149,14 +149,19 @@ func TestAllowHost(t *testing.T) {
 
 	addrs := []struct {
 		addr string
+		port int
 		want bool
 	}{
-		{"10.1.2.3", true}, {"::ffff:10.1.2.3", true}, {"11.0.0.1", false}, {"127.0.0.1", false},
-		{"fd00::1", true}, {"fd00::2", false},
+		{"10.1.2.3", 443, true}, {"::ffff:10.1.2.3", 80, true}, {"11.0.0.1", 443, false}, {"127.0.0.1", 443, false},
+		{"fd00::1", 8080, true}, {"fd00::2", 8080, false},
+		// An entry's port holds for its addresses however they are reached
+		// (a granted name that resolves there): 10.0.0.0/8 grants 80 and
+		// 443, [fd00::1]:8080 grants 8080.
+		{"10.1.2.3", 22, false}, {"10.1.2.3", 6379, false}, {"fd00::1", 443, false}, {"fd00::1", 22, false},
 	}
 	for _, a := range addrs {
-		if _, ok := g.AllowPrivate(netip.MustParseAddr(a.addr)); ok != a.want {
-			t.Errorf("AllowPrivate(%s) = %v, want %v", a.addr, ok, a.want)
+		if _, ok := g.AllowPrivate(netip.MustParseAddr(a.addr), a.port); ok != a.want {
+			t.Errorf("AllowPrivate(%s, %d) = %v, want %v", a.addr, a.port, ok, a.want)
 		}
 	}
 	if _, ok := g.AllowPrivateName("Mirror.Internal.", 443); !ok {

@@ -57,7 +57,7 @@ func grantDecides(g *grant.Grant, host string, port int, addrs []netip.Addr) boo
 		if hostrule.IsPublic(a) {
 			continue
 		}
-		if _, ok := g.AllowPrivate(a); ok {
+		if _, ok := g.AllowPrivate(a, port); ok {
 			continue
 		}
 		if _, ok := g.AllowPrivateName(host, port); ok && !literal && a.IsValid() && !a.IsUnspecified() {
@@ -166,4 +166,44 @@ func FuzzGrantProxyAgree(f *testing.F) {
 			t.Fatalf("%q port %d resolving to %v: grant allows %v, proxy allows %v", host, port, addrs, gd, pd)
 		}
 	})
+}
+
+// A network.private entry's port holds however its address is reached: a
+// granted name (on the port network.hosts gives it) that resolves to a
+// private address is refused unless an entry grants that address on that
+// port too. Before, only the address was matched, so a name granted on
+// port 22 that resolved to 127.0.0.1 reached 127.0.0.1:22 under a grant of
+// 127.0.0.1:8080.
+func TestPrivatePortHoldsThroughNames(t *testing.T) {
+	g, err := grant.FromFlags(t.TempDir(), grant.Flags{
+		AllowHosts: []string{"a.test:22", "b.test:8080", "c.test", "d.test:6379"},
+		Private:    []string{"127.0.0.1:8080", "10.0.0.0/8"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	ten := []netip.Addr{netip.MustParseAddr("10.0.0.5")}
+	for _, tt := range []struct {
+		host  string
+		port  int
+		addrs []netip.Addr
+		want  bool
+	}{
+		{"a.test", 22, loop, false},
+		{"b.test", 8080, loop, true},
+		{"c.test", 443, loop, false},
+		{"c.test", 443, ten, true},
+		{"c.test", 80, ten, true},
+		{"d.test", 6379, ten, false},
+		{"127.0.0.1", 8080, nil, true},
+		{"127.0.0.1", 22, nil, false},
+	} {
+		if got := proxyDecides(t, g, tt.host, tt.port, tt.addrs); got != tt.want {
+			t.Errorf("%s:%d resolving to %v: proxy allows %v, want %v", tt.host, tt.port, tt.addrs, got, tt.want)
+		}
+		if got := grantDecides(g, tt.host, tt.port, tt.addrs); got != tt.want {
+			t.Errorf("%s:%d resolving to %v: grant allows %v, want %v", tt.host, tt.port, tt.addrs, got, tt.want)
+		}
+	}
 }

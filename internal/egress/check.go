@@ -143,7 +143,7 @@ func (p *Proxy) allowPrivate(t target, a netip.Addr) (string, bool) {
 	if !a.IsValid() || a.Zone() != "" {
 		return "", false
 	}
-	if rule, ok := p.o.Policy.AllowPrivate(a); ok {
+	if rule, ok := p.o.Policy.AllowPrivate(a, t.port); ok {
 		return rule, true
 	}
 	pn, ok := p.o.Policy.(PrivateNamer)

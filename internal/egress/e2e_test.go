@@ -30,8 +30,8 @@ func (p loopbackPolicy) AllowHost(host string, port int) (string, bool) {
 	return "", false
 }
 
-func (loopbackPolicy) AllowPrivate(a netip.Addr) (string, bool) {
-	return "fixture 127.0.0.1/32", a == netip.MustParseAddr("127.0.0.1")
+func (p loopbackPolicy) AllowPrivate(a netip.Addr, port int) (string, bool) {
+	return "fixture 127.0.0.1/32", a == netip.MustParseAddr("127.0.0.1") && port == p.port
 }
 
 type fixtureResolver struct{}

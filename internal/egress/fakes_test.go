@@ -47,7 +47,7 @@ func (f *fakePolicy) AllowHost(host string, port int) (string, bool) {
 	return "", false
 }
 
-func (f *fakePolicy) AllowPrivate(a netip.Addr) (string, bool) {
+func (f *fakePolicy) AllowPrivate(a netip.Addr, _ int) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.private {

@@ -20,8 +20,11 @@ type Policy interface {
 	// AllowHost for addresses in it, with the ports it grants.
 	AllowHost(host string, port int) (rule string, ok bool)
 	// AllowPrivate reports whether a non-public address (see Classify) may be
-	// dialled anyway because the grant names it or a CIDR that holds it.
-	AllowPrivate(addr netip.Addr) (rule string, ok bool)
+	// dialled on port anyway because the grant names it or a CIDR that holds
+	// it, with that port: the proxy asks it for every address a granted name
+	// resolves to, so a port the entry does not grant stays refused however
+	// the address was reached.
+	AllowPrivate(addr netip.Addr, port int) (rule string, ok bool)
 }
 
 // PrivateNamer is an optional ability of a Policy: a name the grant lists as
@@ -143,4 +146,4 @@ func (o *Options) withDefaults() Options {
 type denyAll struct{}
 
 func (denyAll) AllowHost(string, int) (string, bool)   { return "", false }
-func (denyAll) AllowPrivate(netip.Addr) (string, bool) { return "", false }
+func (denyAll) AllowPrivate(netip.Addr, int) (string, bool) { return "", false }

@@ -333,7 +333,7 @@ func TestDNSRebinding(t *testing.T) {
 type permissivePolicy struct{}
 
 func (permissivePolicy) AllowHost(string, int) (string, bool)   { return "any", true }
-func (permissivePolicy) AllowPrivate(netip.Addr) (string, bool) { return "any", true }
+func (permissivePolicy) AllowPrivate(netip.Addr, int) (string, bool) { return "any", true }
 
 // TestZonedAnswerNeverAllowed: even a policy that allows every private
 // address cannot make the proxy dial a zoned or invalid answer.
