@@ -75,7 +75,15 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 			}
 			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", clip(wire.ValidUTF8(ct)), len(body))
 		default:
-			text := wire.ValidUTF8(string(body))
+			// A server may echo a secret the request carried. Its values go
+			// before anything is cut, and what is left of one where the body
+			// or the text was cut short goes too: a cut the model can place
+			// (by the URL) must not leave all of a secret but its last bytes.
+			red := secretRedactor(f.env.Secrets)
+			text := red.String(wire.ValidUTF8(string(body)))
+			if note != "" {
+				text = red.CutSuffix(text)
+			}
 			limit := outputCap(f.env)
 			if len(text) > limit {
 				cut := limit
@@ -84,7 +92,7 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 				}
 				out.Truncated = true
 				out.Meta.OmittedBytes = int64(len(text) - cut)
-				text = text[:cut] + fmt.Sprintf("\n[... %d bytes cut ...]", len(text)-cut)
+				text = red.CutSuffix(text[:cut]) + fmt.Sprintf("\n[... %d bytes cut ...]", len(text)-cut)
 			}
 			b.WriteString(text)
 			if text != "" && !strings.HasSuffix(text, "\n") {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/secret"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -198,14 +199,18 @@ func secretInURL(u *url.URL, secrets map[string]string) string {
 	return ""
 }
 
-// redactSecrets replaces secret values in s (a server may echo them).
+// redactSecrets replaces secret values in s (a server may echo them), and
+// the forms common encoders give them (secret.Redactor).
 func redactSecrets(s string, secrets map[string]string) string {
-	for name, v := range secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[secret "+name+"]")
-		}
+	return secretRedactor(secrets).String(s)
+}
+
+// secretRedactor redacts secrets as "[secret NAME]"; nil for none.
+func secretRedactor(secrets map[string]string) *secret.Redactor {
+	if len(secrets) == 0 {
+		return nil
 	}
-	return s
+	return secret.NewRedactorAs(secrets, func(name string) string { return "[secret " + name + "]" })
 }
 
 // proxyRefusal is the egress proxy's answer to a CONNECT it did not allow.

@@ -373,3 +373,34 @@ func serveEgress(t *testing.T, ca *egresstest.CA, g *grant.Grant, o egress.Optio
 	}
 	return &wire.Egress{Proxy: "http://" + l.Addr().String(), PlainHTTP: g.PlainHTTPHosts(), Secrets: uses}
 }
+
+// A server that echoes the secret a request carried never shows it to the
+// model, whole or cut: the model can place the output cap's cut (or the
+// body's) anywhere in the echo by padding, and the part before the cut was
+// shown before (red team). Every offset around the secret is tried, in the
+// value's own form and JSON-escaped.
+func TestHTTPFetchEchoedSecretCut(t *testing.T) {
+	w := newFetchWorld(t)
+	w.env.Limits.OutputBytes = 4096
+	secretAt := 4096 - len("auth=Bearer ")
+	for _, form := range []string{"", "&json=1"} {
+		for pad := secretAt - len(testSecret) - 2; pad <= secretAt+2; pad++ {
+			out := w.fetch(t, map[string]string{"url": w.a.URL(fmt.Sprintf("/echo-auth?pad=%d%s", pad, form))})
+			if out.IsError {
+				t.Fatalf("pad %d: %s", pad, out.Content)
+			}
+			body, _, _ := strings.Cut(out.Content, "\n[... ")
+			body = strings.TrimLeft(body, "A")
+			for k := 4; k <= len(testSecret); k++ {
+				if strings.Contains(body, testSecret[:k]) {
+					t.Errorf("pad %d%s: %d bytes of the secret shown: %q", pad, form, k, body)
+					break
+				}
+			}
+		}
+	}
+	out := w.fetch(t, map[string]string{"url": w.a.URL("/echo-auth?pad=10")})
+	if !strings.Contains(out.Content, "auth=Bearer [secret TOKEN]\n") {
+		t.Errorf("a whole echo: %q, want it redacted", out.Content)
+	}
+}

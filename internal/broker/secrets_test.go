@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,6 +160,60 @@ hosts = ["api.example.com"]
 	for _, r := range records(t, recDir) {
 		if strings.Contains(string(r.Args)+r.Reason+r.Detail, value) {
 			t.Fatalf("the secret's value is in a record: %+v", r)
+		}
+	}
+}
+
+// TestSecretNeverReachesTheModel: what a tool returns never shows a
+// loaded secret's value to the model, in any of the forms an encoder
+// gives it: a file in the tree or a command's output may hold it too.
+func TestSecretNeverReachesTheModel(t *testing.T) {
+	const value = "tok/5ecret&value-88"
+	ws := t.TempDir()
+	g, err := grant.Parse([]byte(`
+[paths]
+read_write = ["."]
+[network]
+hosts = ["api.example.com"]
+[secrets.TOKEN]
+from = "env:T"
+tools = ["http_fetch"]
+hosts = ["api.example.com"]
+`), "secrets.toml", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := broker.Open(&broker.Options{
+		Grant: g, Backend: sandboxtest.Native(t), RecordsDir: t.TempDir(),
+		LoadSecret: broker.LoadSecretFrom(func(k string) string {
+			if k == "T" {
+				return value
+			}
+			return ""
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := os.WriteFile(filepath.Join(ws, "env.txt"), []byte("TOKEN="+value+"\nJSON=\"tok\\/5ecret&value-88\"\nURL=tok%2F5ecret%26value-88\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"read_file", `{"path":"env.txt"}`},
+		{"shell", `{"command":"cat env.txt"}`},
+	} {
+		res := call(t, s, c.tool, c.args)
+		if res.Class != "ok" {
+			t.Fatalf("%s: %s %q", c.tool, res.Class, res.Output.Content)
+		}
+		for _, form := range []string{value, `tok\/5ecret&value-88`, "tok%2F5ecret%26value-88"} {
+			if strings.Contains(res.Output.Content, form) {
+				t.Errorf("%s shows the secret as %q: %q", c.tool, form, res.Output.Content)
+			}
+		}
+		if !strings.Contains(res.Output.Content, "TOKEN=[redacted:TOKEN]") {
+			t.Errorf("%s: %q, want the value redacted in place", c.tool, res.Output.Content)
 		}
 	}
 }

@@ -108,6 +108,9 @@ func (s *Session) labelWith(toolName string, out wire.ToolOutput, iso *wire.Isol
 		header += " · limits NOT ENFORCED: " + wire.JoinLimits(unenforced, ", ")
 	}
 	header += "]"
+	// Whatever a tool returns, the model never reads a secret's value: a
+	// file, a command or a server may hold it (or its JSON or URL form).
+	out.Content = s.secrets.redact().String(out.Content)
 	if own {
 		out.Content = header + " " + out.Content
 	} else {

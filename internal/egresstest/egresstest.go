@@ -8,6 +8,7 @@ package egresstest
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
@@ -16,6 +17,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -244,6 +246,20 @@ func Handler(name string) http.Handler {
 	})
 	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "authorization present: %v\n", r.Header.Get("Authorization") != "")
+	})
+	// /echo-auth?pad=N&json=1: N bytes of "A", then the request's
+	// Authorization header, as a server that echoes what it was sent does
+	// (JSON-escaped with json=1).
+	mux.HandleFunc("/echo-auth", func(w http.ResponseWriter, r *http.Request) {
+		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(bytes.Repeat([]byte("A"), pad))
+		v := r.Header.Get("Authorization")
+		if r.URL.Query().Get("json") != "" {
+			b, _ := json.Marshal(v)
+			v = string(b)
+		}
+		fmt.Fprintf(w, "auth=%s\n", v)
 	})
 	mux.HandleFunc("/bin", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")

@@ -56,6 +56,22 @@ func Load(source string, getenv func(string) string) (string, error) {
 type Redactor struct {
 	names  []string
 	values [][]byte
+	// label is what replaces a value of the secret name; nil: "[redacted:NAME]".
+	label func(name string) string
+}
+
+// NewRedactorAs is NewRedactor with label(NAME) in place of "[redacted:NAME]".
+func NewRedactorAs(values map[string]string, label func(name string) string) *Redactor {
+	r := NewRedactor(values)
+	r.label = label
+	return r
+}
+
+func (r *Redactor) labelOf(i int) string {
+	if r.label != nil {
+		return r.label(r.names[i])
+	}
+	return "[redacted:" + r.names[i] + "]"
 }
 
 // NewRedactor returns a Redactor for values (by name). Values shorter than
@@ -127,7 +143,7 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	}
 	for i, v := range r.values {
 		if bytes.Contains(b, v) {
-			b = bytes.ReplaceAll(b, v, []byte("[redacted:"+r.names[i]+"]"))
+			b = bytes.ReplaceAll(b, v, []byte(r.labelOf(i)))
 		}
 	}
 	return b
@@ -140,8 +156,33 @@ func (r *Redactor) String(s string) string {
 	}
 	for i, v := range r.values {
 		if strings.Contains(s, string(v)) {
-			s = strings.ReplaceAll(s, string(v), "[redacted:"+r.names[i]+"]")
+			s = strings.ReplaceAll(s, string(v), r.labelOf(i))
 		}
 	}
 	return s
+}
+
+// CutSuffix returns s with a trailing part of a secret value (any of its
+// forms, all of it but its last byte or less) replaced by the label: what
+// is left of a value where a text was cut short (an output cap, a read
+// limit), which String, matching whole values only, leaves. A text that
+// merely ends as a value begins is changed too, which costs its last few
+// bytes, never a secret.
+func (r *Redactor) CutSuffix(s string) string {
+	if r == nil {
+		return s
+	}
+	best, which := 0, -1
+	for i, v := range r.values {
+		for k := min(len(v)-1, len(s)); k > best; k-- {
+			if strings.HasSuffix(s, string(v[:k])) {
+				best, which = k, i
+				break
+			}
+		}
+	}
+	if which < 0 {
+		return s
+	}
+	return s[:len(s)-best] + r.labelOf(which)
 }

@@ -209,3 +209,28 @@ func TestRedactorEncodedForms(t *testing.T) {
 		t.Errorf("json.Marshal form not redacted: %s", got)
 	}
 }
+
+func TestRedactorCutSuffix(t *testing.T) {
+	r := NewRedactorAs(map[string]string{"TOK": "sk-live-7f3a/9c1e", "B": "xyz"}, func(n string) string { return "[secret " + n + "]" })
+	for _, tt := range []struct{ in, want string }{
+		{"auth=Bearer sk-live-7f3a/9c1", "auth=Bearer [secret TOK]"},
+		{"auth=Bearer sk-live-7f3a\\/9c", "auth=Bearer [secret TOK]"}, // the JSON form, cut
+		{"auth=Bearer sk-live-7f3a%2F9", "auth=Bearer [secret TOK]"},  // the URL form, cut
+		{"ends with s", "ends with [secret TOK]"},                       // merely ends as a value begins
+		{"whole sk-live-7f3a/9c1e", "whole sk-live-7f3a/9c1e"},         // whole values are String's
+		{"nothing here", "nothing here"},
+		{"x", "[secret B]"},
+		{"", ""},
+	} {
+		if got := r.CutSuffix(tt.in); got != tt.want {
+			t.Errorf("CutSuffix(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := r.String("a sk-live-7f3a/9c1e b"); got != "a [secret TOK] b" {
+		t.Errorf("String with a label = %q", got)
+	}
+	var nilR *Redactor
+	if got := nilR.CutSuffix("sk-"); got != "sk-" {
+		t.Errorf("nil Redactor changed %q", got)
+	}
+}
