@@ -95,6 +95,11 @@ type Record struct {
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
 	Addr string `json:"addr,omitempty"`
+	// Count, on an egress record that stands for several decisions alike
+	// (a sandbox past its share of single records), is how many, made
+	// from Time to Until.
+	Count int       `json:"count,omitempty"`
+	Until time.Time `json:"until,omitzero"`
 	// Cost is what the call spent (searches, bytes fetched, the sandbox's
 	// CPU time, peak memory and wall time).
 	Cost *wire.Cost `json:"cost,omitempty"`

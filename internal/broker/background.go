@@ -291,7 +291,8 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 			o = *s.opts.Egress
 		}
 		o.Sandbox = id
-		o.OnDecision = s.auditEgress(c)
+		rec := s.egressRecorder(c)
+		o.OnDecision, o.OnStop = rec.decide, rec.flush
 		if o.Logger == nil {
 			o.Logger = s.logger
 		}

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/airlockhq/airlock/grant"
-	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/tool"
@@ -41,6 +40,8 @@ type EgressOptions struct {
 	Env []string
 	// Logger receives the proxy's logs; nil discards.
 	Logger *slog.Logger
+	// OnStop runs once the proxy has stopped, after its last decision.
+	OnStop func()
 }
 
 // ProxyEnv returns the proxy variables a sandbox with an egress proxy gets:
@@ -103,6 +104,9 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 			cancel()
 			<-done
 			l.Close()
+			if opts.OnStop != nil {
+				opts.OnStop()
+			}
 			if err := os.RemoveAll(dir); err != nil && opts.Logger != nil {
 				opts.Logger.Warn("removing the egress proxy's directory", "dir", dir, "err", err)
 			}
@@ -194,7 +198,8 @@ func (s *Session) egressOptions(c *call, also func(egress.Decision)) *EgressOpti
 		o = *s.opts.Egress
 	}
 	o.Sandbox = c.id
-	o.OnDecision = s.auditEgress(c)
+	rec := s.egressRecorder(c)
+	o.OnDecision, o.OnStop = rec.decide, rec.flush
 	if audited := o.OnDecision; also != nil {
 		o.OnDecision = func(d egress.Decision) { audited(d); also(d) }
 	}
@@ -204,42 +209,3 @@ func (s *Session) egressOptions(c *call, also func(egress.Decision)) *EgressOpti
 	return &o
 }
 
-// auditEgress writes one egress record per proxy decision of call c.
-func (s *Session) auditEgress(c *call) func(egress.Decision) {
-	return func(d egress.Decision) {
-		rec := audit.Record{
-			Time:     d.Time,
-			Kind:     audit.KindEgress,
-			Session:  s.id,
-			CallID:   c.id,
-			Tool:     c.tool,
-			Host:     d.Host,
-			Port:     d.Port,
-			Decision: "allowed",
-			Rule:     d.Rule,
-			Reason:   d.Reason,
-		}
-		if d.Addr.IsValid() {
-			rec.Addr = d.Addr.String()
-		}
-		if !d.Allowed {
-			rec.Decision = "refused"
-			switch {
-			case rec.Rule != "":
-			case d.Host == "":
-				rec.Rule = "egress" // refused before a host was named: a limit or a malformed request
-			default:
-				rec.Rule = "network.hosts"
-			}
-		}
-		if strings.Contains(d.Rule, "network.private") {
-			rec.Risks = []string{d.Rule + ": a non-public address may be dialled"}
-		}
-		if d.Proto != "" {
-			rec.Detail = "proto " + d.Proto
-		}
-		if err := s.log.Write(rec); err != nil {
-			s.logger.Error("egress audit record lost", "call", c.id, "err", err)
-		}
-	}
-}

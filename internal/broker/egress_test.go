@@ -336,3 +336,56 @@ func TestHTTPFetchUnsandboxed(t *testing.T) {
 		t.Errorf("b.test saw %d connections", n)
 	}
 }
+
+// TestEgressRecordsBounded: a sandbox that opens connections as fast as it
+// can, each refused, cannot fill the records' disk: past the first
+// decisions each gets no record of its own but is counted into one that
+// stands for every decision alike, and every decision is accounted for.
+func TestEgressRecordsBounded(t *testing.T) {
+	w := newEgressWorld(t, sandboxtest.Native(t))
+	flood := `python3 -c '
+import socket
+def connect(host):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(("CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (host, host)).encode())
+    s.recv(4096)
+    s.close()
+for i in range(500):
+    connect("b.test")
+for i in range(1000):
+    connect("h%d.flood.test" % i)
+print("flood done")
+'`
+	b, _ := json.Marshal(map[string]string{"command": flood})
+	res := call(t, w.s, "shell", string(b))
+	if !strings.Contains(res.Output.Content, "flood done") {
+		t.Fatalf("the flood did not run: %s %q", res.Class, res.Output.Content)
+	}
+	recs := w.egressRecords(t, res.CallID)
+	total, bTest, others := 0, 0, 0
+	for _, r := range recs {
+		n := max(r.Count, 1)
+		total += n
+		if r.Decision != "refused" {
+			t.Errorf("an allowed record: %+v", r)
+		}
+		switch {
+		case r.Host == "b.test" && r.Count > 0:
+			bTest = r.Count
+		case r.Host == "" && r.Count > 0:
+			others = r.Count
+			if !strings.Contains(r.Reason, "past the first 64") || r.Until.Before(r.Time) {
+				t.Errorf("the record of the other hosts: %+v", r)
+			}
+		}
+	}
+	if total != 1500 {
+		t.Errorf("the records account for %d decisions, want 1500", total)
+	}
+	if len(recs) > 256+64+1 {
+		t.Errorf("%d egress records for one call, want at most %d", len(recs), 256+64+1)
+	}
+	if bTest != 500-256 || others != 1000-63 {
+		t.Errorf("counted records: b.test %d (want %d), other hosts %d (want %d)", bTest, 500-256, others, 1000-63)
+	}
+}

@@ -301,6 +301,12 @@ func formatRecord(r audit.Record) string {
 			}
 		}
 		where := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+		if r.Host == "" && r.Port == 0 {
+			where = "-"
+		}
+		if r.Count > 1 {
+			outcome = fmt.Sprintf("%d× %s (until %s)", r.Count, outcome, r.Until.Local().Format("15:04:05"))
+		}
 		if r.Addr != "" {
 			where += " → " + r.Addr
 		}
