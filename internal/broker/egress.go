@@ -208,4 +208,3 @@ func (s *Session) egressOptions(c *call, also func(egress.Decision)) *EgressOpti
 	}
 	return &o
 }
-

@@ -145,5 +145,5 @@ func (o *Options) withDefaults() Options {
 
 type denyAll struct{}
 
-func (denyAll) AllowHost(string, int) (string, bool)   { return "", false }
+func (denyAll) AllowHost(string, int) (string, bool)        { return "", false }
 func (denyAll) AllowPrivate(netip.Addr, int) (string, bool) { return "", false }

@@ -332,7 +332,7 @@ func TestDNSRebinding(t *testing.T) {
 // permissivePolicy grants every host and every private address.
 type permissivePolicy struct{}
 
-func (permissivePolicy) AllowHost(string, int) (string, bool)   { return "any", true }
+func (permissivePolicy) AllowHost(string, int) (string, bool)        { return "any", true }
 func (permissivePolicy) AllowPrivate(netip.Addr, int) (string, bool) { return "any", true }
 
 // TestZonedAnswerNeverAllowed: even a policy that allows every private

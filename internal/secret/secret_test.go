@@ -216,8 +216,8 @@ func TestRedactorCutSuffix(t *testing.T) {
 		{"auth=Bearer sk-live-7f3a/9c1", "auth=Bearer [secret TOK]"},
 		{"auth=Bearer sk-live-7f3a\\/9c", "auth=Bearer [secret TOK]"}, // the JSON form, cut
 		{"auth=Bearer sk-live-7f3a%2F9", "auth=Bearer [secret TOK]"},  // the URL form, cut
-		{"ends with s", "ends with [secret TOK]"},                       // merely ends as a value begins
-		{"whole sk-live-7f3a/9c1e", "whole sk-live-7f3a/9c1e"},         // whole values are String's
+		{"ends with s", "ends with [secret TOK]"},                     // merely ends as a value begins
+		{"whole sk-live-7f3a/9c1e", "whole sk-live-7f3a/9c1e"},        // whole values are String's
 		{"nothing here", "nothing here"},
 		{"x", "[secret B]"},
 		{"", ""},
