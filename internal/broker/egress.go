@@ -73,12 +73,14 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 		return nil, err
 	}
 	p := egress.New(&egress.Options{
-		Sandbox:    opts.Sandbox,
-		Policy:     g,
-		Resolver:   opts.Resolver,
-		Dialer:     opts.Dialer,
-		OnDecision: opts.OnDecision,
-		Logger:     opts.Logger,
+		Sandbox:      opts.Sandbox,
+		Policy:       g,
+		Resolver:     opts.Resolver,
+		Dialer:       opts.Dialer,
+		OnDecision:   opts.OnDecision,
+		Logger:       opts.Logger,
+		MaxConns:     maxEgressConns,
+		SocketBuffer: socketBuffer(spec.Limits.MemoryBytes),
 	})
 	sock := filepath.Join(dir, "proxy.sock")
 	l, err := p.ListenUnix(sock)
@@ -112,6 +114,27 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 			}
 		})
 	}, nil
+}
+
+// maxEgressConns is how many connections one sandbox's proxy relays at once.
+const maxEgressConns = 64
+
+// socketBuffer is what the kernel may hold for one relayed connection
+// (egress.Options.SocketBuffer): the sandbox's memory limit shared among
+// its most connections, so that all its tunnels together hold no more of
+// the host's memory than the sandbox may use itself (the proxy's sockets
+// are the broker's, charged to no sandbox), and at least 1 MiB, so a
+// small limit still gets usable windows. 0 (no bound: the kernel's own
+// tuning) when that exceeds what the kernel would give a socket anyway.
+func socketBuffer(memory int64) int {
+	if memory <= 0 {
+		return 0
+	}
+	per := max(memory/maxEgressConns, 1<<20)
+	if per >= 64<<20 {
+		return 0
+	}
+	return int(per)
 }
 
 // socketDir makes a fresh 0700 directory for a proxy socket in the first

@@ -229,7 +229,9 @@ func (c *handedConn) Close() error {
 func (c *handedConn) relayBuffered() {}
 
 // CloseWrite half-closes the connection, passing EOF on to the client.
-func (c *handedConn) CloseWrite() error { return c.tc.CloseWrite() }
+func (c *handedConn) CloseWrite() error          { return c.tc.CloseWrite() }
+func (c *handedConn) SetReadBuffer(n int) error  { return c.tc.SetReadBuffer(n) }
+func (c *handedConn) SetWriteBuffer(n int) error { return c.tc.SetWriteBuffer(n) }
 
 func (c *handedConn) LocalAddr() net.Addr                { return c.tc.LocalAddr() }
 func (c *handedConn) RemoteAddr() net.Addr               { return c.tc.RemoteAddr() }

@@ -144,6 +144,7 @@ func httpTarget(req *http.Request) (target, error) {
 
 // forwardHTTP sends one rewritten request to up and copies the response back.
 func (p *Proxy) forwardHTTP(c, up net.Conn, req *http.Request, hr *handshakeReader, t target) {
+	p.boundBuffers(c, up)
 	hr.n = int(^uint(0) >> 1) // the body is not part of the handshake
 	for _, h := range req.Header.Values("Connection") {
 		for _, name := range strings.Split(h, ",") {

@@ -103,6 +103,14 @@ type Options struct {
 	SocketMode fs.FileMode
 	// NoSNICheck turns off the ClientHello check on port 443.
 	NoSNICheck bool
+	// SocketBuffer, when positive, bounds the kernel's buffers of each
+	// connection the proxy relays: the sandbox's side and the upstream's,
+	// each direction, at about SocketBuffer/4 (SO_RCVBUF and SO_SNDBUF,
+	// which the kernel doubles; no longer tuned upwards by it). Without it
+	// a sandbox that opens tunnels to a fast server and never reads makes
+	// the host hold each one's buffers at the system's maximum, charged to
+	// no sandbox (AttachEgress sets it from the memory limit).
+	SocketBuffer int
 }
 
 func (o *Options) withDefaults() Options {

@@ -22,6 +22,7 @@ var errIdle = errors.New("tunnel idle")
 // relay copies c↔up until both directions end, passing half-close on, and
 // closes both when either side fails or the tunnel goes idle.
 func (p *Proxy) relay(c, up net.Conn) {
+	p.boundBuffers(c, up)
 	act := newActivity()
 	var wg sync.WaitGroup
 	var once sync.Once
@@ -86,6 +87,26 @@ func (p *Proxy) pipe(dst, src net.Conn, act *activity) error {
 			return errIdle
 		default:
 			return err
+		}
+	}
+}
+
+// sizedConn is a connection whose kernel buffers can be set.
+type sizedConn interface {
+	SetReadBuffer(bytes int) error
+	SetWriteBuffer(bytes int) error
+}
+
+// boundBuffers applies Options.SocketBuffer to both ends of a relay.
+func (p *Proxy) boundBuffers(conns ...net.Conn) {
+	each := p.o.SocketBuffer / 4
+	if each <= 0 {
+		return
+	}
+	for _, c := range conns {
+		if sc, ok := c.(sizedConn); ok {
+			sc.SetReadBuffer(each)
+			sc.SetWriteBuffer(each)
 		}
 	}
 }
