@@ -28,6 +28,14 @@ func readClientHello(r *bufio.Reader) (raw []byte, sni string, err error) {
 		return nil, "", fmt.Errorf("waiting for the ClientHello: %w", err)
 	}
 	if first[0] != 0x16 {
+		// Another TLS record before the ClientHello (change_cipher_spec,
+		// alert, application_data, heartbeat) would carry a ClientHello
+		// past the check to a server lenient enough to skip it.
+		if first[0] >= 0x14 && first[0] <= 0x18 {
+			if two, err := r.Peek(2); err == nil && two[1] == 3 {
+				return nil, "", fmt.Errorf("a TLS record of type %d before the ClientHello: %w", first[0], errBadHello)
+			}
+		}
 		return nil, "", nil
 	}
 	var msg []byte

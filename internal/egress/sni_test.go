@@ -53,6 +53,15 @@ func TestReadClientHello(t *testing.T) {
 			}
 		}
 	}
+	// A TLS record of another type first, with a ClientHello behind it:
+	// refused, so no server reads that ClientHello unchecked.
+	hello := clientHello(t, "evil.test")
+	for _, typ := range []byte{0x14, 0x15, 0x17, 0x18} {
+		rec := append([]byte{typ, 3, 3, 0, 2, 1, 0}, hello...)
+		if _, sni, err := readClientHello(bufio.NewReader(bytes.NewReader(rec))); err == nil {
+			t.Errorf("record type %#x before the ClientHello: accepted, SNI %q", typ, sni)
+		}
+	}
 	// Not TLS: untouched.
 	br := bufio.NewReader(strings.NewReader("GET / HTTP/1.1\r\n"))
 	raw, sni, err := readClientHello(br)
