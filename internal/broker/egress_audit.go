@@ -17,8 +17,9 @@ import (
 // into a record that stands for all the decisions alike (same decision,
 // rule, host and port: audit.Record.Count, from Time to Until), at most
 // egressGroups of them, and those records are written when the proxy stops
-// and at least every egressFlushEvery while it runs. Nothing is dropped:
-// every decision is in a record, alone or counted.
+// and egressFlushEvery after the first of them was counted (background work
+// runs for hours). Nothing is dropped: every decision is in a record, alone
+// or counted.
 const (
 	egressSingles    = 256
 	egressGroups     = 64
@@ -36,16 +37,16 @@ type egressAudit struct {
 	s *Session
 	c *call
 
-	mu        sync.Mutex
-	singles   int
-	groups    map[egressKey]*audit.Record
-	order     []egressKey
-	lastFlush time.Time
+	mu      sync.Mutex
+	singles int
+	groups  map[egressKey]*audit.Record
+	order   []egressKey
+	timer   *time.Timer // flushes the groups egressFlushEvery after the first
 }
 
 // egressRecorder returns the recorder of a proxy of call c.
 func (s *Session) egressRecorder(c *call) *egressAudit {
-	return &egressAudit{s: s, c: c, lastFlush: time.Now()}
+	return &egressAudit{s: s, c: c}
 }
 
 // record is the audit record of one decision.
@@ -107,6 +108,7 @@ func (a *egressAudit) decide(d egress.Decision) {
 	if !ok {
 		if a.groups == nil {
 			a.groups = map[egressKey]*audit.Record{}
+			a.timer = time.AfterFunc(egressFlushEvery, a.flush)
 		}
 		g = &rec
 		a.groups[k] = g
@@ -114,18 +116,18 @@ func (a *egressAudit) decide(d egress.Decision) {
 	}
 	g.Count++
 	g.Until = rec.Time
-	due := time.Since(a.lastFlush) >= egressFlushEvery
 	a.mu.Unlock()
-	if due {
-		a.flush()
-	}
 }
 
 // flush writes the counted records so far and starts them over.
 func (a *egressAudit) flush() {
 	a.mu.Lock()
 	groups, order := a.groups, a.order
-	a.groups, a.order, a.lastFlush = nil, nil, time.Now()
+	a.groups, a.order = nil, nil
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
 	a.mu.Unlock()
 	for _, k := range order {
 		a.write(*groups[k])

@@ -296,16 +296,16 @@ func formatRecord(r audit.Record) string {
 		outcome := "egress allowed"
 		if r.Decision == "refused" {
 			outcome = "egress REFUSED"
-			if r.Reason != "" {
-				outcome += ": " + r.Reason
-			}
+		}
+		if r.Count > 1 {
+			outcome = fmt.Sprintf("%d× %s (until %s)", r.Count, outcome, r.Until.Local().Format("15:04:05.000"))
+		}
+		if r.Decision == "refused" && r.Reason != "" {
+			outcome += ": " + r.Reason
 		}
 		where := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 		if r.Host == "" && r.Port == 0 {
 			where = "-"
-		}
-		if r.Count > 1 {
-			outcome = fmt.Sprintf("%d× %s (until %s)", r.Count, outcome, r.Until.Local().Format("15:04:05"))
 		}
 		if r.Addr != "" {
 			where += " → " + r.Addr
