@@ -3,6 +3,9 @@ package grant
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -125,5 +128,53 @@ func TestErrorLinesNameTheFile(t *testing.T) {
 	e := &Error{File: "a\nb.toml", Line: 3, Key: "k", Msg: "bad \x00 \xff value"}
 	if got, want := e.Error(), `a\nb.toml:3: k: bad \x00 \xff value`; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// TestLongPathsRefusedCheaply: a path is a model's argument, and each
+// location its resolution visits was kept, so a 120 KB path of "a/" took
+// the broker 3.5 GB and half a minute (red team). A path longer than Linux
+// takes is refused before it is walked, one that leads (through symlinks)
+// somewhere longer or through too many locations as soon as it does; a
+// long path Linux would take is still checked.
+func TestLongPathsRefusedCheaply(t *testing.T) {
+	ws := t.TempDir()
+	g, err := FromFlags(ws, Flags{ReadWrite: []string{ws}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := func(f func()) uint64 {
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		f()
+		runtime.ReadMemStats(&b)
+		return b.TotalAlloc - a.TotalAlloc
+	}
+	long := ws + "/" + strings.Repeat("a/", 60000) + "x"
+	var d Decision
+	if n := allocs(func() { d = g.Check(Call{Tool: "read_file", Paths: []PathUse{{Path: long}}}) }); n > 4<<20 {
+		t.Errorf("checking a %d-byte path allocated %d MB", len(long), n>>20)
+	}
+	if d.Allowed || !strings.Contains(d.Reason, "longer than the 4096 Linux takes") {
+		t.Errorf("a %d-byte path: %+v", len(long), d)
+	}
+	// Within PATH_MAX: checked as any other (missing components inside
+	// the grant are allowed).
+	deep := ws + "/" + strings.Repeat("a/", (4095-len(ws)-3)/2) + "x"
+	if d := g.Check(Call{Tool: "write_file", Paths: []PathUse{{Path: deep, Write: true}}}); !d.Allowed {
+		t.Errorf("a %d-byte path inside the grant: %+v", len(deep), d)
+	}
+	// Symlinks that each climb in and out of a directory 800 times.
+	if err := os.Mkdir(filepath.Join(ws, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(strings.Repeat("d/../", 800), filepath.Join(ws, "s")); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Check(Call{Tool: "read_file", Paths: []PathUse{{Path: ws + "/s/s/s/x"}}}); d.Allowed || !strings.Contains(d.Reason, "passes through more than 2048 locations") {
+		t.Errorf("a path through 2,400 locations: %+v", d)
+	}
+	if d := g.Check(Call{Tool: "read_file", Paths: []PathUse{{Path: ws + "/s/x"}}}); !d.Allowed {
+		t.Errorf("a path through 800 locations: %+v", d)
 	}
 }

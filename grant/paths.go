@@ -12,6 +12,17 @@ import (
 // maxSymlinks bounds how many symlinks one resolution follows (as Linux's 40).
 const maxSymlinks = 40
 
+// maxPath is the longest path Linux takes (PATH_MAX, 4096 bytes with its
+// NUL), and the longest resolution is allowed to build; maxTrail bounds the
+// locations one resolution visits (the most a path of maxPath bytes has
+// without symlinks). A path is a model's argument: each location visited is
+// a string kept for the checks, so an unbounded one made the broker's memory
+// and time grow with the square of its length (a 120 KB path took 3.5 GB).
+const (
+	maxPath  = 4095
+	maxTrail = 2048
+)
+
 // errDotDotAfterMissing is returned when a symlink target climbs out of a
 // directory that does not exist; the kernel would fail, so we refuse.
 var errDotDotAfterMissing = errors.New("a symlink target climbs (..) out of a directory that does not exist")
@@ -35,6 +46,9 @@ func resolve(p string) (resolved, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return resolved{}, fmt.Errorf("%q contains a NUL byte", p)
 	}
+	if len(p) > maxPath {
+		return resolved{}, fmt.Errorf("a path of %d bytes is longer than the %d Linux takes", len(p), maxPath+1)
+	}
 	var r resolved
 	cur := "/"
 	rest := splitPath(p)
@@ -53,6 +67,12 @@ func resolve(p string) (resolved, error) {
 			continue
 		}
 		next := filepath.Join(cur, c)
+		if len(next) > maxPath {
+			return resolved{}, fmt.Errorf("resolving %q: the path it leads to is longer than the %d bytes Linux takes", clipPath(p), maxPath+1)
+		}
+		if len(r.trail) == maxTrail {
+			return resolved{}, fmt.Errorf("resolving %q: it passes through more than %d locations", clipPath(p), maxTrail)
+		}
 		r.trail = append(r.trail, next)
 		if r.missing > 0 {
 			cur = next
@@ -89,6 +109,14 @@ func resolve(p string) (resolved, error) {
 	}
 	r.path = cur
 	return r, nil
+}
+
+// clipPath shortens a long path for an error message.
+func clipPath(p string) string {
+	if len(p) <= 200 {
+		return p
+	}
+	return p[:100] + "…" + p[len(p)-100:]
 }
 
 func splitPath(p string) []string {
