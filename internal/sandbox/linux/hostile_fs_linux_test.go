@@ -1,9 +1,12 @@
 package linux_test
 
 import (
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -213,5 +216,40 @@ func TestHostile10HiddenHostSurface(t *testing.T) {
 		if home != "" && (f[3] == home || strings.HasPrefix(f[3], home+"/") || f[4] == home) {
 			t.Errorf("host home in mountinfo: %s", line)
 		}
+	}
+}
+
+// Case 13, in part: limits.file_size (RLIMIT_FSIZE) bounds what one file
+// takes of the disk. fallocate(2) with FALLOC_FL_KEEP_SIZE allocates past
+// the end without growing the file, which the limit never meets, so one
+// call could take any amount of the host's disk through a read-write grant:
+// the sandbox gets EOPNOTSUPP for it, and a plain allocation meets the
+// limit.
+func TestFileSizeLimitAndFallocate(t *testing.T) {
+	if _, err := exec.LookPath("fallocate"); err != nil {
+		t.Skip("no fallocate(1)")
+	}
+	d := newDirs(t)
+	o := run(t, &sandbox.Spec{
+		Mounts:  d.mounts(),
+		Limits:  sandbox.Limits{FileBytes: 64 << 20},
+		Command: []string{"/bin/sh", "-c", "cd " + d.W + " && : >k && : >small && (fallocate -n -l 1G k 2>&1; echo rc=$?; fallocate -l 1G g 2>&1; echo rc=$?; fallocate -n -l 1M small 2>&1; echo rc=$?) 2>&1"},
+	})
+	if strings.Count(o.stdout, "rc=0") != 0 {
+		t.Errorf("an allocation past the file size limit, or without growing the file, succeeded: %q", o.stdout)
+	}
+	if strings.Count(o.stdout, "unsupported")+strings.Count(o.stdout, "not supported") != 2 || !strings.Contains(o.stdout, "File size limit exceeded") {
+		t.Errorf("want EOPNOTSUPP for FALLOC_FL_KEEP_SIZE (twice) and SIGXFSZ past the limit: %q", o.stdout)
+	}
+	var used int64
+	filepath.WalkDir(d.W, func(p string, e fs.DirEntry, err error) error {
+		var st syscall.Stat_t
+		if err == nil && syscall.Lstat(p, &st) == nil {
+			used += st.Blocks * 512
+		}
+		return nil
+	})
+	if used > 64<<20 {
+		t.Errorf("the grant holds %d MiB after the calls", used>>20)
 	}
 }

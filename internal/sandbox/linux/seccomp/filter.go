@@ -103,6 +103,7 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 		}
 	}
 	p.jump(opJeqK, nr(sysOpenat2), "enosys", "")
+	p.jump(opJeqK, nr(sysFallocate), "fallocate", "")
 	for _, name := range denyAlways {
 		if n, ok := a.sysnum[name]; ok {
 			p.jump(opJeqK, n, "eperm", "")
@@ -162,6 +163,13 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 		p.jump(opJsetK, createFlags, "eperm", "allow")
 	}
 
+	// fallocate(fd, int mode, offset, len): allocating without growing the
+	// file (or growing it from the middle) escapes RLIMIT_FSIZE.
+	p.label("fallocate")
+	p.load(argLow(1))
+	p.jump(opJsetK, fallocPunchHole, "allow", "")
+	p.jump(opJsetK, fallocKeepSize|fallocInsertRange, "eopnotsupp", "allow")
+
 	p.label("allow")
 	p.ret(retAllow)
 	p.label("eperm")
@@ -170,6 +178,8 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.ret(retErrno | errnoENOSYS)
 	p.label("eafnosupport")
 	p.ret(retErrno | errnoEAFNOSUPPORT)
+	p.label("eopnotsupp")
+	p.ret(retErrno | errnoEOPNOTSUPP)
 	p.label("kill")
 	p.ret(retKillProcess)
 
@@ -190,7 +200,7 @@ func Denied(archName string) []string {
 	if !ok {
 		return nil
 	}
-	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2}
+	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate}
 	for _, m := range modeChecks {
 		if _, ok := a.sysnum[m.name]; ok {
 			names = append(names, m.name)

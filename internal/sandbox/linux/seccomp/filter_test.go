@@ -50,6 +50,7 @@ var (
 	eperm        = action(retErrno | errnoEPERM)
 	enosys       = action(retErrno | errnoENOSYS)
 	eafnosupport = action(retErrno | errnoEAFNOSUPPORT)
+	eopnotsupp   = action(retErrno | errnoEOPNOTSUPP)
 )
 
 // call is one synthetic syscall.
@@ -261,6 +262,34 @@ func TestFilterSetID(t *testing.T) {
 	}
 }
 
+// TestFilterFallocate: allocating past the end without growing the file
+// (FALLOC_FL_KEEP_SIZE, also with ZERO_RANGE) or inserting a range meets
+// no RLIMIT_FSIZE, so it is refused; a plain allocation, which grows the
+// file and meets the limit, and punching a hole, which frees blocks, pass.
+func TestFilterFallocate(t *testing.T) {
+	const high = 0xffffffff00000000
+	for _, archName := range []string{ArchX8664, ArchAArch64} {
+		for _, tt := range []struct {
+			mode uint64
+			want string
+		}{
+			{0, allow},
+			{0x01, eopnotsupp},        // KEEP_SIZE
+			{0x01 | 0x10, eopnotsupp}, // KEEP_SIZE | ZERO_RANGE
+			{0x10, allow},             // ZERO_RANGE grows the file: the limit holds
+			{0x20, eopnotsupp},        // INSERT_RANGE
+			{0x01 | 0x02, allow},      // PUNCH_HOLE (with KEEP_SIZE, as it must be)
+			{0x08, allow},             // COLLAPSE_RANGE shrinks
+			{high | 0x01, eopnotsupp}, // high bits do not hide it
+			{high, allow},
+		} {
+			if got := evaluate(t, archName, Options{}, call{name: "fallocate", args: [6]uint64{3, tt.mode, 0, 1 << 30}}); got != tt.want {
+				t.Errorf("%s: fallocate(mode %#x): got %s, want %s", archName, tt.mode, got, tt.want)
+			}
+		}
+	}
+}
+
 func TestFilterCloneNamespaceFlags(t *testing.T) {
 	flags := map[string]uint64{
 		"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -320,7 +349,7 @@ func TestDenied(t *testing.T) {
 			t.Errorf("%q is denied on aarch64 only", name)
 		}
 	}
-	for _, name := range []string{"ptrace", "io_uring_setup", "open_tree_attr", "clone", "clone3", "socket", "ioctl", "personality", "openat", "openat2", "fchmod", "fchmodat", "fchmodat2", "mknodat"} {
+	for _, name := range []string{"ptrace", "io_uring_setup", "open_tree_attr", "clone", "clone3", "socket", "ioctl", "personality", "openat", "openat2", "fallocate", "fchmod", "fchmodat", "fchmodat2", "mknodat"} {
 		if !slices.Contains(arm, name) {
 			t.Errorf("Denied(%q) lacks %q", ArchAArch64, name)
 		}

@@ -41,6 +41,20 @@ const (
 	sysSocket      = "socket"
 	sysSocketpair  = "socketpair"
 	sysOpenat2     = "openat2"
+	sysFallocate   = "fallocate"
+)
+
+// fallocate(2) modes. FALLOC_FL_KEEP_SIZE allocates blocks past the end of
+// the file without changing its size, and FALLOC_FL_INSERT_RANGE grows it
+// from the middle; neither meets RLIMIT_FSIZE, so one call would take any
+// amount of the host's disk past limits.file_size. The filter answers them
+// EOPNOTSUPP, as a file system without them would (posix_fallocate and
+// most programs then write instead, which the limit meets), unless
+// FALLOC_FL_PUNCH_HOLE, which frees blocks, is set.
+const (
+	fallocKeepSize    = 0x01
+	fallocPunchHole   = 0x02
+	fallocInsertRange = 0x20
 )
 
 // A modeCheck names a syscall that sets a file's mode bits and which of its
@@ -114,6 +128,7 @@ const (
 	errnoEPERM        = 1
 	errnoENOSYS       = 38
 	errnoEAFNOSUPPORT = 97
+	errnoEOPNOTSUPP   = 95
 )
 
 // seccomp return actions (linux/seccomp.h).
