@@ -104,6 +104,8 @@ func New(opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("making the state directory: %w", err)
 	}
 	sweepStages(parent, b.log)
+	sweepPlaceholders(parent, b.log)
+	b.holds.journalDir = filepath.Join(parent, journalDir)
 	if b.stage, err = os.MkdirTemp(parent, stagePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("making the staging directory: %w", err)
@@ -122,6 +124,7 @@ func (b *Backend) Close() error {
 		if b.stage != "" {
 			removeStage(b.stage)
 		}
+		b.holds.closeJournal()
 	})
 	return nil
 }

@@ -188,7 +188,8 @@ echo ok > free.txt && echo FREE-OK`
 }
 
 // TestLiveBrokerKilled: a broker killed with SIGKILL mid-call leaves no
-// container once the next backend starts.
+// container, and no placeholder in the user's tree, once the next backend
+// starts; a file the user made meanwhile under a placeholder's name stays.
 func TestLiveBrokerKilled(t *testing.T) {
 	if os.Getenv("AIRLOCK_PODMAN_HELPER") == "1" {
 		// The broker to kill: it uses the parent's binary and image.
@@ -196,16 +197,19 @@ func TestLiveBrokerKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		work := t.TempDir()
+		work := os.Getenv("AIRLOCK_PODMAN_WORK")
 		spec := baseSpec(work)
+		spec.ReadOnly = []string{filepath.Join(work, ".envrc"), filepath.Join(work, ".bashrc"), filepath.Join(work, ".git", "hooks")}
+		spec.ReadOnlyDirs = []string{filepath.Join(work, ".git", "hooks")}
 		spec.Command = []string{"/bin/sh", "-c", "echo started; sleep 600"}
 		spec.Stdout = os.Stdout
 		_, _ = b.Run(context.Background(), spec)
 		return
 	}
 	needPodman(t)
+	work := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLiveBrokerKilled$", "-test.v")
-	cmd.Env = append(os.Environ(), "AIRLOCK_PODMAN_HELPER=1", "AIRLOCK_PODMAN_IMAGE="+live.img, "AIRLOCK_PODMAN_EXE="+live.exe)
+	cmd.Env = append(os.Environ(), "AIRLOCK_PODMAN_HELPER=1", "AIRLOCK_PODMAN_IMAGE="+live.img, "AIRLOCK_PODMAN_EXE="+live.exe, "AIRLOCK_PODMAN_WORK="+work)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -226,10 +230,30 @@ func TestLiveBrokerKilled(t *testing.T) {
 	if containersOf(t, broker) == "" {
 		t.Fatal("the helper's container is not listed under its label")
 	}
+	for _, name := range []string{".envrc", ".bashrc", ".git/hooks"} {
+		if _, err := os.Lstat(filepath.Join(work, name)); err != nil {
+			t.Fatalf("the helper's placeholder %s: %v", name, err)
+		}
+	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	b := newLive(t) // sweeps the dead broker's containers
+	// The user replaces one placeholder with an empty file of their own.
+	if err := os.Remove(filepath.Join(work, ".bashrc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, ".bashrc"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := newLive(t) // sweeps the dead broker's containers and placeholders
 	_ = b
+	for _, name := range []string{".envrc", ".git/hooks", ".git"} {
+		if _, err := os.Lstat(filepath.Join(work, name)); err == nil {
+			t.Errorf("the killed broker's placeholder %s remains after the next start", name)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(work, ".bashrc")); err != nil {
+		t.Errorf("the user's own .bashrc was removed: %v", err)
+	}
 	if left := containersOf(t, broker); left != "" {
 		t.Errorf("containers of a broker killed with SIGKILL remain after the next start: %s", left)
 	}

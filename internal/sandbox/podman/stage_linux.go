@@ -133,6 +133,9 @@ func isDirFD(fd int) (bool, uint32, error) {
 type placeholders struct {
 	mu   sync.Mutex
 	refs map[string]int
+	// journalDir and journal: see noteJournal.
+	journalDir string
+	journal    *os.File
 }
 
 func (p *placeholders) add(host string) {
@@ -160,6 +163,9 @@ func (p *placeholders) release(held []string) {
 			continue
 		}
 		delete(p.refs, h)
+		if len(p.refs) == 0 && p.journal != nil {
+			defer p.journal.Truncate(0) // after the removals below
+		}
 		if root, err := os.OpenRoot(filepath.Dir(h)); err == nil {
 			if fi, err := root.Lstat(filepath.Base(h)); err == nil && (fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0) {
 				_ = root.Remove(filepath.Base(h)) // a non-empty directory stays
@@ -392,6 +398,7 @@ func (s *staging) openPart(g granted, pp protectedPath, sub string, dirKind bool
 		if !g.rw {
 			return -1, false, false, nil // a read-only tree: nothing can be created there
 		}
+		s.b.holds.note(host)
 		if err := s.b.placeholder(g.fd, sub, dirKind); err != nil {
 			return -1, false, false, fmt.Errorf("creating a placeholder: %w", err)
 		}
@@ -519,7 +526,16 @@ func (b *Backend) placeholder(dirfd int, sub string, dir bool) error {
 		if errors.Is(err, unix.EEXIST) {
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// Marked as airlock's, so a later start may remove it once this
+		// process is gone (sweepPlaceholders).
+		if fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			mark(fd)
+			unix.Close(fd)
+		}
+		return nil
 	}
 	fd, err := unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if errors.Is(err, unix.EEXIST) {
@@ -528,6 +544,7 @@ func (b *Backend) placeholder(dirfd int, sub string, dir bool) error {
 	if err != nil {
 		return err
 	}
+	mark(fd)
 	return unix.Close(fd)
 }
 
