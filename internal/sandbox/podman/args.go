@@ -36,8 +36,13 @@ const (
 
 // IDMap is the user namespace mapping of every container: container ids
 // 0..IDCount-1 are host ids IDBase.., so container root is not host root.
+// The range lies far above where useradd hands out subordinate ids
+// (100000 up, 65536 a user), since a host user whose /etc/subuid range
+// held these ids could map them in a namespace of their own and signal,
+// trace or read the container's processes and files; New refuses a host
+// where /etc/subuid or /etc/subgid gives anyone part of it.
 const (
-	IDBase  = 100000
+	IDBase  = 0x70000000
 	IDCount = 65536
 )
 

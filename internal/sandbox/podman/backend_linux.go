@@ -92,6 +92,9 @@ func New(opts *Options) (*Backend, error) {
 	if os.Geteuid() != 0 {
 		return nil, &sandbox.MissingFeatureError{Feature: "root for the Podman backend", Reason: "idmapped mounts of the grant's paths need CAP_SYS_ADMIN", Fix: "run airlock as root, or use the native backend"}
 	}
+	if err := checkSubIDs(subIDFiles); err != nil {
+		return nil, err
+	}
 	if b.userns, err = usernsFD(); err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func TestLiveContainment(t *testing.T) {
 		{"read-only root", "touch /x 2>&1; touch /bin/x 2>&1; echo done", "Read-only file system"},
 		{"no capabilities", "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status", "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n"},
 		{"no new privileges, seccomp", "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status", "NoNewPrivs:\t1\nSeccomp:\t2\n"},
-		{"container root is not host root", "cat /proc/self/uid_map | tr -s ' '", " 0 100000 65536\n"},
+		{"container root is not host root", "cat /proc/self/uid_map | tr -s ' '", " 0 1879048192 65536\n"},
 		{"host paths absent", "ls /home /root /etc/shadow 2>&1 | head -3", "No such file"},
 		{"tmp is private and sized", "df -k /tmp | tail -1", "65536"},
 		// airlock's seccomp filter on top of Podman's profile.
