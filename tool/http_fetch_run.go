@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -200,17 +200,17 @@ func secretInURL(u *url.URL, secrets map[string]string) string {
 }
 
 // redactSecrets replaces secret values in s (a server may echo them), and
-// the forms common encoders give them (secret.Redactor).
+// the forms common encoders give them (redact.Redactor).
 func redactSecrets(s string, secrets map[string]string) string {
 	return secretRedactor(secrets).String(s)
 }
 
 // secretRedactor redacts secrets as "[secret NAME]"; nil for none.
-func secretRedactor(secrets map[string]string) *secret.Redactor {
+func secretRedactor(secrets map[string]string) *redact.Redactor {
 	if len(secrets) == 0 {
 		return nil
 	}
-	return secret.NewRedactorAs(secrets, func(name string) string { return "[secret " + name + "]" })
+	return redact.NewAs(secrets, func(name string) string { return "[secret " + name + "]" })
 }
 
 // proxyRefusal is the egress proxy's answer to a CONNECT it did not allow.

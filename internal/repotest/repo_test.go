@@ -78,8 +78,9 @@ func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	allowed := map[string][]string{
 		mod + "/wire":            {},
-		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
-		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", mod + "/internal/redact", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", mod + "/internal/redact", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/redact": {},
 		// The one definition of the host rules: IDNA and nothing of airlock.
 		mod + "/internal/hostrule": {"golang.org/x/net/idna", "golang.org/x/text/"},
 		mod + "/internal/sandbox/linux/inside": {
