@@ -59,6 +59,7 @@ refused or could not start, 2 for bad usage.
 Examples:
   airlock run ./examples/capsule-agent -- TODO
   airlock run --ro ~/data --memory 256MiB --time 30s tool.wasm -- input.txt`,
+		flagHints: map[string]string{"cache": "there is no compilation cache: modules are compiled in memory every time, since machine code kept on disk could be replaced by a sandbox that can write there (docs/wasm.md)"},
 	}
 	c.run = func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(c, env)
@@ -66,8 +67,7 @@ Examples:
 		gf.register(fs)
 		wall := fs.Duration("time", 0, "wall-time limit the capsule may have (e.g. 30s, 10m); default: the grant's")
 		memory := fs.String("memory", "", "memory the capsule may have (e.g. 256MiB); default: the grant's")
-		cacheDir := fs.String("cache", "", "compilation cache `DIR` (default $AIRLOCK_CACHE_DIR or the user cache directory)")
-		noCache := fs.Bool("no-cache", false, "compile the module afresh, keeping nothing on disk")
+		fs.Bool("no-cache", false, "no effect, kept for scripts: modules are always compiled in memory, and nothing compiled is kept on disk")
 		var envs multiFlag
 		fs.Var(&envs, "env", "grant `K=V` (or K, taking airlock's own value) to the capsule's environment (repeatable)")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
@@ -146,14 +146,7 @@ Examples:
 		}
 		defer closeTools()
 
-		dir := *cacheDir
-		if dir == "" {
-			dir = wasmCacheDir(env)
-		}
-		if *noCache {
-			dir = ""
-		}
-		eng, err := wasm.NewEngine(ctx, &wasm.Options{CacheDir: dir})
+		eng, err := wasm.NewEngine(ctx)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -243,7 +236,7 @@ func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule)
 		}, func() {}, nil
 	}
 	p := &sessionParts{Parts: sp}
-	if err := p.openWasm(env); err != nil {
+	if err := p.openWasm(); err != nil {
 		p.close()
 		return nil, nil, err
 	}
@@ -263,16 +256,4 @@ func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule)
 		}
 		return res.Output
 	}, func() { _ = sess.Close() }, nil
-}
-
-// wasmCacheDir is where compiled modules are kept between runs.
-func wasmCacheDir(env *Env) string {
-	if d := env.Getenv("AIRLOCK_CACHE_DIR"); d != "" {
-		return filepath.Join(d, "wasm")
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "airlock", "wasm")
 }

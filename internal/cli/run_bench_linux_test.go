@@ -59,7 +59,6 @@ description = "upper"
 	if err := os.WriteFile(g, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.Setenv("AIRLOCK_CACHE_DIR", b.TempDir())
 	env := &Env{Getenv: os.Getenv}
 	gf := &grantFlags{grantFile: g, records: b.TempDir()}
 	p, err := gf.prepare(env)
@@ -111,7 +110,7 @@ func reportP50(b *testing.B, times []time.Duration) {
 }
 
 // BenchmarkRunStart measures `airlock run` of a small capsule from start to
-// exit: cold (a new compilation cache every time) and with the cache warm.
+// exit, compiling the module every time (there is no compilation cache).
 // "echo" is a minimal module, "go" a Go-built one (3.8 MB).
 func BenchmarkRunStart(b *testing.B) {
 	echo := filepath.Join(b.TempDir(), "echo.wasm")
@@ -122,35 +121,15 @@ func BenchmarkRunStart(b *testing.B) {
 	ws := b.TempDir()
 	b.Setenv("AIRLOCK_STATE_DIR", b.TempDir())
 	for _, m := range []struct{ name, path string }{{"echo", echo}, {"go", probe}} {
-		for _, cached := range []bool{false, true} {
-			name := m.name + "/cold"
-			if cached {
-				name = m.name + "/cached"
+		b.Run(m.name, func(b *testing.B) {
+			b.Chdir(ws)
+			for i := 0; i < b.N; i++ {
+				code := Main(context.Background(), []string{"run", "--unsandboxed", m.path, "--", "exit", "0"}, strings.NewReader(""), ioDiscard{}, ioDiscard{})
+				if code != 0 {
+					b.Fatalf("exit %d", code)
+				}
 			}
-			b.Run(name, func(b *testing.B) {
-				cache := b.TempDir()
-				b.Chdir(ws)
-				run := func(dir string) {
-					code := Main(context.Background(), []string{"run", "--unsandboxed", "--cache", dir, m.path, "--", "exit", "0"}, strings.NewReader(""), ioDiscard{}, ioDiscard{})
-					if code != 0 {
-						b.Fatalf("exit %d", code)
-					}
-				}
-				if cached {
-					run(cache)
-				}
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					dir := cache
-					if !cached {
-						b.StopTimer()
-						dir = filepath.Join(b.TempDir(), fmt.Sprint(i))
-						b.StartTimer()
-					}
-					run(dir)
-				}
-			})
-		}
+		})
 	}
 }
 

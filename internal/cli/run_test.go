@@ -49,12 +49,10 @@ func runCLI(t *testing.T, ws string, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// runEnv points the records and the compilation cache into the test's own
-// directories.
+// runEnv points the records into the test's own directory.
 func runEnv(t *testing.T) (state string) {
 	state = t.TempDir()
 	t.Setenv("AIRLOCK_STATE_DIR", state)
-	t.Setenv("AIRLOCK_CACHE_DIR", t.TempDir())
 	return state
 }
 

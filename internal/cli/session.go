@@ -134,7 +134,7 @@ func (f *grantFlags) prepareGrant(env *Env, g *grant.Grant) (*sessionParts, erro
 		return nil, err
 	}
 	p := &sessionParts{Parts: sp}
-	if err := p.openWasm(env); err != nil {
+	if err := p.openWasm(); err != nil {
 		p.close()
 		return nil, err
 	}

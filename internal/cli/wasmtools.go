@@ -11,19 +11,19 @@ import (
 )
 
 // wasmParts are a session's wasm tools: the engine that compiled them
-// (once, with the compilation cache on disk) and the tools.
+// (once, in memory) and the tools.
 type wasmParts struct {
 	eng   *wasm.Engine
 	tools *wasm.Tools
 }
 
 // openWasm loads the grant's wasm tools, if it has any.
-func (p *sessionParts) openWasm(env *Env) error {
+func (p *sessionParts) openWasm() error {
 	if len(p.Grant.WasmTools()) == 0 {
 		return nil
 	}
 	ctx := context.Background()
-	eng, err := wasm.NewEngine(ctx, &wasm.Options{CacheDir: wasmCacheDir(env)})
+	eng, err := wasm.NewEngine(ctx)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func FuzzHostCall(f *testing.F) {
 	seed(0, 64, 0, 65536, 65536, 1, nil)
 
 	ctx := context.Background()
-	e, err := NewEngine(ctx, nil)
+	e, err := NewEngine(ctx)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,9 +7,12 @@
 // host module, "airlock" (host.go), lets a module call the session's tools
 // through a caller-supplied function: the broker, for capsules.
 //
-// An Engine compiles each module once (with wazero's compilation cache on
-// disk when given a directory) and instantiates it afresh for every Run:
-// nothing of one run survives into the next.
+// An Engine compiles each module once, in memory, and instantiates it
+// afresh for every Run: nothing of one run survives into the next. Compiled
+// code is never written to disk nor read from it: wazero's cache on disk is
+// machine code loaded with only a checksum, so whoever could write it (a
+// sandbox whose grant held the directory) chose code airlock would run
+// natively, outside every sandbox.
 package wasm
 
 import (
@@ -19,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -40,36 +44,16 @@ const maxMemory = 65536 * PageSize
 
 // Engine compiles and runs modules. It is safe for concurrent use.
 type Engine struct {
-	rt    wazero.Runtime
-	cache wazero.CompilationCache
+	rt wazero.Runtime
 
 	mu   sync.Mutex
 	mods map[[32]byte]*Module
 }
 
-// Options configure an Engine; nil means the defaults.
-type Options struct {
-	// CacheDir keeps compiled modules on disk between processes; empty
-	// keeps them in memory only.
-	CacheDir string
-}
-
 // NewEngine returns an engine. Close it to free compiled code.
-func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+func NewEngine(ctx context.Context) (*Engine, error) {
+	// No compilation cache: see the package comment.
 	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
-	var cache wazero.CompilationCache
-	if o.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(o.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("opening the wasm compilation cache %q: %w", o.CacheDir, err)
-		}
-		cache = c
-		cfg = cfg.WithCompilationCache(c)
-	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
@@ -79,19 +63,11 @@ func NewEngine(ctx context.Context, opts *Options) (*Engine, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("instantiating the airlock host module: %w", err)
 	}
-	return &Engine{rt: rt, cache: cache, mods: map[[32]byte]*Module{}}, nil
+	return &Engine{rt: rt, mods: map[[32]byte]*Module{}}, nil
 }
 
-// Close frees the engine's compiled modules and closes the cache.
-func (e *Engine) Close(ctx context.Context) error {
-	err := e.rt.Close(ctx)
-	if e.cache != nil {
-		if cerr := e.cache.Close(ctx); err == nil {
-			err = cerr
-		}
-	}
-	return err
-}
+// Close frees the engine's compiled modules.
+func (e *Engine) Close(ctx context.Context) error { return e.rt.Close(ctx) }
 
 // Module is a compiled module, ready to be instantiated.
 type Module struct {
@@ -111,7 +87,8 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if ok {
 		return m, nil
 	}
-	c, err := e.rt.CompileModule(ctx, wasm)
+	// Compiled afresh in every process, so on every core there is.
+	c, err := e.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), wasm)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the wasm module: %w", err)
 	}

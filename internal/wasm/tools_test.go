@@ -105,7 +105,7 @@ func BenchmarkWasmToolCall(b *testing.B) {
 		{"go", wasmtest.Build(b, "testdata/upper")},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			eng, err := NewEngine(context.Background(), &Options{CacheDir: b.TempDir()})
+			eng, err := NewEngine(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -18,9 +18,6 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	wasmtest.Cleanup()
-	if engDir != "" {
-		os.RemoveAll(engDir)
-	}
 	os.Exit(code)
 }
 
@@ -28,21 +25,13 @@ var (
 	engOnce sync.Once
 	eng     *Engine
 	engErr  error
-	engDir  string // the engine's cache, removed by TestMain
 )
 
-// testEngine is one engine for the package's tests, with an on-disk cache
-// in a directory of its own.
+// testEngine is one engine for the package's tests.
 func testEngine(t *testing.T) *Engine {
 	t.Helper()
 	engOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-wasm-cache-")
-		if err != nil {
-			engErr = err
-			return
-		}
-		engDir = dir
-		eng, engErr = NewEngine(context.Background(), &Options{CacheDir: dir})
+		eng, engErr = NewEngine(context.Background())
 	})
 	if engErr != nil {
 		t.Fatal(engErr)

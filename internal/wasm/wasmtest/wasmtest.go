@@ -218,3 +218,16 @@ func Echo() []byte {
 		Section(SecCode, Vec(Body(code...))),
 	)
 }
+
+// Exit is a module whose _start calls WASI's proc_exit(code): modules of
+// different codes differ in one byte of code and nothing else.
+func Exit(code byte) []byte {
+	i32 := byte(0x7f)
+	return Module(
+		Section(SecType, Vec([]byte{0x60, 1, i32, 0}, []byte{0x60, 0, 0})),
+		Section(SecImport, Vec(append(append(Name("wasi_snapshot_preview1"), Name("proc_exit")...), 0x00, 0))),
+		Section(SecFunction, Vec([]byte{1})),
+		Section(SecExport, Vec(append(Name("_start"), 0x00, 1))),
+		Section(SecCode, Vec(Body(0x41, code&0x3f, 0x10, 0x00))),
+	)
+}
