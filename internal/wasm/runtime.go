@@ -29,6 +29,7 @@ import (
 
 	"github.com/airlockhq/airlock/wire"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -99,9 +100,14 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			return nil, fmt.Errorf("the module imports %s.%s (%v), which airlock does not provide (only %s and %s)", mod, fn, name, wasi_snapshot_preview1.ModuleName, HostModule)
 		}
 	}
-	m = &Module{compiled: c, SHA256: sum}
+	pages, err := definedMemoryPages(wasm)
+	if err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("reading the wasm module's memories: %w", err)
+	}
+	m = &Module{compiled: c, SHA256: sum, minMem: pages * PageSize}
 	for _, d := range c.ExportedMemories() {
-		m.minMem = uint64(d.Min()) * PageSize
+		m.minMem = max(m.minMem, uint64(d.Min())*PageSize)
 	}
 	for _, d := range c.ImportedMemories() {
 		c.Close(ctx)
@@ -243,7 +249,7 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	ctx = withHost(ctx, host)
 
 	o := &Outcome{}
-	inst, err := e.rt.InstantiateModule(ctx, m.compiled, mc)
+	inst, err := instantiate(ctx, e.rt, m.compiled, mc)
 	if inst != nil {
 		_ = inst.Close(context.WithoutCancel(ctx))
 	}
@@ -284,6 +290,23 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		o.ExitCode = 1
 	}
 	return o, nil
+}
+
+// errPanic is a run that panicked inside wazero.
+var errPanic = errors.New("the wasm runtime panicked")
+
+// instantiate instantiates (and so runs) the module, turning a panic
+// inside wazero into an error: what a module does must never take the
+// broker, and every other session of it, down. Checks before the run
+// (Run's memory check) are what should refuse such a module; this is
+// their backstop.
+func instantiate(ctx context.Context, rt wazero.Runtime, c wazero.CompiledModule, mc wazero.ModuleConfig) (inst api.Module, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			inst, err = nil, fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
+	return rt.InstantiateModule(ctx, c, mc)
 }
 
 // trapOf picks the trap and the innermost function out of a wazero

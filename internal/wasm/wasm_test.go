@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
 	"github.com/airlockhq/airlock/wire"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 func TestMain(m *testing.M) {
@@ -367,5 +370,47 @@ func TestModuleImportingUnknownHostIsRefused(t *testing.T) {
 	_, err := testEngine(t).Compile(context.Background(), mod)
 	if err == nil || !strings.Contains(err.Error(), "env.socket") {
 		t.Errorf("compile: %v, want a refusal naming env.socket", err)
+	}
+}
+
+// TestMemoryPastTheLimitIsRefused: a module whose memory starts larger
+// than the limit is refused before it is instantiated, whether it exports
+// that memory or not; an unexported one panicked wazero inside the broker
+// and took airlock mcp down (red team).
+func TestMemoryPastTheLimitIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		min, max uint64
+		export   bool
+	}{
+		{"exported", 512, 0, true},
+		{"unexported", 512, 0, false},
+		{"unexported with a max", 512, 1024, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := compile(t, wasmtest.Memory(tc.min, tc.max, tc.export))
+			_, err := testEngine(t).Run(context.Background(), m, &Config{Memory: 16 << 20, Time: time.Minute})
+			if !errors.Is(err, ErrMemory) {
+				t.Errorf("Run: %v, want %v", err, ErrMemory)
+			}
+			// Under the limit it runs.
+			o, err := testEngine(t).Run(context.Background(), m, &Config{Memory: 64 << 20, Time: time.Minute})
+			if err != nil || o.ExitCode != 0 {
+				t.Errorf("under the limit: %v %+v", err, o)
+			}
+		})
+	}
+}
+
+// TestPanicInsideWazeroIsAnError: the backstop behind the memory check. A
+// panic inside wazero while it instantiates (here: the memory allocator
+// refusing a minimum past its limit, which the check above now stops
+// first) is the run's error, never the broker's crash.
+func TestPanicInsideWazeroIsAnError(t *testing.T) {
+	m := compile(t, wasmtest.Memory(512, 0, false))
+	ctx := experimental.WithMemoryAllocator(context.Background(), &memory{limit: 16 << 20})
+	_, err := instantiate(ctx, testEngine(t).rt, m.compiled, wazero.NewModuleConfig().WithName(""))
+	if !errors.Is(err, errPanic) {
+		t.Errorf("instantiate: %v, want %v", err, errPanic)
 	}
 }

@@ -231,3 +231,24 @@ func Exit(code byte) []byte {
 		Section(SecCode, Vec(Body(0x41, code&0x3f, 0x10, 0x00))),
 	)
 }
+
+// Memory is a module that defines a memory of min pages (and max, when
+// max is not zero), exported as "memory" or not, and whose _start returns
+// at once.
+func Memory(min, max uint64, export bool) []byte {
+	limits := append([]byte{0x00}, ULEB(min)...)
+	if max != 0 {
+		limits = append(append([]byte{0x01}, ULEB(min)...), ULEB(max)...)
+	}
+	exports := [][]byte{append(Name("_start"), 0x00, 0)}
+	if export {
+		exports = append(exports, append(Name("memory"), 0x02, 0))
+	}
+	return Module(
+		Section(SecType, Vec([]byte{0x60, 0, 0})),
+		Section(SecFunction, Vec([]byte{0})),
+		Section(SecMemory, Vec(limits)),
+		Section(SecExport, Vec(exports...)),
+		Section(SecCode, Vec(Body())),
+	)
+}
