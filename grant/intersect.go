@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Ask is what a packaged program (a capsule) asks to be granted: paths,
@@ -30,11 +31,14 @@ func (m Missing) String() string {
 
 // Intersect returns the grant a program that asks for a runs under: exactly
 // what a asks for, each item allowed by g, and nothing else: only the asked
-// paths (with g's denied and protected paths inside them), only the asked
-// hosts, only the asked tools, the asked limits (g's where a sets none),
-// and those of g's secrets whose tools and hosts remain. When a asks for
-// anything g does not give, the grant is nil and missing lists every such
-// item with the flag that would give it. g is unchanged.
+// paths, each with what g grants inside it (g's nested read-only paths
+// stay read-only, its denied and protected paths stay denied and
+// protected), only the asked hosts, only the asked tools, the asked limits
+// (g's where a sets none), and those of g's secrets whose tools and hosts
+// remain. The result never allows what g does not: a path it lets be read
+// or written, g lets be read or written. When a asks for anything g does
+// not give, the grant is nil and missing lists every such item with the
+// flag that would give it. g is unchanged.
 func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing, err error) {
 	if !filepath.IsAbs(cwd) {
 		return nil, nil, &Error{File: "capsule", Msg: "the working directory " + cwd + " is not absolute"}
@@ -130,6 +134,7 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 	for _, p := range a.ReadOnly {
 		s.readOnly = append(s.readOnly, abs(p))
 	}
+	nestRoots(g, s)
 	for _, d := range g.deny {
 		for _, p := range append(slices.Clone(s.readWrite), s.readOnly...) {
 			if r, err := resolve(p); err == nil && within(d, r.path) && d != r.path {
@@ -197,7 +202,88 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 	if len(ps.list) > 0 {
 		return nil, nil, report("capsule", nil, &ps)
 	}
+	// g's protected paths inside what remains writable stay protected,
+	// also those its own scan found that this one's did not.
+	for _, p := range g.protected {
+		if r, ok := n.rootOf(p.path); ok && r.writable && !slices.ContainsFunc(n.protected, func(q protectedPath) bool { return q.path == p.path }) {
+			n.protected = append(n.protected, p)
+		}
+	}
+	slices.SortFunc(n.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	if err := n.narrows(g); err != nil {
+		return nil, nil, &Error{File: "capsule", Msg: err.Error()}
+	}
 	return n, nil, nil
+}
+
+// nestRoots adds to s, a grant narrowed to what a program asks, each of
+// g's granted paths that lies inside an asked one, with g's access narrowed
+// by the ask's: a directory g grants read-only inside one the program asks
+// read-write stays read-only (as does everything g grants inside one it
+// asks read-only). Without them the narrowed grant gave the program write
+// access wherever the ask's path was writable in g at its top.
+func nestRoots(g *Grant, s *spec) {
+	type ask struct {
+		path  string
+		write bool
+	}
+	var asks []ask
+	have := map[string]bool{}
+	for _, set := range []struct {
+		list  []string
+		write bool
+	}{{s.readWrite, true}, {s.readOnly, false}} {
+		for _, p := range set.list {
+			if r, err := resolve(p); err == nil {
+				asks = append(asks, ask{r.path, set.write})
+				have[r.path] = true
+			}
+		}
+	}
+	for _, r := range g.roots {
+		if have[r.path] {
+			continue
+		}
+		best := -1
+		for i, a := range asks {
+			if within(r.path, a.path) && (best < 0 || len(a.path) > len(asks[best].path)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		have[r.path] = true
+		if r.writable && asks[best].write {
+			s.readWrite = append(s.readWrite, r.path)
+		} else {
+			s.readOnly = append(s.readOnly, r.path)
+		}
+	}
+}
+
+// narrows checks that n allows nothing g does not, as far as the grants'
+// structure tells: each of n's granted paths is granted by g with at least
+// that access, each of g's read-only paths inside one n grants read-write
+// is read-only in n, and g's denied paths inside n's are denied in n. It
+// is the backstop behind nestRoots; an error is a bug.
+func (n *Grant) narrows(g *Grant) error {
+	for _, r := range n.roots {
+		if d := g.CheckPath(r.path, r.writable); !d.Allowed {
+			return fmt.Errorf("the narrowed grant gives %s, which the grant does not: %s", r.path, d.Reason)
+		}
+	}
+	for _, r := range g.roots {
+		if o, ok := n.rootOf(r.path); ok && o.writable && !r.writable {
+			return fmt.Errorf("the narrowed grant makes %s writable, which the grant keeps read-only", r.path)
+		}
+	}
+	for _, d := range g.deny {
+		if _, ok := n.rootOf(d); ok && !slices.Contains(n.deny, d) {
+			return fmt.Errorf("the narrowed grant shows %s, which the grant denies", d)
+		}
+	}
+	return nil
 }
 
 // secretRule returns g's resolved rule for the named secret.

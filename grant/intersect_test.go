@@ -1,6 +1,8 @@
 package grant
 
 import (
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +149,78 @@ network = true`, "unknown key"},
 			t.Errorf("%s: %v, want %q", tc.toml, err, tc.want)
 		}
 	}
+}
+
+// TestIntersectNeverGivesMoreThanTheGrant: whatever a capsule asks, its
+// grant lets no path be read or written that the user's grant does not.
+// Intersect rebuilt the paths from the ask alone, so a capsule asking for
+// "." read-write got the directories the user had granted read-only inside
+// it writable, through the native sandbox's shell too (red team).
+func TestIntersectNeverGivesMoreThanTheGrant(t *testing.T) {
+	T := fixture(t, "ws/f", "ws/sub/f", "ws/sub/w/f", "ws/sub/x/f", "ws/pinned.txt", "ws/secrets/key", "ws/.git/hooks/pre-commit", "ws/deep/.git/config", "ro/f", "ro/rw/f")
+	g := mustParse(t, T, `
+[paths]
+read_write = ["ws", "ws/sub/w", "ro/rw"]
+read_only = ["ws/sub", "ws/pinned.txt", "ro"]
+deny = ["ws/secrets"]
+[tools]
+enabled = ["read_file", "write_file", "shell"]
+`)
+	var paths []string
+	filepath.WalkDir(T, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			paths = append(paths, p)
+			if d.IsDir() {
+				paths = append(paths, filepath.Join(p, "new"))
+			}
+		}
+		return nil
+	})
+	for _, ask := range []Ask{
+		{ReadWrite: []string{"."}},
+		{ReadWrite: []string{T + "/ws/sub/w"}},
+		{ReadWrite: []string{"."}, ReadOnly: []string{"sub/w"}},
+		{ReadWrite: []string{"deep"}},
+		{ReadOnly: []string{".", T + "/ro"}},
+		{ReadOnly: []string{T + "/ro"}, ReadWrite: []string{T + "/ro/rw"}},
+	} {
+		n, missing, err := g.Intersect(T+"/ws", ask)
+		if err != nil || len(missing) > 0 {
+			t.Fatalf("Intersect(%+v): %v %v", ask, err, missing)
+		}
+		for _, p := range paths {
+			for _, write := range []bool{false, true} {
+				if d := n.CheckPath(p, write); d.Allowed && !g.CheckPath(p, write).Allowed {
+					t.Errorf("ask %+v: the capsule may %s %s (%s), which the grant does not allow: %s", ask, verb(write), p, d.Rule, g.CheckPath(p, write).Reason)
+				}
+			}
+		}
+	}
+	// What the user grants inside what is asked is kept, not lost.
+	n, _, _ := g.Intersect(T+"/ws", Ask{ReadWrite: []string{"."}})
+	for _, tc := range []struct {
+		path  string
+		write bool
+		ok    bool
+	}{
+		{T + "/ws/f", true, true},
+		{T + "/ws/sub/f", false, true},
+		{T + "/ws/sub/f", true, false},
+		{T + "/ws/sub/w/f", true, true},
+		{T + "/ws/pinned.txt", true, false},
+		{T + "/ws/secrets/key", false, false},
+		{T + "/ws/.git/hooks/pre-commit", true, false},
+		{T + "/ro/f", false, false},
+	} {
+		if d := n.CheckPath(tc.path, tc.write); d.Allowed != tc.ok {
+			t.Errorf("CheckPath(%s, write=%v) = %v (%s), want %v", tc.path, tc.write, d.Allowed, d.Reason, tc.ok)
+		}
+	}
+}
+
+func verb(write bool) string {
+	if write {
+		return "write"
+	}
+	return "read"
 }
