@@ -25,22 +25,26 @@ import (
 // between the check and the open (by a concurrent writer in the same
 // tree) is caught there.
 //
-// A read-only preopen is rootFS wrapped in wazero's ReadFS, which refuses
-// every write before it reaches rootFS.
+// A read-only preopen refuses every change (EROFS) before anything reaches
+// the host: every open that writes (O_WRONLY, O_RDWR, and also O_RDONLY
+// with O_CREAT, O_TRUNC or O_APPEND, which wazero's own ReadFS let through
+// to the host's open), every entry change, and every change through an
+// open file.
 type rootFS struct {
 	experimentalsys.UnimplementedFS
 	root      *os.Root
-	dir       string   // the host directory
+	dir       string // the host directory
+	readOnly  bool
 	deny      []string // slash paths relative to the root, cleaned
 	protected []string
 }
 
-func newRootFS(dir string, deny, protected []string) (*rootFS, error) {
+func newRootFS(dir string, readOnly bool, deny, protected []string) (*rootFS, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	fs := &rootFS{root: r, dir: dir}
+	fs := &rootFS{root: r, dir: dir, readOnly: readOnly}
 	rel := func(p string) (string, bool) {
 		x, err := filepath.Rel(dir, p)
 		if err != nil || x == "." || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
@@ -248,12 +252,22 @@ func osFlag(oflag experimentalsys.Oflag) int {
 	return flag | platformFlag(oflag)
 }
 
+// writes reports whether an open with oflag can change the file system:
+// whatever can write is treated as a write, O_RDONLY|O_TRUNC included.
 func writes(oflag experimentalsys.Oflag) bool {
-	return oflag&(experimentalsys.O_RDWR|experimentalsys.O_WRONLY|experimentalsys.O_APPEND|experimentalsys.O_CREAT|experimentalsys.O_TRUNC) != 0
+	return oflag&(experimentalsys.O_RDWR|experimentalsys.O_WRONLY|experimentalsys.O_APPEND|experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_EXCL) != 0
+}
+
+// forWriting reports whether a file opened with oflag may be written through.
+func forWriting(oflag experimentalsys.Oflag) bool {
+	return oflag&(experimentalsys.O_RDWR|experimentalsys.O_WRONLY) != 0
 }
 
 // OpenFile implements experimentalsys.FS.
 func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if f.readOnly && writes(oflag) {
+		return nil, experimentalsys.EROFS
+	}
 	p, e := f.check(p, writes(oflag), oflag&experimentalsys.O_NOFOLLOW == 0)
 	if e != 0 {
 		return nil, e
@@ -340,6 +354,9 @@ func (f *rootFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements experimentalsys.FS.
 func (f *rootFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	p, e := f.check(p, true, false)
 	if e != 0 {
 		return e
@@ -359,6 +376,9 @@ func (f *rootFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Chmod implements experimentalsys.FS.
 func (f *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	p, e := f.check(p, true, true)
 	if e != 0 {
 		return e
@@ -368,6 +388,9 @@ func (f *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Rename implements experimentalsys.FS.
 func (f *rootFS) Rename(from, to string) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	if dotted(from) || dotted(to) {
 		return experimentalsys.EINVAL
 	}
@@ -399,6 +422,9 @@ func dotted(p string) bool {
 
 // Rmdir implements experimentalsys.FS.
 func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	if dotted(p) {
 		return experimentalsys.EINVAL
 	}
@@ -424,6 +450,9 @@ func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
 
 // Unlink implements experimentalsys.FS.
 func (f *rootFS) Unlink(p string) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	if dotted(p) {
 		return experimentalsys.EISDIR
 	}
@@ -446,6 +475,9 @@ func (f *rootFS) Unlink(p string) experimentalsys.Errno {
 
 // Link implements experimentalsys.FS.
 func (f *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	oldPath, e := f.check(oldPath, true, false)
 	if e != 0 {
 		return e
@@ -463,6 +495,9 @@ func (f *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
 // Symlink implements experimentalsys.FS. An absolute target is refused, as
 // WASI path resolution says.
 func (f *rootFS) Symlink(target, link string) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	if path.IsAbs(target) {
 		return experimentalsys.EPERM
 	}
@@ -491,6 +526,9 @@ func (f *rootFS) Readlink(p string) (string, experimentalsys.Errno) {
 
 // Utimens implements experimentalsys.FS.
 func (f *rootFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if f.readOnly {
+		return experimentalsys.EROFS
+	}
 	p, e := f.check(p, true, true)
 	if e != 0 {
 		return e
@@ -564,6 +602,9 @@ func (r *rootFile) IsAppend() bool { return r.flag&experimentalsys.O_APPEND != 0
 func (r *rootFile) SetAppend(enable bool) experimentalsys.Errno {
 	if r.closed {
 		return experimentalsys.EBADF
+	}
+	if enable && (r.fs.readOnly || !forWriting(r.flag)) {
+		return experimentalsys.EBADF // appending is writing
 	}
 	flag := r.flag &^ (experimentalsys.O_CREAT | experimentalsys.O_TRUNC | experimentalsys.O_EXCL)
 	if enable {
@@ -738,6 +779,9 @@ func (r *rootFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Err
 
 // Write implements experimentalsys.File.
 func (r *rootFile) Write(buf []byte) (int, experimentalsys.Errno) {
+	if e := r.writeErr(); e != 0 {
+		return 0, e
+	}
 	if len(buf) == 0 {
 		return 0, 0
 	}
@@ -750,6 +794,9 @@ func (r *rootFile) Write(buf []byte) (int, experimentalsys.Errno) {
 
 // Pwrite implements experimentalsys.File.
 func (r *rootFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
+	if e := r.writeErr(); e != 0 {
+		return 0, e
+	}
 	if len(buf) == 0 {
 		return 0, 0
 	}
@@ -760,8 +807,11 @@ func (r *rootFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	return n, 0
 }
 
-// Truncate implements experimentalsys.File.
+// Truncate implements experimentalsys.File (and so fd_allocate).
 func (r *rootFile) Truncate(size int64) experimentalsys.Errno {
+	if e := r.writeErr(); e != 0 {
+		return e
+	}
 	if size < 0 {
 		return experimentalsys.EINVAL
 	}
@@ -793,6 +843,9 @@ func (r *rootFile) Utimens(atim, mtim int64) experimentalsys.Errno {
 	if r.closed {
 		return experimentalsys.EBADF
 	}
+	if r.fs.readOnly {
+		return experimentalsys.EROFS
+	}
 	st, e := r.Stat()
 	if e != 0 {
 		return e
@@ -807,6 +860,21 @@ func (r *rootFile) Utimens(atim, mtim int64) experimentalsys.Errno {
 func (f *rootFS) protectedOrDenied(p string) bool {
 	_, e := f.check(p, true, true)
 	return e != 0
+}
+
+// writeErr refuses a write through a file not opened for writing (the
+// host would too: this does not rely on it), EISDIR for a directory.
+func (r *rootFile) writeErr() experimentalsys.Errno {
+	if r.closed {
+		return experimentalsys.EBADF
+	}
+	if isDir, _ := r.IsDir(); isDir {
+		return experimentalsys.EISDIR
+	}
+	if r.fs.readOnly || !forWriting(r.flag) {
+		return experimentalsys.EBADF
+	}
+	return 0
 }
 
 // Close implements experimentalsys.File.

@@ -23,7 +23,7 @@ func TestSwapBetweenCheckAndOpen(t *testing.T) {
 	write(t, filepath.Join(dir, "hooks", "pre-commit"), "#!/bin/sh\n")
 	write(t, filepath.Join(dir, "a", "key"), "fine")
 	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
-	fs, err := newRootFS(dir, []string{filepath.Join(dir, "private")}, []string{filepath.Join(dir, "hooks")})
+	fs, err := newRootFS(dir, false, []string{filepath.Join(dir, "private")}, []string{filepath.Join(dir, "hooks")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestAncestorsOfProtectedPathsStay(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := newRootFS(dir, nil, []string{filepath.Join(dir, ".git", "hooks")})
+	fs, err := newRootFS(dir, false, nil, []string{filepath.Join(dir, ".git", "hooks")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
@@ -225,16 +224,12 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		}
 	}()
 	for _, d := range cfg.Dirs {
-		r, err := newRootFS(d.Host, d.Deny, d.Protected)
+		r, err := newRootFS(d.Host, d.ReadOnly, d.Deny, d.Protected)
 		if err != nil {
 			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
 		}
 		roots = append(roots, r)
-		var f experimentalsys.FS = r
-		if d.ReadOnly {
-			f = &sysfs.ReadFS{FS: r}
-		}
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(f, d.Guest)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(r, d.Guest)
 	}
 	mc = mc.WithFSConfig(fsc)
 

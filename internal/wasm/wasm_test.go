@@ -414,3 +414,37 @@ func TestPanicInsideWazeroIsAnError(t *testing.T) {
 		t.Errorf("instantiate: %v, want %v", err, errPanic)
 	}
 }
+
+// TestReadOnlyPreopenRefusesEveryOpenThatWrites: opening for reading with
+// O_TRUNC, O_CREAT or O_APPEND writes too. wazero's ReadFS refused only
+// O_WRONLY and O_RDWR, so O_RDONLY|O_TRUNC emptied a file of a read-only
+// preopen and O_RDONLY|O_CREAT made new ones (red team).
+func TestReadOnlyPreopenRefusesEveryOpenThatWrites(t *testing.T) {
+	m := probe(t)
+	granted, _ := world(t)
+	cfg := Config{Dirs: []Dir{{Host: granted, Guest: granted, ReadOnly: true}}}
+	file, created := filepath.Join(granted, "file.txt"), filepath.Join(granted, "new.txt")
+	for _, flags := range [][]string{
+		{file, "rdonly", "trunc"},
+		{file, "rdonly", "append"},
+		{file, "rdonly", "creat"},
+		{created, "rdonly", "creat"},
+		{created, "rdonly", "creat", "excl"},
+		{created, "rdonly", "creat", "trunc"},
+		{file, "wronly"},
+		{file, "rdwr"},
+	} {
+		if out, _ := run(t, m, cfg, append([]string{"open"}, flags...)...); !strings.HasPrefix(out, "err") {
+			t.Errorf("open %v on a read-only preopen: %q, want refused", flags, out)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "granted" {
+		t.Errorf("file.txt is now %q", b)
+	}
+	if _, err := os.Lstat(created); err == nil {
+		t.Error("a file was created in the read-only preopen")
+	}
+	if out, _ := run(t, m, cfg, "open", file, "rdonly"); out != "ok\n" {
+		t.Errorf("a plain read-only open: %q", out)
+	}
+}

@@ -71,6 +71,32 @@ func main() {
 		try("symlink", os.Symlink("file.txt", filepath.Join(p, "link")))
 		try("chtimes", os.Chtimes(filepath.Join(p, "file.txt"), time.Unix(0, 0), time.Unix(0, 0)))
 		try("truncate", os.Truncate(filepath.Join(p, "file.txt"), 0))
+	case "open":
+		// open PATH FLAG...: os.OpenFile with the named flags (rdonly,
+		// wronly, rdwr, append, creat, excl, trunc), then closed.
+		flag := 0
+		for _, f := range args[1:] {
+			flag |= map[string]int{"rdonly": os.O_RDONLY, "wronly": os.O_WRONLY, "rdwr": os.O_RDWR, "append": os.O_APPEND, "creat": os.O_CREATE, "excl": os.O_EXCL, "trunc": os.O_TRUNC}[f]
+		}
+		f, err := os.OpenFile(args[0], flag, 0o644)
+		if err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		f.Close()
+		fmt.Println("ok")
+	case "link":
+		if err := os.Link(args[0], args[1]); err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		fmt.Println("ok")
+	case "rename":
+		if err := os.Rename(args[0], args[1]); err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		fmt.Println("ok")
 	case "symlink":
 		if err := os.Symlink(args[0], args[1]); err != nil {
 			fmt.Println("err", err)
