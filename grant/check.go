@@ -169,16 +169,47 @@ func (g *Grant) CheckPath(p string, write bool) Decision {
 	return Decision{Allowed: true, Rule: r.rule, Risks: r.risks, Paths: []string{r.path}}
 }
 
+// CheckResolved is CheckPath for a path already resolved: absolute, clean,
+// and with no symlink among its components (as the kernel reports where an
+// open file is, or as a caller that walked the path itself found it). It
+// does no I/O: the locations it judges are p and each of its ancestors,
+// which is what CheckPath judges for such a path. A caller that followed
+// symlinks on the way judges each location it visited too.
+func (g *Grant) CheckResolved(p string, write bool) Decision {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return refuse("paths", "%q is not absolute and clean", p)
+	}
+	if len(p) > maxPath || strings.IndexByte(p, 0) >= 0 {
+		return refuse("paths", "%q cannot be a path", clipPath(p))
+	}
+	res := resolved{path: p}
+	for cur := p; cur != filepath.Dir(cur); cur = filepath.Dir(cur) {
+		res.trail = append(res.trail, cur)
+	}
+	slices.Reverse(res.trail)
+	r := g.judge(res, write)
+	if !r.ok {
+		return refuse(r.rule, "%s", r.reason)
+	}
+	return Decision{Allowed: true, Rule: r.rule, Risks: r.risks, Paths: []string{p}}
+}
+
 // checkPath checks one absolute path.
 func (g *Grant) checkPath(p string, write bool) pathResult {
 	res, err := resolve(filepath.Clean(p))
 	if err != nil {
 		return pathResult{rule: "paths", reason: err.Error()}
 	}
+	return g.judge(res, write)
+}
+
+// judge applies the grant's rules to a resolved path and every location
+// its resolution visited.
+func (g *Grant) judge(res resolved, write bool) pathResult {
 	if res.passesThroughProc() {
 		return pathResult{rule: "paths", reason: "it passes through /proc"}
 	}
-	locations := append(res.trail, res.path)
+	locations := append(slices.Clip(res.trail), res.path)
 	for _, loc := range locations {
 		for _, d := range g.deny {
 			if within(loc, d) {

@@ -1,6 +1,8 @@
 package grant
 
 import (
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -259,5 +261,44 @@ func TestProtectedSymlinkTarget(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Protected mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckResolvedAgreesWithCheckPath: for a path with no symlink on it,
+// CheckResolved (no I/O) decides what CheckPath decides.
+func TestCheckResolvedAgreesWithCheckPath(t *testing.T) {
+	T := fixture(t, "ws/f", "ws/sub/f", "ws/sub/w/f", "ws/pinned.txt", "ws/secrets/key", "ws/.git/hooks/pre-commit", "ws/.vscode/x", "ws/deep/.git/config", "ro/f", "out/f")
+	g := mustParse(t, T, `
+[paths]
+read_write = ["ws", "ws/sub/w"]
+read_only = ["ws/sub", "ws/pinned.txt", "ro"]
+deny = ["ws/secrets"]
+[tools]
+enabled = ["read_file"]
+`)
+	var paths []string
+	filepath.WalkDir(T, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			paths = append(paths, p)
+			if d.IsDir() {
+				paths = append(paths, filepath.Join(p, "new"), filepath.Join(p, "new", "deeper"))
+			}
+		}
+		return nil
+	})
+	paths = append(paths, "/proc/self/root", "/", T+"/ws/../ro")
+	for _, p := range paths {
+		for _, write := range []bool{false, true} {
+			want, got := g.CheckPath(p, write), g.CheckResolved(p, write)
+			if filepath.Clean(p) != p {
+				if got.Allowed {
+					t.Errorf("CheckResolved(%s) of an unclean path allowed", p)
+				}
+				continue
+			}
+			if got.Allowed != want.Allowed || got.Rule != want.Rule {
+				t.Errorf("CheckResolved(%s, write=%v) = %v %q, CheckPath says %v %q", p, write, got.Allowed, got.Rule, want.Allowed, want.Rule)
+			}
+		}
 	}
 }

@@ -210,11 +210,10 @@ func preopens(g *grant.Grant) []wasm.Dir {
 			continue
 		}
 		out = append(out, wasm.Dir{
-			Host:      m.Source,
-			Guest:     filepath.ToSlash(m.Source),
-			ReadOnly:  !m.Writable,
-			Deny:      g.Masks(),
-			Protected: g.Protected(),
+			Host:     m.Source,
+			Guest:    filepath.ToSlash(m.Source),
+			ReadOnly: !m.Writable,
+			Grant:    g,
 		})
 	}
 	return out

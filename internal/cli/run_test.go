@@ -328,3 +328,49 @@ func TestWasmToolInMCPToolsList(t *testing.T) {
 	inW.Close()
 	<-done
 }
+
+// TestRunNestedReadOnlyStaysReadOnly: with --rw P --ro P/sub, the capsule
+// cannot write P/sub, not through a symlink it plants in P either (red
+// team: "symlink sub P/l; write P/l/f" rewrote a read-only file).
+func TestRunNestedReadOnlyStaysReadOnly(t *testing.T) {
+	runEnv(t)
+	P, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(P, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "f"), []byte("orig"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mod := wasmtest.Build(t, probePkg)
+	runProbe := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, P, append([]string{"run", "--unsandboxed", "--rw", P, "--ro", sub, mod, "--"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, stderr)
+		}
+		return stdout
+	}
+	if out := runProbe("symlink", "sub", filepath.Join(P, "l")); out != "ok\n" {
+		t.Fatalf("planting the link: %q", out)
+	}
+	for _, args := range [][]string{
+		{"write", filepath.Join(sub, "f"), "PWNED"},
+		{"write", filepath.Join(P, "l", "f"), "PWNED"},
+		{"write", filepath.Join(P, "l", "new"), "x"},
+		{"link", filepath.Join(sub, "f"), filepath.Join(P, "hard")},
+	} {
+		if out := runProbe(args...); !strings.HasPrefix(out, "err") {
+			t.Errorf("%v: %q, want refused", args, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(sub, "f")); string(b) != "orig" {
+		t.Errorf("sub/f is %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(sub, "new")); err == nil {
+		t.Error("a file was created in the read-only directory")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -17,13 +18,24 @@ import (
 // rootFS is one preopen: a host directory opened as an os.Root, so that no
 // path the guest gives, ".." and symlinks included (also ones the guest
 // plants itself), resolves outside it; the kernel walk is the os package's,
-// component by component. On top, paths the grant denies inside the
-// directory are invisible (ENOENT) and protected ones refuse writes
-// (EACCES), judged on the path after symlinks inside the root are followed,
-// and, where the platform tells (Linux: /proc/self/fd), once more on the
-// path of the file actually opened: a directory swapped for a symlink
-// between the check and the open (by a concurrent writer in the same
-// tree) is caught there.
+// component by component.
+//
+// On top, the grant the preopen comes from decides, for every location a
+// path leads to, what the guest may do there, as it decides for the file
+// tools (grant.CheckResolved) and as the native sandbox's mounts would:
+// denied paths are absent (ENOENT), and a write is refused (EACCES) where
+// the grant does not allow one, in a read-only directory granted inside
+// this one, in a protected path, in airlock's own files. Each path is
+// resolved inside the root, every symlink at every component followed as
+// the kernel would, and judged at every location it passes through and
+// where it ends; so a symlink the guest plants in a writable directory
+// ("l -> sub") does not make a read-only one ("sub") writable. Where the
+// platform tells (Linux: /proc/self/fd), each judgement is made again on
+// where the file or directory opened really is, and writes and entry
+// changes go through a descriptor of their parent directory, held open and
+// judged first (openat_linux.go): a concurrent writer in the same tree
+// (the capsule's own background shell command, say) that swaps a
+// directory for a symlink between the check and the operation is caught.
 //
 // A read-only preopen refuses every change (EROFS) before anything reaches
 // the host: every open that writes (O_WRONLY, O_RDWR, and also O_RDONLY
@@ -32,46 +44,75 @@ import (
 // open file.
 type rootFS struct {
 	experimentalsys.UnimplementedFS
-	root      *os.Root
-	dir       string // the host directory
-	readOnly  bool
-	deny      []string // slash paths relative to the root, cleaned
-	protected []string
+	root     *os.Root
+	dir      string // the host directory, resolved
+	readOnly bool
+	// grant decides each location below dir; nil leaves only the root's
+	// containment and readOnly.
+	grant *grant.Grant
+	// keep are the slash paths, relative to the root, of what must stay
+	// where it is: denied and protected paths and granted directories
+	// below dir (see holds).
+	keep []string
 }
 
-func newRootFS(dir string, readOnly bool, deny, protected []string) (*rootFS, error) {
+func newRootFS(dir string, readOnly bool, g *grant.Grant) (*rootFS, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	fs := &rootFS{root: r, dir: dir, readOnly: readOnly}
-	rel := func(p string) (string, bool) {
-		x, err := filepath.Rel(dir, p)
-		if err != nil || x == "." || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
-			return "", false
+	f := &rootFS{root: r, dir: dir, readOnly: readOnly, grant: g}
+	if g != nil {
+		var keep []string
+		keep = append(keep, g.Masks()...)
+		keep = append(keep, g.Protected()...)
+		for _, m := range g.Mounts() {
+			keep = append(keep, m.Source)
 		}
-		return filepath.ToSlash(x), true
-	}
-	for _, d := range deny {
-		if x, ok := rel(d); ok {
-			fs.deny = append(fs.deny, x)
-		}
-	}
-	for _, p := range protected {
-		if x, ok := rel(p); ok {
-			fs.protected = append(fs.protected, x)
+		for _, k := range keep {
+			if x, ok := f.relOf(k); ok && x != "." {
+				f.keep = append(f.keep, x)
+			}
 		}
 	}
-	return fs, nil
+	return f, nil
 }
 
 func (f *rootFS) close() { _ = f.root.Close() }
 
+// relOf returns the host path p relative to the root, slash-separated, and
+// whether it lies inside the root at all.
+func (f *rootFS) relOf(p string) (string, bool) {
+	x, err := filepath.Rel(f.dir, p)
+	if err != nil || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) || filepath.IsAbs(x) {
+		return "", false
+	}
+	return filepath.ToSlash(x), true
+}
+
+// judge applies the grant to one location inside the root, given as a
+// slash path relative to it with no symlink on the way: ENOENT where the
+// grant hides it (or does not grant it), EACCES where write is set and the
+// grant does not let it be changed.
+func (f *rootFS) judge(rel string, write bool) experimentalsys.Errno {
+	if f.grant == nil {
+		return 0
+	}
+	host := filepath.Join(f.dir, filepath.FromSlash(rel))
+	if !f.grant.CheckResolved(host, false).Allowed {
+		return experimentalsys.ENOENT
+	}
+	if write && !f.grant.CheckResolved(host, true).Allowed {
+		return experimentalsys.EACCES
+	}
+	return 0
+}
+
 // guardedOp runs one of the race-free entry operations (openat_linux.go)
-// when the root has denied or protected paths to keep; ok is false when it
-// did not run, and the caller goes through the root by name.
+// when the root has a grant to keep; ok is false when it did not run, and
+// the caller goes through the root by name.
 func (f *rootFS) guardedOp(op func() (experimentalsys.Errno, bool)) (experimentalsys.Errno, bool) {
-	if len(f.deny)+len(f.protected) == 0 {
+	if f.grant == nil {
 		return 0, false
 	}
 	if beforeOpen != nil {
@@ -84,28 +125,25 @@ func (f *rootFS) guardedOp(op func() (experimentalsys.Errno, bool)) (experimenta
 // its open, where a concurrent writer could change the tree.
 var beforeOpen func()
 
-// verifyOpened applies the deny and protected rules to where file really
-// is, when the platform can say.
+// verifyOpened applies the grant to where file really is, when the
+// platform can say; where it can say (Linux) and does not, the file is
+// refused.
 func (f *rootFS) verifyOpened(file *os.File, write bool) experimentalsys.Errno {
-	if len(f.deny) == 0 && (!write || len(f.protected) == 0) {
+	if f.grant == nil {
 		return 0
 	}
 	real, ok := openedPath(file)
 	if !ok {
+		if canLocate {
+			return experimentalsys.ENOENT
+		}
 		return 0
 	}
-	x, err := filepath.Rel(f.dir, real)
-	if err != nil || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
+	x, ok := f.relOf(real)
+	if !ok {
 		return experimentalsys.EPERM // outside the root: os.Root makes this impossible
 	}
-	x = filepath.ToSlash(x)
-	if under(x, f.deny) {
-		return experimentalsys.ENOENT
-	}
-	if write && under(x, f.protected) {
-		return experimentalsys.EACCES
-	}
-	return 0
+	return f.judge(x, write)
 }
 
 // clean turns a guest path (relative to the preopen) into one os.Root takes.
@@ -117,25 +155,18 @@ func clean(p string) string {
 	return p[1:]
 }
 
-// under reports whether p is list[i] or below it.
-func under(p string, list []string) bool {
-	for _, x := range list {
-		if p == x || strings.HasPrefix(p, x+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// holds reports whether p is an ancestor of (or is) a denied or protected
-// path: renaming or removing it would carry that path's contents to a name
-// no rule covers (and renaming it back would bring them home changed).
+// holds reports whether p is, or is an ancestor of, a denied or protected
+// path or a granted directory: renaming or removing it would carry that
+// path's contents to a name no rule covers (and renaming it back would
+// bring them home changed), as a mount point cannot be moved in the native
+// sandbox.
 func (f *rootFS) holds(p string) bool {
-	for _, list := range [][]string{f.deny, f.protected} {
-		for _, x := range list {
-			if p == "." || x == p || strings.HasPrefix(x, p+"/") {
-				return true
-			}
+	if p == "." {
+		return true
+	}
+	for _, x := range f.keep {
+		if x == p || strings.HasPrefix(x, p+"/") {
+			return true
 		}
 	}
 	return false
@@ -144,13 +175,12 @@ func (f *rootFS) holds(p string) bool {
 // maxLinks bounds the symlinks followed in one path, as the kernel does.
 const maxLinks = 40
 
-// resolved returns p with every symlink inside the root followed (as far as
-// the path exists), for the deny and protected checks. follow says whether
+// resolved follows p inside the root as the kernel would, every symlink at
+// every component (as far as the path exists; the rest is appended as
+// given), and returns every location it passed through on the way (links
+// included) and where it ends, for the grant's checks. follow says whether
 // the last component is followed too.
-func (f *rootFS) resolved(p string, follow bool) (string, experimentalsys.Errno) {
-	if len(f.deny) == 0 && len(f.protected) == 0 {
-		return p, 0
-	}
+func (f *rootFS) resolved(p string, follow bool) (trail []string, end string, e experimentalsys.Errno) {
 	parts := strings.Split(p, "/")
 	done := "."
 	links := 0
@@ -165,6 +195,7 @@ func (f *rootFS) resolved(p string, follow bool) (string, experimentalsys.Errno)
 			done = next
 			continue
 		}
+		trail = append(trail, next)
 		if len(parts) == 0 && !follow {
 			done = next
 			break
@@ -175,11 +206,11 @@ func (f *rootFS) resolved(p string, follow bool) (string, experimentalsys.Errno)
 			continue
 		}
 		if links++; links > maxLinks {
-			return "", experimentalsys.ELOOP
+			return nil, "", experimentalsys.ELOOP
 		}
 		t, err := f.root.Readlink(next)
 		if err != nil {
-			return "", experimentalsys.UnwrapOSError(err)
+			return nil, "", experimentalsys.UnwrapOSError(err)
 		}
 		t = filepath.ToSlash(t)
 		if strings.HasPrefix(t, "/") {
@@ -189,25 +220,34 @@ func (f *rootFS) resolved(p string, follow bool) (string, experimentalsys.Errno)
 		}
 		parts = append(strings.Split(t, "/"), parts...)
 	}
-	return done, 0
+	return trail, done, 0
 }
 
-// check applies the grant's deny and protected rules to a guest path.
-func (f *rootFS) check(p string, write, follow bool) (string, experimentalsys.Errno) {
+// check applies the grant to a guest path: every location on the way must
+// be visible, and, for a write, the path as given and where it leads must
+// both be writable. It returns the path for os.Root and where it leads.
+func (f *rootFS) check(p string, write, follow bool) (string, string, experimentalsys.Errno) {
 	p = clean(p)
-	r, errno := f.resolved(p, follow)
-	if errno != 0 {
-		return "", errno
+	if f.grant == nil {
+		return p, p, 0
 	}
-	for _, x := range []string{p, r} {
-		if under(x, f.deny) {
-			return "", experimentalsys.ENOENT
-		}
-		if write && under(x, f.protected) {
-			return "", experimentalsys.EACCES
+	trail, r, e := f.resolved(p, follow)
+	if e != 0 {
+		return "", "", e
+	}
+	for _, x := range append(trail, p, r) {
+		if e := f.judge(x, false); e != 0 {
+			return "", "", e
 		}
 	}
-	return p, 0
+	if write {
+		for _, x := range []string{p, r} {
+			if e := f.judge(x, true); e != 0 {
+				return "", "", e
+			}
+		}
+	}
+	return p, r, 0
 }
 
 func errno(err error) experimentalsys.Errno {
@@ -268,7 +308,7 @@ func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMod
 	if f.readOnly && writes(oflag) {
 		return nil, experimentalsys.EROFS
 	}
-	p, e := f.check(p, writes(oflag), oflag&experimentalsys.O_NOFOLLOW == 0)
+	p, real, e := f.check(p, writes(oflag), oflag&experimentalsys.O_NOFOLLOW == 0)
 	if e != 0 {
 		return nil, e
 	}
@@ -284,7 +324,7 @@ func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMod
 		beforeOpen()
 	}
 	flag := osFlag(oflag)
-	guarded := len(f.deny)+len(f.protected) > 0
+	guarded := f.grant != nil
 	var file *os.File
 	if guarded && writes(oflag) {
 		fl, e, handled := f.openForWrite(p, flag, perm)
@@ -321,14 +361,14 @@ func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMod
 			return nil, experimentalsys.ENOTDIR
 		}
 	}
-	rf := &rootFile{fs: f, path: p, flag: oflag, file: file}
+	rf := &rootFile{fs: f, path: p, real: real, flag: oflag, file: file}
 	rf.seeker.f = rf
 	return rf, 0
 }
 
 // Lstat implements experimentalsys.FS.
 func (f *rootFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	p, e := f.check(p, false, false)
+	p, _, e := f.check(p, false, false)
 	if e != 0 {
 		return sys.Stat_t{}, e
 	}
@@ -341,7 +381,7 @@ func (f *rootFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements experimentalsys.FS.
 func (f *rootFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
-	p, e := f.check(p, false, true)
+	p, _, e := f.check(p, false, true)
 	if e != 0 {
 		return sys.Stat_t{}, e
 	}
@@ -357,7 +397,7 @@ func (f *rootFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 	if f.readOnly {
 		return experimentalsys.EROFS
 	}
-	p, e := f.check(p, true, false)
+	p, _, e := f.check(p, true, false)
 	if e != 0 {
 		return e
 	}
@@ -379,7 +419,7 @@ func (f *rootFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 	if f.readOnly {
 		return experimentalsys.EROFS
 	}
-	p, e := f.check(p, true, true)
+	p, _, e := f.check(p, true, true)
 	if e != 0 {
 		return e
 	}
@@ -394,15 +434,15 @@ func (f *rootFS) Rename(from, to string) experimentalsys.Errno {
 	if dotted(from) || dotted(to) {
 		return experimentalsys.EINVAL
 	}
-	from, e := f.check(from, true, false)
+	from, fromReal, e := f.check(from, true, false)
 	if e != 0 {
 		return e
 	}
-	to, e = f.check(to, true, false)
+	to, toReal, e := f.check(to, true, false)
 	if e != 0 {
 		return e
 	}
-	if f.holds(from) || f.holds(to) {
+	if f.holds(from) || f.holds(to) || f.holds(fromReal) || f.holds(toReal) {
 		return experimentalsys.EACCES
 	}
 	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.renameAt(from, to) }); ok {
@@ -428,7 +468,7 @@ func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
 	if dotted(p) {
 		return experimentalsys.EINVAL
 	}
-	p, e := f.check(p, true, false)
+	p, real, e := f.check(p, true, false)
 	if e != 0 {
 		return e
 	}
@@ -439,7 +479,7 @@ func (f *rootFS) Rmdir(p string) experimentalsys.Errno {
 	if !fi.IsDir() {
 		return experimentalsys.ENOTDIR
 	}
-	if f.holds(p) {
+	if f.holds(p) || f.holds(real) {
 		return experimentalsys.EACCES
 	}
 	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.removeAt(p, true) }); ok {
@@ -456,7 +496,7 @@ func (f *rootFS) Unlink(p string) experimentalsys.Errno {
 	if dotted(p) {
 		return experimentalsys.EISDIR
 	}
-	p, e := f.check(p, true, false)
+	p, real, e := f.check(p, true, false)
 	if e != 0 {
 		return e
 	}
@@ -466,6 +506,9 @@ func (f *rootFS) Unlink(p string) experimentalsys.Errno {
 	}
 	if fi.IsDir() {
 		return experimentalsys.EISDIR
+	}
+	if f.holds(p) || f.holds(real) {
+		return experimentalsys.EACCES
 	}
 	if e, ok := f.guardedOp(func() (experimentalsys.Errno, bool) { return f.removeAt(p, false) }); ok {
 		return e
@@ -478,11 +521,11 @@ func (f *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	if f.readOnly {
 		return experimentalsys.EROFS
 	}
-	oldPath, e := f.check(oldPath, true, false)
+	oldPath, _, e := f.check(oldPath, true, false)
 	if e != 0 {
 		return e
 	}
-	newPath, e = f.check(newPath, true, false)
+	newPath, _, e = f.check(newPath, true, false)
 	if e != 0 {
 		return e
 	}
@@ -501,7 +544,7 @@ func (f *rootFS) Symlink(target, link string) experimentalsys.Errno {
 	if path.IsAbs(target) {
 		return experimentalsys.EPERM
 	}
-	link, e := f.check(link, true, false)
+	link, _, e := f.check(link, true, false)
 	if e != 0 {
 		return e
 	}
@@ -513,7 +556,7 @@ func (f *rootFS) Symlink(target, link string) experimentalsys.Errno {
 
 // Readlink implements experimentalsys.FS.
 func (f *rootFS) Readlink(p string) (string, experimentalsys.Errno) {
-	p, e := f.check(p, false, false)
+	p, _, e := f.check(p, false, false)
 	if e != 0 {
 		return "", e
 	}
@@ -529,7 +572,7 @@ func (f *rootFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
 	if f.readOnly {
 		return experimentalsys.EROFS
 	}
-	p, e := f.check(p, true, true)
+	p, _, e := f.check(p, true, true)
 	if e != 0 {
 		return e
 	}
@@ -556,7 +599,8 @@ type rootFile struct {
 	unimplemented // one level deeper than seeker, so its Seek gives way
 	seeker[int64]
 	fs     *rootFS
-	path   string
+	path   string // as os.Root takes it
+	real   string // where it led when opened (symlinks followed)
 	flag   experimentalsys.Oflag
 	file   *os.File
 	closed bool
@@ -762,11 +806,10 @@ func (r *rootFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Err
 		return nil, r.fileErr(err)
 	}
 	out := make([]experimentalsys.Dirent, 0, len(list))
-	dir := clean(r.path)
 	for _, d := range list {
 		name := d.Name()
-		if under(clean(dir+"/"+name), r.fs.deny) {
-			continue
+		if r.fs.judge(clean(r.real+"/"+name), false) != 0 {
+			continue // denied: left out
 		}
 		var ino sys.Inode
 		if fi, err := d.Info(); err == nil {
@@ -858,7 +901,7 @@ func (r *rootFile) Utimens(atim, mtim int64) experimentalsys.Errno {
 
 // protectedOrDenied reports whether a write to p is refused.
 func (f *rootFS) protectedOrDenied(p string) bool {
-	_, e := f.check(p, true, true)
+	_, _, e := f.check(p, true, true)
 	return e != 0
 }
 

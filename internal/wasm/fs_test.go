@@ -8,9 +8,31 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/google/go-cmp/cmp"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
+
+// testGrant is a grant parsed from text, with relative paths from base
+// (resolved, as grants are).
+func testGrant(t testing.TB, base, text string) *grant.Grant {
+	t.Helper()
+	g, err := grant.Parse([]byte(text), "grant.toml", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// tempDir is t.TempDir with its symlinks resolved, as a grant's paths are.
+func tempDir(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
 
 // snapshot records every entry below dir: its kind, mode, size, modification
 // time and, for files and links, its content or target.
@@ -88,7 +110,7 @@ func TestReadOnlyRootRefusesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	f, err := newRootFS(dir, true, nil, nil)
+	f, err := newRootFS(dir, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

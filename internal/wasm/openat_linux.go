@@ -13,51 +13,102 @@ import (
 )
 
 // openForWrite opens p for writing through a descriptor of its parent
-// directory, after checking where that directory really is: the deny and
-// protected rules are applied before anything is created or truncated, and
+// directory, after judging, where that directory really is, the entry it
+// opens: the grant is applied before anything is created or truncated, and
 // nothing can be swapped between the check and the open (the parent is
 // held open; the last component is opened without following a symlink).
-// handled is false when p's last component is a symlink, which the caller
-// opens the ordinary way.
+// A last component that is a symlink is followed here, one link at a time
+// from the parent it was found in, each step judged the same way, so that
+// O_CREAT through a planted link creates nothing where the grant does not
+// allow it. handled is false when p names no entry (".", ".."); the caller
+// then opens the ordinary way.
 func (f *rootFS) openForWrite(p string, flag int, perm fs.FileMode) (file *os.File, e experimentalsys.Errno, handled bool) {
-	dir, base := path.Split(p)
-	if base == "" || base == "." || base == ".." {
-		return nil, 0, false
+	for links := 0; ; links++ {
+		if links > maxLinks {
+			return nil, experimentalsys.ELOOP, true
+		}
+		dir, base := path.Split(p)
+		if base == "" || base == "." || base == ".." {
+			if links > 0 {
+				return nil, experimentalsys.EISDIR, true // a link to a directory
+			}
+			return nil, 0, false
+		}
+		d, err := f.root.OpenFile(clean(dir), os.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return nil, errno(err), true
+		}
+		real, ok := openedPath(d)
+		if !ok {
+			d.Close()
+			return nil, experimentalsys.ENOENT, true
+		}
+		x, ok := f.relOf(real)
+		if !ok {
+			d.Close()
+			return nil, experimentalsys.EPERM, true
+		}
+		if e := f.judge(clean(x+"/"+base), true); e != 0 {
+			d.Close()
+			return nil, e, true
+		}
+		fd, err := unix.Openat(int(d.Fd()), base, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if errors.Is(err, unix.ELOOP) && flag&unix.O_NOFOLLOW == 0 {
+			target, err := readlinkat(int(d.Fd()), base)
+			d.Close()
+			if err != nil {
+				return nil, errno(err), true
+			}
+			next, ok := linkTarget(x, target)
+			if !ok {
+				return nil, experimentalsys.EPERM, true // as os.Root refuses it
+			}
+			p = next
+			continue
+		}
+		if err != nil {
+			d.Close()
+			return nil, errno(err), true
+		}
+		nf := os.NewFile(uintptr(fd), filepath.Join(real, base))
+		d.Close()
+		return nf, 0, true
 	}
-	d, err := f.root.OpenFile(clean(dir), os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, errno(err), true
+}
+
+// linkTarget returns where the symlink target t leads from the directory dir
+// (both relative to the root), and false when it leads out of the root or
+// is absolute, which os.Root refuses too.
+func linkTarget(dir, t string) (string, bool) {
+	if t == "" || path.IsAbs(filepath.ToSlash(t)) {
+		return "", false
 	}
-	defer d.Close()
-	real, ok := openedPath(d)
-	if !ok {
-		return nil, 0, false
+	j := path.Join(dir, filepath.ToSlash(t))
+	if j == ".." || strings.HasPrefix(j, "../") {
+		return "", false
 	}
-	x, err := filepath.Rel(f.dir, real)
-	if err != nil || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
-		return nil, experimentalsys.EPERM, true
+	return clean(j), true
+}
+
+// readlinkat reads the symlink base in the directory fd.
+func readlinkat(fd int, base string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, base, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
 	}
-	full := clean(filepath.ToSlash(x) + "/" + base)
-	if under(full, f.deny) {
-		return nil, experimentalsys.ENOENT, true
-	}
-	if under(full, f.protected) {
-		return nil, experimentalsys.EACCES, true
-	}
-	fd, err := unix.Openat(int(d.Fd()), base, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
-	if errors.Is(err, unix.ELOOP) {
-		return nil, 0, false
-	}
-	if err != nil {
-		return nil, errno(err), true
-	}
-	return os.NewFile(uintptr(fd), filepath.Join(real, base)), 0, true
 }
 
 // parent opens the directory holding p (following symlinks inside the
-// root) and returns it with p's last component, after checking the deny
-// and protected rules on where that entry really is. ok is false when the
-// platform cannot say where the directory is.
+// root) and returns it with p's last component, after judging the entry
+// where that directory really is: a write there must be allowed, and an
+// entry that moves (renamed, removed) must not hold what stays (holds).
+// ok is false when the platform cannot say where the directory is.
 func (f *rootFS) parent(p string, moves bool) (d *os.File, base string, e experimentalsys.Errno, ok bool) {
 	p = strings.TrimRight(p, "/")
 	dir, base := path.Split(p)
@@ -71,20 +122,16 @@ func (f *rootFS) parent(p string, moves bool) (d *os.File, base string, e experi
 	real, known := openedPath(d)
 	if !known {
 		d.Close()
-		return nil, "", 0, false
+		return nil, "", experimentalsys.ENOENT, true
 	}
-	x, err := filepath.Rel(f.dir, real)
-	if err != nil || x == ".." || strings.HasPrefix(x, ".."+string(filepath.Separator)) {
+	x, inside := f.relOf(real)
+	if !inside {
 		d.Close()
 		return nil, "", experimentalsys.EPERM, true
 	}
-	full := clean(filepath.ToSlash(x) + "/" + base)
-	switch {
-	case under(full, f.deny):
-		e = experimentalsys.ENOENT
-	case under(full, f.protected):
-		e = experimentalsys.EACCES
-	case moves && f.holds(full):
+	full := clean(x + "/" + base)
+	e = f.judge(full, true)
+	if e == 0 && moves && f.holds(full) {
 		e = experimentalsys.EACCES
 	}
 	if e != 0 {

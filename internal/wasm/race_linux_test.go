@@ -13,17 +13,18 @@ import (
 // open, as a concurrent writer in the same tree could: the file opened is
 // checked again where it really is.
 func TestSwapBetweenCheckAndOpen(t *testing.T) {
-	dir := t.TempDir()
-	for _, d := range []string{"private", "hooks", "a"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+	dir := tempDir(t)
+	for _, d := range []string{"private", ".git/hooks", "a"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write(t, filepath.Join(dir, "private", "key"), "SECRET")
-	write(t, filepath.Join(dir, "hooks", "pre-commit"), "#!/bin/sh\n")
+	write(t, filepath.Join(dir, ".git", "hooks", "pre-commit"), "#!/bin/sh\n")
 	write(t, filepath.Join(dir, "a", "key"), "fine")
 	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
-	fs, err := newRootFS(dir, false, []string{filepath.Join(dir, "private")}, []string{filepath.Join(dir, "hooks")})
+	g := testGrant(t, dir, "[paths]\nread_write = [\".\"]\ndeny = [\"private\"]\n")
+	fs, err := newRootFS(dir, false, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,20 +52,20 @@ func TestSwapBetweenCheckAndOpen(t *testing.T) {
 	os.Remove(filepath.Join(dir, "a"))
 	os.Mkdir(filepath.Join(dir, "a"), 0o755)
 	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
-	swapTo("hooks")
+	swapTo(".git/hooks")
 	if _, e := fs.OpenFile("a/pre-commit", experimentalsys.O_WRONLY|experimentalsys.O_TRUNC, 0); e != experimentalsys.EACCES {
 		t.Errorf("opening a protected file for writing through a swapped directory: errno %v, want EACCES", e)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "hooks", "pre-commit")); string(b) != "#!/bin/sh\n" {
+	if b, _ := os.ReadFile(filepath.Join(dir, ".git", "hooks", "pre-commit")); string(b) != "#!/bin/sh\n" {
 		t.Errorf("the protected file changed: %q", b)
 	}
 	os.Remove(filepath.Join(dir, "a"))
 	os.Mkdir(filepath.Join(dir, "a"), 0o755)
-	swapTo("hooks")
+	swapTo(".git/hooks")
 	if _, e := fs.OpenFile("a/post-checkout", experimentalsys.O_WRONLY|experimentalsys.O_CREAT, 0o755); e != experimentalsys.EACCES {
 		t.Errorf("creating a file in a protected directory through a swapped directory: errno %v, want EACCES", e)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "hooks", "post-checkout")); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, ".git", "hooks", "post-checkout")); err == nil {
 		t.Error("a file was created in the protected directory")
 	}
 	// Without a swap, writes where the grant allows work, truncation included.
@@ -87,14 +88,14 @@ func TestSwapBetweenCheckAndOpen(t *testing.T) {
 // holds a protected or denied path is refused, or its contents could be
 // changed under another name and brought back.
 func TestAncestorsOfProtectedPathsStay(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	if err := os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := newRootFS(dir, false, nil, []string{filepath.Join(dir, ".git", "hooks")})
+	fs, err := newRootFS(dir, false, testGrant(t, dir, "[paths]\nread_write = [\".\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/wire"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -126,13 +127,18 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 
 // Dir is one granted directory, preopened for the module.
 type Dir struct {
-	Host  string // host directory (absolute)
+	Host  string // host directory (absolute, resolved)
 	Guest string // where the module sees it (absolute, slash-separated)
 	// ReadOnly refuses every write below it.
 	ReadOnly bool
-	// Deny are host paths below Host the module must not see; Protected
-	// are host paths below Host it must not write.
-	Deny, Protected []string
+	// Grant, when set, decides every location below Host as it does for
+	// the file tools (grant.CheckResolved): what it denies is absent, and
+	// what it does not let be written (a read-only directory granted
+	// inside this one, a protected path, airlock's own files once the
+	// broker has guarded it) refuses writes, however the module's path
+	// gets there. Nil leaves only the directory's own containment and
+	// ReadOnly: for tests and tools that grant a whole tree.
+	Grant *grant.Grant
 }
 
 // Config is one run of a module.
@@ -224,7 +230,7 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		}
 	}()
 	for _, d := range cfg.Dirs {
-		r, err := newRootFS(d.Host, d.ReadOnly, d.Deny, d.Protected)
+		r, err := newRootFS(d.Host, d.ReadOnly, d.Grant)
 		if err != nil {
 			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
 		}

@@ -23,9 +23,9 @@ import (
 // stdout is the result, and a non-zero exit status marks it a failure the
 // model reads. stderr is kept for the audit record, never shown.
 type Tools struct {
-	eng             *Engine
-	tools           map[string]*wasmTool
-	deny, protected []string
+	eng   *Engine
+	tools map[string]*wasmTool
+	grant *grant.Grant
 }
 
 type wasmTool struct {
@@ -36,7 +36,7 @@ type wasmTool struct {
 // NewTools loads and compiles g's wasm tools on eng. A module that cannot
 // be read, or whose hash differs from its pin, is an error naming it.
 func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (*Tools, error) {
-	t := &Tools{eng: eng, tools: map[string]*wasmTool{}, deny: g.Masks(), protected: g.Protected()}
+	t := &Tools{eng: eng, tools: map[string]*wasmTool{}, grant: g}
 	for _, w := range g.WasmTools() {
 		b, err := os.ReadFile(w.Module)
 		if err != nil {
@@ -76,7 +76,7 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (*R
 			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 				continue // a granted file is not a preopen
 			}
-			dirs = append(dirs, Dir{Host: p, Guest: filepath.ToSlash(p), ReadOnly: set.ro, Deny: t.deny, Protected: t.protected})
+			dirs = append(dirs, Dir{Host: p, Guest: filepath.ToSlash(p), ReadOnly: set.ro, Grant: t.grant})
 		}
 	}
 	var stdout, stderr bytes.Buffer

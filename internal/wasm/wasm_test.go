@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
 	"github.com/airlockhq/airlock/wire"
+	"github.com/google/go-cmp/cmp"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -209,6 +211,7 @@ func TestPathsCannotLeaveAPreopen(t *testing.T) {
 func TestDeniedAndProtectedInsideAPreopen(t *testing.T) {
 	m := probe(t)
 	granted, _ := world(t)
+	granted, _ = filepath.EvalSymlinks(granted)
 	denied := filepath.Join(granted, "private")
 	hooks := filepath.Join(granted, ".git", "hooks")
 	if err := os.MkdirAll(hooks, 0o755); err != nil {
@@ -218,7 +221,8 @@ func TestDeniedAndProtectedInsideAPreopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(denied, "key"), "SECRET")
-	cfg := Config{Dirs: []Dir{{Host: granted, Guest: granted, Deny: []string{denied}, Protected: []string{hooks}}}}
+	g := testGrant(t, granted, "[paths]\nread_write = [\".\"]\ndeny = [\"private\"]\n")
+	cfg := Config{Dirs: []Dir{{Host: granted, Guest: granted, Grant: g}}}
 	if out, _ := run(t, m, cfg, "ls", granted); out != "ok .git file.txt\n" {
 		t.Errorf("ls: %q, want the denied directory left out", out)
 	}
@@ -447,4 +451,104 @@ func TestReadOnlyPreopenRefusesEveryOpenThatWrites(t *testing.T) {
 	if out, _ := run(t, m, cfg, "open", file, "rdonly"); out != "ok\n" {
 		t.Errorf("a plain read-only open: %q", out)
 	}
+}
+
+// grantDirs are g's directories as preopens, as airlock run makes them.
+func grantDirs(g *grant.Grant) []Dir {
+	var out []Dir
+	for _, m := range g.Mounts() {
+		if m.Dir {
+			out = append(out, Dir{Host: m.Source, Guest: m.Source, ReadOnly: !m.Writable, Grant: g})
+		}
+	}
+	return out
+}
+
+// TestGrantRulesHoldWhereverAPathLeads: a directory granted read-only
+// inside a read-write one stays read-only however the module's path gets
+// there: directly (its own preopen), through a symlink the module plants
+// in the read-write part ("l -> sub", the red team's way in), through a
+// link to one of its files, by a hard link, or by moving it away; a
+// denied path stays absent through a link; and what the grant allows
+// through such links still works.
+func TestGrantRulesHoldWhereverAPathLeads(t *testing.T) {
+	m := probe(t)
+	P := tempDir(t)
+	for _, d := range []string{"sub/w", "secret"} {
+		if err := os.MkdirAll(filepath.Join(P, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(P, "sub", "f"), "orig")
+	write(t, filepath.Join(P, "secret", "key"), "SECRET")
+	g := testGrant(t, P, `
+[paths]
+read_write = [".", "sub/w"]
+read_only = ["sub"]
+deny = ["secret"]
+`)
+	cfg := Config{Dirs: grantDirs(g)}
+	j := func(p ...string) string { return filepath.Join(append([]string{P}, p...)...) }
+	for _, l := range [][2]string{{"sub", "l"}, {"sub/f", "lf"}, {"sub/new", "dangling"}, {"sub/w", "lw"}, {"secret", "ls"}, {"l", "ll"}} {
+		if out, _ := run(t, m, cfg, "symlink", l[0], j(l[1])); out != "ok\n" {
+			t.Fatalf("planting %s -> %s: %q", l[1], l[0], out)
+		}
+	}
+	for _, tc := range [][]string{
+		{"write", j("sub", "f"), "PWNED"},
+		{"write", j("l", "f"), "PWNED"},
+		{"write", j("l", "new"), "PWNED"},
+		{"write", j("ll", "f"), "PWNED"},
+		{"write", j("lf"), "PWNED"},
+		{"write", j("dangling"), "PWNED"},
+		{"open", j("l", "f"), "rdonly", "trunc"},
+		{"open", j("l", "made"), "rdonly", "creat"},
+		{"link", j("sub", "f"), j("hard")},
+		{"link", j("l", "f"), j("hard")},
+		{"rename", j("sub"), j("moved")},
+		{"rename", j("l", "f"), j("moved")},
+		{"rename", j("sub", "w"), j("moved")},
+		{"read", j("ls", "key")},
+		{"read", j("secret", "key")},
+	} {
+		if out, _ := run(t, m, cfg, tc...); !strings.HasPrefix(out, "err") {
+			t.Errorf("%v: %q, want refused", tc, out)
+		}
+	}
+	out, _ := run(t, m, cfg, "mutate", j("l"))
+	for _, l := range lines(out) {
+		if !strings.HasPrefix(l, "err") && l != "ok chmod" {
+			t.Errorf("mutate through l -> sub: %q", l)
+		}
+	}
+	if diff := cmp.Diff([]string{"f", "w"}, names(t, j("sub"))); diff != "" {
+		t.Errorf("the read-only directory changed (-want +got):\n%s", diff)
+	}
+	if b, _ := os.ReadFile(j("sub", "f")); string(b) != "orig" {
+		t.Errorf("sub/f is %q", b)
+	}
+	// Allowed: the read-write directory inside the read-only one, also
+	// through a link, and the read-write part itself.
+	for _, tc := range [][]string{
+		{"write", j("sub", "w", "a"), "x"},
+		{"write", j("lw", "b"), "x"},
+		{"write", j("new.txt"), "x"},
+	} {
+		if out, _ := run(t, m, cfg, tc...); out != "ok\n" {
+			t.Errorf("%v: %q, want allowed", tc, out)
+		}
+	}
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
 }
