@@ -108,6 +108,8 @@ type Options struct {
 	// DefaultMaxInFlightBytes). A call past either is refused before it runs.
 	MaxCallBytes, MaxInFlightBytes int
 	// WasmCall runs the grant's wasm tools; nil refuses them as unknown.
+	// It is given the session's grant (Session.Grant: guarded, see
+	// GuardGrant), by which the module's files are judged.
 	WasmCall WasmCall
 	// Capsule names the WebAssembly capsule whose calls the session
 	// serves (airlock run); its records carry it. Nil for other sessions.
@@ -134,6 +136,21 @@ func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []st
 		keep = append(keep, exe)
 	}
 	return hide, keep
+}
+
+// GuardGrant returns g keeping airlock's own files (OwnFiles: the records
+// directory, secret files, private, the grant files, the running binary)
+// from whatever g gives files to, as Open does for its sessions
+// (Session.Grant). Whatever hands files to untrusted code outside a
+// session's calls (a capsule's preopens before its session opens, say)
+// must use the guarded grant, never g.
+func GuardGrant(g *grant.Grant, records string, private []string) (*grant.Grant, error) {
+	records, err := filepath.Abs(records)
+	if err != nil {
+		return nil, fmt.Errorf("records directory: %w", err)
+	}
+	hide, keep := OwnFiles(g, records, private)
+	return g.Guard(hide, keep)
 }
 
 // Session is one grant's calls. It is safe for concurrent use.
@@ -217,8 +234,7 @@ func Open(opts *Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: records directory: %w", err)
 	}
-	hide, keep := OwnFiles(o.Grant, records, o.Private)
-	if o.Grant, err = o.Grant.Guard(hide, keep); err != nil {
+	if o.Grant, err = GuardGrant(o.Grant, records, o.Private); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	o.Grant = rememberProtected(records, o.Grant, logger)

@@ -13,9 +13,12 @@ import (
 
 // WasmCall runs one call of a grant's wasm tool ([tools.wasm.NAME]) in a
 // fresh instance of its module and reports how it ended (internal/wasm
-// does the work; the CLI joins the two). It must be safe for concurrent
-// use.
-type WasmCall func(ctx context.Context, name string, args json.RawMessage) WasmOutcome
+// does the work; the CLI joins the two). g is the session's grant, with
+// airlock's own files guarded (GuardGrant): the module's directories are
+// judged by it, not by the grant the tools were loaded from, so the
+// records directory and the grant files stay out of a wasm tool's reach
+// as they stay out of a sandbox's. It must be safe for concurrent use.
+type WasmCall func(ctx context.Context, g *grant.Grant, name string, args json.RawMessage) WasmOutcome
 
 // WasmOutcome is how a wasm tool call ended.
 type WasmOutcome struct {
@@ -70,7 +73,7 @@ func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	o := s.opts.WasmCall(ctx, c.tool, args)
+	o := s.opts.WasmCall(ctx, s.opts.Grant, c.tool, args)
 	res := &sandbox.Result{ExitCode: o.ExitCode, LimitsHit: o.LimitsHit, Isolation: wasmIsolation}
 	out := wire.ToolOutput{Content: string(o.Stdout), IsError: o.ExitCode != 0}
 	class := ClassOK

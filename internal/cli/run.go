@@ -140,7 +140,7 @@ Examples:
 
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		tools, closeTools, err := capsuleTools(env, &gf, g, cp)
+		tools, files, closeTools, err := capsuleTools(env, &gf, g, cp)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -159,7 +159,7 @@ Examples:
 		cfg := &wasm.Config{
 			Args:   append([]string{cp.Name}, capArgs...),
 			Env:    environ,
-			Dirs:   preopens(g),
+			Dirs:   preopens(files),
 			Stdin:  env.Stdin,
 			Stdout: env.Stdout,
 			Stderr: env.Stderr,
@@ -201,8 +201,10 @@ Examples:
 	return c
 }
 
-// preopens are the grant's directories as WASI preopens at their own paths;
-// granted files are left to the tools (a preopen is a directory).
+// preopens are the grant's directories as WASI preopens at their own paths,
+// each judged by g; granted files are left to the tools (a preopen is a
+// directory). g must be the guarded grant (capsuleTools), which keeps
+// airlock's own files from the capsule as from every sandbox.
 func preopens(g *grant.Grant) []wasm.Dir {
 	var out []wasm.Dir
 	for _, m := range g.Mounts() {
@@ -220,24 +222,32 @@ func preopens(g *grant.Grant) []wasm.Dir {
 }
 
 // capsuleTools opens the broker session the capsule's tool calls go
-// through, and returns the function that serves them. Where no sandbox can
-// be built (no Linux, say), the capsule still runs and each tool call
-// is answered with the reason.
-func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule) (wasm.ToolFunc, func(), error) {
-	if _, err := recordsDir(env, gf.records); err != nil {
-		return nil, nil, err
+// through, and returns the function that serves them and the grant the
+// capsule's own files are judged by: the session's, which keeps airlock's
+// own files (the records, the grant files, the binary) from the capsule
+// as from every sandbox (broker.GuardGrant). Where no sandbox can be built
+// (no Linux, say), the capsule still runs, each tool call is answered with
+// the reason, and the grant is guarded here.
+func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule) (wasm.ToolFunc, *grant.Grant, func(), error) {
+	records, err := recordsDir(env, gf.records)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	sp, err := session.Prepare(gf.config(env, g))
 	if err != nil {
 		why := err.Error()
+		guarded, err := broker.GuardGrant(g, records, gf.private)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		return func(context.Context, string, json.RawMessage) wire.ToolOutput {
 			return wire.ToolOutput{Content: "[airlock: no tool can run here: " + why + "]", IsError: true}
-		}, func() {}, nil
+		}, guarded, func() {}, nil
 	}
 	p := &sessionParts{Parts: sp}
 	if err := p.openWasm(); err != nil {
 		p.close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	o := p.options()
 	o.Capsule = &audit.Capsule{Name: cp.Name, Version: cp.Version, SHA256: cp.SHA256}
@@ -245,7 +255,7 @@ func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule)
 	s, err := broker.Open(o)
 	if err != nil {
 		p.close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sess := &oneSession{Session: s, parts: p}
 	return func(ctx context.Context, tool string, args json.RawMessage) wire.ToolOutput {
@@ -254,5 +264,5 @@ func capsuleTools(env *Env, gf *grantFlags, g *grant.Grant, cp *capsule.Capsule)
 			return wire.ToolOutput{Content: "[airlock: the tool could not run]", IsError: true}
 		}
 		return res.Output
-	}, func() { _ = sess.Close() }, nil
+	}, s.Grant(), func() { _ = sess.Close() }, nil
 }

@@ -374,3 +374,67 @@ func TestRunNestedReadOnlyStaysReadOnly(t *testing.T) {
 		t.Error("a file was created in the read-only directory")
 	}
 }
+
+// TestCapsuleAndWasmToolKeepOffAirlocksOwnFiles: airlock's records and
+// the grant file are kept from a capsule's files and a wasm tool's as
+// from every sandbox (red team: a capsule emptied the audit log and
+// rewrote the grant file, which then gave the next call /tmp).
+func TestCapsuleAndWasmToolKeepOffAirlocksOwnFiles(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(ws, ".state")
+	t.Setenv("AIRLOCK_STATE_DIR", state)
+	mod := wasmtest.Build(t, "../wasm/testdata/upper")
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	g := filepath.Join(ws, "grant.toml")
+	text := `[paths]
+read_write = ["."]
+[tools]
+enabled = ["read_file"]
+[tools.wasm.upper]
+module = "` + mod + `"
+sha256 = "` + hex.EncodeToString(h[:]) + `"
+description = "Upper-cases the text it is given."
+read_write = ["."]
+`
+	if err := os.WriteFile(g, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probe := wasmtest.Build(t, probePkg)
+	if code, _, stderr := runCLI(t, ws, "run", "--unsandboxed", "--grant", g, probe, "--", "exit", "0"); code != 0 {
+		t.Fatalf("first run: exit %d, %s", code, stderr)
+	}
+	logs, _ := filepath.Glob(filepath.Join(state, "ses_*", audit.FileName))
+	if len(logs) == 0 {
+		t.Fatal("no audit records")
+	}
+	auditLog := logs[0]
+	before, _ := os.ReadFile(auditLog)
+	for _, args := range [][]string{
+		{"ls", state},
+		{"read", auditLog},
+		{"write", auditLog, ""},
+		{"write", g, "[paths]\nread_write = [\"/\"]\n"},
+	} {
+		code, stdout, stderr := runCLI(t, ws, append([]string{"run", "--unsandboxed", "--grant", g, probe, "--"}, args...)...)
+		if code != 0 || !strings.HasPrefix(stdout, "err") {
+			t.Errorf("capsule %v: exit %d, %q %s, want refused", args, code, stdout, stderr)
+		}
+	}
+	code, stdout, _ := runCLI(t, ws, "call", "--unsandboxed", "--grant", g, "upper", `{"path":"`+auditLog+`"}`)
+	if strings.Contains(stdout, "SESSION") || !strings.Contains(stdout, "cannot open") {
+		t.Errorf("the wasm tool read the audit records: exit %d %q", code, stdout)
+	}
+	if after, _ := os.ReadFile(g); string(after) != text {
+		t.Errorf("the grant file changed:\n%s", after)
+	}
+	if after, _ := os.ReadFile(auditLog); len(after) < len(before) || !bytes.HasPrefix(after, before) {
+		t.Errorf("the audit records were changed: %d bytes, were %d", len(after), len(before))
+	}
+}

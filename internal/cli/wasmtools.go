@@ -46,8 +46,8 @@ func (p *sessionParts) wasmCall() broker.WasmCall {
 
 // wasmCallFor adapts wasm tools to the broker's hook.
 func wasmCallFor(tools *wasm.Tools) broker.WasmCall {
-	return func(ctx context.Context, name string, args json.RawMessage) broker.WasmOutcome {
-		r, err := tools.Call(ctx, name, args)
+	return func(ctx context.Context, g *grant.Grant, name string, args json.RawMessage) broker.WasmOutcome {
+		r, err := tools.Call(ctx, g, name, args)
 		if err != nil {
 			return broker.WasmOutcome{Err: err}
 		}

@@ -25,7 +25,6 @@ import (
 type Tools struct {
 	eng   *Engine
 	tools map[string]*wasmTool
-	grant *grant.Grant
 }
 
 type wasmTool struct {
@@ -36,7 +35,7 @@ type wasmTool struct {
 // NewTools loads and compiles g's wasm tools on eng. A module that cannot
 // be read, or whose hash differs from its pin, is an error naming it.
 func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (*Tools, error) {
-	t := &Tools{eng: eng, tools: map[string]*wasmTool{}, grant: g}
+	t := &Tools{eng: eng, tools: map[string]*wasmTool{}}
 	for _, w := range g.WasmTools() {
 		b, err := os.ReadFile(w.Module)
 		if err != nil {
@@ -61,11 +60,16 @@ type Result struct {
 	Outcome        *Outcome
 }
 
-// Call runs one call of the named tool in a fresh instance.
-func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+// Call runs one call of the named tool in a fresh instance. g judges every
+// location of the tool's directories (Dir.Grant): the session's grant,
+// with airlock's own files guarded (broker.GuardGrant). It is required.
+func (t *Tools) Call(ctx context.Context, g *grant.Grant, name string, args json.RawMessage) (*Result, error) {
 	w, ok := t.tools[name]
 	if !ok {
 		return nil, fmt.Errorf("no wasm tool %q", name)
+	}
+	if g == nil {
+		return nil, fmt.Errorf("wasm tool %q: no grant to judge its files by", name)
 	}
 	var dirs []Dir
 	for _, set := range []struct {
@@ -76,7 +80,7 @@ func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (*R
 			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 				continue // a granted file is not a preopen
 			}
-			dirs = append(dirs, Dir{Host: p, Guest: filepath.ToSlash(p), ReadOnly: set.ro, Grant: t.grant})
+			dirs = append(dirs, Dir{Host: p, Guest: filepath.ToSlash(p), ReadOnly: set.ro, Grant: g})
 		}
 	}
 	var stdout, stderr bytes.Buffer

@@ -47,12 +47,13 @@ time = "10s"
 func TestWasmToolRunsFreshEachCall(t *testing.T) {
 	data := t.TempDir()
 	write(t, filepath.Join(data, "in.txt"), "from a file\nsecond line")
-	tools, err := NewTools(context.Background(), testEngine(t), toolGrant(t, wasmtest.Build(t, "testdata/upper"), data))
+	g := toolGrant(t, wasmtest.Build(t, "testdata/upper"), data)
+	tools, err := NewTools(context.Background(), testEngine(t), g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		r, err := tools.Call(context.Background(), "upper", json.RawMessage(`{"text":"hi"}`))
+		r, err := tools.Call(context.Background(), g, "upper", json.RawMessage(`{"text":"hi"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,15 +61,15 @@ func TestWasmToolRunsFreshEachCall(t *testing.T) {
 			t.Errorf("call %d: %q, want a fresh instance every time", i, r.Stdout)
 		}
 	}
-	r, _ := tools.Call(context.Background(), "upper", json.RawMessage(`{"path":"`+filepath.Join(data, "in.txt")+`"}`))
+	r, _ := tools.Call(context.Background(), g, "upper", json.RawMessage(`{"path":"`+filepath.Join(data, "in.txt")+`"}`))
 	if string(r.Stdout) != "FROM A FILE (calls 1)\n" {
 		t.Errorf("reading its granted directory: %q", r.Stdout)
 	}
-	r, _ = tools.Call(context.Background(), "upper", json.RawMessage(`{"path":"/etc/passwd"}`))
+	r, _ = tools.Call(context.Background(), g, "upper", json.RawMessage(`{"path":"/etc/passwd"}`))
 	if r.Outcome.ExitCode == 0 || strings.Contains(string(r.Stdout), "ROOT") {
 		t.Errorf("reading outside its directories: exit %d %q", r.Outcome.ExitCode, r.Stdout)
 	}
-	r, _ = tools.Call(context.Background(), "upper", json.RawMessage(`{"fail":true}`))
+	r, _ = tools.Call(context.Background(), g, "upper", json.RawMessage(`{"fail":true}`))
 	if r.Outcome.ExitCode != 3 || !strings.Contains(r.Detail(), "asked to fail") {
 		t.Errorf("a failing call: exit %d, detail %q", r.Outcome.ExitCode, r.Detail())
 	}
@@ -110,7 +111,8 @@ func BenchmarkWasmToolCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer eng.Close(context.Background())
-			tools, err := NewTools(context.Background(), eng, toolGrant(b, tc.module, data))
+			g := toolGrant(b, tc.module, data)
+			tools, err := NewTools(context.Background(), eng, g)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,7 +121,7 @@ func BenchmarkWasmToolCall(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				r, err := tools.Call(context.Background(), "upper", args)
+				r, err := tools.Call(context.Background(), g, "upper", args)
 				if err != nil || len(r.Stdout) == 0 || !bytes.Contains(bytes.ToUpper(r.Stdout), []byte("HELLO")) {
 					b.Fatalf("call: %v %q", err, r.Stdout)
 				}
