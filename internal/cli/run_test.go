@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -437,4 +438,83 @@ read_write = ["."]
 	if after, _ := os.ReadFile(auditLog); len(after) < len(before) || !bytes.HasPrefix(after, before) {
 		t.Errorf("the audit records were changed: %d bytes, were %d", len(after), len(before))
 	}
+}
+
+// TestWasmToolDirectorySwappedMidSession: in a long session (airlock mcp)
+// a wasm tool's directory replaced by a symlink after the session started
+// (as a shell call of the session can) does not lead the tool outside the
+// grant (red team: the tool read and wrote /outside).
+func TestWasmToolDirectorySwappedMidSession(t *testing.T) {
+	runEnv(t)
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	work := filepath.Join(ws, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "file"), []byte("inside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "file"), []byte("outside the grant"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mod := wasmtest.Build(t, "../wasm/testdata/upper")
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	g := filepath.Join(t.TempDir(), "grant.toml")
+	text := `[paths]
+read_write = ["` + ws + `"]
+[tools.wasm.upper]
+module = "` + mod + `"
+sha256 = "` + hex.EncodeToString(h[:]) + `"
+description = "Upper-cases the text it is given."
+read_write = ["` + work + `"]
+`
+	if err := os.WriteFile(g, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(ws)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int)
+	var stderr bytes.Buffer
+	go func() {
+		done <- Main(context.Background(), []string{"mcp", "--unsandboxed", "--grant", g}, inR, outW, &stderr)
+		outW.Close()
+	}()
+	replies := bufio.NewScanner(outR)
+	replies.Buffer(nil, 1<<20)
+	ask := func(lines ...string) string {
+		for _, l := range lines {
+			if _, err := io.WriteString(inW, l+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !replies.Scan() {
+			t.Fatalf("no reply: %v\n%s", replies.Err(), stderr.String())
+		}
+		return replies.Text()
+	}
+	ask(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	read := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"upper","arguments":{"path":"` + filepath.Join(work, "file") + `"}}}`
+	if res := ask(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, fmt.Sprintf(read, 2)); !strings.Contains(res, "INSIDE") {
+		t.Fatalf("before the swap:\n%s", res)
+	}
+	if err := os.Rename(work, work+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, work); err != nil {
+		t.Fatal(err)
+	}
+	if res := ask(fmt.Sprintf(read, 3)); strings.Contains(res, "OUTSIDE THE GRANT") {
+		t.Errorf("the wasm tool read outside the grant through the swapped directory:\n%s", res)
+	}
+	inW.Close()
+	<-done
 }

@@ -60,6 +60,7 @@ func wasmCallFor(tools *wasm.Tools) broker.WasmCall {
 
 func (p *sessionParts) closeWasm() {
 	if p.wasm != nil {
+		p.wasm.tools.Close()
 		p.wasm.eng.Close(context.Background())
 		p.wasm = nil
 	}

@@ -54,14 +54,23 @@ type rootFS struct {
 	// where it is: denied and protected paths and granted directories
 	// below dir (see holds).
 	keep []string
+	// borrowed says root belongs to the caller (a wasm tool's directory,
+	// opened once when it was loaded): close leaves it open.
+	borrowed bool
 }
 
-func newRootFS(dir string, readOnly bool, g *grant.Grant) (*rootFS, error) {
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
+// newRootFS opens dir (see openDir: no symlink may lead to it) as a
+// preopen; a non-nil root is dir opened already, which it borrows.
+func newRootFS(dir string, root *os.Root, readOnly bool, g *grant.Grant) (*rootFS, error) {
+	borrowed := root != nil
+	if !borrowed {
+		r, err := openDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		root = r
 	}
-	f := &rootFS{root: r, dir: dir, readOnly: readOnly, grant: g}
+	f := &rootFS{root: root, dir: dir, readOnly: readOnly, grant: g, borrowed: borrowed}
 	if g != nil {
 		var keep []string
 		keep = append(keep, g.Masks()...)
@@ -78,7 +87,11 @@ func newRootFS(dir string, readOnly bool, g *grant.Grant) (*rootFS, error) {
 	return f, nil
 }
 
-func (f *rootFS) close() { _ = f.root.Close() }
+func (f *rootFS) close() {
+	if !f.borrowed {
+		_ = f.root.Close()
+	}
+}
 
 // relOf returns the host path p relative to the root, slash-separated, and
 // whether it lies inside the root at all.

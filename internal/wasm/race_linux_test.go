@@ -24,7 +24,7 @@ func TestSwapBetweenCheckAndOpen(t *testing.T) {
 	write(t, filepath.Join(dir, "a", "key"), "fine")
 	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
 	g := testGrant(t, dir, "[paths]\nread_write = [\".\"]\ndeny = [\"private\"]\n")
-	fs, err := newRootFS(dir, false, g)
+	fs, err := newRootFS(dir, nil, false, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestAncestorsOfProtectedPathsStay(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := newRootFS(dir, false, testGrant(t, dir, "[paths]\nread_write = [\".\"]\n"))
+	fs, err := newRootFS(dir, nil, false, testGrant(t, dir, "[paths]\nread_write = [\".\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

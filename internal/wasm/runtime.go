@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -131,6 +132,11 @@ type Dir struct {
 	Guest string // where the module sees it (absolute, slash-separated)
 	// ReadOnly refuses every write below it.
 	ReadOnly bool
+	// Root, when set, is Host opened already (by openDir, when a wasm
+	// tool was loaded), and Run uses it instead of opening Host again;
+	// the caller closes it. Otherwise Run opens Host refusing any symlink
+	// on the way to it.
+	Root *os.Root
 	// Grant, when set, decides every location below Host as it does for
 	// the file tools (grant.CheckResolved): what it denies is absent, and
 	// what it does not let be written (a read-only directory granted
@@ -230,7 +236,7 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		}
 	}()
 	for _, d := range cfg.Dirs {
-		r, err := newRootFS(d.Host, d.ReadOnly, d.Grant)
+		r, err := newRootFS(d.Host, d.Root, d.ReadOnly, d.Grant)
 		if err != nil {
 			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
 		}

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,14 +30,32 @@ type Tools struct {
 }
 
 type wasmTool struct {
-	def grant.WasmTool
-	mod *Module
+	def  grant.WasmTool
+	mod  *Module
+	dirs []toolDir
 }
 
-// NewTools loads and compiles g's wasm tools on eng. A module that cannot
+// toolDir is one of a wasm tool's directories, opened when the tool is
+// loaded and kept: reopening it by name at each call followed whatever a
+// sandbox of the session had put there since ("mv work work.old; ln -s
+// /outside work"), and the tool read and wrote outside the grant.
+type toolDir struct {
+	path     string
+	readOnly bool
+	root     *os.Root
+}
+
+// NewTools loads and compiles g's wasm tools on eng, and opens their
+// directories (refusing one a symlink now leads to). A module that cannot
 // be read, or whose hash differs from its pin, is an error naming it.
-func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (*Tools, error) {
+// Close the tools to close the directories.
+func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (_ *Tools, err error) {
 	t := &Tools{eng: eng, tools: map[string]*wasmTool{}}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
 	for _, w := range g.WasmTools() {
 		b, err := os.ReadFile(w.Module)
 		if err != nil {
@@ -49,9 +69,38 @@ func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (*Tools, error) 
 		if err != nil {
 			return nil, fmt.Errorf("wasm tool %q: %w", w.Name, err)
 		}
-		t.tools[w.Name] = &wasmTool{def: w, mod: m}
+		wt := &wasmTool{def: w, mod: m}
+		t.tools[w.Name] = wt
+		for _, set := range []struct {
+			list []string
+			ro   bool
+		}{{w.ReadWrite, false}, {w.ReadOnly, true}} {
+			for _, p := range set.list {
+				fi, err := os.Lstat(p)
+				if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() {
+					// A granted file is not a preopen; a directory
+					// missing now is not one for this session.
+					continue
+				}
+				r, err := openDir(p)
+				if err != nil {
+					return nil, fmt.Errorf("wasm tool %q: %w", w.Name, err)
+				}
+				wt.dirs = append(wt.dirs, toolDir{path: p, readOnly: set.ro, root: r})
+			}
+		}
 	}
 	return t, nil
+}
+
+// Close closes the tools' directories. Calls must have ended.
+func (t *Tools) Close() {
+	for _, w := range t.tools {
+		for _, d := range w.dirs {
+			_ = d.root.Close()
+		}
+		w.dirs = nil
+	}
 }
 
 // Result is one call of a wasm tool.
@@ -72,16 +121,14 @@ func (t *Tools) Call(ctx context.Context, g *grant.Grant, name string, args json
 		return nil, fmt.Errorf("wasm tool %q: no grant to judge its files by", name)
 	}
 	var dirs []Dir
-	for _, set := range []struct {
-		list []string
-		ro   bool
-	}{{w.def.ReadWrite, false}, {w.def.ReadOnly, true}} {
-		for _, p := range set.list {
-			if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
-				continue // a granted file is not a preopen
-			}
-			dirs = append(dirs, Dir{Host: p, Guest: filepath.ToSlash(p), ReadOnly: set.ro, Grant: g})
+	for _, d := range w.dirs {
+		// Moved since it was loaded: the call fails rather than work on
+		// the directory under another name (each operation is judged
+		// where it really is too, see rootFS).
+		if err := stillAt(d.root, d.path); err != nil {
+			return nil, fmt.Errorf("wasm tool %q: %w", name, err)
 		}
+		dirs = append(dirs, Dir{Host: d.path, Guest: filepath.ToSlash(d.path), ReadOnly: d.readOnly, Grant: g, Root: d.root})
 	}
 	var stdout, stderr bytes.Buffer
 	o, err := t.eng.Run(ctx, w.mod, &Config{

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -132,5 +133,82 @@ func BenchmarkWasmToolCall(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
 		})
+	}
+}
+
+// TestWasmToolDirectoryIsNotReopenedByName: a wasm tool's directory is
+// opened when the tool is loaded and never again by name, so a symlink (or
+// another directory) put in its place later leads the tool nowhere; it
+// was reopened at every call, and a sandboxed shell call of the session
+// that ran "mv work work.old; ln -s /outside work" had the tool read and
+// write outside the grant (red team).
+func TestWasmToolDirectoryIsNotReopenedByName(t *testing.T) {
+	ws, outside := tempDir(t), tempDir(t)
+	work := filepath.Join(ws, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(work, "file"), "inside")
+	write(t, filepath.Join(outside, "file"), "OUTSIDE")
+	mod := wasmtest.Build(t, "testdata/upper")
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	g := testGrant(t, ws, fmt.Sprintf(`
+[paths]
+read_write = ["."]
+[tools.wasm.upper]
+module = %q
+sha256 = %q
+description = "Upper-cases text."
+read_write = ["work"]
+`, mod, hex.EncodeToString(sum[:])))
+	tools, err := NewTools(context.Background(), testEngine(t), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tools.Close()
+	call := func() (string, error) {
+		r, err := tools.Call(context.Background(), g, "upper", json.RawMessage(`{"path":"`+filepath.Join(work, "file")+`"}`))
+		if err != nil {
+			return "", err
+		}
+		return string(r.Stdout), nil
+	}
+	if out, err := call(); err != nil || out != "INSIDE (calls 1)\n" {
+		t.Fatalf("before: %q %v", out, err)
+	}
+	if err := os.Rename(work, work+".old"); err != nil {
+		t.Fatal(err)
+	}
+	for _, swap := range []struct {
+		name string
+		do   func() error
+	}{
+		{"a symlink to a directory outside the grant", func() error { return os.Symlink(outside, work) }},
+		{"another directory", func() error {
+			if err := os.Mkdir(work, 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(work, "file"), []byte("OUTSIDE"), 0o644)
+		}},
+	} {
+		if err := swap.do(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := call()
+		if strings.Contains(out, "OUTSIDE") || !errors.Is(err, errMoved) {
+			t.Errorf("after %s took its place: %q %v, want the call refused", swap.name, out, err)
+		}
+		os.RemoveAll(work)
+	}
+	// A session loading the tool with a symlink in its place refuses it.
+	if err := os.Symlink(outside, work); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTools(context.Background(), testEngine(t), g); !errors.Is(err, errMoved) {
+		t.Errorf("loading with a symlink in its place: %v, want refused", err)
 	}
 }
