@@ -46,7 +46,7 @@ time = "10s"
 }
 
 func TestWasmToolRunsFreshEachCall(t *testing.T) {
-	data := t.TempDir()
+	data := tempDir(t)
 	write(t, filepath.Join(data, "in.txt"), "from a file\nsecond line")
 	g := toolGrant(t, wasmtest.Build(t, "testdata/upper"), data)
 	tools, err := NewTools(context.Background(), testEngine(t), g)
@@ -97,7 +97,7 @@ func TestWasmToolWithWrongHashIsRefused(t *testing.T) {
 // (the runtime's own cost); go is a module built by the Go toolchain (the
 // Go runtime starts in every instance).
 func BenchmarkWasmToolCall(b *testing.B) {
-	data := b.TempDir()
+	data := tempDir(b)
 	echo := filepath.Join(b.TempDir(), "echo.wasm")
 	if err := os.WriteFile(echo, wasmtest.Echo(), 0o644); err != nil {
 		b.Fatal(err)
