@@ -557,25 +557,19 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	spec.Masks = union(call.Masks, under(spec.Masks))
 	spec.ReadOnly = union(call.ReadOnly, under(spec.ReadOnly))
 	spec.ReadOnlyDirs = union(call.ReadOnlyDirs, under(spec.ReadOnlyDirs))
+	// Every limit is the smaller of the broker's and the hands' grant's, a
+	// command's (exec, background work) as a tool call's: a broker narrows
+	// what the hands allow, never widens it. A command's output is its own
+	// (no runner frame around it), so the hands' cap on it is their grant's
+	// output limit itself.
 	l := &spec.Limits
 	l.Wall = time.Duration(smaller(int64(l.Wall), call.Limits.WallMS*int64(time.Millisecond)))
 	if len(call.Command) > 0 {
-		// A command's wall time and output cap are the broker's (exec
-		// relays a user's output, background work runs longer than a tool
-		// call); the output streams to the broker, never held here. The
-		// hands' grant bounds tool calls.
-		if call.Limits.WallMS > 0 {
-			l.Wall = time.Duration(call.Limits.WallMS) * time.Millisecond
-		}
-		if call.Limits.OutputBytes > 0 {
-			l.OutputBytes = call.Limits.OutputBytes
-		}
+		l.OutputBytes = gl.Output
 	}
+	l.OutputBytes = smaller(l.OutputBytes, call.Limits.OutputBytes)
 	l.MemoryBytes = smaller(l.MemoryBytes, call.Limits.MemoryBytes)
 	l.Pids = int(smaller(int64(l.Pids), int64(call.Limits.Pids)))
-	if len(call.Command) == 0 {
-		l.OutputBytes = smaller(l.OutputBytes, call.Limits.OutputBytes)
-	}
 	l.FileBytes = smaller(l.FileBytes, call.Limits.FileBytes)
 	l.TmpBytes = smaller(l.TmpBytes, call.Limits.TmpBytes)
 	l.OpenFiles = int(smaller(int64(l.OpenFiles), int64(call.Limits.OpenFiles)))
