@@ -45,7 +45,7 @@ func (f *remoteFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.endpoint, "remote", "", "run sandboxes on remote hands: `stdio:CMD ARGS...`, ws://HOST:PORT or wss://HOST:PORT (an airlock tool-server), or kube://NAMESPACE/TEMPLATE (a pod per session, see docs/kubernetes.md)")
 	fs.StringVar(&f.tokenFile, "remote-token-file", "", "`FILE` holding the WebSocket tool-server's bearer token (default $AIRLOCK_REMOTE_TOKEN)")
 	fs.StringVar(&f.caFile, "remote-ca", "", "PEM `FILE` of the CA that signed a wss:// tool-server's certificate (default: the system's roots)")
-	fs.DurationVar(&f.heartbeat, "remote-heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval on the remote connection; hands silent for 3 intervals are taken for dead")
+	fs.DurationVar(&f.heartbeat, "remote-heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval on the remote connection (at most "+toolserver.MaxHeartbeat.String()+"); hands silent for 3 intervals are taken for dead")
 }
 
 // wrap returns a backend that runs sandboxes on the remote hands, and

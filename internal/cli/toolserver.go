@@ -49,7 +49,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		keyFile := fs.String("tls-key", "", "TLS key `FILE` (PEM) for --listen")
 		insecure := fs.Bool("insecure-plain", false, "serve plain ws:// on a non-loopback address (the token crosses the network in clear)")
 		name := fs.String("name", "", "name of these hands in the brokers' audit records (default: the host name)")
-		heartbeat := fs.Duration("heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval; a broker silent for 3 intervals is taken for dead and its sandboxes killed")
+		heartbeat := fs.Duration("heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval (at most "+toolserver.MaxHeartbeat.String()+"); a broker silent for 3 intervals is taken for dead and its sandboxes killed")
 		verbose := fs.Bool("v", false, "log connections and calls to stderr")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code

@@ -105,6 +105,9 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
 	}
+	if o.Heartbeat > MaxHeartbeat {
+		return nil, fmt.Errorf("toolserver: a heartbeat interval of %s is longer than the most accepted, %s", o.Heartbeat, MaxHeartbeat)
+	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
 	}
@@ -343,6 +346,8 @@ func (b *Backend) connect(ctx context.Context) (*link, error) {
 		err = fmt.Errorf("the tool-server's first frame is a %s, not a welcome", f.Type)
 	} else if err == nil && f.Control.Version != Version {
 		err = fmt.Errorf("the tool-server chose protocol version %d; this broker speaks %d", f.Control.Version, Version)
+	} else if err == nil && f.Control.HeartbeatMS > MaxHeartbeat.Milliseconds() {
+		err = fmt.Errorf("the tool-server's heartbeat interval of %d ms is too long: the most this broker accepts is %s", f.Control.HeartbeatMS, MaxHeartbeat)
 	}
 	if err != nil {
 		c.Close()

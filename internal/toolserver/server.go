@@ -32,10 +32,14 @@ import (
 )
 
 // DefaultHeartbeat is the heartbeat interval of both ends when none is set.
-// A peer silent for DeadAfter intervals is taken for dead.
+// A peer silent for DeadAfter of the longer of both intervals is taken for
+// dead. Neither end accepts an interval past MaxHeartbeat, its own or the
+// peer's: the longer one decides how long the sandboxes of a half-open
+// connection live on.
 const (
 	DefaultHeartbeat = time.Second
 	DeadAfter        = 3
+	MaxHeartbeat     = 30 * time.Second
 )
 
 // ServerOptions configure a tool-server. NewServer copies them.
@@ -85,6 +89,9 @@ func NewServer(opts *ServerOptions) (*Server, error) {
 	o := *opts
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.Heartbeat > MaxHeartbeat {
+		return nil, fmt.Errorf("toolserver: a heartbeat interval of %s is longer than the most accepted, %s", o.Heartbeat, MaxHeartbeat)
 	}
 	if o.Name == "" {
 		o.Name, _ = os.Hostname()
@@ -233,6 +240,9 @@ func (sc *serverConn) handshake(ctx context.Context) error {
 	}
 	if err == nil && !slices.Contains(f.Control.Versions, Version) {
 		err = fmt.Errorf("no protocol version in common: the broker speaks %v, these hands speak %d", f.Control.Versions, Version)
+	}
+	if err == nil && f.Control.HeartbeatMS > MaxHeartbeat.Milliseconds() {
+		err = fmt.Errorf("the broker's heartbeat interval of %d ms is too long: the most these hands accept is %s", f.Control.HeartbeatMS, MaxHeartbeat)
 	}
 	if err != nil {
 		sc.send(ctx, &Frame{Type: TypeControl, Control: &Control{Op: OpError, Message: err.Error()}})
