@@ -50,6 +50,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		insecure := fs.Bool("insecure-plain", false, "serve plain ws:// on a non-loopback address (the token crosses the network in clear)")
 		name := fs.String("name", "", "name of these hands in the brokers' audit records (default: the host name)")
 		heartbeat := fs.Duration("heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval (at most "+toolserver.MaxHeartbeat.String()+"); a broker silent for 3 intervals is taken for dead and its sandboxes killed")
+		maxSandboxes := fs.Int("max-sandboxes", toolserver.DefaultMaxSandboxes, "run at most `N` sandboxes at once, for all brokers together; a call past that is refused")
 		verbose := fs.Bool("v", false, "log connections and calls to stderr")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
 			return code
@@ -60,6 +61,10 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		}
 		if fs.NArg() != 0 {
 			fs.Usage()
+			return exitUsage
+		}
+		if *maxSandboxes < 1 {
+			fmt.Fprintf(env.Stderr, "airlock tool-server: --max-sandboxes must be at least 1, got %d\n", *maxSandboxes)
 			return exitUsage
 		}
 		if gf.unsandboxed || gf.remote.endpoint != "" {
@@ -117,7 +122,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		if err != nil {
 			return fail(err)
 		}
-		srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: backend, Name: *name, Heartbeat: *heartbeat, Logger: logger})
+		srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: backend, Name: *name, Heartbeat: *heartbeat, MaxSandboxes: *maxSandboxes, Logger: logger})
 		if err != nil {
 			return fail(err)
 		}

@@ -189,7 +189,24 @@ func inProcess(t testing.TB, w *workspace) (*toolserver.Server, string) {
 // in this process on a loopback WebSocket.
 func serveGrant(t testing.TB, g *grant.Grant) (*toolserver.Server, string) {
 	t.Helper()
-	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: sandboxtest.Native(t), Name: "test", Heartbeat: testHeartbeat})
+	return serveWith(t, &toolserver.ServerOptions{Grant: g})
+}
+
+// serveWith serves a tool-server with o, over the native backend unless o
+// names one, in this process on a loopback WebSocket.
+func serveWith(t testing.TB, o *toolserver.ServerOptions) (*toolserver.Server, string) {
+	t.Helper()
+	opts := *o
+	if opts.Backend == nil {
+		opts.Backend = sandboxtest.Native(t)
+	}
+	if opts.Name == "" {
+		opts.Name = "test"
+	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = testHeartbeat
+	}
+	srv, err := toolserver.NewServer(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}

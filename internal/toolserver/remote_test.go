@@ -194,7 +194,7 @@ func TestToken(t *testing.T) {
 // and each gets its own answer.
 func TestManyCallsOneConnection(t *testing.T) {
 	w := newWorkspace(t)
-	_, url := inProcess(t, w)
+	_, url := serveWith(t, &toolserver.ServerOptions{Grant: w.grant, MaxSandboxes: 50})
 	p := newFrameProxy(t, url)
 	for i := range 50 {
 		if err := os.WriteFile(filepath.Join(w.root, fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {

@@ -42,6 +42,12 @@ const (
 	MaxHeartbeat     = 30 * time.Second
 )
 
+// DefaultMaxSandboxes is how many sandboxes a tool-server runs at once when
+// ServerOptions.MaxSandboxes is zero: a broker process runs at most 8 calls
+// and 16 background works at once, and a reconnecting one may briefly have
+// its old connection's sandboxes still being torn down.
+const DefaultMaxSandboxes = 32
+
 // ServerOptions configure a tool-server. NewServer copies them.
 type ServerOptions struct {
 	// Grant caps whatever any broker asks: every mount, path, cwd and limit
@@ -56,6 +62,10 @@ type ServerOptions struct {
 	// Heartbeat is the interval of the server's heartbeats (default
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
+	// MaxSandboxes is how many sandboxes the server runs at once, for all
+	// its connections together (default DefaultMaxSandboxes); a call past
+	// it is refused at once with a sentence naming the cap.
+	MaxSandboxes int
 	// Egress configures the egress proxy of calls that reach the network.
 	Egress *broker.EgressOptions
 	// Logger receives operational logs; nil discards.
@@ -73,6 +83,8 @@ type Server struct {
 	cache    *resultCache
 	running  atomic.Int64
 	runs     atomic.Int64
+	// slots holds one token per call admitted to run, up to MaxSandboxes.
+	slots chan struct{}
 }
 
 // Running is the number of sandboxes running now.
@@ -93,6 +105,9 @@ func NewServer(opts *ServerOptions) (*Server, error) {
 	if o.Heartbeat > MaxHeartbeat {
 		return nil, fmt.Errorf("toolserver: a heartbeat interval of %s is longer than the most accepted, %s", o.Heartbeat, MaxHeartbeat)
 	}
+	if o.MaxSandboxes <= 0 {
+		o.MaxSandboxes = DefaultMaxSandboxes
+	}
 	if o.Name == "" {
 		o.Name, _ = os.Hostname()
 		if o.Name == "" {
@@ -108,6 +123,7 @@ func NewServer(opts *ServerOptions) (*Server, error) {
 		identity: o.Name + "/" + randomHex(6),
 		logger:   logger,
 		cache:    newResultCache(1024, 64<<20),
+		slots:    make(chan struct{}, o.MaxSandboxes),
 	}, nil
 }
 
@@ -328,16 +344,29 @@ func (sc *serverConn) start(ctx context.Context, id string, call *Call, raw []by
 		if call.Input != nil {
 			// Tool calls are recorded: a second ask of the same id gets
 			// the first answer, never a second run.
+			var refused *Result
 			res = sc.s.cache.do(cctx, id, sum, func() (*Result, bool) {
+				if !sc.s.admit() {
+					// Not an answer to keep: asked again, it may run.
+					refused = sc.s.busy(id)
+					return refused, false
+				}
+				defer sc.s.leave()
 				res := sc.s.run(cctx, id, call, r, nil)
 				// A run cut short by its connection ending is not an
 				// answer: a retry on a new connection runs it again.
 				return res, ctx.Err() == nil
 			})
+			if res == nil {
+				res = refused
+			}
+		} else if !sc.s.admit() {
+			res = sc.s.busy(id)
 		} else {
 			res = sc.s.run(cctx, id, call, r, func(stream int, seq int64, p []byte) error {
 				return sc.send(ctx, &Frame{Type: TypeOutput, ID: id, Output: &Chunk{Seq: seq, Stream: stream, Data: p}})
 			})
+			sc.s.leave()
 		}
 		if res == nil {
 			return // the connection ended
@@ -379,6 +408,25 @@ func (sc *serverConn) control(id string, c *Control) {
 		default:
 		}
 	}
+}
+
+// admit takes one of the server's sandbox slots, or reports false when
+// every one is taken; leave gives it back.
+func (s *Server) admit() bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) leave() { <-s.slots }
+
+// busy is the answer to a call refused because every slot is taken.
+func (s *Server) busy(id string) *Result {
+	s.logger.Warn("refused a call: every sandbox slot is taken", "call", id, "max", cap(s.slots))
+	return &Result{Error: fmt.Sprintf("these hands are busy: %d sandboxes are running, the most these hands run at once (airlock tool-server --max-sandboxes); try again when one has ended", cap(s.slots))}
 }
 
 // run checks call against the hands' grant and runs it in a fresh sandbox.
