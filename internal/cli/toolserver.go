@@ -12,9 +12,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
@@ -50,6 +50,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		insecure := fs.Bool("insecure-plain", false, "serve plain ws:// on a non-loopback address (the token crosses the network in clear)")
 		name := fs.String("name", "", "name of these hands in the brokers' audit records (default: the host name)")
 		heartbeat := fs.Duration("heartbeat", toolserver.DefaultHeartbeat, "heartbeat interval (at most "+toolserver.MaxHeartbeat.String()+"); a broker silent for 3 intervals is taken for dead and its sandboxes killed")
+		maxConns := fs.Int("max-connections", toolserver.DefaultMaxConnections, "with --listen, hold at most `N` connections open: at the cap a new one takes the place of the oldest that has not shown the token, or is refused when all have")
 		maxSandboxes := fs.Int("max-sandboxes", toolserver.DefaultMaxSandboxes, "run at most `N` sandboxes at once, for all brokers together; a call past that is refused")
 		verbose := fs.Bool("v", false, "log connections and calls to stderr")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
@@ -61,6 +62,10 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		}
 		if fs.NArg() != 0 {
 			fs.Usage()
+			return exitUsage
+		}
+		if *maxConns < 1 {
+			fmt.Fprintf(env.Stderr, "airlock tool-server: --max-connections must be at least 1, got %d\n", *maxConns)
 			return exitUsage
 		}
 		if *maxSandboxes < 1 {
@@ -135,11 +140,18 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 			}
 			return exitOK
 		}
-		ln, err := net.Listen("tcp", *listen)
+		tcp, err := net.Listen("tcp", *listen)
 		if err != nil {
 			return fail(err)
 		}
-		hs := &http.Server{Handler: srv.Handler(token), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		// Connections without the token give way to those with it, so
+		// clients that never authenticate cannot keep a broker out.
+		busy := ""
+		if *certFile == "" {
+			busy = "airlock tool-server: too many connections are open; try again shortly\n"
+		}
+		var ln net.Listener = connlimit.New(tcp, *maxConns, busy)
+		hs := srv.HTTPServer(token)
 		scheme := "ws"
 		if *certFile != "" {
 			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)

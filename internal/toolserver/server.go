@@ -25,6 +25,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/tool"
@@ -132,16 +133,20 @@ func (s *Server) Identity() string { return s.identity }
 
 // Handler serves the protocol over WebSocket at any path. Every request
 // must carry "Authorization: Bearer TOKEN"; anything else is refused with
-// 401 before the upgrade.
+// 401 before the upgrade, and its connection is closed after the answer.
+// A request with the token marks its connection authenticated for a
+// connlimit.Listener.
 func (s *Server) Handler(token string) http.Handler {
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
 		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
 			s.logger.Warn("refused a connection without the right token", "remote", r.RemoteAddr)
+			w.Header().Set("Connection", "close")
 			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
 			return
 		}
+		connlimit.Authenticated(r.Context())
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			s.logger.Warn("websocket upgrade", "remote", r.RemoteAddr, "err", err)
@@ -153,6 +158,37 @@ func (s *Server) Handler(token string) http.Handler {
 			s.logger.Info("connection ended", "remote", r.RemoteAddr, "err", err)
 		}
 	})
+}
+
+// Settings of the HTTP server HTTPServer builds, and the connection cap of
+// `airlock tool-server --listen`.
+const (
+	// HeaderTimeout bounds the wait for a request's headers, the first
+	// request's included: a connection that says nothing is closed.
+	HeaderTimeout = 10 * time.Second
+	// IdleTimeout closes a kept-alive connection this long after its last
+	// answer. A broker's connection is a WebSocket from its first request
+	// on and never idles as HTTP; nothing else has reason to keep one.
+	IdleTimeout = 30 * time.Second
+	// DefaultMaxConnections caps the connections open at once.
+	DefaultMaxConnections = 128
+)
+
+// HTTPServer returns the http.Server that serves Handler(token), to serve
+// on a connlimit.Listener: a connection without the token is closed after
+// its 401, one that sends no request within HeaderTimeout or none after
+// its answer within IdleTimeout is closed, and the listener can tell the
+// connections that have shown the token (ConnContext). It has no read or
+// write timeout for a whole request: a broker's connection lasts as long as
+// its session.
+func (s *Server) HTTPServer(token string) *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(token),
+		ReadHeaderTimeout: HeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		ConnContext:       connlimit.ConnContext,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // ServeConn serves one broker's connection until it ends or ctx is

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,6 +218,37 @@ func TestCallOverWebSocketTLS(t *testing.T) {
 	out2, err := c.CombinedOutput()
 	if err == nil || !strings.Contains(string(out2), "plain ws:// only on a loopback address") {
 		t.Fatalf("plain ws on 0.0.0.0: %v\n%s", err, out2)
+	}
+}
+
+// TestToolServerUnauthenticatedFlood: clients without the token open and
+// hold more connections than `airlock tool-server --listen` keeps (each
+// refused one after its 401, each silent one without a word); a broker with
+// the token still connects and its call runs.
+func TestToolServerUnauthenticatedFlood(t *testing.T) {
+	needNative(t)
+	w := newWorkspace(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("a-token-of-enough-length\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := startToolServer(t, "--root", w.root, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--max-connections", "8")
+	addr := strings.TrimPrefix(url, "ws://")
+	for i := range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if i%2 == 0 {
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", addr) // refused: 401
+		}
+	}
+	c := exec.Command(airlock(t), "call", "--root", w.root, "--remote", url, "--remote-token-file", tokenFile, "read_file", `{"path":"hello.txt"}`)
+	c.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+w.records)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hello from interop") {
+		t.Fatalf("a call with the token while 40 connections without it are held: %v\n%s", err, out)
 	}
 }
 
