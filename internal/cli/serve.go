@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/mcpserver"
 )
 
@@ -53,7 +54,7 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		plain := fs.Bool("insecure-plain-http", false, "allow plain HTTP on a non-loopback address (the token travels unencrypted)")
 		var origins multiFlag
 		fs.Var(&origins, "allow-origin", "also accept browser requests from `ORIGIN`, e.g. https://app.example:8443 (repeatable)")
-		maxConns := fs.Int("max-connections", mcpserver.DefaultMaxConnections, "close connections beyond `N` open at once")
+		maxConns := fs.Int("max-connections", mcpserver.DefaultMaxConnections, "hold at most `N` connections open: at the cap a new one takes the place of the oldest that has not shown the token, or is refused when all have")
 		shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long calls in flight may finish before they are stopped")
 		maxBody := fs.Int64("max-body-bytes", mcpserver.DefaultMaxBodyBytes, "refuse request bodies larger than `N` bytes (413)")
 		idle := fs.Duration("idle-timeout", time.Hour, "end an MCP session after this long without a request (0: never)")
@@ -124,7 +125,13 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 			fmt.Fprintf(env.Stderr, "airlock serve: --listen %s resolved to %s, which is not a loopback address\n", *listen, tcp.Addr())
 			return exitUsage
 		}
-		ln := mcpserver.NewLimitListener(tcp, *maxConns, tlsConf == nil)
+		// Connections that have not shown the token give way to new ones,
+		// so clients without it cannot keep those with it out.
+		busy := ""
+		if tlsConf == nil {
+			busy = mcpserver.BusyText
+		}
+		ln := connlimit.New(tcp, *maxConns, busy)
 
 		if *tokenFile != "" {
 			// The token file is airlock's own: no sandbox may read it.

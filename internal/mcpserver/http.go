@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/connlimit"
 )
 
 // DefaultMaxBodyBytes caps an HTTP request body when HTTPOptions leave it zero.
@@ -44,9 +46,9 @@ type HTTPOptions struct {
 	// besides loopback ones and those whose host is the address the request
 	// arrived on. A request with any other Origin header is refused with 403.
 	AllowOrigins []string
-	// Connections, when set, is the listener whose open and refused
-	// connections /metrics reports.
-	Connections *LimitListener
+	// Connections, when set, is the listener whose open, refused and
+	// evicted connections /metrics reports.
+	Connections *connlimit.Listener
 }
 
 // DefaultBodyTimeout is how long a client may take to send a request body.
@@ -80,7 +82,11 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	})
 	auth := func(h http.Handler) http.Handler {
 		if o.NoAuth {
-			return h
+			// Every client is as good as any: none gives way to another.
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				connlimit.Authenticated(r.Context())
+				h.ServeHTTP(w, r)
+			})
 		}
 		return requireToken(o.Token, h)
 	}
@@ -112,7 +118,9 @@ func (s *Server) isDraining() bool {
 }
 
 // requireToken refuses a request without "Authorization: Bearer token" with
-// 401. The comparison takes the same time whatever the presented value.
+// 401 and closes its connection after the answer; a request with it marks
+// its connection authenticated (connlimit). The comparison takes the same
+// time whatever the presented value.
 func requireToken(token string, h http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,9 +128,11 @@ func requireToken(token string, h http.Handler) http.Handler {
 		sum := sha256.Sum256([]byte(got))
 		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			w.Header().Set("Connection", "close")
 			http.Error(w, "a bearer token is required (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
 			return
 		}
+		connlimit.Authenticated(r.Context())
 		h.ServeHTTP(w, r)
 	})
 }

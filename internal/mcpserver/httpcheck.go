@@ -100,6 +100,7 @@ func checkHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
 			if isLoopbackHost(hostOnly(local.String())) && !isLoopbackHost(hostOnly(r.Host)) {
+				w.Header().Set("Connection", "close")
 				http.Error(w, fmt.Sprintf("Forbidden: Host %q is not a loopback name on a loopback listener", r.Host), http.StatusForbidden)
 				return
 			}
@@ -117,6 +118,7 @@ func checkOrigin(allowed map[string]bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin != "" && !originAllowed(origin, r, allowed) {
+			w.Header().Set("Connection", "close")
 			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (airlock serve --allow-origin adds one)", origin), http.StatusForbidden)
 			return
 		}

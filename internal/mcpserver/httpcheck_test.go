@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/mcpserver"
 )
 
@@ -213,18 +214,16 @@ func TestHostCheck(t *testing.T) {
 	}
 }
 
-// TestConnectionLimits serves through the connection cap and timeouts of
-// `airlock serve`, made small: a connection beyond the cap is told 503 and
-// closed; a connection that sends nothing, one that stops in the middle of
-// its body and one left idle after a response are each closed by the server.
-func TestConnectionLimits(t *testing.T) {
-	f := newFixture(t, nil, nil)
+// serveCapped serves f as `airlock serve` does: through a connection cap
+// of max, with the header, idle and body timeouts short when short is not
+// zero.
+func serveCapped(t *testing.T, f *fixture, max int, short time.Duration) (*connlimit.Listener, string) {
+	t.Helper()
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const short = 300 * time.Millisecond
-	ln := mcpserver.NewLimitListener(tcp, 2, true)
+	ln := connlimit.New(tcp, max, mcpserver.BusyText)
 	h, err := f.srv.Handler(&mcpserver.HTTPOptions{Token: testToken, BodyTimeout: short, Connections: ln})
 	if err != nil {
 		t.Fatal(err)
@@ -232,62 +231,151 @@ func TestConnectionLimits(t *testing.T) {
 	hs := mcpserver.NewHTTPServer(h, &mcpserver.HTTPServerOptions{HeaderTimeout: short, IdleTimeout: short})
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	addr := tcp.Addr().String()
-	dial := func() net.Conn {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		// Only a guard against hanging the test; the server must close first.
-		c.SetReadDeadline(time.Now().Add(60 * time.Second))
-		return c
-	}
-	// readAll reads until the server closes the connection.
-	readAll := func(c net.Conn) (string, error) {
-		b, err := io.ReadAll(c)
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return string(b), fmt.Errorf("the server never closed the connection (%w)", err)
-		}
-		return string(b), nil
-	}
+	return ln, tcp.Addr().String()
+}
 
-	silent := dial()
-	slowBody := dial()
+// dialRaw opens a TCP connection to addr.
+func dialRaw(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// Only a guard against hanging the test; the server must close first.
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	return c
+}
+
+// readAll reads until the server closes the connection.
+func readAll(r io.Reader) (string, error) {
+	b, err := io.ReadAll(r)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return string(b), fmt.Errorf("the server never closed the connection (%w)", err)
+	}
+	return string(b), nil
+}
+
+// rawRequest sends one HTTP request on c and reads its response; the
+// body is read and kept in body.
+func rawRequest(t *testing.T, c net.Conn, br *bufio.Reader, request string) (resp *http.Response, body string) {
+	t.Helper()
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// initializeRequest is a raw initialize POST to addr, with header lines.
+func initializeRequest(addr, headers string) string {
+	return fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, headers, len(initialize), initialize)
+}
+
+// TestConnectionTimeouts serves with the timeouts of `airlock serve` made
+// short: a connection that sends nothing, one that stops in the middle of
+// its body and one left idle after a response are each closed by the
+// server.
+func TestConnectionTimeouts(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	_, addr := serveCapped(t, f, 16, 300*time.Millisecond)
+	silent := dialRaw(t, addr)
+	slowBody := dialRaw(t, addr)
 	fmt.Fprintf(slowBody, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":", addr, testToken)
-	eventually(t, 10*time.Second, "two connections open", func() bool { return ln.Open() == 2 })
-
-	extra := dial()
-	got, err := readAll(extra)
-	if err != nil || !strings.HasPrefix(got, "HTTP/1.1 503 ") || !strings.Contains(got, "too many connections") {
-		t.Errorf("the connection beyond the cap read %q (%v), want a 503 and the close", got, err)
-	}
 	if got, err := readAll(silent); err != nil || got != "" {
 		t.Errorf("the silent connection: read %q, %v; want it closed without a word", got, err)
 	}
 	if got, err := readAll(slowBody); err != nil || !strings.HasPrefix(got, "HTTP/1.1 408 ") {
 		t.Errorf("the slow body: read %q, %v; want 408 and the close", got, err)
 	}
-
-	idle := dial()
-	fmt.Fprintf(idle, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	idle := dialRaw(t, addr)
 	br := bufio.NewReader(idle)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /healthz on a kept-alive connection: %v %v", resp, err)
+	if resp, _ := rawRequest(t, idle, br, fmt.Sprintf("GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)); resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("GET /healthz on a kept-alive connection: %d, close %v", resp.StatusCode, resp.Close)
 	}
-	io.Copy(io.Discard, resp.Body)
-	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+	if rest, err := readAll(br); err != nil || len(rest) != 0 {
 		t.Errorf("the idle connection: %q, %v; want it closed", rest, err)
 	}
+}
 
-	eventually(t, 10*time.Second, "the connections to be released", func() bool { return ln.Open() == 0 })
-	code, body, _ := get(t, "http://"+addr+mcpserver.PathMetrics, map[string]string{"Authorization": "Bearer " + testToken})
-	for _, line := range []string{"airlock_http_connections_max 2", "airlock_http_connections_open 1", "airlock_http_connections_refused_total 1"} {
-		if code != http.StatusOK || !hasLine(body, line) {
-			t.Errorf("/metrics (%d) lacks %q:\n%s", code, line, body)
+// TestRefusalsCloseTheConnection: a request refused for its token (401),
+// its Host or its Origin (403) is answered with "Connection: close" and
+// its connection closed, so a client refused holds nothing afterwards.
+func TestRefusalsCloseTheConnection(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ln, addr := serveCapped(t, f, 16, 0)
+	for _, tc := range []struct {
+		name, headers string
+		want          int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"wrong token", "Authorization: Bearer " + strings.Repeat("x", len(testToken)) + "\r\n", http.StatusUnauthorized},
+		{"foreign Origin", "Authorization: Bearer " + testToken + "\r\nOrigin: https://evil.example\r\n", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, addr)
+			br := bufio.NewReader(c)
+			resp, _ := rawRequest(t, c, br, initializeRequest(addr, tc.headers))
+			if resp.StatusCode != tc.want || !resp.Close {
+				t.Errorf("status %d, close %v; want %d and Connection: close", resp.StatusCode, resp.Close, tc.want)
+			}
+			if rest, err := readAll(br); err != nil || rest != "" {
+				t.Errorf("after the refusal: %q, %v; want the connection closed", rest, err)
+			}
+		})
+	}
+	c := dialRaw(t, addr)
+	br := bufio.NewReader(c)
+	resp, _ := rawRequest(t, c, br, fmt.Sprintf("GET /healthz HTTP/1.1\r\nHost: rebound.example:%s\r\n\r\n", strings.Split(addr, ":")[1]))
+	if resp.StatusCode != http.StatusForbidden || !resp.Close {
+		t.Errorf("a foreign Host: status %d, close %v; want 403 and Connection: close", resp.StatusCode, resp.Close)
+	}
+	if rest, err := readAll(br); err != nil || rest != "" {
+		t.Errorf("after the foreign Host: %q, %v; want the connection closed", rest, err)
+	}
+	eventually(t, 10*time.Second, "every refused connection released", func() bool { return ln.Open() == 0 })
+}
+
+// TestUnauthenticatedCannotStarve: connections that never show the token
+// (kept after a 401, or silent) fill the cap, and an authorised client
+// still gets in: a new connection takes the place of the oldest of them.
+// Only a cap full of connections that showed the token refuses one (503).
+func TestUnauthenticatedCannotStarve(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	ln, addr := serveCapped(t, f, 3, 0)
+	for range 3 {
+		c := dialRaw(t, addr)
+		rawRequest(t, c, bufio.NewReader(c), initializeRequest(addr, ""))
+	}
+	eventually(t, 10*time.Second, "the refused connections closed", func() bool { return ln.Open() == 0 })
+	for range 3 {
+		dialRaw(t, addr)
+	}
+	eventually(t, 10*time.Second, "the silent connections accepted", func() bool { return ln.Open() == 3 })
+	auth := "Authorization: Bearer " + testToken + "\r\n"
+	var c net.Conn
+	var br *bufio.Reader
+	for i := range 3 {
+		c = dialRaw(t, addr)
+		br = bufio.NewReader(c)
+		if resp, body := rawRequest(t, c, br, initializeRequest(addr, auth)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("authorised initialize %d with the cap full: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	got, err := readAll(dialRaw(t, addr))
+	if err != nil || !strings.HasPrefix(got, "HTTP/1.1 503 ") || !strings.Contains(got, "too many connections") {
+		t.Errorf("a connection past a cap of authorised ones read %q (%v), want a 503 and the close", got, err)
+	}
+	resp, body := rawRequest(t, c, br, fmt.Sprintf("GET /metrics HTTP/1.1\r\nHost: %s\r\n%s\r\n", addr, auth))
+	for _, line := range []string{"airlock_http_connections_open 3", "airlock_http_connections_max 3", "airlock_http_connections_evicted_total 3", "airlock_http_connections_refused_total 1"} {
+		if resp.StatusCode != http.StatusOK || !hasLine(body, line) {
+			t.Errorf("/metrics (%d) lacks %q:\n%s", resp.StatusCode, line, body)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/connlimit"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -156,7 +157,7 @@ func (m *Metrics) sessionOpened() {
 // gauges are the values read from the server at scrape time.
 type gauges struct {
 	inFlight, running, waiting, sessions int
-	conns                                *LimitListener // nil: not serving HTTP through one
+	conns                                *connlimit.Listener // nil: not serving HTTP through one
 }
 
 // write renders m and g in the Prometheus text format (version 0.0.4).
@@ -230,8 +231,10 @@ func (m *Metrics) write(w io.Writer, g gauges) error {
 		fmt.Fprintf(bw, "airlock_http_connections_open %d\n", c.Open())
 		header(bw, "airlock_http_connections_max", "gauge", "The cap on HTTP connections open at once.")
 		fmt.Fprintf(bw, "airlock_http_connections_max %d\n", c.Max())
-		header(bw, "airlock_http_connections_refused_total", "counter", "HTTP connections closed at once because the cap was reached.")
+		header(bw, "airlock_http_connections_refused_total", "counter", "HTTP connections closed at once because the cap was reached by connections that had shown the token.")
 		fmt.Fprintf(bw, "airlock_http_connections_refused_total %d\n", c.Refused())
+		header(bw, "airlock_http_connections_evicted_total", "counter", "HTTP connections that had not shown the token, closed at the cap to make room for a new one.")
+		fmt.Fprintf(bw, "airlock_http_connections_evicted_total %d\n", c.Evicted())
 	}
 	return bw.Flush()
 }
@@ -286,7 +289,7 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 func (s *Server) WriteMetrics(w io.Writer) error { return s.writeMetrics(w, nil) }
 
 // writeMetrics writes the metrics, and those of conns when it is not nil.
-func (s *Server) writeMetrics(w io.Writer, conns *LimitListener) error {
+func (s *Server) writeMetrics(w io.Writer, conns *connlimit.Listener) error {
 	inFlight, running, waiting, sessions := s.stats()
 	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions, conns: conns})
 }
