@@ -57,6 +57,7 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		maxConns := fs.Int("max-connections", mcpserver.DefaultMaxConnections, "hold at most `N` connections open: at the cap a new one takes the place of the oldest that has not shown the token, or is refused when all have")
 		shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGTERM, how long calls in flight may finish before they are stopped")
 		maxBody := fs.Int64("max-body-bytes", mcpserver.DefaultMaxBodyBytes, "refuse request bodies larger than `N` bytes (413)")
+		maxSessions := fs.Int("max-sessions", mcpserver.DefaultMaxSessions, "keep at most `N` MCP sessions at once; one more initialize is refused (503)")
 		idle := fs.Duration("idle-timeout", time.Hour, "end an MCP session after this long without a request (0: never)")
 		quiet := fs.Bool("q", false, "log only warnings and errors")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
@@ -94,6 +95,10 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		}
 		if *maxConns < 1 {
 			fmt.Fprintf(env.Stderr, "airlock serve: --max-connections must be at least 1, got %d\n", *maxConns)
+			return exitUsage
+		}
+		if *maxSessions < 1 {
+			fmt.Fprintf(env.Stderr, "airlock serve: --max-sessions must be at least 1, got %d\n", *maxSessions)
 			return exitUsage
 		}
 		if err := mcpserver.CheckOrigins(origins); err != nil {
@@ -146,7 +151,7 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		}
 		defer parts.close()
 		h, err := srv.Handler(&mcpserver.HTTPOptions{Token: token, NoAuth: *noAuth, MaxBodyBytes: *maxBody,
-			SessionIdleTimeout: *idle, AllowOrigins: origins, Connections: ln})
+			MaxSessions: *maxSessions, SessionIdleTimeout: *idle, AllowOrigins: origins, Connections: ln})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
 			return exitFailure

@@ -34,6 +34,10 @@ type HTTPOptions struct {
 	// MaxBodyBytes caps a request body; a larger one is refused with 413.
 	// Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxSessions caps the MCP sessions kept at once; an initialize past it
+	// is refused with 503 and a JSON-RPC error naming the cap. Zero means
+	// DefaultMaxSessions.
+	MaxSessions int
 	// SessionIdleTimeout closes an MCP session, and its broker session, after
 	// this long without a request from its client. Zero keeps idle sessions
 	// until the client ends them.
@@ -71,6 +75,16 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	sessions := &sessionCap{max: o.MaxSessions, live: func() int {
+		n := 0
+		for range s.mcp.Sessions() {
+			n++
+		}
+		return n
+	}}
 	origins, err := parseOrigins(o.AllowOrigins)
 	if err != nil {
 		return nil, err
@@ -91,7 +105,7 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 		return requireToken(o.Token, h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, auth(limitBody(o.MaxBodyBytes, checkPost(o.BodyTimeout, s.stopOnDelete(streamable)))))
+	mux.Handle(PathMCP, auth(limitBody(o.MaxBodyBytes, checkPost(o.BodyTimeout, sessions, s.stopOnDelete(streamable)))))
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if s.isDraining() {
@@ -103,7 +117,7 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 	})
 	mux.Handle("GET "+PathMetrics, auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		if err := s.writeMetrics(w, o.Connections); err != nil {
+		if err := s.writeMetrics(w, o.Connections, sessions); err != nil {
 			s.logger.Debug("writing metrics", "err", err)
 		}
 	})))

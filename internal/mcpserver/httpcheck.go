@@ -24,9 +24,11 @@ var sessionless = map[string]bool{"initialize": true, "server/discover": true}
 // checkPost reads a JSON POST body within timeout and checks it as
 // checkMessage does, before the SDK sees it: a malformed or ambiguous
 // message gets a JSON-RPC error object with 400, and so does any message
-// but initialize or server/discover without an Mcp-Session-Id. The SDK then
-// reads the checked body from memory (it is capped by limitBody already).
-func checkPost(timeout time.Duration, h http.Handler) http.Handler {
+// but initialize or server/discover without an Mcp-Session-Id; one of those
+// two is refused with 503 and a JSON-RPC error naming the cap when sessions
+// are full. The SDK then reads the checked body from memory (it is capped
+// by limitBody already).
+func checkPost(timeout time.Duration, sessions *sessionCap, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); r.Method != http.MethodPost || mt != "application/json" {
 			h.ServeHTTP(w, r) // the SDK refuses the method or media type
@@ -65,6 +67,16 @@ func checkPost(timeout time.Duration, h http.Handler) http.Handler {
 			w.WriteHeader(http.StatusBadRequest)
 			w.Write(encodeReply(bad))
 			return
+		}
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			leave, refusal := sessions.enter()
+			if refusal != "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write(encodeReply(&rpcError{ID: messageID(msg), Code: codeTooManySessions, Message: refusal}))
+				return
+			}
+			defer leave()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

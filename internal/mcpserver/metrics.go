@@ -158,6 +158,7 @@ func (m *Metrics) sessionOpened() {
 type gauges struct {
 	inFlight, running, waiting, sessions int
 	conns                                *connlimit.Listener // nil: not serving HTTP through one
+	mcpSessions                          *sessionCap         // nil: not serving HTTP
 }
 
 // write renders m and g in the Prometheus text format (version 0.0.4).
@@ -226,6 +227,14 @@ func (m *Metrics) write(w io.Writer, g gauges) error {
 	fmt.Fprintf(bw, "airlock_sessions_open %d\n", g.sessions)
 	header(bw, "airlock_sessions_opened_total", "counter", "Broker sessions opened.")
 	fmt.Fprintf(bw, "airlock_sessions_opened_total %d\n", m.opened)
+	if c := g.mcpSessions; c != nil {
+		header(bw, "airlock_mcp_sessions_open", "gauge", "MCP sessions kept over HTTP now, those that have not yet called a tool included.")
+		fmt.Fprintf(bw, "airlock_mcp_sessions_open %d\n", c.live())
+		header(bw, "airlock_mcp_sessions_max", "gauge", "The cap on MCP sessions kept over HTTP at once.")
+		fmt.Fprintf(bw, "airlock_mcp_sessions_max %d\n", c.max)
+		header(bw, "airlock_mcp_sessions_refused_total", "counter", "Requests to start an MCP session refused because the cap was reached.")
+		fmt.Fprintf(bw, "airlock_mcp_sessions_refused_total %d\n", c.refused.Load())
+	}
 	if c := g.conns; c != nil {
 		header(bw, "airlock_http_connections_open", "gauge", "HTTP connections open now.")
 		fmt.Fprintf(bw, "airlock_http_connections_open %d\n", c.Open())
@@ -286,10 +295,11 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 }
 
 // WriteMetrics writes the server's metrics in the Prometheus text format.
-func (s *Server) WriteMetrics(w io.Writer) error { return s.writeMetrics(w, nil) }
+func (s *Server) WriteMetrics(w io.Writer) error { return s.writeMetrics(w, nil, nil) }
 
-// writeMetrics writes the metrics, and those of conns when it is not nil.
-func (s *Server) writeMetrics(w io.Writer, conns *connlimit.Listener) error {
+// writeMetrics writes the metrics, and those of conns and mcpSessions when
+// they are not nil.
+func (s *Server) writeMetrics(w io.Writer, conns *connlimit.Listener, mcpSessions *sessionCap) error {
 	inFlight, running, waiting, sessions := s.stats()
-	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions, conns: conns})
+	return s.metrics.write(w, gauges{inFlight: inFlight, running: running, waiting: waiting, sessions: sessions, conns: conns, mcpSessions: mcpSessions})
 }

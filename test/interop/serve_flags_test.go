@@ -54,6 +54,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{"a cert that is not one", []string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(w.root, "hello.txt"), "--tls-key", filepath.Join(w.root, "hello.txt")}, nil, "--tls-cert"},
 		{"an origin without a scheme", []string{"--listen", "127.0.0.1:0", "--allow-origin", "app.example"}, nil, "--allow-origin"},
 		{"no connections", []string{"--listen", "127.0.0.1:0", "--max-connections", "0"}, nil, "--max-connections must be at least 1"},
+		{"no sessions", []string{"--listen", "127.0.0.1:0", "--max-sessions", "0"}, nil, "--max-sessions must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
