@@ -220,15 +220,17 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 
 	s.bg.mu.Lock()
 	defer s.bg.mu.Unlock()
-	running := 0
-	for _, w := range s.bg.works {
-		if w.running() {
-			running++
+	if why := s.adm.startBackground(); why != "" {
+		return wire.ToolOutput{}, "", fmt.Sprintf("field %q: %s", "run_in_background", why)
+	}
+	// The work's place in the budget is given back when it ends, or now
+	// if it never starts.
+	started := false
+	defer func() {
+		if !started {
+			s.adm.endBackground()
 		}
-	}
-	if running >= s.opts.MaxBackground {
-		return wire.ToolOutput{}, "", fmt.Sprintf("field %q: %d background commands are already running in this session (the most allowed); stop one with background_command first", "run_in_background", running)
-	}
+	}()
 
 	id := "wrk_" + randomHex(8)
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
@@ -310,12 +312,14 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 	w.cancel = cancel
 	s.bg.works[id] = w
 	s.bg.wg.Add(1)
+	started = true
 	go func() {
 		defer s.bg.wg.Done()
 		defer cancel()
 		res, err := s.opts.Backend.Run(ctx, spec)
 		stopEgress()
 		s.finish(w, res, err)
+		s.adm.endBackground() // free once the work is seen to have ended
 		close(w.done)
 	}()
 	s.logger.Info("background work started", "work", id, "call", c.id)

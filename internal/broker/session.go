@@ -73,6 +73,12 @@ type Options struct {
 	// (whose mounts hold only the grant), the granted directory when the
 	// backend does not isolate. Empty means "/".
 	ToolRoot string
+	// Admission, when set, is a budget of sandboxes shared with the other
+	// sessions given it (a server's sessions): their calls running, those
+	// waiting and their background work count against it together, and
+	// MaxConcurrent, MaxQueue and MaxBackground are ignored. Nil gives the
+	// session a budget of its own.
+	Admission *Admission
 	// MaxConcurrent calls run at once; more wait in a queue of MaxQueue
 	// (negative: no queue); past that a call is refused at once.
 	MaxConcurrent, MaxQueue int
@@ -162,7 +168,9 @@ type Session struct {
 	secrets *secretStore
 	logger  *slog.Logger
 
-	slots   chan struct{}
+	// adm is the session's budget, its own or shared; waiting and running
+	// are the session's own calls, for Stats.
+	adm     *Admission
 	waiting atomic.Int64
 	running atomic.Int64
 
@@ -195,14 +203,6 @@ func Open(opts *Options) (*Session, error) {
 		return nil, errors.New("broker: Options need Grant, Backend and RecordsDir")
 	}
 	o := *opts
-	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if o.MaxQueue == 0 {
-		o.MaxQueue = DefaultMaxQueue
-	} else if o.MaxQueue < 0 {
-		o.MaxQueue = 0 // no queue: refuse when every slot is busy
-	}
 	if o.ToolRoot == "" {
 		o.ToolRoot = "/"
 	}
@@ -218,8 +218,8 @@ func Open(opts *Options) (*Session, error) {
 	if o.BackgroundWall <= 0 {
 		o.BackgroundWall = DefaultBackgroundWall
 	}
-	if o.MaxBackground <= 0 {
-		o.MaxBackground = DefaultMaxBackground
+	if o.Admission == nil {
+		o.Admission = newAdmission(o.MaxConcurrent, o.MaxQueue, o.MaxBackground, "in this session")
 	}
 	if o.ID == "" {
 		o.ID = "ses_" + randomHex(8)
@@ -263,7 +263,7 @@ func Open(opts *Options) (*Session, error) {
 		log:       lg,
 		secrets:   newSecretStore(o.Secrets, o.LoadSecret),
 		logger:    logger.With("session", o.ID),
-		slots:     make(chan struct{}, o.MaxConcurrent),
+		adm:       o.Admission,
 		bg:        background{works: map[string]*work{}},
 		ctx:       ctx,
 		cancel:    cancel,
@@ -493,24 +493,15 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 
 	// Admission: a bounded number run, a bounded number wait, the rest are
 	// refused at once.
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		if s.waiting.Add(1) > int64(s.opts.MaxQueue) {
-			s.waiting.Add(-1)
-			return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: %d calls running and the queue of %d is full; try again shortly", s.opts.MaxConcurrent, s.opts.MaxQueue))
-		}
-		select {
-		case s.slots <- struct{}{}:
-			s.waiting.Add(-1)
-		case <-ctx.Done():
-			s.waiting.Add(-1)
-			c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
-			return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, nil, true)}
-		}
+	switch err := s.adm.enter(ctx, &s.waiting); {
+	case errors.Is(err, errBusy):
+		return refuse(grant.Decision{Rule: "admission"}, err.Error())
+	case err != nil:
+		c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
+		return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, nil, true)}
 	}
 	s.running.Add(1)
-	defer func() { s.running.Add(-1); <-s.slots }()
+	defer func() { s.running.Add(-1); s.adm.leave() }()
 
 	spec := s.spec(c.limits)
 	in := &wire.ToolInput{

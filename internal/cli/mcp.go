@@ -47,7 +47,7 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 			level = slog.LevelInfo
 		}
 		logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-		srv, parts, err := newMCPServer(env, &gf, logger)
+		srv, parts, err := newMCPServer(env, &gf, logger, false)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock mcp: %v\n", err)
 			return exitFailure
@@ -80,9 +80,11 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 }
 
 // newMCPServer loads the grant and the backend once (secrets are read when a
-// call needs one), and returns
-// an MCP server that opens one broker session per MCP session with them.
-func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Server, *sessionParts, error) {
+// call needs one), and returns an MCP server that opens one broker session
+// per MCP session with them. shared gives all those sessions one budget of
+// sandboxes (broker.Admission): serve's clients together run no more calls
+// and background work than one session alone may.
+func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger, shared bool) (*mcpserver.Server, *sessionParts, error) {
 	p, err := f.prepare(env)
 	if err != nil {
 		return nil, nil, err
@@ -97,9 +99,13 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger) (*mcpserver.Serv
 	tools = append(tools, wasmDefs(g)...)
 	metrics := mcpserver.NewMetrics()
 	timed := metrics.Backend(p.Backend)
+	var adm *broker.Admission
+	if shared {
+		adm = broker.NewAdmission(0, 0, 0)
+	}
 	open := func(ctx context.Context) (*broker.Session, error) {
 		o := p.options()
-		o.Backend, o.Logger = timed, logger
+		o.Backend, o.Logger, o.Admission = timed, logger, adm
 		return broker.Open(o)
 	}
 	srv, err := mcpserver.New(&mcpserver.Options{Open: open, Tools: tools, Metrics: metrics, Version: versionString(), Logger: logger, Grant: g})

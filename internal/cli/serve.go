@@ -144,7 +144,7 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 				gf.private = append(gf.private, abs)
 			}
 		}
-		srv, parts, err := newMCPServer(env, &gf, logger)
+		srv, parts, err := newMCPServer(env, &gf, logger, true)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock serve: %v\n", err)
 			return exitFailure
