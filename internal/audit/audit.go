@@ -55,6 +55,11 @@ type Record struct {
 	Tool    string    `json:"tool,omitempty"`
 	// Args are the call's arguments with secret values redacted.
 	Args json.RawMessage `json:"args,omitempty"`
+	// ArgsBytes and ArgsSHA256, on a record whose Args were abridged (a
+	// string longer than MaxArgString: see SetArgs), are the length and
+	// the SHA-256 (hex) of the whole arguments, secrets redacted.
+	ArgsBytes  int    `json:"args_bytes,omitempty"`
+	ArgsSHA256 string `json:"args_sha256,omitempty"`
 	// Decision is "allowed" or "refused"; Rule names the grant rule that
 	// decided; Reason explains a refusal.
 	Decision string   `json:"decision,omitempty"`

@@ -265,14 +265,14 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 
 	rec := audit.Record{
 		Kind: audit.KindBackgroundStart, Session: s.id, CallID: c.id, Tool: c.tool, WorkID: id,
-		Args:     redactJSON(s.secrets.redact(), c.args),
 		Decision: "allowed",
 		Class:    WorkRunning,
 		Backend:  s.opts.Backend.Report().Backend,
-		Detail:   "in " + cwd + ": " + w.command,
+		Detail:   "in " + cwd + ": " + audit.AbridgeText(w.command, audit.MaxArgString),
 		Limits: &audit.Limits{TimeMS: spec.Limits.Wall.Milliseconds(), MemoryBytes: c.limits.Memory,
 			Processes: c.limits.Processes, OutputBytes: spec.Limits.OutputBytes, FileBytes: c.limits.FileSize},
 	}
+	rec.SetArgs(redactJSON(s.secrets.redact(), c.args))
 	if err := s.log.Write(rec); err != nil {
 		// The call's own record fails the same way and the caller sees ErrAudit.
 		f.Close()

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/audit"
@@ -576,7 +575,6 @@ func (s *Session) record(c *call, res *Result) error {
 		Session:  s.id,
 		CallID:   c.id,
 		Tool:     c.tool,
-		Args:     shortenJSON(redactJSON(s.secrets.redact(), c.args)),
 		Decision: "allowed",
 		Rule:     res.Decision.Rule,
 		Risks:    res.Decision.Risks,
@@ -586,6 +584,7 @@ func (s *Session) record(c *call, res *Result) error {
 		BytesOut: len(res.Output.Content) + c.bytesOut,
 		Capsule:  s.opts.Capsule,
 	}
+	rec.SetArgs(redactJSON(s.secrets.redact(), c.args))
 	rec.Truncated = res.Output.Truncated
 	rec.Cost = c.out.Output.Meta.Cost
 	if res.Class == ClassRefused {
@@ -630,68 +629,6 @@ func redactJSON(r *secret.Redactor, raw json.RawMessage) json.RawMessage {
 		return b
 	}
 	return r.Bytes(raw) // a copy only where a secret is replaced
-}
-
-// maxRecordedString is the longest string value of a call's arguments kept
-// whole in its audit record; a longer one (a write_file's content) keeps
-// its start and its length, so records stay small and a large write is
-// not held once more in memory for its record.
-const maxRecordedString = 4 << 10
-
-// shortenJSON returns raw with every string literal longer than
-// maxRecordedString (as sent, escapes included) cut to its start and a
-// note of its length. It scans the bytes rather than decoding them, so a
-// large write is not copied once more for its record; raw must be valid
-// JSON (it is re-validated by the audit encoder either way).
-func shortenJSON(raw json.RawMessage) json.RawMessage {
-	if len(raw) <= maxRecordedString {
-		return raw
-	}
-	out := make([]byte, 0, 16<<10)
-	for i := 0; i < len(raw); {
-		if raw[i] != '"' {
-			out = append(out, raw[i])
-			i++
-			continue
-		}
-		j := i + 1 // find the closing quote
-		for j < len(raw) && raw[j] != '"' {
-			if raw[j] == '\\' {
-				j++
-			}
-			j++
-		}
-		if j >= len(raw) {
-			return raw // not JSON after all: leave it to the encoder
-		}
-		lit := raw[i+1 : j]
-		if len(lit) <= maxRecordedString {
-			out = append(out, raw[i:j+1]...)
-		} else {
-			// Cut at an escape and rune boundary at or before the cap.
-			k := 0
-			for k < len(lit) {
-				step := 1
-				if lit[k] == '\\' {
-					step = 2
-					if k+1 < len(lit) && lit[k+1] == 'u' {
-						step = 6
-					}
-				} else if _, n := utf8.DecodeRune(lit[k:]); n > 1 {
-					step = n
-				}
-				if k+step > maxRecordedString {
-					break
-				}
-				k += step
-			}
-			out = append(out, '"')
-			out = append(out, lit[:k]...)
-			out = fmt.Appendf(out, "…[%d bytes in all]\"", len(lit))
-		}
-		i = j + 1
-	}
-	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
