@@ -29,7 +29,13 @@ func logCommand() *command {
 
 Shows the audit records of every session (or one), oldest first, one row per
 call: when, session, call id, tool, how long it took, the outcome (a
-refusal with its reason, the limits hit) and its arguments. Egress
+refusal with its reason, the limits hit) and its arguments: runs of 16
+blanks or more, or of one character, shown as a count ("…[4100 blanks]…"),
+and a long one shown by its start and its end. A record keeps a string
+argument of up to 4 KiB as it was sent; a longer one (a file's content, a
+padded command) is kept so abridged, its middle cut if still long, and the
+record then holds the length and the SHA-256 of the whole arguments, secrets
+redacted (shown in the row, in full with --json). Egress
 decisions (with the proxy's reason for a refusal, such as "not a public
 address"), background work and the opening and closing of sessions have a
 row each. --since keeps records from a time on ("10m" for the last ten
@@ -337,13 +343,42 @@ func formatRecord(r audit.Record) string {
 	if len(r.Unenforced) > 0 {
 		outcome += " (NOT ENFORCED: " + wire.JoinLimits(r.Unenforced, ", ") + ")"
 	}
-	details := shorten(string(r.Args), 80)
+	details := argsSummary(r)
 	if r.Cost != nil {
 		if c := costString(r.Cost, false); c != "" {
 			details += " [" + c + "]"
 		}
 	}
 	return formatRow(ts, r.Session, call, orDash(r.Tool), humanDuration(r.Duration), outcome, details)
+}
+
+// argsSummary shows a record's arguments in a row: runs of blanks or of one
+// character counted, and, when that is still longer than 80 bytes, its
+// start and its end, where padding would push what a command runs. Abridged
+// arguments (a long string) carry the length and the start of the SHA-256
+// of the whole; --json shows all of both.
+func argsSummary(r audit.Record) string {
+	s := headTail(string(audit.CountRuns(r.Args)), 80)
+	if r.ArgsSHA256 != "" {
+		s += fmt.Sprintf(" [abridged: %d bytes, sha256 %.12s…]", r.ArgsBytes, r.ArgsSHA256)
+	}
+	return s
+}
+
+// headTail cuts s to about n bytes, on characters: its first 5/8 and its
+// last 3/8 around a "…".
+func headTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n*5/8, len(s)-n*3/8
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + "…" + s[tail:]
 }
 
 // shorten cuts s to at most n bytes, on a character, marking the cut.
