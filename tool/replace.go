@@ -4,22 +4,36 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/airlockhq/airlock/internal/writetmp"
 )
 
 // How write_file and edit_file replace a file
 //
 // The new content goes to a temporary file created in the file's own
-// directory (O_EXCL, so never through a symlink, and through t.root like
-// every other open), is fsynced, and is renamed over the file: a full disk,
-// a quota or a kill mid-write leaves either the old file or the new one,
-// never a mix, and no temporary file after a failure. The replacement keeps
-// the old file's permission bits and, where the caller may, its owner; it
-// is a new inode, so hard links to the old file keep the old content.
+// directory (through t.root like every other open), is fsynced, and is
+// renamed over the file: a full disk, a quota or a kill mid-write leaves
+// either the old file or the new one, never a mix, and no temporary file
+// after a failure. The replacement keeps the old file's permission bits
+// and, where the caller may, its owner; it is a new inode, so hard links to
+// the old file keep the old content.
+//
+// On Linux the temporary file has no name while it is written (O_TMPFILE),
+// so a call killed mid-write (a time limit, a cancel, the broker's death)
+// leaves nothing: the kernel frees the inode. A new file is then linked
+// straight to its name (linkat, which never replaces: a file made there
+// meanwhile is replaced by rename as before); a file that is there gets the
+// temporary name only for the two system calls before the rename. Where
+// the file system has no O_TMPFILE (NFS, FUSE), or the file cannot be
+// linked (no /proc), it is made by name (O_EXCL, so never through a
+// symlink). Either way the name (writetmp.Name) carries the call's tag, and
+// the broker journals the directory before the call runs, so a later start
+// of airlock (or the broker, once a killed call's sandbox is gone) removes
+// what a killed call left (writetmp.Sweep).
 //
 // Where a rename cannot replace the file (the file is a bind mount, as a
 // grant of a single file makes it inside a sandbox, or its directory does
@@ -123,8 +137,8 @@ func (e *writeError) Unwrap() error { return e.err }
 // system lets it (see the comment at the top of this file).
 func (t target) replace(lf leaf, b []byte) error {
 	werr := &writeError{shown: t.shown, existed: lf.fi != nil}
-	dir := filepath.Dir(lf.rel)
-	tmp, tmpRel, err := t.createTemp(dir, filepath.Base(lf.rel), lf.fi)
+	dir, base := filepath.Dir(lf.rel), filepath.Base(lf.rel)
+	tmp, err := t.createTemp(dir, base, lf.fi)
 	if err != nil {
 		if lf.fi != nil && inPlaceWill(err) {
 			return t.writeInPlace(lf, b, werr)
@@ -132,70 +146,178 @@ func (t target) replace(lf leaf, b []byte) error {
 		werr.err = err
 		return werr
 	}
+	defer tmp.close()
 	fail := func(err error) error {
-		tmp.Close()
 		werr.err = err
-		if rerr := t.root.Remove(tmpRel); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			werr.leftTmp = filepath.Join(filepath.Dir(t.shown), filepath.Base(tmpRel))
+		if rerr := tmp.remove(t.root); rerr != nil {
+			werr.leftTmp = filepath.Join(filepath.Dir(t.shown), filepath.Base(tmp.rel))
 		}
 		return werr
 	}
-	if _, err := tmp.Write(b); err != nil {
+	if _, err := tmp.f.Write(b); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := tmp.f.Sync(); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Close(); err != nil {
+	if tmp.rel == "" {
+		// Unnamed: a new file gets its name at once (linkat never
+		// replaces one, so a file made meanwhile is replaced by rename, as
+		// before); a file that is there gets a temporary name only now,
+		// for the rename over it.
+		if lf.fi == nil {
+			err := linkUnnamed(tmp.f, tmp.dir, base)
+			if err == nil {
+				tmp.f.Close()
+				syncDir(tmp.dir)
+				return nil
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return t.replaceFallback(tmp, err, lf, b, fail)
+			}
+		}
+		if err := tmp.name(t.call, dir, base); err != nil {
+			return t.replaceFallback(tmp, err, lf, b, fail)
+		}
+	}
+	if err := tmp.f.Close(); err != nil {
 		return fail(err)
 	}
-	if err := t.root.Rename(tmpRel, lf.rel); err != nil {
+	if err := t.root.Rename(tmp.rel, lf.rel); err != nil {
 		if lf.fi != nil && (errors.Is(err, syscall.EBUSY) || errors.Is(err, syscall.EXDEV)) {
-			if rerr := t.root.Remove(tmpRel); rerr != nil {
+			if rerr := t.root.Remove(tmp.rel); rerr != nil {
 				return fail(rerr)
 			}
+			tmp.rel = ""
 			return t.writeInPlace(lf, b, werr)
 		}
 		return fail(err)
 	}
-	if d, err := t.root.Open(dir); err == nil { // the rename itself, durable: best effort
-		d.Sync()
+	tmp.rel = "" // renamed: nothing of it is left to remove
+	if tmp.dir != nil {
+		syncDir(tmp.dir)
+	} else if d, err := t.root.Open(dir); err == nil {
+		syncDir(d)
 		d.Close()
 	}
 	return nil
 }
 
+// replaceFallback handles a failure to name an unnamed temporary file: a
+// sandbox without /proc, say, cannot link one, and the content is then
+// written again under a temporary name; any other failure (a full disk,
+// a quota) is the write's.
+func (t target) replaceFallback(tmp *tempFile, err error, lf leaf, b []byte, fail func(error) error) error {
+	if !errors.Is(err, errNoLink) {
+		return fail(err)
+	}
+	tmp.close()
+	t.noUnnamed = true
+	return t.replace(lf, b)
+}
+
+// syncDir makes a rename or link in d durable: best effort.
+func syncDir(d *os.File) { _ = d.Sync() }
+
+// tryUnnamed: temporary files are made unnamed where the file system
+// lets them; tests turn it off to exercise the named ones.
+var tryUnnamed = true
+
+// A tempFile is the file a replacement writes the new content to.
+type tempFile struct {
+	f   *os.File
+	rel string   // its name relative to the root; "" while it has none (O_TMPFILE)
+	dir *os.File // its directory, for an unnamed one; nil otherwise
+}
+
+// name gives an unnamed temporary file in dir, for base, a temporary name.
+func (tmp *tempFile) name(call, dir, base string) error {
+	tag := writetmp.Tag(call)
+	for range 10 {
+		name := writetmp.Name(base, tag)
+		err := linkUnnamed(tmp.f, tmp.dir, name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		tmp.rel = filepath.Join(dir, name)
+		return nil
+	}
+	return fmt.Errorf("could not name a temporary file: %w", fs.ErrExist)
+}
+
+// remove removes the temporary file's name, if it has one.
+func (tmp *tempFile) remove(root *os.Root) error {
+	tmp.close()
+	if tmp.rel == "" {
+		return nil
+	}
+	if err := root.Remove(tmp.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	tmp.rel = ""
+	return nil
+}
+
+// close closes the file and its directory; an unnamed file goes with it.
+// Closing twice does no harm.
+func (tmp *tempFile) close() {
+	tmp.f.Close()
+	if tmp.dir != nil {
+		tmp.dir.Close()
+	}
+}
+
 // createTemp makes a new, empty file beside base in dir, with old's
 // permission bits and owner (where the caller may) or 0644 less the umask
-// for a new file.
-func (t target) createTemp(dir, base string, old fs.FileInfo) (*os.File, string, error) {
+// for a new file. Where the file system lets it, the file has no name
+// (openUnnamed); else it is made under a temporary name (writetmp.Name).
+func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error) {
 	perm := fs.FileMode(0o644)
 	if old != nil {
 		perm = 0o600 // until fchmod below: no wider than the file it replaces
 	}
-	if len(base) > 64 {
-		base = base[:64]
+	keep := func(f *os.File) error {
+		if old == nil {
+			return nil
+		}
+		keepOwner(f, old)
+		return f.Chmod(old.Mode().Perm())
 	}
+	if tryUnnamed && !t.noUnnamed {
+		if d, err := t.root.Open(dir); err == nil {
+			f, err := openUnnamed(d, base, perm)
+			if err == nil {
+				if err := keep(f); err != nil {
+					f.Close()
+					d.Close()
+					return nil, err
+				}
+				return &tempFile{f: f, dir: d}, nil
+			}
+			d.Close()
+		}
+	}
+	tag := writetmp.Tag(t.call)
 	for range 10 {
-		rel := filepath.Join(dir, fmt.Sprintf(".%s.airlock-%016x.tmp", base, rand.Uint64()))
+		rel := filepath.Join(dir, writetmp.Name(base, tag))
 		f, err := t.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openFlags, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		if old != nil {
-			keepOwner(f, old)
-			if err := f.Chmod(old.Mode().Perm()); err != nil {
-				f.Close()
-				t.root.Remove(rel)
-				return nil, "", err
-			}
+		if err := keep(f); err != nil {
+			f.Close()
+			t.root.Remove(rel)
+			return nil, err
 		}
-		return f, rel, nil
+		return &tempFile{f: f, rel: rel}, nil
 	}
-	return nil, "", fmt.Errorf("could not create a temporary file in %s: %w", filepath.Dir(t.shown), fs.ErrExist)
+	return nil, fmt.Errorf("could not create a temporary file in %s: %w", filepath.Dir(t.shown), fs.ErrExist)
 }
 
 // inPlaceWill reports whether a failure to create the temporary file means

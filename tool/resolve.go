@@ -27,6 +27,10 @@ type target struct {
 	// dirOnly: the path as given ends in "/", "/." or "/..", so only a
 	// directory can be it (the kernel's rule); rel has lost that ending.
 	dirOnly bool
+	call    string // Env.CallID, for the names of temporary files
+	// noUnnamed: make temporary files by name, not unnamed (O_TMPFILE):
+	// one could not be named here.
+	noUnnamed bool
 }
 
 func (t target) close() { t.root.Close() }
@@ -47,7 +51,7 @@ func resolve(env Env, field, p string) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("field %q: cannot open the root %q: %v", field, root, errnoText(err))
 	}
-	t := target{root: r, rel: rel, shown: filepath.Join(root, rel), field: field}
+	t := target{root: r, rel: rel, shown: filepath.Join(root, rel), field: field, call: env.CallID}
 	if err := t.checkDirs(env, root, full, p); err != nil {
 		r.Close()
 		return target{}, err

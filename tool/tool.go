@@ -46,6 +46,10 @@ type Env struct {
 	// as it is. An error means the command must not run: a command start
 	// started is stopped.
 	Start func(start func() error) error
+	// CallID is the call's id (wire.CallContext.CallID). write_file and
+	// edit_file put it in the name of a temporary file they make (see
+	// internal/writetmp), so airlock can remove one a killed call left.
+	CallID string
 }
 
 // hidden reports whether the absolute path p is one of env.Hidden.

@@ -68,7 +68,8 @@ func TestEveryPackageHasDoc(t *testing.T) {
 // TestBoundaryImports pins what the packages that cross the sandbox boundary
 // may import: wire only the standard library; tool only wire, hostrule (the
 // host rules it shares with the grant and the proxy: the standard library
-// and IDNA) and a few well-kept libraries; the runner only wire and tool; the Linux sandbox's
+// and IDNA), writetmp (its temporary files' names, x/sys only) and a few
+// well-kept libraries; the runner only wire and tool; the Linux sandbox's
 // init only its protocol, its seccomp filter, the in-sandbox half of egress
 // (the forwarder, standard library only, so the init runs the forwarder
 // that is tested rather than a copy) and the syscall libraries (with
@@ -78,9 +79,12 @@ func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	allowed := map[string][]string{
 		mod + "/wire":            {},
-		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", mod + "/internal/redact", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
-		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", mod + "/internal/redact", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", mod + "/internal/redact", mod + "/internal/writetmp", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", mod + "/internal/redact", mod + "/internal/writetmp", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
 		mod + "/internal/redact": {},
+		// The names of write_file's temporary files, shared by the tool
+		// and the broker that sweeps them: x/sys only.
+		mod + "/internal/writetmp": {"golang.org/x/sys/"},
 		// The one definition of the host rules: IDNA and nothing of airlock.
 		mod + "/internal/hostrule": {"golang.org/x/net/idna", "golang.org/x/text/"},
 		mod + "/internal/sandbox/linux/inside": {

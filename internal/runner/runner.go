@@ -113,7 +113,7 @@ func run(ctx context.Context, start func(func() error) error, stdin io.Reader, s
 }
 
 func envFrom(c wire.CallContext) (tool.Env, error) {
-	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress, Search: c.Search}
+	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress, Search: c.Search, CallID: c.CallID}
 	if env.Root == "" {
 		env.Root = "/"
 	}
