@@ -79,7 +79,7 @@ func TestRecoverWritesInterruptedRecords(t *testing.T) {
 	if _, err := OpenLive(root, "ses_alive"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := Recover(root)
+	done, err := Recover(root, nil)
 	if err != nil || len(done) != 1 || done[0] != "ses_dead" {
 		t.Fatalf("Recover = %v, %v; want [ses_dead]", done, err)
 	}
@@ -101,7 +101,7 @@ func TestRecoverWritesInterruptedRecords(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, LiveDir, "ses_alive", ownerFile)); err != nil {
 		t.Errorf("a live session was recovered: %v", err)
 	}
-	if again, _ := Recover(root); len(again) != 0 {
+	if again, _ := Recover(root, nil); len(again) != 0 {
 		t.Errorf("a second Recover did %v again", again)
 	}
 }

@@ -39,6 +39,11 @@ type InFlight struct {
 	WorkID string    `json:"work_id,omitempty"`
 	Tool   string    `json:"tool,omitempty"`
 	Time   time.Time `json:"time"`
+	// Dirs are the host directories of the paths the call may write
+	// (write_file, edit_file), where its tool may make a temporary file:
+	// Recover hands them to its caller, which removes those a call killed
+	// with its broker left (writetmp.Sweep).
+	Dirs []string `json:"dirs,omitempty"`
 }
 
 // owner says which process runs a live session.
@@ -128,8 +133,11 @@ func writeJSON(path string, v any) error {
 // Recover writes the missing records of every session under root whose
 // broker died: each call and background work in flight as interrupted, then
 // the session's close, and removes its live directory. Sessions of live
-// processes are left alone. It returns the sessions recovered.
-func Recover(root string) ([]string, error) {
+// processes are left alone. Before a live directory goes, interrupted (when
+// not nil) is called with each call in flight there, once its record is
+// written, to undo what the call may have left half done. It returns the
+// sessions recovered.
+func Recover(root string, interrupted func(InFlight)) ([]string, error) {
 	ents, err := os.ReadDir(filepath.Join(root, LiveDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -152,7 +160,7 @@ func Recover(root string) ([]string, error) {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err := recoverSession(root, e.Name(), dir, o); err != nil {
+		if err := recoverSession(root, e.Name(), dir, o, interrupted); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -161,7 +169,7 @@ func Recover(root string) ([]string, error) {
 	return done, errors.Join(errs...)
 }
 
-func recoverSession(root, session, dir string, o owner) error {
+func recoverSession(root, session, dir string, o owner, interrupted func(InFlight)) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -204,6 +212,11 @@ func recoverSession(root, session, dir string, o owner) error {
 	// them goes.
 	if err := lg.Close(); err != nil {
 		return err
+	}
+	if interrupted != nil {
+		for _, f := range flights {
+			interrupted(f)
+		}
 	}
 	return os.RemoveAll(dir)
 }

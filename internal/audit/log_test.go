@@ -311,7 +311,7 @@ func TestLiveInFlightFiles(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Close left the live directory: %v", err)
 	}
-	if done, err := Recover(root); err != nil || len(done) != 0 {
+	if done, err := Recover(root, nil); err != nil || len(done) != 0 {
 		t.Errorf("Recover after a clean close: %v %v", done, err)
 	}
 }

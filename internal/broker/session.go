@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/internal/writetmp"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -244,7 +246,7 @@ func Open(opts *Options) (*Session, error) {
 	}
 	// Sessions whose broker died get their missing records now; then this
 	// one is marked live, so that its own in-flight calls are never lost.
-	if done, err := audit.Recover(records); err != nil {
+	if done, err := audit.Recover(records, func(f audit.InFlight) { sweepTemp(logger, f) }); err != nil {
 		logger.Warn("recovering the records of sessions whose broker died", "err", err)
 	} else if len(done) > 0 {
 		logger.Info("recorded the interrupted calls of sessions whose broker died", "sessions", done)
@@ -356,6 +358,11 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	start := time.Now()
 	c := &call{id: "call_" + randomHex(8), tool: name, args: args, start: start}
 	res := s.run(ctx, c)
+	if c.begun && c.out.Class != ClassOK {
+		// The tool did not finish (a limit, a cancel, a lost sandbox): a
+		// temporary file it was writing may be left.
+		sweepTemp(s.logger, audit.InFlight{CallID: c.id, Dirs: c.dirs})
+	}
 	if err := s.record(c, res); err != nil {
 		if !c.begun {
 			return nil, err
@@ -411,6 +418,10 @@ type call struct {
 	limits grant.Limits
 	out    Outcome
 	begun  bool // marked in flight in the records directory
+	// dirs are the host directories of the paths the call may write, where
+	// write_file and edit_file make their temporary files (journalled in
+	// its in-flight mark).
+	dirs []string
 	// bytesOut is the output of a command whose streams are the user's
 	// (Exec), which no Result carries.
 	bytesOut int
@@ -479,7 +490,8 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	c.limits = s.opts.Grant.LimitsFor(c.tool)
 	// The call is marked in flight before anything runs: if the records
 	// directory cannot take it (a full disk), nothing runs.
-	if err := s.live.Begin(audit.InFlight{Kind: audit.KindCall, CallID: c.id, Tool: c.tool}); err != nil {
+	c.dirs = writeDirs(acc, d)
+	if err := s.live.Begin(audit.InFlight{Kind: audit.KindCall, CallID: c.id, Tool: c.tool, Dirs: c.dirs}); err != nil {
 		s.logger.Error("cannot record a call in flight; refusing it", "call", c.id, "err", err)
 		return refuse(grant.Decision{Rule: "audit"}, fmt.Sprintf("the audit records cannot be written (%v), so nothing runs; free space in the records directory", err))
 	}
@@ -529,6 +541,36 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		iso = &c.out.Result.Isolation
 	}
 	return &Result{CallID: c.id, Class: c.out.Class, Decision: d, Output: s.label(c.tool, c.out.Output, iso, c.out.Class != ClassOK)}
+}
+
+// writeDirs returns the host directories of the paths acc may write, as
+// the grant resolved them (d.Paths, in acc.Paths' order).
+func writeDirs(acc tool.Access, d grant.Decision) []string {
+	var dirs []string
+	for i, p := range acc.Paths {
+		if p.Write && i < len(d.Paths) {
+			if dir := filepath.Dir(d.Paths[i]); !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+	}
+	return dirs
+}
+
+// sweepTemp removes the temporary files the call f left in the
+// directories it may write (writetmp.Sweep: only files named with its
+// tag).
+func sweepTemp(logger *slog.Logger, f audit.InFlight) {
+	tag := writetmp.Tag(f.CallID)
+	for _, dir := range f.Dirs {
+		n, err := writetmp.Sweep(dir, tag)
+		if err != nil {
+			logger.Warn("removing a killed call's temporary files", "call", f.CallID, "dir", dir, "err", err)
+		}
+		if n > 0 {
+			logger.Info("removed the temporary files of a call that was killed", "call", f.CallID, "dir", dir, "count", n)
+		}
+	}
 }
 
 // addCost completes what a call spent with what its sandbox measured (CPU,
