@@ -112,68 +112,152 @@ func AbridgeText(s string, max int) string {
 
 // abridgeString appends the abridged form of lit, the inside of a JSON
 // string literal, to out: the runs counted, then the middle cut if it is
-// still longer than max. It walks lit twice (the length first), copying
-// nothing but what it keeps.
+// still longer than max. It walks lit once, keeping the head and the last
+// pieces seen, and copies nothing but what it keeps; only a string that
+// its counts make short enough is walked again, to keep all of it.
 func abridgeString(out, lit []byte, max int) []byte {
-	total := 0
-	runs(lit, func(piece []byte) { total += len(piece) })
+	head := max / 2
+	keepTail := max - head
+	start := len(out)
+	total := 0      // the length of the pieces so far
+	closed := false // the head is complete
+	// trail holds the last pieces after the head, enough to make up
+	// keepTail bytes.
+	var trail []piece
+	runs(lit, func(b []byte, text bool) {
+		at := total
+		total += len(b)
+		if !closed {
+			if total <= head {
+				out = append(out, b...)
+				return
+			}
+			if text { // cut between characters or escapes
+				out = append(out, b[:boundary(b, head-at, false)]...)
+			}
+			closed = true
+		}
+		p := piece{text: b, at: at}
+		if !text { // the count's buffer is reused: keep a copy
+			p.text, p.n = nil, copy(p.note[:], b)
+		}
+		trail = append(trail, p)
+		drop := 0
+		for drop+1 < len(trail) && total-trail[drop+1].at >= keepTail {
+			drop++
+		}
+		if drop > 0 {
+			trail = append(trail[:0], trail[drop:]...)
+		}
+	})
 	if total <= max {
-		runs(lit, func(piece []byte) { out = append(out, piece...) })
+		out = out[:start]
+		runs(lit, func(b []byte, _ bool) { out = append(out, b...) })
 		return out
 	}
-	// The pieces from tail on are kept after the cut (total > max, so
-	// tail > head).
-	head, at := max/2, 0
-	tail := total - (max - head)
-	cut := false
-	runs(lit, func(piece []byte) {
-		if !cut && at+len(piece) <= head {
-			out = append(out, piece...)
-		} else {
-			if !cut {
-				cut = true
-				out = append(out, "…[cut; "+strconv.Itoa(len(lit))+" bytes in all]…"...)
-			}
-			if at >= tail {
-				out = append(out, piece...)
-			}
+	out = append(out, "…[cut; "+strconv.Itoa(len(lit))+" bytes in all]…"...)
+	tail := total - keepTail
+	for _, p := range trail {
+		b := p.text
+		if b == nil {
+			b = p.note[:p.n]
 		}
-		at += len(piece)
-	})
+		switch {
+		case p.at >= tail:
+			out = append(out, b...)
+		case p.at+len(b) > tail && p.text != nil: // cut between characters or escapes
+			out = append(out, b[boundary(b, tail-p.at, true):]...)
+		}
+	}
 	return out
 }
 
+// A piece is text of a string literal (text), or a count (note[:n]), that
+// starts at offset at of the abridged string before any cut.
+type piece struct {
+	text []byte
+	note [64]byte
+	n    int
+	at   int
+}
+
+// boundary returns the offset in text (characters and escapes of a JSON
+// string literal, from the start of one) of the last boundary between them
+// at or before n, or with up the first at or after n.
+func boundary(text []byte, n int, up bool) int {
+	i := 0
+	for i < len(text) {
+		w := 1
+		if c := text[i]; c >= utf8.RuneSelf || c == '\\' {
+			_, w = unit(text[i:])
+		}
+		if i+w > n {
+			if up && i < n {
+				return i + w
+			}
+			return i
+		}
+		i += w
+	}
+	return i
+}
+
+// textChunk is about the longest piece of text runs emits at once.
+const textChunk = 4 << 10
+
 // runs calls emit with lit, the inside of a JSON string literal, in
-// pieces: a character or escape as it is, or a run of at least minRun
+// pieces: text as it is (text true; cut into pieces of about textChunk
+// bytes, between characters or escapes), and each run of at least minRun
 // blanks or of one character as its count.
-func runs(lit []byte, emit func([]byte)) {
+func runs(lit []byte, emit func(piece []byte, text bool)) {
 	var note []byte
+	start := 0 // the text not yet emitted starts here
 	for i := 0; i < len(lit); {
+		if i-start >= textChunk {
+			emit(lit[start:i], true)
+			start = i
+		}
+		if c := lit[i]; c > ' ' && c < 0x7f && c != '\\' {
+			// Printable ASCII, most of any text: a run is of c itself.
+			j := i + 1
+			for j < len(lit) && lit[j] == c {
+				j++
+			}
+			if j-i < minRun {
+				i = j
+				continue
+			}
+		}
 		r, n := unit(lit[i:])
+		b := blank(r)
 		j, k := i+n, 1
 		for j < len(lit) {
 			r2, n2 := unit(lit[j:])
-			if blank(r) && !blank(r2) || !blank(r) && r2 != r {
+			if b && !blank(r2) || !b && r2 != r {
 				break
 			}
 			j, k = j+n2, k+1
 		}
-		if k < minRun {
-			emit(lit[i:j])
-			i = j
-			continue
+		if k >= minRun {
+			if start < i {
+				emit(lit[start:i], true)
+			}
+			note = append(note[:0], "…["...)
+			note = strconv.AppendInt(note, int64(k), 10)
+			if b {
+				note = append(note, " blanks]…"...)
+			} else {
+				note = append(note, "× "...)
+				note = append(note, lit[i:i+n]...)
+				note = append(note, "]…"...)
+			}
+			emit(note, false)
+			start = j
 		}
-		note = append(note[:0], "…["...)
-		note = strconv.AppendInt(note, int64(k), 10)
-		if blank(r) {
-			note = append(note, " blanks]…"...)
-		} else {
-			note = append(note, "× "...)
-			note = append(note, lit[i:i+n]...)
-			note = append(note, "]…"...)
-		}
-		emit(note)
 		i = j
+	}
+	if start < len(lit) {
+		emit(lit[start:], true)
 	}
 }
 
@@ -181,7 +265,9 @@ func runs(lit []byte, emit func([]byte)) {
 // a JSON string literal, and returns it and its length in lit. A byte that
 // is not UTF-8, or an escape cut short, is one U+FFFD of its own length.
 func unit(lit []byte) (rune, int) {
-	if lit[0] != '\\' {
+	if c := lit[0]; c < utf8.RuneSelf && c != '\\' {
+		return rune(c), 1
+	} else if c != '\\' {
 		return utf8.DecodeRune(lit)
 	}
 	if len(lit) < 2 {
@@ -225,6 +311,9 @@ func hex4(b []byte) (rune, bool) {
 // control characters, invisible format characters (zero-width spaces,
 // bidirectional controls, tags) and the fillers that render empty.
 func blank(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r <= ' ' || r == 0x7f
+	}
 	switch r {
 	case 0x115f, 0x1160, 0x2800, 0x3164, 0xffa0:
 		return true

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -134,4 +135,41 @@ func FuzzAbridge(f *testing.F) {
 			t.Fatalf("Abridge(%q, %d) = %q but says it changed nothing", in, max, got)
 		}
 	})
+}
+
+// TestAbridgeKeepsHeadAndTail: for long strings of every kind of character
+// and escape, in runs long and short, the abridged string is the start and
+// the end of the string with its runs counted (CountRuns), as much of each
+// as fits, around the cut.
+func TestAbridgeKeepsHeadAndTail(t *testing.T) {
+	units := []string{"a", "b", "c", " ", `\n`, `\t`, "é", `\u00e9`, `\ud83d\ude00`, `\"`, `\\`, "\u200b", `\u0000`, "日"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 200 {
+		var b strings.Builder
+		for b.Len() < 5000+rng.IntN(40000) {
+			u := units[rng.IntN(len(units))]
+			b.WriteString(strings.Repeat(u, 1+rng.IntN(40)*rng.IntN(2)))
+		}
+		raw := json.RawMessage(`{"s":"` + b.String() + `"}`)
+		got, cut := Abridge(raw, MaxArgString)
+		if !json.Valid(got) {
+			t.Fatalf("%d: not valid JSON: %.200s", n, got)
+		}
+		counted := string(CountRuns(raw))
+		counted = counted[len(`{"s":"`) : len(counted)-2]
+		s := string(got[len(`{"s":"`) : len(got)-2])
+		if len(counted) <= MaxArgString {
+			if !cut || s != counted {
+				t.Fatalf("%d: %q, want the counted string whole", n, s)
+			}
+			continue
+		}
+		h, tl, ok := strings.Cut(s, "…[cut; "+itoa(len(b.String()))+" bytes in all]…")
+		if !ok || !strings.HasPrefix(counted, h) || !strings.HasSuffix(counted, tl) {
+			t.Fatalf("%d: %.100q … %.100q is not the counted string's head and tail around the cut", n, h, tl)
+		}
+		if len(h) > MaxArgString/2 || len(h) < MaxArgString/2-64 || len(tl) > MaxArgString/2 || len(tl) < MaxArgString/2-64 {
+			t.Errorf("%d: head %d and tail %d bytes; want each near %d", n, len(h), len(tl), MaxArgString/2)
+		}
+	}
 }
