@@ -385,6 +385,9 @@ func (f *rootFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
 	if e != 0 {
 		return sys.Stat_t{}, e
 	}
+	if st, e, ok := f.statAt(p, false); ok {
+		return st, e
+	}
 	fi, err := f.root.Lstat(p)
 	if err != nil {
 		return sys.Stat_t{}, errno(err)
@@ -397,6 +400,9 @@ func (f *rootFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 	p, _, e := f.check(p, false, true)
 	if e != 0 {
 		return sys.Stat_t{}, e
+	}
+	if st, e, ok := f.statAt(p, true); ok {
+		return st, e
 	}
 	fi, err := f.root.Stat(p)
 	if err != nil {
@@ -573,6 +579,9 @@ func (f *rootFS) Readlink(p string) (string, experimentalsys.Errno) {
 	if e != 0 {
 		return "", e
 	}
+	if t, e, ok := f.readlinkAt(p); ok {
+		return filepath.ToSlash(t), e
+	}
 	t, err := f.root.Readlink(p)
 	if err != nil {
 		return "", errno(err)
@@ -587,6 +596,9 @@ func (f *rootFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
 	}
 	p, _, e := f.check(p, true, true)
 	if e != 0 {
+		return e
+	}
+	if e, ok := f.utimensAt(p, atim, mtim); ok {
 		return e
 	}
 	fi, err := f.root.Stat(p)
@@ -818,10 +830,22 @@ func (r *rootFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Err
 	if err != nil && err != io.EOF {
 		return nil, r.fileErr(err)
 	}
+	// Entries are judged where the open directory really is (a name swapped
+	// for a symlink since the open would have them judged elsewhere).
+	at := r.real
+	if real, ok := openedPath(r.file); ok {
+		x, inside := r.fs.relOf(real)
+		if !inside {
+			return nil, experimentalsys.EPERM
+		}
+		at = x
+	} else if canLocate && r.fs.grant != nil {
+		return nil, experimentalsys.ENOENT
+	}
 	out := make([]experimentalsys.Dirent, 0, len(list))
 	for _, d := range list {
 		name := d.Name()
-		if r.fs.judge(clean(r.real+"/"+name), false) != 0 {
+		if r.fs.judge(clean(at+"/"+name), false) != 0 {
 			continue // denied: left out
 		}
 		var ino sys.Inode
@@ -901,6 +925,9 @@ func (r *rootFile) Utimens(atim, mtim int64) experimentalsys.Errno {
 	}
 	if r.fs.readOnly {
 		return experimentalsys.EROFS
+	}
+	if e, ok := r.utimensHeld(atim, mtim); ok {
+		return e
 	}
 	st, e := r.Stat()
 	if e != 0 {

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -191,4 +193,97 @@ func (f *rootFS) renameAt(from, to string) (experimentalsys.Errno, bool) {
 
 func (f *rootFS) linkAt(from, to string) (experimentalsys.Errno, bool) {
 	return f.entryOp2(from, to, func(a int, ab string, b int, bb string) error { return unix.Linkat(a, ab, b, bb, 0) })
+}
+
+// openPath opens p itself (O_PATH: no read, no write), following a last
+// symlink when follow, and judges where the opened file really is: the
+// metadata calls (stat, readlink, utimens) then work on that descriptor,
+// so a directory swapped for a symlink between the check by name and the
+// call cannot make them touch, or tell of, a denied or protected path.
+// handled is false where the platform cannot say where a file is.
+func (f *rootFS) openPath(p string, write, follow bool) (file *os.File, e experimentalsys.Errno, handled bool) {
+	if f.grant == nil {
+		return nil, 0, false
+	}
+	if beforeOpen != nil {
+		beforeOpen()
+	}
+	flag := unix.O_PATH
+	if !follow {
+		flag |= unix.O_NOFOLLOW
+	}
+	file, err := f.root.OpenFile(p, flag, 0)
+	if err != nil {
+		return nil, errno(err), true
+	}
+	if e := f.verifyOpened(file, write); e != 0 {
+		file.Close()
+		return nil, e, true
+	}
+	return file, 0, true
+}
+
+// statAt is Stat or Lstat through openPath.
+func (f *rootFS) statAt(p string, follow bool) (sys.Stat_t, experimentalsys.Errno, bool) {
+	file, e, ok := f.openPath(p, false, follow)
+	if !ok || e != 0 {
+		return sys.Stat_t{}, e, ok
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return sys.Stat_t{}, errno(err), true
+	}
+	return sys.NewStat_t(fi), 0, true
+}
+
+// readlinkAt is Readlink through openPath.
+func (f *rootFS) readlinkAt(p string) (string, experimentalsys.Errno, bool) {
+	file, e, ok := f.openPath(p, false, false)
+	if !ok || e != 0 {
+		return "", e, ok
+	}
+	defer file.Close()
+	t, err := readlinkat(int(file.Fd()), "")
+	if err != nil {
+		return "", errno(err), true
+	}
+	return t, 0, true
+}
+
+// utimensAt is Utimens through openPath: the times are set on the file
+// that was judged, through its descriptor's /proc link.
+func (f *rootFS) utimensAt(p string, atim, mtim int64) (experimentalsys.Errno, bool) {
+	file, e, ok := f.openPath(p, true, true)
+	if !ok || e != 0 {
+		return e, ok
+	}
+	defer file.Close()
+	return utimensFD(file, atim, mtim), true
+}
+
+// utimensFD sets the times of the open file (any kind of descriptor).
+func utimensFD(file *os.File, atim, mtim int64) experimentalsys.Errno {
+	fi, err := file.Stat()
+	if err != nil {
+		return errno(err)
+	}
+	st := sys.NewStat_t(fi)
+	ts := []unix.Timespec{unix.NsecToTimespec(times(atim, st.Atim).UnixNano()), unix.NsecToTimespec(times(mtim, st.Mtim).UnixNano())}
+	return errno(unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(file.Fd())), ts, 0))
+}
+
+// utimensHeld sets the times of the open file r after judging where it
+// really is, never by its name, which may lead elsewhere by now.
+func (r *rootFile) utimensHeld(atim, mtim int64) (experimentalsys.Errno, bool) {
+	if r.fs.grant == nil {
+		return 0, false
+	}
+	if e := r.fs.verifyOpened(r.file, true); e != 0 {
+		if e == experimentalsys.ENOENT {
+			e = experimentalsys.EACCES
+		}
+		return e, true
+	}
+	return utimensFD(r.file, atim, mtim), true
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
@@ -118,5 +119,104 @@ func TestAncestorsOfProtectedPathsStay(t *testing.T) {
 	}
 	if e := fs.Rename("empty", "other"); e != 0 {
 		t.Errorf("an ordinary rename: errno %v", e)
+	}
+}
+
+// TestMetadataCallsHoldAgainstASwap: stat, lstat, readlink and utimens
+// are judged where the file they reach really is, like opens. A directory
+// swapped for a symlink between the check by name and the call made stat
+// tell a denied file's size and mode, and utimens change a protected
+// file's times (red team).
+func TestMetadataCallsHoldAgainstASwap(t *testing.T) {
+	dir := tempDir(t)
+	for _, d := range []string{"sec", ".git", "a"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(dir, "sec", "key.pem"), "denied content, 31 bytes long!")
+	if err := os.Symlink("elsewhere", filepath.Join(dir, "sec", "link")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, ".git", "config"), "[core]\n")
+	old := time.Date(2020, 6, 6, 6, 6, 0, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(dir, ".git", "config"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	g := testGrant(t, dir, "[paths]\nread_write = [\".\"]\ndeny = [\"sec\"]\n")
+	fs, err := newRootFS(dir, nil, false, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.close()
+	defer func() { beforeOpen = nil }()
+	// reset makes a a real directory holding decoys, and the next call
+	// swap it for a symlink to target after its check.
+	reset := func(target string) {
+		beforeOpen = nil
+		os.RemoveAll(filepath.Join(dir, "a"))
+		os.Mkdir(filepath.Join(dir, "a"), 0o755)
+		write(t, filepath.Join(dir, "a", "key.pem"), "d")
+		write(t, filepath.Join(dir, "a", "config"), "d")
+		os.Symlink("decoy", filepath.Join(dir, "a", "link"))
+		beforeOpen = func() {
+			os.RemoveAll(filepath.Join(dir, "a"))
+			if err := os.Symlink(target, filepath.Join(dir, "a")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	reset("sec")
+	if st, e := fs.Stat("a/key.pem"); e != experimentalsys.ENOENT {
+		t.Errorf("stat of a denied file through a swapped directory: size %d, errno %v; want ENOENT", st.Size, e)
+	}
+	reset("sec")
+	if st, e := fs.Lstat("a/key.pem"); e != experimentalsys.ENOENT {
+		t.Errorf("lstat of a denied file through a swapped directory: size %d, errno %v; want ENOENT", st.Size, e)
+	}
+	reset("sec")
+	if target, e := fs.Readlink("a/link"); e != experimentalsys.ENOENT {
+		t.Errorf("readlink of a denied symlink through a swapped directory: %q, errno %v; want ENOENT", target, e)
+	}
+	reset(".git")
+	now := time.Now().UnixNano()
+	if e := fs.Utimens("a/config", now, now); e == 0 {
+		t.Error("utimens of a protected file through a swapped directory succeeded")
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, ".git", "config")); !fi.ModTime().Equal(old) {
+		t.Errorf("the protected file's time changed to %v", fi.ModTime())
+	}
+	// An open file's times are set on that file, never on what its name
+	// leads to by then.
+	beforeOpen = nil
+	os.RemoveAll(filepath.Join(dir, "a"))
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
+	write(t, filepath.Join(dir, "a", "config"), "d")
+	f, e := fs.OpenFile("a/config", experimentalsys.O_RDWR, 0)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	os.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "a-moved"))
+	os.Symlink(".git", filepath.Join(dir, "a"))
+	if e := f.Utimens(now, now); e != 0 {
+		t.Errorf("utimens of an open file that moved: %v", e)
+	}
+	f.Close()
+	if fi, _ := os.Stat(filepath.Join(dir, ".git", "config")); !fi.ModTime().Equal(old) {
+		t.Errorf("utimens of an open file changed the protected file its old name leads to: %v", fi.ModTime())
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "a-moved", "config")); fi.ModTime().UnixNano() != now {
+		t.Errorf("the open file's own time is %v, want now", fi.ModTime())
+	}
+	// Without a swap they work.
+	beforeOpen = nil
+	os.Remove(filepath.Join(dir, "a"))
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
+	write(t, filepath.Join(dir, "a", "x"), "12345")
+	if st, e := fs.Stat("a/x"); e != 0 || st.Size != 5 {
+		t.Errorf("stat: %d %v", st.Size, e)
+	}
+	if e := fs.Utimens("a/x", now, now); e != 0 {
+		t.Errorf("utimens: %v", e)
 	}
 }
