@@ -29,6 +29,6 @@ func (f *rootFS) linkAt(string, string) (experimentalsys.Errno, bool)       { re
 func (f *rootFS) statAt(string, bool) (sys.Stat_t, experimentalsys.Errno, bool) {
 	return sys.Stat_t{}, 0, false
 }
-func (f *rootFS) readlinkAt(string) (string, experimentalsys.Errno, bool) { return "", 0, false }
+func (f *rootFS) readlinkAt(string) (string, experimentalsys.Errno, bool)      { return "", 0, false }
 func (f *rootFS) utimensAt(string, int64, int64) (experimentalsys.Errno, bool) { return 0, false }
-func (r *rootFile) utimensHeld(int64, int64) (experimentalsys.Errno, bool) { return 0, false }
+func (r *rootFile) utimensHeld(int64, int64) (experimentalsys.Errno, bool)     { return 0, false }
