@@ -22,6 +22,10 @@ type Admission struct {
 	queue      int
 	waiting    atomic.Int64
 	background chan struct{} // one token per background work running
+	// perSession caps the background works one session of a shared
+	// budget runs, so that one client cannot hold all of them for their
+	// whole lifetime (hours) and refuse every other session's; 0: none.
+	perSession int
 	// scope says whose budget it is, in refusals: "in this session",
 	// "across this server's sessions".
 	scope string
@@ -32,8 +36,13 @@ type Admission struct {
 // (default DefaultMaxQueue; negative: none wait), and maxBackground
 // background works run at once (default DefaultMaxBackground). Zero means
 // the default.
+//
+// One session may run at most half of the background works (at least
+// one), so the others always have some.
 func NewAdmission(maxConcurrent, maxQueue, maxBackground int) *Admission {
-	return newAdmission(maxConcurrent, maxQueue, maxBackground, "across this server's sessions")
+	a := newAdmission(maxConcurrent, maxQueue, maxBackground, "across this server's sessions")
+	a.perSession = max(1, cap(a.background)/2)
+	return a
 }
 
 func newAdmission(maxConcurrent, maxQueue, maxBackground int, scope string) *Admission {
@@ -95,10 +104,15 @@ func (a *Admission) wait(ctx context.Context) error {
 // leave gives a call slot back.
 func (a *Admission) leave() { <-a.slots }
 
-// startBackground takes a background work's place, or returns why not.
-func (a *Admission) startBackground() string {
+// startBackground takes a background work's place, or returns why not;
+// held counts the caller's own.
+func (a *Admission) startBackground(held *atomic.Int64) string {
+	if a.perSession > 0 && held.Load() >= int64(a.perSession) {
+		return fmt.Sprintf("this session already runs %d background commands, the most one session may of the %d allowed %s; stop one with background_command first", a.perSession, cap(a.background), a.scope)
+	}
 	select {
 	case a.background <- struct{}{}:
+		held.Add(1)
 		return ""
 	default:
 		return fmt.Sprintf("%d background commands are already running %s (the most allowed); stop one with background_command first", cap(a.background), a.scope)
@@ -106,4 +120,7 @@ func (a *Admission) startBackground() string {
 }
 
 // endBackground gives a background work's place back.
-func (a *Admission) endBackground() { <-a.background }
+func (a *Admission) endBackground(held *atomic.Int64) {
+	held.Add(-1)
+	<-a.background
+}

@@ -64,3 +64,26 @@ func TestSharedAdmission(t *testing.T) {
 	// Its slot is free once the work has ended.
 	startWork(t, b, "true")
 }
+
+// TestOneSessionCannotHoldAllBackground: of a shared budget, one session
+// runs at most half of the background works, so another session can
+// still start some; before, one client could hold all of them for their
+// whole lifetime (hours) and refuse everyone else's (red team).
+func TestOneSessionCannotHoldAllBackground(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	adm := broker.NewAdmission(4, 4, 4)
+	shared := func(o *broker.Options) { o.Admission, o.ToolRoot = adm, f.ws }
+	a := f.open(t, sandboxtest.Unsandboxed(t), shared)
+	b := f.open(t, sandboxtest.Unsandboxed(t), shared)
+	startWork(t, a, "sleep 600")
+	startWork(t, a, "sleep 600")
+	res := call(t, a, "shell", `{"command":"sleep 600","run_in_background":true}`)
+	if !res.Refused() || !strings.Contains(res.Output.Content, "this session already runs 2 background commands, the most one session may of the 4 allowed across this server's sessions") {
+		t.Errorf("a third background work of one session: %s %q", res.Class, res.Output.Content)
+	}
+	startWork(t, b, "sleep 600")
+	startWork(t, b, "sleep 600")
+	// One of a's ends: a may start one again.
+	workCall(t, a, "stop", a.Background()[0].ID, "")
+	startWork(t, a, "true")
+}

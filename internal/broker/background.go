@@ -220,7 +220,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 
 	s.bg.mu.Lock()
 	defer s.bg.mu.Unlock()
-	if why := s.adm.startBackground(); why != "" {
+	if why := s.adm.startBackground(&s.bgHeld); why != "" {
 		return wire.ToolOutput{}, "", fmt.Sprintf("field %q: %s", "run_in_background", why)
 	}
 	// The work's place in the budget is given back when it ends, or now
@@ -228,7 +228,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 	started := false
 	defer func() {
 		if !started {
-			s.adm.endBackground()
+			s.adm.endBackground(&s.bgHeld)
 		}
 	}()
 
@@ -319,7 +319,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		res, err := s.opts.Backend.Run(ctx, spec)
 		stopEgress()
 		s.finish(w, res, err)
-		s.adm.endBackground() // free once the work is seen to have ended
+		s.adm.endBackground(&s.bgHeld) // free once the work is seen to have ended
 		close(w.done)
 	}()
 	s.logger.Info("background work started", "work", id, "call", c.id)

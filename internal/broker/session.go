@@ -174,6 +174,8 @@ type Session struct {
 	adm     *Admission
 	waiting atomic.Int64
 	running atomic.Int64
+	// bgHeld is the session's own background works in adm's budget.
+	bgHeld atomic.Int64
 
 	bg          background
 	releasePool func() // the session's hold on the backend's pool
