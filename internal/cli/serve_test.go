@@ -48,14 +48,21 @@ func TestServeSessionsShareOneBudget(t *testing.T) {
 		}
 		return res.Content[0].(*mcp.TextContent).Text, res.IsError
 	}
-	a, b := connect(), connect()
-	for i := range broker.DefaultMaxBackground {
-		if text, isErr := background(a); isErr {
-			t.Fatalf("background work %d of the first client: %s", i, text)
+	// Two clients hold the whole budget, half each (one session may hold
+	// no more); a third gets none.
+	half := broker.DefaultMaxBackground / 2
+	for n, cs := range []*mcp.ClientSession{connect(), connect()} {
+		for i := range half {
+			if text, isErr := background(cs); isErr {
+				t.Fatalf("background work %d of client %d: %s", i, n, text)
+			}
+		}
+		if text, isErr := background(cs); !isErr || !strings.Contains(text, "the most one session may") {
+			t.Fatalf("client %d's background work past half the budget: %v %s", n, isErr, text)
 		}
 	}
-	text, isErr := background(b)
+	text, isErr := background(connect())
 	if !isErr || !strings.Contains(text, "background commands are already running across this server's sessions") {
-		t.Fatalf("the second client's first background work, with the first holding %d: %v %s", broker.DefaultMaxBackground, isErr, text)
+		t.Fatalf("the third client's first background work, with the others holding %d: %v %s", broker.DefaultMaxBackground, isErr, text)
 	}
 }
