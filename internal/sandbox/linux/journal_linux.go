@@ -1,18 +1,16 @@
 package linux
 
 import (
-	"bufio"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/sandbox/journal"
 )
 
 // journalDir is where, below Options.StateDir, each process journals the
@@ -80,59 +78,11 @@ func (p *placeholders) forget() {
 
 // sweepJournals removes the placeholders journalled by processes that are
 // gone, and their journals.
-func sweepJournals(dir string, log *slog.Logger) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		id := procid.ID(e.Name())
-		if !e.Type().IsRegular() || id.PID() == 0 || id.Alive() {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		n, err := removeJournalled(path)
-		if err != nil {
-			log.Debug("sweeping placeholders", "journal", path, "err", err)
-			continue
-		}
-		if n > 0 {
-			log.Info("removed placeholders a dead airlock process left", "count", n, "pid", id.PID())
-		}
-		_ = os.Remove(path)
-	}
-}
+func sweepJournals(dir string, log *slog.Logger) { journal.SweepDead(dir, removePlaceholder, log) }
 
 // removeJournalled removes each placeholder a journal names that is still
-// a placeholder: marked, empty, not a symlink. Deepest first, so a
-// placeholder directory is empty once its children are gone.
-func removeJournalled(journal string) (int, error) {
-	f, err := os.Open(journal)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	var paths []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if p := sc.Text(); filepath.IsAbs(p) && filepath.Clean(p) == p {
-			paths = append(paths, p)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("reading %s: %w", journal, err)
-	}
-	slices.Sort(paths)
-	paths = slices.Compact(paths)
-	slices.SortStableFunc(paths, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	n := 0
-	for _, p := range paths {
-		if removePlaceholder(p) {
-			n++
-		}
-	}
-	return n, nil
-}
+// a placeholder: marked, empty, not a symlink.
+func removeJournalled(path string) (int, error) { return journal.Remove(path, removePlaceholder) }
 
 // removePlaceholder removes host path p if it is one of airlock's
 // placeholders (it carries the mark, or the temporary name one is made

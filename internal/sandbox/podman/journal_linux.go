@@ -1,17 +1,15 @@
 package podman
 
 import (
-	"bufio"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/sandbox/journal"
 )
 
 // journalDir is where, below the backend's state directory, each process
@@ -54,49 +52,7 @@ func mark(fd int) { _ = unix.Fsetxattr(fd, grant.PlaceholderXattr, []byte("1"), 
 // sweepPlaceholders removes the placeholders journalled below state by
 // processes that are gone, and their journals.
 func sweepPlaceholders(state string, log *slog.Logger) {
-	dir := filepath.Join(state, journalDir)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		id := procid.ID(e.Name())
-		if !e.Type().IsRegular() || id.PID() == 0 || id.Alive() {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if n := removeJournalled(path); n > 0 {
-			log.Info("removed placeholders a dead airlock process left", "count", n, "pid", id.PID())
-		}
-		_ = os.Remove(path)
-	}
-}
-
-// removeJournalled removes each placeholder a journal names that is still
-// a placeholder, deepest first, and returns how many.
-func removeJournalled(journal string) int {
-	f, err := os.Open(journal)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	var paths []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if p := sc.Text(); cleanAbs(p) {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	paths = slices.Compact(paths)
-	slices.SortStableFunc(paths, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	n := 0
-	for _, p := range paths {
-		if removePlaceholder(p) {
-			n++
-		}
-	}
-	return n
+	journal.SweepDead(filepath.Join(state, journalDir), removePlaceholder, log)
 }
 
 // removePlaceholder removes host path p if it is a placeholder: it carries

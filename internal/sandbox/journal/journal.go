@@ -1,0 +1,74 @@
+// Package journal reads the placeholder journals sandbox backends keep:
+// one file per process, named by its procid.ID, one host path a line,
+// written before each placeholder is made. A later process removes what
+// a dead one journalled (SweepDead), through the backend's own test of
+// what is still a placeholder.
+package journal
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/airlockhq/airlock/internal/procid"
+)
+
+// Remove applies remove to each clean absolute path the journal names,
+// once each, deepest first (so a placeholder directory is empty once its
+// children are gone), and returns how many it removed.
+func Remove(journal string, remove func(path string) bool) (int, error) {
+	f, err := os.Open(journal)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var paths []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if p := sc.Text(); filepath.IsAbs(p) && filepath.Clean(p) == p {
+			paths = append(paths, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", journal, err)
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	slices.SortStableFunc(paths, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	n := 0
+	for _, p := range paths {
+		if remove(p) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// SweepDead removes, through remove, the placeholders journalled in dir
+// by processes that are gone, and then their journals.
+func SweepDead(dir string, remove func(path string) bool, log *slog.Logger) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		id := procid.ID(e.Name())
+		if !e.Type().IsRegular() || id.PID() == 0 || id.Alive() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		n, err := Remove(path, remove)
+		if err != nil {
+			log.Debug("sweeping placeholders", "journal", path, "err", err)
+			continue
+		}
+		if n > 0 {
+			log.Info("removed placeholders a dead airlock process left", "count", n, "pid", id.PID())
+		}
+		_ = os.Remove(path)
+	}
+}
