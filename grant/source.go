@@ -29,6 +29,18 @@ func (r SecretRule) AllowsHost(hostport string) bool {
 	return ok
 }
 
+// NamesDirectory reports whether the grant names any directory (read-write
+// or read-only): when it does not (a grant of hosts alone), WorkDir is a
+// directory no sandbox can see.
+func (g *Grant) NamesDirectory() bool {
+	for _, r := range g.roots {
+		if r.dir {
+			return true
+		}
+	}
+	return false
+}
+
 // WorkDir is the working directory of calls that do not name one: BaseDir
 // when a granted directory holds it, else the first read-write directory,
 // else the first granted directory.

@@ -31,3 +31,14 @@ func TestSecretAllowsHost(t *testing.T) {
 		}
 	}
 }
+
+func TestNamesDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if g, err := FromFlags(dir, Flags{ReadOnly: []string{dir}}); err != nil || !g.NamesDirectory() {
+		t.Errorf("a read-only directory: %v, %v", g.NamesDirectory(), err)
+	}
+	g, err := Parse([]byte("[network]\nhosts = [\"example.com\"]\n"), "hosts.toml", dir)
+	if err != nil || g.NamesDirectory() {
+		t.Errorf("a grant of hosts alone names a directory (%v)", err)
+	}
+}

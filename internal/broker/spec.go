@@ -35,8 +35,8 @@ var BaseEnv = []string{
 // directory the sandbox cannot see would fail every call with "no such
 // file or directory" for a directory that exists on the host.
 func sandboxWorkDir(g *grant.Grant) string {
-	if wd := g.WorkDir(); g.CheckPath(wd, false).Allowed {
-		return wd
+	if g.NamesDirectory() {
+		return g.WorkDir()
 	}
 	return "/tmp"
 }
