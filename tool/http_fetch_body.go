@@ -79,7 +79,7 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 			// before anything is cut, and what is left of one where the body
 			// or the text was cut short goes too: a cut the model can place
 			// (by the URL) must not leave all of a secret but its last bytes.
-			red := secretRedactor(f.env.Secrets)
+			red := f.red
 			text := red.String(wire.ValidUTF8(string(body)))
 			if note != "" {
 				text = red.CutSuffix(text)

@@ -39,6 +39,7 @@ type fetcher struct {
 	proxyNet  string // "tcp" (the in-sandbox forwarder) or "unix" (the socket)
 	proxyAddr string
 	client    *http.Client
+	red       *redact.Redactor // the call's secrets, as "[secret NAME]"
 }
 
 func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput {
@@ -66,7 +67,7 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 	defer cancel()
 	f := newFetcher(env, network, addr)
 	out := f.fetch(ctx, method, t, timeout)
-	out.Content = redactSecrets(out.Content, env.Secrets)
+	out.Content = f.red.String(out.Content)
 	return out
 }
 
@@ -74,7 +75,7 @@ func runHTTPFetch(ctx context.Context, env Env, a HTTPFetchArgs) wire.ToolOutput
 // egress proxy at network/addr, one CONNECT tunnel a request, never
 // following a redirect by itself.
 func newFetcher(env Env, network, addr string) *fetcher {
-	f := &fetcher{env: env, proxyNet: network, proxyAddr: addr}
+	f := &fetcher{env: env, proxyNet: network, proxyAddr: addr, red: secretRedactor(env.Secrets)}
 	f.client = &http.Client{
 		Transport: &http.Transport{
 			DialContext:            f.dialViaProxy,
