@@ -132,11 +132,13 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		}
 		// Connections that have not shown the token give way to new ones,
 		// so clients without it cannot keep those with it out.
-		busy := ""
+		// Over plain HTTP, a connection whose request carries the token is
+		// taken as authenticated as soon as it arrives.
+		var lo connlimit.Options
 		if tlsConf == nil {
-			busy = mcpserver.BusyText
+			lo = connlimit.Options{Busy: mcpserver.BusyText, Token: token}
 		}
-		ln := connlimit.New(tcp, *maxConns, busy)
+		ln := connlimit.New(tcp, *maxConns, &lo)
 
 		if *tokenFile != "" {
 			// The token file is airlock's own: no sandbox may read it.

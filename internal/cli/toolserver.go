@@ -146,11 +146,13 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		}
 		// Connections without the token give way to those with it, so
 		// clients that never authenticate cannot keep a broker out.
-		busy := ""
+		// Over plain HTTP, a connection whose request carries the token is
+		// taken as authenticated as soon as it arrives.
+		var lo connlimit.Options
 		if *certFile == "" {
-			busy = "airlock tool-server: too many connections are open; try again shortly\n"
+			lo = connlimit.Options{Busy: "airlock tool-server: too many connections are open; try again shortly\n", Token: token}
 		}
-		var ln net.Listener = connlimit.New(tcp, *maxConns, busy)
+		var ln net.Listener = connlimit.New(tcp, *maxConns, &lo)
 		hs := srv.HTTPServer(token)
 		scheme := "ws"
 		if *certFile != "" {

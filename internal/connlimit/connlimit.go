@@ -1,13 +1,24 @@
 // Package connlimit caps the connections a server holds open at once, and
 // keeps clients that never authenticate from using that cap up: a
-// connection counts as unauthenticated from its accept until a request on
-// it proves the token (Authenticated), and when the cap is reached a new
-// connection takes the place of the oldest unauthenticated one. Only when
-// every open connection has authenticated is a new one refused. So a
-// client without the token, however many connections it opens and holds,
-// cannot keep one that has the token from connecting: it would have to
-// open a cap's worth of connections within the time the other takes to
-// send its first request.
+// connection counts as unauthenticated from its accept until it proves the
+// token, and when the cap is reached a new connection takes the place of
+// an unauthenticated one. Only when every open connection has
+// authenticated is a new one refused.
+//
+// A connection proves the token in either of two ways: a request on it
+// shows the token to the server's handler (Authenticated), or, when the
+// Listener knows the token (Options.Token), the token is among the first
+// bytes it sent, whether the server has read them yet or they still wait
+// in the kernel's receive queue. The second way matters under a flood: a
+// client that opens connections faster than the server's handlers run
+// would otherwise evict an authorised connection between its accept and
+// its handler, although its request, token and all, had already arrived.
+//
+// The connection made to give way is the oldest that has sent nothing, or
+// failing that, the oldest that has sent something without the token. So
+// silent connections, however many and however fast, cannot push out a
+// connection whose token has arrived; over TLS, where the listener sees
+// only ciphertext, they cannot push out one that has begun its handshake.
 //
 // A server using it sets http.Server.ConnContext to ConnContext, calls
 // Authenticated from its handler once a request has shown the token, and
@@ -16,6 +27,7 @@
 package connlimit
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"fmt"
@@ -29,8 +41,10 @@ import (
 // It is safe for concurrent use; its counters are for metrics.
 type Listener struct {
 	net.Listener
-	max  int
-	busy []byte // what a refused connection reads; nil: nothing
+	max   int
+	busy  []byte // what a refused connection reads; nil: nothing
+	token []byte // proves a connection that sends it; nil: only Authenticated does
+	peek  []byte // Accept's buffer for what waits in a connection's receive queue; guarded by mu
 
 	mu   sync.Mutex
 	open int
@@ -41,14 +55,42 @@ type Listener struct {
 	evicted atomic.Uint64
 }
 
-// New returns inner capped at max connections (max > 0). busy, when not
-// empty, is the text of a 503 response a refused connection reads before
-// it is closed; give it only for a plain-HTTP listener (on a TLS one
-// nothing readable can be sent before the handshake).
-func New(inner net.Listener, max int, busy string) *Listener {
-	l := &Listener{Listener: inner, max: max, unauth: list.New()}
-	if busy != "" {
-		l.busy = fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(busy), busy)
+// Options configure a Listener. The zero value is valid.
+type Options struct {
+	// Busy, when not empty, is the text of a 503 response a refused
+	// connection reads before it is closed; give it only for a plain-HTTP
+	// listener (on a TLS one nothing readable can be sent before the
+	// handshake).
+	Busy string
+	// Token, when at least MinToken bytes long, is the secret a request
+	// carries: a connection that has sent it is taken as authenticated
+	// before its handler runs (see the package comment). Give it only for
+	// a plain-HTTP listener; over TLS it is never seen.
+	Token string
+}
+
+// MinToken is the shortest Options.Token the Listener looks for: a
+// shorter one could turn up in bytes sent without knowing it.
+const MinToken = 16
+
+// scanBytes is how much of what a connection sends first is searched for
+// the token: room for a request line and its headers.
+const scanBytes = 16 << 10
+
+// New returns inner capped at max connections (max > 0). o may be nil.
+func New(inner net.Listener, max int, o *Options) *Listener {
+	// One byte is enough to tell a connection that has sent something
+	// from one that has not.
+	l := &Listener{Listener: inner, max: max, unauth: list.New(), peek: make([]byte, 1)}
+	if o == nil {
+		return l
+	}
+	if o.Busy != "" {
+		l.busy = fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(o.Busy), o.Busy)
+	}
+	if len(o.Token) >= MinToken {
+		l.token = []byte(o.Token)
+		l.peek = make([]byte, scanBytes)
 	}
 	return l
 }
@@ -62,12 +104,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &conn{Conn: nc, l: l}
+		c := &conn{Conn: nc, l: l, scanning: l.token != nil}
 		var evict *conn
 		l.mu.Lock()
 		if l.open >= l.max {
-			if e := l.unauth.Front(); e != nil {
-				evict = e.Value.(*conn)
+			if evict = l.victim(); evict != nil {
 				l.forget(evict)
 			}
 		}
@@ -92,6 +133,45 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		nc.Close()
 	}
+}
+
+// victimScan is how many unauthenticated connections, oldest first, victim
+// looks through for one that has sent nothing.
+const victimScan = 16
+
+// victim chooses the unauthenticated connection to close for a new one,
+// or nil when there is none: the oldest that has sent nothing among the
+// oldest victimScan, else the oldest. A connection found to have sent the
+// token is marked authenticated on the way and never chosen. l.mu is held.
+func (l *Listener) victim() *conn {
+	var spoke *conn
+	seen := 0
+	for e := l.unauth.Front(); e != nil && seen < victimScan; {
+		c := e.Value.(*conn)
+		next := e.Next()
+		queued := peekQueued(c.Conn, l.peek)
+		if l.token != nil && queued > 0 && c.carries(l.peek[:queued], l.token) {
+			l.unauth.Remove(e)
+			c.elem = nil
+			e = next
+			continue
+		}
+		if queued == 0 && c.sent.Load() == 0 {
+			return c
+		}
+		if spoke == nil {
+			spoke = c
+		}
+		seen++
+		e = next
+	}
+	if spoke != nil {
+		return spoke
+	}
+	if e := l.unauth.Front(); e != nil {
+		return e.Value.(*conn)
+	}
+	return nil
 }
 
 // forget gives c's slot back; l.mu is held.
@@ -139,6 +219,50 @@ type conn struct {
 	l        *Listener
 	elem     *list.Element // in l.unauth while unauthenticated
 	released bool          // its slot is given back
+
+	// sent counts the bytes the server has read from the connection.
+	sent atomic.Int64
+	// scanning is set while the server's reads are searched for the
+	// token, and tail is the end of what it read last, so that a token
+	// split between two reads is found. Only the connection's one reader
+	// touches them.
+	scanning bool
+	tail     []byte
+}
+
+// Read reads from the connection and, while scanning, looks for the token
+// in what it reads: found, the connection is authenticated.
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n <= 0 {
+		return n, err
+	}
+	total := c.sent.Add(int64(n))
+	if !c.scanning {
+		return n, err
+	}
+	buf := append(c.tail, p[:n]...)
+	switch {
+	case bytes.Contains(buf, c.l.token):
+		c.scanning, c.tail = false, nil
+		c.l.mu.Lock()
+		c.l.authenticate(c)
+		c.l.mu.Unlock()
+	case total >= scanBytes:
+		c.scanning, c.tail = false, nil
+	default:
+		keep := min(len(buf), len(c.l.token)-1)
+		c.tail = append(c.tail[:0], buf[len(buf)-keep:]...)
+	}
+	return n, err
+}
+
+// carries reports whether the token is in queued, what waits unread in
+// the connection's receive queue, within the first scanBytes it sent. (A
+// token split between what the server has read and what waits is missed:
+// the reader finds it once it reads the rest.)
+func (c *conn) carries(queued, token []byte) bool {
+	return c.sent.Load() < scanBytes && bytes.Contains(queued, token)
 }
 
 func (c *conn) Close() error {
@@ -185,9 +309,14 @@ func Authenticated(ctx context.Context) {
 		return
 	}
 	c.l.mu.Lock()
+	c.l.authenticate(c)
+	c.l.mu.Unlock()
+}
+
+// authenticate takes c off the unauthenticated list; l.mu is held.
+func (l *Listener) authenticate(c *conn) {
 	if c.elem != nil {
-		c.l.unauth.Remove(c.elem)
+		l.unauth.Remove(c.elem)
 		c.elem = nil
 	}
-	c.l.mu.Unlock()
 }

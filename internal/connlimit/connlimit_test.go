@@ -34,7 +34,7 @@ func serve(t *testing.T, max int) (*connlimit.Listener, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := connlimit.New(tcp, max, "busy, try again")
+	ln := connlimit.New(tcp, max, &connlimit.Options{Busy: "busy, try again"})
 	hs := &http.Server{Handler: handler, ConnContext: connlimit.ConnContext}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
@@ -138,7 +138,7 @@ func TestUnauthenticatedMakeRoom(t *testing.T) {
 // one that authenticated over HTTPS keeps its slot.
 func TestAuthenticatedUnderTLS(t *testing.T) {
 	hs := httptest.NewUnstartedServer(handler)
-	ln := connlimit.New(hs.Listener, 1, "")
+	ln := connlimit.New(hs.Listener, 1, nil)
 	hs.Listener = ln
 	hs.Config.ConnContext = connlimit.ConnContext
 	hs.StartTLS()
@@ -180,5 +180,134 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// longToken is a token long enough for a Listener to look for.
+const longToken = "0123456789abcdef-a-long-token"
+
+// acceptAll accepts every connection of ln without reading from it, as a
+// server whose handlers have not run yet, and sends each on the channel.
+func acceptAll(t *testing.T, ln *connlimit.Listener) <-chan net.Conn {
+	t.Helper()
+	ch := make(chan net.Conn, 1024)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(ch)
+				return
+			}
+			ch <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for c := range ch {
+			c.Close()
+		}
+	})
+	return ch
+}
+
+// listen returns a Listener capped at max on a fresh loopback port.
+func listen(t *testing.T, max int, o *connlimit.Options) (*connlimit.Listener, string) {
+	t.Helper()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return connlimit.New(tcp, max, o), tcp.Addr().String()
+}
+
+// stillOpen reports whether the server has left c open: a closed one
+// reads EOF at once, an open one waits out the short deadline.
+func stillOpen(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestTokenArrivedIsNeverEvicted: a connection whose request, token and
+// all, has arrived is not closed for newcomers even though no handler has
+// read it yet (a flood keeps handlers from running), while silent
+// connections opened before and after it give way.
+func TestTokenArrivedIsNeverEvicted(t *testing.T) {
+	ln, addr := listen(t, 4, &connlimit.Options{Token: longToken})
+	accepted := acceptAll(t, ln)
+	first := dial(t, addr)
+	<-accepted
+	authorised := dial(t, addr)
+	if _, err := fmt.Fprintf(authorised, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", longToken); err != nil {
+		t.Fatal(err)
+	}
+	<-accepted
+	const flood = 40
+	for range flood {
+		dial(t, addr)
+		<-accepted
+	}
+	if !stillOpen(authorised) {
+		t.Fatal("the connection that had sent the token was closed to make room")
+	}
+	if stillOpen(first) {
+		t.Error("the oldest silent connection was kept")
+	}
+	// 42 connections on a cap of 4, one of them authenticated: 3 slots
+	// held by the newest silent ones, and each of the other 38 evicted.
+	if ln.Evicted() != flood-2 || ln.Unauthenticated() != 3 {
+		t.Errorf("evicted %d, unauthenticated %d; want %d, 3", ln.Evicted(), ln.Unauthenticated(), flood-2)
+	}
+}
+
+// TestSilentGiveWayFirst: at the cap, a connection that has sent nothing
+// is closed before an older one that has sent something, as a TLS client
+// sends its hello before the listener can see any token.
+func TestSilentGiveWayFirst(t *testing.T) {
+	ln, addr := listen(t, 2, nil)
+	accepted := acceptAll(t, ln)
+	spoke := dial(t, addr)
+	if _, err := io.WriteString(spoke, "\x16\x03\x01"); err != nil {
+		t.Fatal(err)
+	}
+	<-accepted
+	silent := dial(t, addr)
+	<-accepted
+	dial(t, addr)
+	<-accepted
+	if stillOpen(silent) {
+		t.Error("the silent connection was kept")
+	}
+	if !stillOpen(spoke) {
+		t.Error("the older connection that had sent something was closed before a silent one")
+	}
+}
+
+// TestTokenFoundAcrossReads: a token the server reads in two pieces still
+// authenticates its connection; a token shorter than MinToken is never
+// looked for.
+func TestTokenFoundAcrossReads(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		auth  bool
+	}{{longToken, true}, {"short-token", false}} {
+		ln, addr := listen(t, 4, &connlimit.Options{Token: tc.token})
+		accepted := acceptAll(t, ln)
+		c := dial(t, addr)
+		sc := <-accepted
+		half := len(tc.token) / 2
+		buf := make([]byte, 64)
+		for _, piece := range []string{"Authorization: Bearer " + tc.token[:half], tc.token[half:] + "\r\n"} {
+			if _, err := io.WriteString(c, piece); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(sc, buf[:len(piece)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := ln.Unauthenticated() == 0; got != tc.auth {
+			t.Errorf("token %q read in two pieces: authenticated %v, want %v", tc.token, got, tc.auth)
+		}
 	}
 }

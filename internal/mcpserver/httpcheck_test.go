@@ -223,7 +223,7 @@ func serveCapped(t *testing.T, f *fixture, max int, short time.Duration) (*connl
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := connlimit.New(tcp, max, mcpserver.BusyText)
+	ln := connlimit.New(tcp, max, &connlimit.Options{Busy: mcpserver.BusyText, Token: testToken})
 	h, err := f.srv.Handler(&mcpserver.HTTPOptions{Token: testToken, BodyTimeout: short, Connections: ln})
 	if err != nil {
 		t.Fatal(err)

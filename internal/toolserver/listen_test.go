@@ -28,7 +28,7 @@ func listenLike(t *testing.T, srv *toolserver.Server, max int, tune func(*http.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := connlimit.New(tcp, max, "busy")
+	ln := connlimit.New(tcp, max, &connlimit.Options{Busy: "busy", Token: testToken})
 	hs := srv.HTTPServer(testToken)
 	var upgrades atomic.Int64
 	hs.ConnState = func(_ net.Conn, s http.ConnState) {
