@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -17,10 +18,24 @@ var errBusy = errors.New("airlock is busy")
 // of them start no more sandboxes together than one alone may. Refusals
 // are at once, with a sentence naming the budget. It is safe for
 // concurrent use.
+//
+// A shared budget is fair between its sessions without holding back a
+// session alone: a call runs at once while a slot is free and no call
+// waits, so one session may use every slot; but a slot that frees while
+// calls wait goes to the waiting call whose session runs the fewest calls
+// (the longest waiting among equals), and one session may fill at most
+// half the queue. So a session that floods the budget delays another's
+// call by at most the shortest of its running calls, and never refuses it.
 type Admission struct {
-	slots      chan struct{} // one token per call running
-	queue      int
-	waiting    atomic.Int64
+	mu      sync.Mutex
+	max     int // calls that run at once
+	used    int // slots taken
+	queue   int // calls that may wait, over all sessions
+	waiters []*waiter
+	// queuedPerSession caps the calls one session has waiting in a
+	// shared budget; 0: none.
+	queuedPerSession int
+
 	background chan struct{} // one token per background work running
 	// perSession caps the background works one session of a shared
 	// budget runs, so that one client cannot hold all of them for their
@@ -31,17 +46,37 @@ type Admission struct {
 	scope string
 }
 
+// seat is one session's place in a budget: its calls running and
+// waiting, guarded by the budget's mu.
+type seat struct {
+	running, waiting int
+}
+
+// waiter is a call waiting for a slot; ready is closed when it is given
+// one.
+type waiter struct {
+	seat    *seat
+	ready   chan struct{}
+	granted bool
+	queued  bool // counted against the queue
+}
+
 // NewAdmission returns a budget to share among sessions: maxConcurrent
 // calls run at once (default DefaultMaxConcurrent), maxQueue more wait
 // (default DefaultMaxQueue; negative: none wait), and maxBackground
 // background works run at once (default DefaultMaxBackground). Zero means
 // the default.
 //
-// One session may run at most half of the background works (at least
-// one), so the others always have some.
+// One session may have at most half of the queue waiting and run at most
+// half of the background works (at least one of each), so the others
+// always have some; a freed call slot goes first to the session running
+// the fewest calls.
 func NewAdmission(maxConcurrent, maxQueue, maxBackground int) *Admission {
 	a := newAdmission(maxConcurrent, maxQueue, maxBackground, "across this server's sessions")
 	a.perSession = max(1, cap(a.background)/2)
+	if a.queue > 0 {
+		a.queuedPerSession = max(1, a.queue/2)
+	}
 	return a
 }
 
@@ -59,50 +94,115 @@ func newAdmission(maxConcurrent, maxQueue, maxBackground int, scope string) *Adm
 		maxBackground = DefaultMaxBackground
 	}
 	return &Admission{
-		slots:      make(chan struct{}, maxConcurrent),
+		max:        maxConcurrent,
 		queue:      maxQueue,
 		background: make(chan struct{}, maxBackground),
 		scope:      scope,
 	}
 }
 
-// enter takes a call slot, waiting in the queue if there is room in it;
-// waiting counts the caller's own calls waiting. It returns an error
-// wrapping errBusy when the queue is full, or ctx's error if ctx ends
-// while the call waits. A call that entered must leave.
-func (a *Admission) enter(ctx context.Context, waiting *atomic.Int64) error {
-	select {
-	case a.slots <- struct{}{}:
+// enter takes a call slot for st's session, waiting in the queue if there
+// is room in it; waiting counts the session's calls waiting, for its
+// Stats. It returns an error wrapping errBusy when the queue (or the
+// session's share of it) is full, or ctx's error if ctx ends while the
+// call waits. A call that entered must leave.
+func (a *Admission) enter(ctx context.Context, st *seat, waiting *atomic.Int64) error {
+	return a.take(ctx, st, waiting, true)
+}
+
+// wait takes a call slot, waiting as long as it takes and outside the
+// queue's count (a wasm call, which holds no sandbox of the backend's and
+// is bounded by its own limits).
+func (a *Admission) wait(ctx context.Context, st *seat, waiting *atomic.Int64) error {
+	return a.take(ctx, st, waiting, false)
+}
+
+func (a *Admission) take(ctx context.Context, st *seat, waiting *atomic.Int64, queued bool) error {
+	a.mu.Lock()
+	if a.used < a.max && len(a.waiters) == 0 {
+		a.used++
+		st.running++
+		a.mu.Unlock()
 		return nil
-	default:
 	}
-	if a.waiting.Add(1) > int64(a.queue) {
-		a.waiting.Add(-1)
-		return fmt.Errorf("%w: %d calls are running %s and %d more are waiting, the most it queues; try again shortly", errBusy, cap(a.slots), a.scope, a.queue)
+	if queued {
+		if a.queuedNow() >= a.queue {
+			a.mu.Unlock()
+			return fmt.Errorf("%w: %d calls are running %s and %d more are waiting, the most it queues; try again shortly", errBusy, a.max, a.scope, a.queue)
+		}
+		if a.queuedPerSession > 0 && st.waiting >= a.queuedPerSession {
+			a.mu.Unlock()
+			return fmt.Errorf("%w: this session already has %d calls waiting, the most one session may of the %d places %s; try again when one has run", errBusy, st.waiting, a.queue, a.scope)
+		}
 	}
+	w := &waiter{seat: st, ready: make(chan struct{}), queued: queued}
+	a.waiters = append(a.waiters, w)
+	st.waiting++
+	a.mu.Unlock()
 	waiting.Add(1)
-	defer func() { a.waiting.Add(-1); waiting.Add(-1) }()
+	defer waiting.Add(-1)
 	select {
-	case a.slots <- struct{}{}:
+	case <-w.ready:
 		return nil
 	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	if w.granted {
+		// Given a slot as ctx ended: pass it on.
+		a.mu.Unlock()
+		a.leave(st)
 		return ctx.Err()
+	}
+	a.remove(w)
+	st.waiting--
+	a.mu.Unlock()
+	return ctx.Err()
+}
+
+// queuedNow counts the waiting calls held against the queue; a.mu is held.
+func (a *Admission) queuedNow() int {
+	n := 0
+	for _, w := range a.waiters {
+		if w.queued {
+			n++
+		}
+	}
+	return n
+}
+
+// remove takes w out of the waiters; a.mu is held.
+func (a *Admission) remove(w *waiter) {
+	for i, x := range a.waiters {
+		if x == w {
+			a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
+			return
+		}
 	}
 }
 
-// wait takes a call slot, waiting as long as it takes (a wasm call, which
-// holds no sandbox of the backend's and is bounded by its own limits).
-func (a *Admission) wait(ctx context.Context) error {
-	select {
-	case a.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// leave gives st's call slot back: to the waiting call whose session runs
+// the fewest calls, the longest waiting among equals, or free when none
+// waits.
+func (a *Admission) leave(st *seat) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.running--
+	var next *waiter
+	for _, w := range a.waiters {
+		if next == nil || w.seat.running < next.seat.running {
+			next = w
+		}
 	}
+	if next == nil {
+		a.used--
+		return
+	}
+	a.remove(next)
+	next.seat.waiting--
+	next.seat.running++
+	next.granted = true
+	close(next.ready)
 }
-
-// leave gives a call slot back.
-func (a *Admission) leave() { <-a.slots }
 
 // startBackground takes a background work's place, or returns why not;
 // held counts the caller's own.

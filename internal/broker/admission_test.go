@@ -87,3 +87,80 @@ func TestOneSessionCannotHoldAllBackground(t *testing.T) {
 	workCall(t, a, "stop", a.Background()[0].ID, "")
 	startWork(t, a, "true")
 }
+
+// TestSharedAdmissionIsFair: one session may take every call slot of a
+// shared budget while no one else waits, and half its queue, but not
+// more; a slot that frees goes to another session's waiting call before
+// the first session's own, which waited longer. Before, one session's
+// calls held every slot and every queue place, and another's call waited
+// behind all of them (red team).
+func TestSharedAdmissionIsFair(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	adm := broker.NewAdmission(2, 8, 1)
+	shared := func(o *broker.Options) { o.Admission, o.ToolRoot = adm, f.ws }
+	a := f.open(t, sandboxtest.Unsandboxed(t), shared)
+	b := f.open(t, sandboxtest.Unsandboxed(t), shared)
+	stats := func(s *broker.Session, running, waiting int) func() bool {
+		return func() bool { r, w := s.Stats(); return r == running && w == waiting }
+	}
+
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	sleep := func(ctx context.Context) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Call(ctx, "shell", json.RawMessage(`{"command":"sleep 600"}`))
+		}()
+	}
+	first, cancelFirst := context.WithCancel(context.Background())
+	rest, cancelRest := context.WithCancel(context.Background())
+	t.Cleanup(cancelFirst)
+	t.Cleanup(cancelRest)
+	sleep(first)
+	sleep(rest)
+	waitFor(t, "a alone running both slots", stats(a, 2, 0))
+	for i := range 4 {
+		sleep(rest)
+		waitFor(t, "a's calls queued", stats(a, 2, i+1))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := a.Call(ctx, "read_file", json.RawMessage(`{"path":"hello.txt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Refused() || !strings.Contains(res.Output.Content, "this session already has 4 calls waiting, the most one session may of the 8 places across this server's sessions") {
+		t.Errorf("a session's call past half the queue: %s %q", res.Class, res.Output.Content)
+	}
+
+	done := make(chan *broker.Result, 1)
+	go func() {
+		res, _ := b.Call(context.Background(), "read_file", json.RawMessage(`{"path":"hello.txt"}`))
+		done <- res
+	}()
+	waitFor(t, "b's call waiting", stats(b, 0, 1))
+	cancelFirst()
+	select {
+	case res := <-done:
+		if res.Class != broker.ClassOK {
+			t.Fatalf("b's call: %s %q", res.Class, res.Output.Content)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the freed slot went to a's queue, not to b's waiting call")
+	}
+	// b's call done, its slot goes to the longest waiting of a's.
+	waitFor(t, "a's queue moving on", stats(a, 2, 3))
+}
+
+// waitFor polls cond until it holds, failing after a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -174,6 +174,8 @@ type Session struct {
 	adm     *Admission
 	waiting atomic.Int64
 	running atomic.Int64
+	// seat is the session's place in adm's call budget.
+	seat seat
 	// bgHeld is the session's own background works in adm's budget.
 	bgHeld atomic.Int64
 
@@ -506,7 +508,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 
 	// Admission: a bounded number run, a bounded number wait, the rest are
 	// refused at once.
-	switch err := s.adm.enter(ctx, &s.waiting); {
+	switch err := s.adm.enter(ctx, &s.seat, &s.waiting); {
 	case errors.Is(err, errBusy):
 		return refuse(grant.Decision{Rule: "admission"}, err.Error())
 	case err != nil:
@@ -514,7 +516,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, nil, true)}
 	}
 	s.running.Add(1)
-	defer func() { s.running.Add(-1); s.adm.leave() }()
+	defer func() { s.running.Add(-1); s.adm.leave(&s.seat) }()
 
 	spec := s.spec(c.limits)
 	in := &wire.ToolInput{

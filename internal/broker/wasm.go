@@ -60,12 +60,12 @@ func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse
 		return refuse(grant.Decision{Rule: "audit"}, fmt.Sprintf("the audit records cannot be written (%v), so nothing runs; free space in the records directory", err))
 	}
 	c.begun = true
-	if err := s.adm.wait(ctx); err != nil {
+	if err := s.adm.wait(ctx, &s.seat, &s.waiting); err != nil {
 		c.out = Outcome{Class: ClassCancelled, Output: failure(SentenceCancelled), Detail: "cancelled while queued"}
 		return &Result{CallID: c.id, Class: ClassCancelled, Decision: d, Output: s.label(c.tool, c.out.Output, &wasmIsolation, true)}
 	}
 	s.running.Add(1)
-	defer func() { s.running.Add(-1); s.adm.leave() }()
+	defer func() { s.running.Add(-1); s.adm.leave(&s.seat) }()
 
 	args := c.args
 	if len(args) == 0 {
