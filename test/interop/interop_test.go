@@ -696,8 +696,16 @@ func TestBrokerKilledMidCall(t *testing.T) {
 					return len(m) > 0
 				})
 			case "while-running":
-				callAsync("shell", map[string]any{"command": "touch started; sleep 600"})
-				eventually(t, 30*time.Second, "the command started", func() bool { _, err := os.Stat(marker); return err == nil })
+				done := callAsync("shell", map[string]any{"command": "touch started; sleep 600"})
+				eventually(t, 60*time.Second, "the command started", func() bool {
+					select {
+					case err := <-done:
+						t.Fatalf("the call ended before the broker was killed: %v", err)
+					default:
+					}
+					_, err := os.Stat(marker)
+					return err == nil
+				})
 			case "background":
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "touch started; sleep 600", "run_in_background": true}})
 				if err != nil || res.IsError {
