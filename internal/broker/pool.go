@@ -43,9 +43,14 @@ func (s *Session) openPool() {
 	if n <= 0 {
 		return
 	}
-	// One spec per distinct limits of the sandboxed tools, read_file and
-	// shell first: calls that need the egress proxy are never pooled.
-	var seen []sandbox.Limits
+	// One spec per distinct limits and mounts of the sandboxed tools,
+	// read_file and shell first: calls that need the egress proxy are
+	// never pooled.
+	type shape struct {
+		limits   sandbox.Limits
+		readOnly bool
+	}
+	var seen []shape
 	names := []string{"read_file", "shell"}
 	for _, d := range tool.All() {
 		if !slices.Contains(names, d.Name) {
@@ -57,11 +62,12 @@ func (s *Session) openPool() {
 		if !ok || def.Broker || !s.opts.Grant.ToolEnabled(name) {
 			continue
 		}
-		spec := s.spec(s.opts.Grant.LimitsFor(name))
-		if slices.Contains(seen, spec.Limits) || len(seen) == 4 {
+		spec := s.toolSpec(def, s.opts.Grant.LimitsFor(name))
+		sh := shape{spec.Limits, def.Hints.ReadOnly}
+		if slices.Contains(seen, sh) || len(seen) == 4 {
 			continue
 		}
-		seen = append(seen, spec.Limits)
+		seen = append(seen, sh)
 		if err := p.Prewarm(spec); err != nil {
 			s.logger.Warn("prewarming sandboxes", "tool", name, "err", err)
 		}

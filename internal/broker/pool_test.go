@@ -36,10 +36,10 @@ func pooledBackend(t testing.TB) (sandbox.Backend, warmer) {
 	return b, w
 }
 
-// waitWarm waits until the session's read_file shape has n warm sandboxes.
-func waitWarm(t testing.TB, w warmer, g *grant.Grant, n int) {
+// waitWarm waits until the session's shape for tool has n warm sandboxes.
+func waitWarm(t testing.TB, w warmer, g *grant.Grant, tool string, n int) {
 	t.Helper()
-	spec := broker.SpecFor(g, g.LimitsFor("read_file"))
+	spec := broker.ToolSpecFor(g, tool)
 	for deadline := time.Now().Add(20 * time.Second); w.Warm(spec) < n; {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d warm sandboxes after 20s, want %d", w.Warm(spec), n)
@@ -55,7 +55,7 @@ func TestPooledSession(t *testing.T) {
 	f := newFixture(t, grant.Limits{})
 	s := f.open(t, b, func(o *broker.Options) { o.Pool = broker.DefaultPool })
 	for i := range 4 {
-		waitWarm(t, w, f.grant, broker.DefaultPool)
+		waitWarm(t, w, f.grant, "shell", broker.DefaultPool)
 		res := call(t, s, "shell", `{"command":"ls -a /tmp; echo x > /tmp/marker-`+strconv.Itoa(i)+`"}`)
 		if res.Class != broker.ClassOK || strings.Contains(res.Output.Content, "marker") {
 			t.Fatalf("call %d: class %s, output %q (another call's /tmp?)", i, res.Class, res.Output.Content)
@@ -64,7 +64,7 @@ func TestPooledSession(t *testing.T) {
 			t.Fatalf("call %d isolation %+v, want warm and seccomp", i, iso)
 		}
 	}
-	waitWarm(t, w, f.grant, 1)
+	waitWarm(t, w, f.grant, "read_file", 1)
 	res := call(t, s, "read_file", `{"path":"hello.txt"}`)
 	if res.Class != broker.ClassOK || !strings.HasSuffix(res.Output.Content, "hello, sandbox\n") {
 		t.Fatalf("read_file: class %s, output %+v", res.Class, res.Output)
@@ -77,7 +77,7 @@ func TestPooledSession(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := w.Warm(broker.SpecFor(f.grant, f.grant.LimitsFor("read_file"))); n != 0 {
+	if n := w.Warm(broker.ToolSpecFor(f.grant, "read_file")); n != 0 {
 		t.Errorf("%d warm sandboxes after Close", n)
 	}
 	if entries, _ := os.ReadDir(f.ws); len(entries) != 1 {
@@ -114,7 +114,7 @@ func TestDefaultPoolNoPlaceholders(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		waitWarm(t, w, f.grant, broker.DefaultPool)
+		waitWarm(t, w, f.grant, "shell", broker.DefaultPool)
 		// The last call's sandbox releases its placeholders as it is torn
 		// down, after the call has answered: wait for that, not a moment.
 		// Warm sandboxes that held any would keep the tree from ever
@@ -125,7 +125,7 @@ func TestDefaultPoolNoPlaceholders(t *testing.T) {
 			}
 		}
 		clean("with warm sandboxes waiting,")
-		waitWarm(t, w, f.grant, broker.DefaultPool)
+		waitWarm(t, w, f.grant, "shell", broker.DefaultPool)
 		res := call(t, s, "shell", `{"command":"echo x > .bashrc || echo refused; test -f .bashrc && echo held"}`)
 		if iso := res.Output.Meta.Isolation; res.Class != broker.ClassOK || iso == nil || !slices.Contains(iso.Features, "warm") {
 			t.Fatalf("call %d: class %s isolation %+v, want a warm sandbox", i, res.Class, iso)
@@ -149,7 +149,7 @@ func TestPoolOff(t *testing.T) {
 	if iso := res.Output.Meta.Isolation; res.Class != broker.ClassOK || iso == nil || slices.Contains(iso.Features, "warm") {
 		t.Fatalf("class %s isolation %+v, want a cold sandbox", res.Class, iso)
 	}
-	if n := w.Warm(broker.SpecFor(f.grant, f.grant.LimitsFor("read_file"))); n != 0 {
+	if n := w.Warm(broker.ToolSpecFor(f.grant, "read_file")); n != 0 {
 		t.Errorf("%d warm sandboxes with the pool off", n)
 	}
 }
@@ -162,13 +162,13 @@ func TestPooledLimits(t *testing.T) {
 	// machine; the idle wait below is longer.
 	f := newFixture(t, grant.Limits{Time: 2 * time.Second})
 	s := f.open(t, b, func(o *broker.Options) { o.Pool = broker.DefaultPool })
-	waitWarm(t, w, f.grant, 1)
+	waitWarm(t, w, f.grant, "shell", 1)
 	time.Sleep(2500 * time.Millisecond) // idle in the pool longer than the limit
 	res := call(t, s, "shell", `{"command":"echo ok"}`)
 	if res.Class != broker.ClassOK {
 		t.Fatalf("a warm sandbox's idle time counted: class %s %q", res.Class, res.Output.Content)
 	}
-	waitWarm(t, w, f.grant, 1)
+	waitWarm(t, w, f.grant, "shell", 1)
 	res = call(t, s, "shell", `{"command":"sleep 987703"}`)
 	// Either timer may end it: the sandbox's (class timeout) or the shell
 	// tool's own at the same limit, when the host's is late on a loaded
@@ -202,12 +202,13 @@ func benchSession(b *testing.B, pool int) (*broker.Session, *grant.Grant, string
 // benchCalls times calls of name with args; with a warmer, each timed
 // call starts with the pool full, as between an agent's calls.
 func benchCalls(b *testing.B, s *broker.Session, g *grant.Grant, w warmer, name, args string) {
+	b.Helper()
 	ds := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if w != nil {
 			b.StopTimer()
-			waitWarm(b, w, g, broker.DefaultPool)
+			waitWarm(b, w, g, name, broker.DefaultPool)
 			b.StartTimer()
 		}
 		t := time.Now()
@@ -284,7 +285,7 @@ func BenchmarkSessionMemory(b *testing.B) {
 	var idle, busy, sandboxKiB []float64
 	for i := 0; i < b.N; i++ {
 		s, g, _ := benchSession(b, broker.DefaultPool)
-		waitWarm(b, w, g, broker.DefaultPool)
+		waitWarm(b, w, g, "shell", broker.DefaultPool)
 		time.Sleep(200 * time.Millisecond)
 		idle = append(idle, rssKiB(b))
 		if k := warmCgroupKiB(); k > 0 {

@@ -518,7 +518,7 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 	s.running.Add(1)
 	defer func() { s.running.Add(-1); s.adm.leave(&s.seat) }()
 
-	spec := s.spec(c.limits)
+	spec := s.toolSpec(def, c.limits)
 	in := &wire.ToolInput{
 		Tool: c.tool,
 		Args: c.args,

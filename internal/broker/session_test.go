@@ -415,3 +415,87 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// mountsBackend records the mounts of each spec it runs, by the tool the
+// call's input names.
+type mountsBackend struct {
+	sandbox.Backend
+	mu       sync.Mutex
+	writable map[int]bool // calls run, in order: any mount writable
+}
+
+func (b *mountsBackend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result, error) {
+	w := false
+	for _, m := range spec.Mounts {
+		w = w || m.Writable
+	}
+	b.mu.Lock()
+	b.writable[len(b.writable)] = w
+	b.mu.Unlock()
+	return b.Backend.Run(ctx, spec)
+}
+
+// TestReadOnlyToolsGetReadOnlyMounts: a tool that changes nothing runs
+// with every mount of a read-write grant read-only (so its sandbox needs
+// no placeholders and could not write even if turned); a tool that writes
+// keeps the grant's writable mounts.
+func TestReadOnlyToolsGetReadOnlyMounts(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	b := &mountsBackend{Backend: sandboxtest.Unsandboxed(t), writable: map[int]bool{}}
+	s := f.open(t, b, nil)
+	for i, tc := range []struct {
+		tool, args string
+		writable   bool
+	}{
+		{"read_file", `{"path":"hello.txt"}`, false},
+		{"glob", `{"pattern":"*.txt"}`, false},
+		{"grep", `{"pattern":"hello"}`, false},
+		{"write_file", `{"path":"new.txt","content":"x"}`, true},
+		{"shell", `{"command":"true"}`, true},
+	} {
+		if res := call(t, s, tc.tool, tc.args); res.Class != broker.ClassOK {
+			t.Fatalf("%s: %s %q", tc.tool, res.Class, res.Output.Content)
+		}
+		b.mu.Lock()
+		w, ran := b.writable[i]
+		b.mu.Unlock()
+		if !ran || w != tc.writable {
+			t.Errorf("%s: ran %v, a mount writable %v, want %v", tc.tool, ran, w, tc.writable)
+		}
+	}
+}
+
+// TestReadOnlyToolsSkipOthersPlaceholders: while a shell call holds its
+// placeholders (.bashrc, .vscode, ...) in the tree, a read-only tool's
+// sandbox, which holds none of its own, still takes them for missing:
+// glob does not list them and read_file says they do not exist.
+func TestReadOnlyToolsSkipOthersPlaceholders(t *testing.T) {
+	f := newFixture(t, grant.Limits{})
+	s := f.open(t, sandboxtest.Native(t), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Call(ctx, "shell", json.RawMessage(`{"command":"touch started; sleep 600"}`))
+	}()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(f.ws, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell call never started")
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.ws, ".bashrc")); err != nil {
+		t.Fatalf("the running shell call holds no .bashrc placeholder: %v", err)
+	}
+	res := call(t, s, "glob", `{"pattern":"*"}`)
+	if res.Class != broker.ClassOK || strings.Contains(res.Output.Content, ".bashrc") || strings.Contains(res.Output.Content, ".vscode") || !strings.Contains(res.Output.Content, "hello.txt") {
+		t.Errorf("glob beside a running call: %s %q", res.Class, res.Output.Content)
+	}
+	res = call(t, s, "read_file", `{"path":".bashrc"}`)
+	if !res.Output.IsError || !strings.Contains(res.Output.Content, "no such file or directory") {
+		t.Errorf("read_file of another call's placeholder: %s %q", res.Class, res.Output.Content)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -71,6 +72,37 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 }
 
 func (s *Session) spec(l grant.Limits) *sandbox.Spec { return SpecFor(s.opts.Grant, l) }
+
+// toolSpec is the spec of a call to def under limits l (see narrowFor).
+func (s *Session) toolSpec(def *tool.Def, l grant.Limits) *sandbox.Spec {
+	spec := s.spec(l)
+	narrowFor(def, spec)
+	return spec
+}
+
+// ToolSpecFor is the spec of a call to the named tool under g: SpecFor with
+// the tool's limits, narrowed for the tool as a session narrows it.
+func ToolSpecFor(g *grant.Grant, name string) *sandbox.Spec {
+	spec := SpecFor(g, g.LimitsFor(name))
+	if def, ok := tool.Lookup(name); ok {
+		narrowFor(def, spec)
+	}
+	return spec
+}
+
+// narrowFor narrows spec to what a call to def needs. A tool that changes
+// nothing (read_file, glob, grep, http_fetch, web_search) gets every mount
+// read-only: its sandbox could not write the tree even if the tool's own
+// code were turned against it, and a backend needs no placeholders for
+// the tree's missing protected paths, which only a writable mount needs.
+func narrowFor(def *tool.Def, spec *sandbox.Spec) {
+	if !def.Hints.ReadOnly {
+		return
+	}
+	for i := range spec.Mounts {
+		spec.Mounts[i].Writable = false
+	}
+}
 
 // label marks out as coming through airlock: tool output follows a header
 // naming the tool, the sandbox and the grant, every limit the call hit

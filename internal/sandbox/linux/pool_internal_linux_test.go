@@ -96,6 +96,19 @@ func TestShapeCoversConfig(t *testing.T) {
 			t.Errorf("%s: the changed config has the same shape", name)
 		}
 	}
+	// The same grant's mounts made read-only (a tool that changes
+	// nothing) are another shape of the same grant, which must not drain
+	// the grant's other shapes; another mount is another grant.
+	ro := base()
+	ro.Mounts[0].Writable = false
+	if k, _ := shapeOf(spec, ro, l); k.grant != k0.grant {
+		t.Error("read-only mounts of the same grant count as another grant")
+	}
+	other := base()
+	other.Mounts[0].Source = "/h/other"
+	if k, _ := shapeOf(spec, other, l); k.grant == k0.grant {
+		t.Error("another mount's source counts as the same grant")
+	}
 }
 
 // BenchmarkLimitCounters is what a call's result reads from its cgroup on

@@ -54,14 +54,23 @@ func shapeOf(spec *sandbox.Spec, cfg *initproto.Config, l limits) (shapeKey, boo
 		return hex.EncodeToString(h[:])
 	}
 	// A Config, so every path is hashed exact (initproto's raw strings).
-	g := hash(initproto.Config{Mounts: cfg.Mounts, Masks: cfg.Masks, ReadOnly: cfg.ReadOnly, ReadOnlyDirs: cfg.ReadOnlyDirs, Env: cfg.Env, Cwd: cfg.Cwd})
+	// The grant's part leaves out which mounts are writable: a tool that
+	// changes nothing gets the same grant's mounts read-only (a shape of
+	// its own, not another grant).
+	mounts := make([]initproto.Mount, len(cfg.Mounts))
+	writable := make([]bool, len(cfg.Mounts))
+	for i, m := range cfg.Mounts {
+		mounts[i] = initproto.Mount{Source: m.Source, Target: m.Target}
+		writable[i] = m.Writable
+	}
+	g := hash(initproto.Config{Mounts: mounts, Masks: cfg.Masks, ReadOnly: cfg.ReadOnly, ReadOnlyDirs: cfg.ReadOnlyDirs, Env: cfg.Env, Cwd: cfg.Cwd})
 	// The rest of cfg, without the grant's part g already covers: its
 	// paths are most of the config, and this runs on every call's clock.
 	rest := *cfg
 	rest.Mounts, rest.Masks, rest.ReadOnly, rest.ReadOnlyDirs, rest.Env, rest.Cwd = nil, nil, nil, nil, nil, ""
 	// Each sandbox's own cgroup: set by build, never part of a shape.
 	rest.Join = ""
-	f := hash([]any{g, rest, l.mem, l.pids})
+	f := hash([]any{g, writable, rest, l.mem, l.pids})
 	if g == "" || f == "" {
 		return shapeKey{}, false
 	}

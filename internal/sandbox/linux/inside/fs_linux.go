@@ -763,6 +763,16 @@ func ttyPath() (int, error) {
 	return fd, nil
 }
 
+// anyWritable reports whether any of mounts is writable.
+func anyWritable(mounts []initproto.Mount) bool {
+	for _, m := range mounts {
+		if m.Writable {
+			return true
+		}
+	}
+	return false
+}
+
 // underWritable reports whether the grant holding p is writable.
 func underWritable(p string, mounts []initproto.Mount) bool {
 	m, ok := initproto.Holding(mounts, p)

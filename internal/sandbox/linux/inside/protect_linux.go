@@ -19,6 +19,11 @@ import (
 // unlinked once every mount is made; the mounts keep it.
 const emptyName = ".airlock-empty"
 
+// PlaceholderXattr marks a placeholder airlock made on the host: it is
+// grant.PlaceholderXattr, which this package does not import
+// (TestPlaceholderXattrAgrees).
+const PlaceholderXattr = "user.airlock.placeholder"
+
 // PlaceholderList is where the sandbox finds the paths that are airlock's
 // placeholders rather than the user's files (see wire.PlaceholderList).
 const PlaceholderList = wire.PlaceholderList
@@ -48,6 +53,11 @@ func (b *builder) makeEmpty() error {
 // `mv a a2` would carry the mount over a/secret along to a2/secret and
 // leave a/secret unprotected.
 func (b *builder) protect() error {
+	if !anyWritable(b.cfg.Mounts) {
+		// Before any mask covers one: which of the tree's names are other
+		// calls' placeholders now.
+		b.listMarked()
+	}
 	for _, p := range b.cfg.Masks {
 		if err := b.hold(p, true); err != nil {
 			return fmt.Errorf("hiding denied path %s: %w", p, err)
@@ -78,6 +88,12 @@ func (b *builder) protect() error {
 // replaces it, and the rest of the tree stays usable. A regular file with
 // more than one hard link is refused: its other names would stay open.
 func (b *builder) hold(p string, mask bool) error {
+	if !mask && !anyWritable(b.cfg.Mounts) {
+		// Every mount is read-only (a tool that changes nothing): nothing
+		// in the sandbox can write a protected path or a name that leads
+		// to it, and the placeholders other calls hold may come and go.
+		return nil
+	}
 	fd, at, err := b.openNoFollow(p)
 	switch {
 	case errors.Is(err, unix.ENOENT):
@@ -114,6 +130,11 @@ func (b *builder) hold(p string, mask bool) error {
 		err = b.bind(b.devNull, fd, maskAttrs)
 	default: // a socket, fifo or device at a protected name: cover it
 		err = b.bind(b.empty, fd, maskAttrs)
+	}
+	if errors.Is(err, unix.ENOENT) && !underWritable(p, b.cfg.Mounts) {
+		// Gone since it was opened (another call's placeholder, released)
+		// in a mount the sandbox cannot write: as if it had been missing.
+		return nil
 	}
 	if err != nil {
 		return err
@@ -287,6 +308,37 @@ func (b *builder) listPlaceholders() error {
 		}
 	}
 	return writeAt(dir, filepath.Base(wire.PlaceholderExcludes), excl.String())
+}
+
+// listMarked adds to cfg.Placeholders each denied or protected path, and
+// each directory above one below its mount, that is airlock's placeholder
+// (it carries grant.PlaceholderXattr) in a sandbox whose every mount is
+// read-only (a tool that changes nothing). Such a sandbox holds no
+// placeholder of its own, but calls running beside it do, in the same
+// tree: its tools must take theirs for missing, as they do their own.
+func (b *builder) listMarked() {
+	seen := map[string]bool{}
+	mark := make([]byte, 8)
+	for _, p := range append(slices.Clone(b.cfg.Masks), b.cfg.ReadOnly...) {
+		m, ok := initproto.Holding(b.cfg.Mounts, p)
+		if !ok {
+			continue
+		}
+		for q := p; q != m.Target && q != "/" && !seen[q]; q = filepath.Dir(q) {
+			seen[q] = true
+			fd, at, err := b.openNoFollow(q)
+			if err != nil {
+				continue
+			}
+			var st unix.Stat_t
+			if at == q && unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&unix.S_IFMT == unix.S_IFREG) {
+				if _, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark); err == nil || errors.Is(err, unix.ERANGE) {
+					b.cfg.Placeholders = append(b.cfg.Placeholders, q)
+				}
+			}
+			unix.Close(fd)
+		}
+	}
 }
 
 // gitPattern is a git exclude pattern that matches the path rel (relative
