@@ -40,7 +40,7 @@ func TestSessionWarmByDefault(t *testing.T) {
 			if g, err = g.Guard(hide, keep); err != nil {
 				t.Fatal(err)
 			}
-			spec := broker.SpecFor(g, g.LimitsFor("read_file"))
+			spec := broker.ToolSpecFor(g, "read_file")
 			cs := tr.connect(t, f, nil)
 			// The first call opens the session, which starts filling its pool.
 			if res := call(t, cs, "read_file", map[string]any{"path": "notes.txt"}); res.IsError {
