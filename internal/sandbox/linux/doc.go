@@ -15,8 +15,9 @@
 //     user. When the broker is root the sandbox's uid 0 is host uid 0
 //     without capabilities; that is why /proc/sys, /proc/sysrq-trigger,
 //     /proc/irq, /proc/bus and /proc/fs are re-mounted read-only and
-//     /proc/kcore, /proc/keys, /proc/timer_list and /proc/sched_debug are
-//     masked, and why RLIMIT_NPROC (ignored for host root) is backed by
+//     /proc/kcore, /proc/keys, /proc/timer_list, /proc/sched_debug and
+//     every file at the top of /proc only root may read (kpageflags,
+//     slabinfo, vmallocinfo, kmsg, ...) are masked, and why RLIMIT_NPROC (ignored for host root) is backed by
 //     pids.max.
 //   - Cgroups: v2 when the broker's cgroup has memory and pids delegated,
 //     else v1 memory+pids where the broker may write both. On v2 the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -299,5 +300,45 @@ func TestHostile42SetuidAndCaps(t *testing.T) {
 	o = sh(t, "awk '$5 ~ /^\\/(usr|tmp|proc|dev)/ && $6 !~ /nosuid/ {print}' /proc/self/mountinfo")
 	if strings.TrimSpace(o.stdout) != "" {
 		t.Errorf("mounts without nosuid: %q", o.stdout)
+	}
+}
+
+// TestRootOnlyProcFilesMasked: every file at the top of /proc that only
+// root may read (kpageflags, slabinfo, vmallocinfo, ...: the host
+// kernel's memory and state) reads as empty in the sandbox, whose uid 0
+// is host root under a root broker (red team).
+func TestRootOnlyProcFilesMasked(t *testing.T) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var files []string
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o004 != 0 || e.Name() == "kmsg" {
+			continue // kmsg blocks a reader with nothing to read: checked below by its mount
+		}
+		files = append(files, "/proc/"+e.Name())
+	}
+	if len(files) == 0 {
+		t.Skip("no root-only files at the top of /proc")
+	}
+	script := ""
+	for _, f := range files {
+		script += fmt.Sprintf("printf '%%s %%s\\n' %s \"$(head -c 64 %s 2>/dev/null | wc -c)\"; ", f, f)
+	}
+	script += "grep -c ' /proc/kmsg ' /proc/self/mountinfo"
+	o := sh(t, script)
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if len(lines) != len(files)+1 {
+		t.Fatalf("output %q (stderr %q)", o.stdout, o.stderr)
+	}
+	for _, line := range lines[:len(files)] {
+		if f := strings.Fields(line); len(f) != 2 || f[1] != "0" {
+			t.Errorf("the sandbox read a root-only /proc file: %s bytes", line)
+		}
+	}
+	if _, err := os.Stat("/proc/kmsg"); err == nil && lines[len(files)] != "1" {
+		t.Errorf("/proc/kmsg is not masked: %q", lines[len(files)])
 	}
 }

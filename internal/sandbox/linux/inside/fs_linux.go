@@ -577,7 +577,11 @@ func (b *builder) mountProc() error {
 			return fmt.Errorf("making %s read-only: %w", p, err)
 		}
 	}
-	for _, p := range []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"} {
+	masks, err := b.rootOnlyProcFiles()
+	if err != nil {
+		return fmt.Errorf("listing /proc: %w", err)
+	}
+	for _, p := range append(masks, "/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug") {
 		fd, err := b.walkPath(p)
 		if err != nil {
 			continue
@@ -589,6 +593,44 @@ func (b *builder) mountProc() error {
 		}
 	}
 	return nil
+}
+
+// rootOnlyProcFiles lists the files at the top of the sandbox's new /proc
+// that a user other than root may not read (kpageflags, kpagecount,
+// kpagecgroup, slabinfo, vmallocinfo, pagetypeinfo, kmsg, ...): they show
+// the host kernel's memory and state. Under a root broker the sandbox's
+// uid 0 is host uid 0, which the files' modes let in, so each is masked;
+// under another broker they are unreadable anyway.
+func (b *builder) rootOnlyProcFiles() ([]string, error) {
+	pfd, err := b.walkPath("/proc")
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	dfd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	dir := os.NewFile(uintptr(dfd), "/proc")
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if n == "" || n[0] >= '0' && n[0] <= '9' {
+			continue // a process
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(pfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o004 == 0 {
+			out = append(out, "/proc/"+n)
+		}
+	}
+	return out, nil
 }
 
 // close releases the descriptors protect needs.
