@@ -39,7 +39,7 @@ type Backend struct {
 
 	placeholders placeholders
 	pool         pool
-	tearing      sync.WaitGroup // teardowns after early answers
+	tearing      teardowns // teardowns after early answers
 
 	reportOnce sync.Once
 	report     sandbox.Report
@@ -268,9 +268,9 @@ func (b *Backend) end(x *box, res *sandbox.Result, err error) (*sandbox.Result, 
 		}
 		return res, err
 	}
-	b.tearing.Add(1)
+	done := b.tearing.start()
 	go func() {
-		defer b.tearing.Done()
+		defer done()
 		if err := b.teardown(x); err != nil {
 			b.log.Warn("sandbox teardown", "err", err)
 		}

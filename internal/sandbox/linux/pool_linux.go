@@ -401,7 +401,7 @@ func (p *pool) drainAll() {
 // a Run or Prewarm for another grant drains the others.
 func (b *Backend) Pool(size int) (release func()) {
 	if size <= 0 {
-		return b.tearing.Wait
+		return b.tearing.wait
 	}
 	p := &b.pool
 	p.mu.Lock()
@@ -422,7 +422,7 @@ func (b *Backend) Pool(size int) (release func()) {
 			if off {
 				p.drainAll()
 			}
-			b.tearing.Wait()
+			b.tearing.wait()
 		})
 	}
 }
@@ -487,7 +487,7 @@ func (b *Backend) Close() error {
 	b.pool.closed = true
 	b.pool.mu.Unlock()
 	b.pool.drainAll()
-	b.tearing.Wait()
+	b.tearing.wait()
 	b.placeholders.closeSpares()
 	b.placeholders.closeDepot()
 	return nil
