@@ -73,15 +73,18 @@ type Options struct {
 // shorter one could turn up in bytes sent without knowing it.
 const MinToken = 16
 
-// scanBytes is how much of what a connection sends first is searched for
-// the token: room for a request line and its headers.
+// scanBytes is how much of what a connection sends first its reads are
+// searched for the token: room for a request line and its headers.
 const scanBytes = 16 << 10
+
+// peekBytes is how much of what waits in a connection's receive queue
+// victim searches for the token: a client's request line and
+// Authorization header come in its first bytes.
+const peekBytes = 4 << 10
 
 // New returns inner capped at max connections (max > 0). o may be nil.
 func New(inner net.Listener, max int, o *Options) *Listener {
-	// One byte is enough to tell a connection that has sent something
-	// from one that has not.
-	l := &Listener{Listener: inner, max: max, unauth: list.New(), peek: make([]byte, 1)}
+	l := &Listener{Listener: inner, max: max, unauth: list.New()}
 	if o == nil {
 		return l
 	}
@@ -90,7 +93,7 @@ func New(inner net.Listener, max int, o *Options) *Listener {
 	}
 	if len(o.Token) >= MinToken {
 		l.token = []byte(o.Token)
-		l.peek = make([]byte, scanBytes)
+		l.peek = make([]byte, peekBytes)
 	}
 	return l
 }
@@ -149,15 +152,22 @@ func (l *Listener) victim() *conn {
 	for e := l.unauth.Front(); e != nil && seen < victimScan; {
 		c := e.Value.(*conn)
 		next := e.Next()
-		queued := peekQueued(c.Conn, l.peek)
-		if l.token != nil && queued > 0 && c.carries(l.peek[:queued], l.token) {
-			l.unauth.Remove(e)
-			c.elem = nil
-			e = next
-			continue
-		}
+		queued := queuedBytes(c.Conn)
 		if queued == 0 && c.sent.Load() == 0 {
 			return c
+		}
+		// Look for the token only in what has arrived since the last
+		// look, so a connection that sent bytes without it costs one
+		// ioctl per accept, not a copy and a search.
+		if l.token != nil && queued > c.looked && c.sent.Load() < scanBytes {
+			c.looked = queued
+			n := peekQueued(c.Conn, l.peek[:min(queued, len(l.peek))])
+			if bytes.Contains(l.peek[:n], l.token) {
+				l.unauth.Remove(e)
+				c.elem = nil
+				e = next
+				continue
+			}
 		}
 		if spoke == nil {
 			spoke = c
@@ -222,6 +232,9 @@ type conn struct {
 
 	// sent counts the bytes the server has read from the connection.
 	sent atomic.Int64
+	// looked is how many bytes were queued when victim last looked for
+	// the token in them; guarded by l.mu.
+	looked int
 	// scanning is set while the server's reads are searched for the
 	// token, and tail is the end of what it read last, so that a token
 	// split between two reads is found. Only the connection's one reader
@@ -255,14 +268,6 @@ func (c *conn) Read(p []byte) (int, error) {
 		c.tail = append(c.tail[:0], buf[len(buf)-keep:]...)
 	}
 	return n, err
-}
-
-// carries reports whether the token is in queued, what waits unread in
-// the connection's receive queue, within the first scanBytes it sent. (A
-// token split between what the server has read and what waits is missed:
-// the reader finds it once it reads the rest.)
-func (c *conn) carries(queued, token []byte) bool {
-	return c.sent.Load() < scanBytes && bytes.Contains(queued, token)
 }
 
 func (c *conn) Close() error {
