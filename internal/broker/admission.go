@@ -23,9 +23,11 @@ var errBusy = errors.New("airlock is busy")
 // session alone: a call runs at once while a slot is free and no call
 // waits, so one session may use every slot; but a slot that frees while
 // calls wait goes to the waiting call whose session runs the fewest calls
-// (the longest waiting among equals), and one session may fill at most
-// half the queue. So a session that floods the budget delays another's
-// call by at most the shortest of its running calls, and never refuses it.
+// (then has the fewest waiting; then the longest waiting), and one session may fill at most
+// half the queue, while a session with nothing waiting may always wait one
+// call, even past a full queue. So sessions that flood the budget delay
+// another's call by at most the shortest of their running calls, and never
+// refuse it.
 type Admission struct {
 	mu      sync.Mutex
 	max     int // calls that run at once
@@ -125,7 +127,11 @@ func (a *Admission) take(ctx context.Context, st *seat, waiting *atomic.Int64, q
 		a.mu.Unlock()
 		return nil
 	}
-	if queued {
+	// In a shared budget a session with nothing waiting may always wait
+	// one call, past a full queue: other sessions filling it cannot
+	// refuse it, and a freed slot goes to it first if it runs the fewest.
+	reserve := a.queuedPerSession > 0 && st.waiting == 0
+	if queued && !reserve {
 		if a.queuedNow() >= a.queue {
 			a.mu.Unlock()
 			return fmt.Errorf("%w: %d calls are running %s and %d more are waiting, the most it queues; try again shortly", errBusy, a.max, a.scope, a.queue)
@@ -181,15 +187,17 @@ func (a *Admission) remove(w *waiter) {
 }
 
 // leave gives st's call slot back: to the waiting call whose session runs
-// the fewest calls, the longest waiting among equals, or free when none
-// waits.
+// the fewest calls, and of those has the fewest waiting (a session that
+// queues many waits behind one that queues few), the longest waiting among
+// equals; or free when none waits.
 func (a *Admission) leave(st *seat) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st.running--
 	var next *waiter
 	for _, w := range a.waiters {
-		if next == nil || w.seat.running < next.seat.running {
+		if next == nil || w.seat.running < next.seat.running ||
+			w.seat.running == next.seat.running && w.seat.waiting < next.seat.waiting {
 			next = w
 		}
 	}

@@ -14,9 +14,9 @@ import (
 )
 
 // TestSharedAdmission: sessions given one Admission share its budget, so
-// two of them run no more calls, queue no more and keep no more
-// background work than one alone may: past it a call of either is refused
-// at once, saying the budget is the server's.
+// two of them run no more calls, queue no more (but for one reserve place
+// each) and keep no more background work than one alone may: past it a
+// call of either is refused at once, saying the budget is the server's.
 func TestSharedAdmission(t *testing.T) {
 	f := newFixture(t, grant.Limits{})
 	adm := broker.NewAdmission(1, 1, 1)
@@ -44,6 +44,18 @@ func TestSharedAdmission(t *testing.T) {
 			t.Fatalf("never 1 running and 1 waiting across both sessions: %d+%d running, %d+%d waiting", ra, rb, wa, wb)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// The session with nothing waiting may wait one call past the full
+	// queue (its reserve place); then each is refused.
+	for _, s := range []*broker.Session{a, b} {
+		if _, w := s.Stats(); w == 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.Call(ctx, "read_file", json.RawMessage(`{"path":"hello.txt"}`))
+			}()
+			waitFor(t, "the reserve call waiting", func() bool { _, w := s.Stats(); return w == 1 })
+		}
 	}
 	for name, s := range map[string]*broker.Session{"a": a, "b": b} {
 		res := call(t, s, "read_file", `{"path":"hello.txt"}`)
@@ -90,8 +102,9 @@ func TestOneSessionCannotHoldAllBackground(t *testing.T) {
 
 // TestSharedAdmissionIsFair: one session may take every call slot of a
 // shared budget while no one else waits, and half its queue, but not
-// more; a slot that frees goes to another session's waiting call before
-// the first session's own, which waited longer. Before, one session's
+// more; a session with nothing waiting may wait one call past a full
+// queue; a slot that frees goes to that session's waiting call before the
+// others', which waited longer. Before, one session's
 // calls held every slot and every queue place, and another's call waited
 // behind all of them (red team).
 func TestSharedAdmissionIsFair(t *testing.T) {
@@ -134,12 +147,28 @@ func TestSharedAdmissionIsFair(t *testing.T) {
 		t.Errorf("a session's call past half the queue: %s %q", res.Class, res.Output.Content)
 	}
 
+	// A third session fills the rest of the queue.
+	c := f.open(t, sandboxtest.Unsandboxed(t), shared)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Call(rest, "shell", json.RawMessage(`{"command":"sleep 600"}`))
+		}()
+		waitFor(t, "c's calls queued", stats(c, 0, i+1))
+	}
+
+	// b, with nothing waiting, may still wait one call past the full
+	// queue, and not two.
 	done := make(chan *broker.Result, 1)
 	go func() {
 		res, _ := b.Call(context.Background(), "read_file", json.RawMessage(`{"path":"hello.txt"}`))
 		done <- res
 	}()
 	waitFor(t, "b's call waiting", stats(b, 0, 1))
+	if res := call(t, b, "read_file", `{"path":"hello.txt"}`); !res.Refused() || !strings.Contains(res.Output.Content, "8 more are waiting") {
+		t.Errorf("b's second call past a full queue: %s %q", res.Class, res.Output.Content)
+	}
 	cancelFirst()
 	select {
 	case res := <-done:
@@ -149,8 +178,9 @@ func TestSharedAdmissionIsFair(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the freed slot went to a's queue, not to b's waiting call")
 	}
-	// b's call done, its slot goes to the longest waiting of a's.
-	waitFor(t, "a's queue moving on", stats(a, 2, 3))
+	// b's call done, its slot goes to c, which runs none, before a.
+	waitFor(t, "c's queue moving on", stats(c, 1, 3))
+	waitFor(t, "a's queue still", stats(a, 1, 4))
 }
 
 // waitFor polls cond until it holds, failing after a generous deadline.
