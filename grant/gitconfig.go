@@ -15,21 +15,164 @@ type gitConfigRefs struct {
 	includes   []string // absolute, clean
 }
 
-// maxGitInclude bounds how deep includes are followed, as git's own limit
-// of 10 does.
-const maxGitInclude = 10
+// Bounds on reading configuration files a sandbox may have written: a
+// file includes itself, or a dozen files each including the dozen, and
+// an unbounded walk reads 12^10 of them.
+const (
+	// maxGitInclude bounds how deep includes are followed, as git's own
+	// limit of 10 does.
+	maxGitInclude = 10
+	// maxConfigFile bounds the bytes read of one configuration file.
+	maxConfigFile = 1 << 20
+	// maxWalkFiles bounds the files one walk reads: a configuration file
+	// and those it includes, each once.
+	maxWalkFiles = 256
+	// maxConfigFiles, maxConfigBytes and maxConfigRefs bound all that one
+	// configReader reads (every repository of a tree) and takes from it
+	// (includes, hooks directories).
+	maxConfigFiles = maxProtectedScan
+	maxConfigBytes = 64 << 20
+	maxConfigRefs  = maxProtectedScan
+)
+
+// configReader reads configuration files (git's, Mercurial's) for one
+// read-write tree, or the user's and the system's, within bounds: each
+// file once (what it names is kept for the next walk that reaches it), at
+// most maxConfigFiles files and maxConfigBytes bytes, and at most
+// maxConfigRefs things taken from them. short records that a bound left
+// something unread or untaken, which leaves the tree's scan incomplete.
+type configReader struct {
+	home  string
+	files int   // files left to read
+	bytes int64 // bytes left to read
+	refs  int   // references left to take
+	short bool
+	// parsed holds each file read, by kind ('g' git's configuration, 'c'
+	// a commondir, 'h' Mercurial's configuration) and path; nil for one
+	// that is not a regular file or could not be read.
+	parsed map[string]*configFile
+}
+
+// configFile is what one configuration file names.
+type configFile struct {
+	includes []string
+	refs     gitConfigRefs // but includes
+}
+
+func newConfigReader(home string) *configReader {
+	return &configReader{home: home, files: maxConfigFiles, bytes: maxConfigBytes, refs: maxConfigRefs, parsed: map[string]*configFile{}}
+}
+
+// take spends n of the references c may take, and reports whether there
+// were that many left.
+func (c *configReader) take(n int) bool {
+	if n > c.refs {
+		c.refs, c.short = 0, true
+		return false
+	}
+	c.refs -= n
+	return true
+}
+
+// file returns what the configuration file p of the kind names, reading
+// it once. A file that is not a regular file or cannot be read names
+// nothing (git ignores a missing include; a fifo would block git too, but
+// must not block the broker).
+func (c *configReader) file(kind byte, p string) *configFile {
+	key := string(kind) + p
+	if f, ok := c.parsed[key]; ok {
+		return f
+	}
+	if c.files == 0 || c.bytes == 0 {
+		c.short = true
+		return nil
+	}
+	c.files--
+	b, whole, err := readTreeFile(p, true, min(maxConfigFile, c.bytes))
+	c.bytes -= int64(len(b))
+	var f *configFile
+	if err == nil {
+		if !whole {
+			c.short = true
+		}
+		switch kind {
+		case 'h':
+			f = parseHgConfig(p, c.home, b)
+		case 'c':
+			f = parseCommondir(p, b)
+		default:
+			f = parseGitConfig(p, c.home, b)
+		}
+	}
+	c.parsed[key] = f
+	return f
+}
+
+// walk adds to refs what the configuration files start and the files they
+// include name, breadth first, to depth maxGitInclude (an include beyond
+// it is named but not read: git refuses it), each file once and at most
+// maxWalkFiles of them.
+func (c *configReader) walk(kind byte, start []string, refs *gitConfigRefs) {
+	type item struct {
+		p     string
+		depth int
+	}
+	seen := map[string]bool{}
+	var queue []item
+	for _, p := range start {
+		if !seen[p] {
+			seen[p] = true
+			queue = append(queue, item{p, 0})
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		it := queue[i]
+		f := c.file(kind, it.p)
+		if f == nil {
+			continue
+		}
+		r := &f.refs
+		if !c.take(len(r.hooksPaths)) {
+			return
+		}
+		refs.hooksPaths = append(refs.hooksPaths, r.hooksPaths...)
+		for _, inc := range f.includes {
+			if seen[inc] {
+				continue
+			}
+			if len(seen) >= maxWalkFiles || !c.take(1) {
+				c.short = true
+				return
+			}
+			seen[inc] = true
+			refs.includes = append(refs.includes, inc)
+			if it.depth < maxGitInclude {
+				queue = append(queue, item{inc, it.depth + 1})
+			}
+		}
+	}
+}
 
 // readGitConfig adds to refs what the git configuration file p and the
-// files it includes name. A file that cannot be read names nothing. Only
-// what this needs of git's syntax is read: sections, keys, quoted values
-// and comments.
-func readGitConfig(p, home string, depth int, refs *gitConfigRefs) {
-	if depth > maxGitInclude {
-		return
-	}
-	b, err := readAtMost(p, maxGitConfig)
-	if err != nil {
-		return
+// files it includes name.
+func (c *configReader) readGitConfig(p string, refs *gitConfigRefs) {
+	c.walk('g', []string{p}, refs)
+}
+
+// parseGitConfig returns what the git configuration file p, whose content
+// is b, names. Only what this needs of git's syntax is read: sections,
+// keys, quoted values and comments. Each name is taken once.
+func parseGitConfig(p, home string, b []byte) *configFile {
+	f := &configFile{}
+	seen := map[*[]string]map[string]bool{}
+	note := func(list *[]string, v string) {
+		if seen[list] == nil {
+			seen[list] = map[string]bool{}
+		}
+		if !seen[list][v] {
+			seen[list][v] = true
+			*list = append(*list, v)
+		}
 	}
 	// git skips a UTF-8 byte-order mark, and joins a line that ends in a
 	// backslash with the next.
@@ -56,19 +199,18 @@ func readGitConfig(p, home string, depth int, refs *gitConfigRefs) {
 		key, value, _ := strings.Cut(line, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
 		value = gitValue(value)
+		if value == "" {
+			continue
+		}
 		switch {
-		case section == "core" && key == "hookspath" && value != "":
-			refs.hooksPaths = append(refs.hooksPaths, gitPath(value, home, ""))
-		case (section == "include" || section == "includeif") && key == "path" && value != "":
-			inc := gitPath(value, home, filepath.Dir(p))
-			refs.includes = append(refs.includes, inc)
-			readGitConfig(inc, home, depth+1, refs)
+		case section == "core" && key == "hookspath":
+			note(&f.refs.hooksPaths, gitPath(value, home, ""))
+		case (section == "include" || section == "includeif") && key == "path":
+			note(&f.includes, gitPath(value, home, filepath.Dir(p)))
 		}
 	}
+	return f
 }
-
-// maxGitConfig bounds how much of a configuration file is read.
-const maxGitConfig = 16 << 20
 
 // gitValue is a configuration value as git reads it: quotes removed,
 // backslash escapes applied, and a comment outside quotes dropped.
@@ -161,15 +303,20 @@ type gitGlobals struct {
 	files     []string
 	refs      gitConfigRefs
 	hooksDirs []string
+	// short says a bound left some of the configuration unread
+	// (configReader), so that what it names is not all protected.
+	short bool
 }
 
 // readGitGlobals reads the user's and the system's git configuration.
 func readGitGlobals() *gitGlobals {
 	home, _ := os.UserHomeDir()
 	gl := &gitGlobals{home: home, files: globalGitConfigs(home)}
+	c := newConfigReader(home)
 	for _, f := range gl.files {
-		readGitConfig(f, home, 0, &gl.refs)
+		c.readGitConfig(f, &gl.refs)
 	}
+	gl.short = c.short
 	for _, hp := range gl.refs.hooksPaths {
 		if !filepath.IsAbs(hp) {
 			continue
@@ -179,4 +326,45 @@ func readGitGlobals() *gitGlobals {
 		}
 	}
 	return gl
+}
+
+// hgIncludes returns the files a Mercurial repository's .hg directory hg
+// configuration includes ("%include PATH", relative to the including
+// file, "~" its user's home), following includes to depth 10, read by c.
+func (c *configReader) hgIncludes(hg string) []string {
+	var refs gitConfigRefs
+	c.walk('h', []string{filepath.Join(hg, "hgrc"), filepath.Join(hg, "hgrc-not-shared")}, &refs)
+	return refs.includes
+}
+
+// parseHgConfig returns the files the Mercurial configuration file p,
+// whose content is b, includes.
+func parseHgConfig(p, home string, b []byte) *configFile {
+	f := &configFile{}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "%include")
+		if !ok || rest == "" || rest[0] != ' ' && rest[0] != '\t' {
+			continue
+		}
+		if inc := gitPath(strings.TrimSpace(rest), home, filepath.Dir(p)); !seen[inc] {
+			seen[inc] = true
+			f.includes = append(f.includes, inc)
+		}
+	}
+	return f
+}
+
+// parseCommondir returns the directory a repository's commondir file p,
+// whose content is b, names (relative to the directory holding p) as its
+// one include, or none.
+func parseCommondir(p string, b []byte) *configFile {
+	c := strings.TrimSpace(string(b))
+	if c == "" {
+		return &configFile{}
+	}
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(filepath.Dir(p), c)
+	}
+	return &configFile{includes: []string{filepath.Clean(c)}}
 }

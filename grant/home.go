@@ -1,7 +1,6 @@
 package grant
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,7 +256,7 @@ func homeNamedDirs(h string) map[string]bool {
 		}
 	}
 	for _, f := range files {
-		b, err := readAtMost(filepath.Join(h, f), 1<<20)
+		b, _, err := readTreeFile(filepath.Join(h, f), true, 1<<20)
 		if err != nil {
 			continue
 		}
@@ -289,14 +288,4 @@ func homeNamedDirs(h string) map[string]bool {
 		}
 	}
 	return names
-}
-
-// readAtMost reads up to n bytes of the file p.
-func readAtMost(p string, n int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
 }

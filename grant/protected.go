@@ -2,7 +2,6 @@ package grant
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -121,22 +120,12 @@ var gitConfigNames = []string{"config", "config.worktree", "commondir"}
 // submodule's), or false when p is no such file.
 func gitFileDir(p string) (string, bool) {
 	// A symlink or anything but a plain file names nothing here (it is held
-	// whole all the same); the file opened must be the one looked at.
-	lfi, err := os.Lstat(p)
-	if err != nil || !lfi.Mode().IsRegular() {
-		return "", false
-	}
-	f, err := os.Open(p)
+	// whole all the same); a fifo must not block the broker.
+	b, _, err := readTreeFile(p, false, 4096)
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, lfi) {
-		return "", false
-	}
-	buf := make([]byte, 4096)
-	n, _ := io.ReadFull(f, buf)
-	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	line, _, _ := strings.Cut(string(b), "\n")
 	target, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
 	if !ok || target == "" {
 		return "", false
@@ -158,36 +147,6 @@ func gitFileDir(p string) (string, bool) {
 var vcsConfig = map[string][]string{
 	".hg": {"hgrc", "hgrc-not-shared", "sharedpath"},
 	".jj": {"repo/config.toml"},
-}
-
-// hgIncludes returns the files a Mercurial repository's .hg directory hg
-// configuration includes ("%include PATH", relative to the including
-// file, "~" its user's home), following includes to depth 10.
-func hgIncludes(hg string) []string {
-	home, _ := os.UserHomeDir()
-	var out []string
-	var read func(p string, depth int)
-	read = func(p string, depth int) {
-		if depth > maxGitInclude {
-			return
-		}
-		b, err := readAtMost(p, maxGitConfig)
-		if err != nil {
-			return
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "%include")
-			if !ok || rest == "" || rest[0] != ' ' && rest[0] != '\t' {
-				continue
-			}
-			inc := gitPath(strings.TrimSpace(rest), home, filepath.Dir(p))
-			out = append(out, inc)
-			read(inc, depth+1)
-		}
-	}
-	read(filepath.Join(hg, "hgrc"), 0)
-	read(filepath.Join(hg, "hgrc-not-shared"), 0)
-	return out
 }
 
 // isDir reports whether p is a directory, not following a symlink.
@@ -302,6 +261,9 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		gl = readGitGlobals()
 	}
 	var out []protectedPath
+	// What the tree's configuration files name is read within bounds
+	// (configReader): a sandbox may have written every one of them.
+	cr := newConfigReader(gl.home)
 	add := func(p, rule string, dir bool) {
 		if writable[rule] {
 			return
@@ -421,7 +383,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 					add(filepath.Join(p, filepath.FromSlash(c)), e.Name, false)
 				}
 				if e.Name == ".hg" {
-					for _, inc := range hgIncludes(p) {
+					for _, inc := range cr.hgIncludes(p) {
 						if res, err := resolve(inc); err == nil && within(res.path, r) && res.path != r {
 							add(res.path, e.Name, false)
 						}
@@ -474,8 +436,8 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 			}
 		}
 	}
-	protectGitConfigRefs(r, repos, gl, add)
-	return out, complete
+	protectGitConfigRefs(r, repos, gl, cr, add)
+	return out, complete && !cr.short && !gl.short
 }
 
 // gitRepo is a repository whose configuration protectGitConfigRefs reads:
@@ -491,7 +453,7 @@ type gitRepo struct{ gitDir, top string }
 // one is relative to the top of the repository's work tree, where hooks
 // run). A hooks directory named "_" is husky's, whose scripts run the
 // hooks in the directory above it, so that one is protected.
-func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, add func(p, rule string, dir bool)) {
+func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, cr *configReader, add func(p, rule string, dir bool)) {
 	inTree := func(p string) (string, bool) {
 		res, err := resolve(p)
 		if err != nil || !within(res.path, r) || res.path == r {
@@ -533,9 +495,7 @@ func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, add func(p,
 	}
 	for _, repo := range repos {
 		var refs gitConfigRefs
-		for _, f := range repoConfigFiles(repo.gitDir) {
-			readGitConfig(f, gl.home, 0, &refs)
-		}
+		cr.walk('g', cr.repoConfigFiles(repo.gitDir), &refs)
 		for _, inc := range refs.includes {
 			if p, ok := inTree(inc); ok {
 				add(p, ".git/config", false)
@@ -551,16 +511,10 @@ func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, add func(p,
 // git directory is gitDir: config in its common directory (commondir, for
 // a linked worktree's administrative directory) and its own
 // config.worktree.
-func repoConfigFiles(gitDir string) []string {
+func (c *configReader) repoConfigFiles(gitDir string) []string {
 	common := gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		c := strings.TrimSpace(string(b))
-		if c != "" {
-			if !filepath.IsAbs(c) {
-				c = filepath.Join(gitDir, c)
-			}
-			common = filepath.Clean(c)
-		}
+	if f := c.file('c', filepath.Join(gitDir, "commondir")); f != nil && len(f.includes) == 1 {
+		common = f.includes[0]
 	}
 	return []string{filepath.Join(common, "config"), filepath.Join(gitDir, "config.worktree")}
 }
