@@ -8,11 +8,44 @@ import (
 
 // gitConfigRefs are what git configuration files name that can make a file
 // outside the repository's .git run code: the hooks directories
-// (core.hooksPath) and the files they include (include.path,
-// includeIf.*.path, whose conditions are taken to hold).
+// (core.hooksPath), the template directories whose hooks are copied into
+// every new repository (init.templateDir), the files they include
+// (include.path, includeIf.*.path, whose conditions are taken to hold),
+// and the commands and programs git runs (gitProgramKeys), each as its
+// words.
 type gitConfigRefs struct {
-	hooksPaths []string // "~/" expanded; a relative one is relative to where hooks run
-	includes   []string // absolute, clean
+	hooksPaths   []string   // "~/" expanded; a relative one is relative to where hooks run
+	templateDirs []string   // as hooksPaths
+	includes     []string   // absolute, clean
+	commands     [][]string // commandWords of each
+}
+
+// gitProgramKeys are the keys, as "section.key" whatever the subsection,
+// whose values name a program git runs or a command it gives the shell:
+// a sandbox that could write what one names in a read-write tree would
+// have host git run its code. (Any key of the pager section is one, and
+// any of the alias section whose value starts with "!".)
+var gitProgramKeys = map[string]bool{
+	"core.fsmonitor": true, "core.pager": true, "core.editor": true, "core.sshcommand": true,
+	"core.askpass": true, "core.gitproxy": true, "sequence.editor": true,
+	"credential.helper": true, "gpg.program": true, "gpg.defaultkeycommand": true,
+	"diff.external": true, "diff.command": true, "diff.textconv": true,
+	"difftool.cmd": true, "difftool.path": true, "mergetool.cmd": true, "mergetool.path": true,
+	"merge.driver": true, "filter.clean": true, "filter.smudge": true, "filter.process": true,
+	"interactive.difffilter": true, "uploadpack.packobjectshook": true,
+	"remote.uploadpack": true, "remote.receivepack": true,
+	"sendemail.sendmailcmd": true, "sendemail.smtpserver": true,
+	"browser.cmd": true, "browser.path": true, "man.cmd": true, "man.path": true,
+}
+
+// commandWords splits a command or program value into the words that may
+// name files: at spaces and at what the shell takes for an operator, a
+// quote or an assignment (so "!f() { ./x.sh; }; f", "sh -c 'bin/y'" and
+// "--opt=/z" give ./x.sh, bin/y and /z), a leading "!" dropped.
+func commandWords(v string) []string {
+	return strings.FieldsFunc(strings.TrimPrefix(v, "!"), func(c rune) bool {
+		return strings.ContainsRune(" \t\n\r;|&(){}<>`'\"=", c)
+	})
 }
 
 // Bounds on reading configuration files a sandbox may have written: a
@@ -29,7 +62,7 @@ const (
 	maxWalkFiles = 256
 	// maxConfigFiles, maxConfigBytes and maxConfigRefs bound all that one
 	// configReader reads (every repository of a tree) and takes from it
-	// (includes, hooks directories).
+	// (includes, hooks and template directories, the words of commands).
 	maxConfigFiles = maxProtectedScan
 	maxConfigBytes = 64 << 20
 	maxConfigRefs  = maxProtectedScan
@@ -132,10 +165,16 @@ func (c *configReader) walk(kind byte, start []string, refs *gitConfigRefs) {
 			continue
 		}
 		r := &f.refs
-		if !c.take(len(r.hooksPaths)) {
+		n := len(r.hooksPaths) + len(r.templateDirs)
+		for _, cmd := range r.commands {
+			n += len(cmd)
+		}
+		if !c.take(n) {
 			return
 		}
 		refs.hooksPaths = append(refs.hooksPaths, r.hooksPaths...)
+		refs.templateDirs = append(refs.templateDirs, r.templateDirs...)
+		refs.commands = append(refs.commands, r.commands...)
 		for _, inc := range f.includes {
 			if seen[inc] {
 				continue
@@ -165,6 +204,7 @@ func (c *configReader) readGitConfig(p string, refs *gitConfigRefs) {
 func parseGitConfig(p, home string, b []byte) *configFile {
 	f := &configFile{}
 	seen := map[*[]string]map[string]bool{}
+	seenCmd := map[string]bool{}
 	note := func(list *[]string, v string) {
 		if seen[list] == nil {
 			seen[list] = map[string]bool{}
@@ -205,8 +245,16 @@ func parseGitConfig(p, home string, b []byte) *configFile {
 		switch {
 		case section == "core" && key == "hookspath":
 			note(&f.refs.hooksPaths, gitPath(value, home, ""))
+		case section == "init" && key == "templatedir":
+			note(&f.refs.templateDirs, gitPath(value, home, ""))
 		case (section == "include" || section == "includeif") && key == "path":
 			note(&f.includes, gitPath(value, home, filepath.Dir(p)))
+		case section == "alias" && !strings.HasPrefix(value, "!"):
+		case section == "alias" || section == "pager" || gitProgramKeys[section+"."+key]:
+			if !seenCmd[value] {
+				seenCmd[value] = true
+				f.refs.commands = append(f.refs.commands, commandWords(value))
+			}
 		}
 	}
 	return f
@@ -296,13 +344,16 @@ func globalGitConfigs(home string) []string {
 
 // gitGlobals is what the user's and the system's git configuration say,
 // read once for a grant: its files (globalGitConfigs), what they name
-// (includes, hooks paths) and, of those, the absolute hooks directories,
-// resolved, where git runs hooks in every repository.
+// (includes, hooks and template directories, commands) and, of those, the
+// absolute hooks directories, resolved, where git runs hooks in every
+// repository, and template directories, whose hooks git copies into every
+// new one.
 type gitGlobals struct {
-	home      string
-	files     []string
-	refs      gitConfigRefs
-	hooksDirs []string
+	home         string
+	files        []string
+	refs         gitConfigRefs
+	hooksDirs    []string
+	templateDirs []string
 	// short says a bound left some of the configuration unread
 	// (configReader), so that what it names is not all protected.
 	short bool
@@ -317,14 +368,19 @@ func readGitGlobals() *gitGlobals {
 		c.readGitConfig(f, &gl.refs)
 	}
 	gl.short = c.short
-	for _, hp := range gl.refs.hooksPaths {
-		if !filepath.IsAbs(hp) {
-			continue
+	abs := func(list []string) []string {
+		var out []string
+		for _, p := range list {
+			if !filepath.IsAbs(p) {
+				continue
+			}
+			if res, err := resolve(filepath.Clean(p)); err == nil {
+				out = append(out, res.path)
+			}
 		}
-		if res, err := resolve(filepath.Clean(hp)); err == nil {
-			gl.hooksDirs = append(gl.hooksDirs, res.path)
-		}
+		return out
 	}
+	gl.hooksDirs, gl.templateDirs = abs(gl.refs.hooksPaths), abs(gl.refs.templateDirs)
 	return gl
 }
 

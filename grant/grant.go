@@ -166,6 +166,15 @@ func build(s *spec, ps *problems) *Grant {
 			}
 		}
 	}
+	// So would one of the template directory whose hooks git copies into
+	// every new repository.
+	for _, td := range gl.templateDirs {
+		for _, r := range g.roots {
+			if r.writable && within(r.path, td) {
+				ps.addValue(keyReadWrite, r.given, "%q (%s) is the template directory git copies into every new repository, hooks included (init.templateDir of the user's or the system's configuration); grant it read-only", r.given, r.path)
+			}
+		}
+	}
 
 	for _, n := range s.writableProtected {
 		if !slices.Contains(ProtectedNames(), n) {

@@ -148,8 +148,9 @@ func homeDirsOf(h root, roots []root, gl *gitGlobals) []root {
 			continue
 		}
 		child := filepath.Join(h.path, name)
-		// The user's hooks directory stays read-only with the top.
-		if slices.ContainsFunc(gl.hooksDirs, func(d string) bool { return within(d, child) || within(child, d) }) {
+		// The user's hooks and template directories stay read-only with
+		// the top.
+		if slices.ContainsFunc(append(slices.Clip(gl.hooksDirs), gl.templateDirs...), func(d string) bool { return within(d, child) || within(child, d) }) {
 			continue
 		}
 		if slices.ContainsFunc(roots, func(o root) bool { return o.path == child }) {

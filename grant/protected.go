@@ -448,11 +448,14 @@ type gitRepo struct{ gitDir, top string }
 // read-write tree r: the user's configuration files themselves where they
 // lie in it (GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME), the files any of them or
 // a repository's configuration includes (a sandbox writing one would write
-// git's configuration), and the hooks directory core.hooksPath names, for
-// the user's configuration and for each repository of repos (a relative
-// one is relative to the top of the repository's work tree, where hooks
-// run). A hooks directory named "_" is husky's, whose scripts run the
-// hooks in the directory above it, so that one is protected.
+// git's configuration), the hooks directory core.hooksPath names and the
+// template directory init.templateDir names (whose hooks git copies into
+// every new repository), for the user's configuration and for each
+// repository of repos (a relative one is relative to the top of the
+// repository's work tree, where hooks run), and the files the commands
+// and programs of gitProgramKeys name (programPath). A hooks directory
+// named "_" is husky's, whose scripts run the hooks in the directory above
+// it, so that one is protected. What it looks at is bounded by cr.
 func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, cr *configReader, add func(p, rule string, dir bool)) {
 	inTree := func(p string) (string, bool) {
 		res, err := resolve(p)
@@ -461,7 +464,7 @@ func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, cr *configR
 		}
 		return res.path, true
 	}
-	hooks := func(hp, top string) {
+	dirs := func(hp, top string, template bool) {
 		if !filepath.IsAbs(hp) {
 			if top == "" {
 				return
@@ -472,10 +475,41 @@ func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, cr *configR
 		if !ok {
 			return
 		}
-		if filepath.Base(p) == "_" && filepath.Dir(p) != r {
+		if !template && filepath.Base(p) == "_" && filepath.Dir(p) != r {
 			p = filepath.Dir(p)
 		}
 		add(p, ".git/hooks", true)
+	}
+	// held records the paths programs has looked at, and whether one that
+	// is missing was held.
+	held := map[string]bool{}
+	programs := func(cmds [][]string, top string) {
+		for _, words := range cmds {
+			for i, w := range words {
+				p, hold := programPath(w, i == 0, gl.home, top)
+				if h, done := held[p]; p == "" || done && (h || !hold) {
+					continue
+				}
+				held[p] = hold
+				if !cr.take(1) {
+					return
+				}
+				res, err := resolve(p)
+				switch {
+				case err != nil || !within(res.path, r) || res.path == r:
+				case res.missing > 0:
+					if hold {
+						add(res.path, ".git/config", false)
+					}
+				default:
+					// A directory is no program (a command's "cd src"
+					// leaves src writable).
+					if fi, err := os.Lstat(res.path); err == nil && !fi.IsDir() {
+						add(res.path, ".git/config", false)
+					}
+				}
+			}
+		}
 	}
 	for _, f := range gl.files {
 		if p, ok := inTree(f); ok {
@@ -487,12 +521,18 @@ func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, cr *configR
 			add(p, ".git/config", false)
 		}
 	}
-	for _, hp := range gl.refs.hooksPaths {
-		hooks(hp, "")
-		for _, repo := range repos {
-			hooks(hp, repo.top)
+	for _, list := range []struct {
+		dirs     []string
+		template bool
+	}{{gl.refs.hooksPaths, false}, {gl.refs.templateDirs, true}} {
+		for _, hp := range list.dirs {
+			dirs(hp, "", list.template)
+			for _, repo := range repos {
+				dirs(hp, repo.top, list.template)
+			}
 		}
 	}
+	programs(gl.refs.commands, "")
 	for _, repo := range repos {
 		var refs gitConfigRefs
 		cr.walk('g', cr.repoConfigFiles(repo.gitDir), &refs)
@@ -502,9 +542,45 @@ func protectGitConfigRefs(r string, repos []gitRepo, gl *gitGlobals, cr *configR
 			}
 		}
 		for _, hp := range refs.hooksPaths {
-			hooks(hp, repo.top)
+			dirs(hp, repo.top, false)
+		}
+		for _, td := range refs.templateDirs {
+			dirs(td, repo.top, true)
+		}
+		programs(refs.commands, repo.top)
+	}
+}
+
+// programPath returns the path a word of a command or program value in
+// git's configuration names (commandWords), and whether it is held while
+// missing: an absolute one, or one in the home directory ("~/", "$HOME/"),
+// held; for a repository's own configuration (top is the top of its work
+// tree, where git runs commands), a relative one, held where it is the
+// program itself (the first word) with a slash in it or starts with "./"
+// or "../", and otherwise only protected where it exists (so "git log
+// origin/main" holds no origin/main). It returns "" for a word that is no
+// path: an option, a URL, another variable, or a relative word of the
+// user's configuration, which holds wherever git runs.
+func programPath(w string, first bool, home, top string) (string, bool) {
+	if strings.HasPrefix(w, "-") || strings.Contains(w, "://") {
+		return "", false
+	}
+	for _, pre := range []string{"~/", "$HOME/", "${HOME}/"} {
+		if rest, ok := strings.CutPrefix(w, pre); ok {
+			if home == "" {
+				return "", false
+			}
+			return filepath.Join(home, rest), true
 		}
 	}
+	switch {
+	case filepath.IsAbs(w):
+		return filepath.Clean(w), true
+	case top == "" || strings.HasPrefix(w, "$") || strings.HasPrefix(w, "~"):
+		return "", false
+	}
+	hold := first && strings.Contains(w, "/") || strings.HasPrefix(w, "./") || strings.HasPrefix(w, "../")
+	return filepath.Join(top, w), hold
 }
 
 // repoConfigFiles returns the configuration files of the repository whose
