@@ -24,7 +24,9 @@ type Grant struct {
 	deny              []string // resolved
 	writableProtected map[string]bool
 	protected         []protectedPath
-	scanComplete      bool
+	// unscanned are the read-write trees whose scan for protected paths
+	// was incomplete (unscannedRisk).
+	unscanned []string
 
 	hosts     []hostPattern
 	private   []hostPattern
@@ -228,7 +230,6 @@ func build(s *spec, ps *problems) *Grant {
 	}
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
-	g.scanComplete = true
 	// The scan of a read-write tree leaves out the trees nested in it that
 	// have scans of their own, and home directories' read-only tops.
 	var writableDirs []string
@@ -244,7 +245,9 @@ func build(s *spec, ps *problems) *Grant {
 				list = slices.DeleteFunc(list, func(p protectedPath) bool { return filepath.Dir(p.path) == r.path && !exists(p.path) })
 			}
 			g.protected = append(g.protected, list...)
-			g.scanComplete = g.scanComplete && complete
+			if !complete {
+				g.unscanned = append(g.unscanned, r.path)
+			}
 		}
 	}
 	for _, r := range g.roots {
@@ -452,10 +455,32 @@ func (g *Grant) Risks() []string {
 	if g.allowUnenforced {
 		out = append(out, `limits.unenforced "allow": calls run even where the host cannot enforce their memory and process limits`)
 	}
-	if !g.scanComplete {
-		out = append(out, fmt.Sprintf("a read-write tree has more than %d entries, or a directory the scan could not read; nested protected paths beyond them are refused to file tools but not mounted read-only", maxProtectedScan))
+	return append(out, g.ScanRisks()...)
+}
+
+// ScanRisks returns those of Risks that say a read-write tree was not
+// scanned whole for protected paths. Unlike the others, which a grant asks
+// for, these come from the trees themselves (one a sandbox filled, say),
+// so a front end shows them as warnings when a session starts.
+func (g *Grant) ScanRisks() []string {
+	var out []string
+	for _, t := range g.unscanned {
+		out = append(out, unscannedRisk(t))
 	}
 	return out
+}
+
+// unscannedRisk says what an incomplete scan of the read-write tree t
+// leaves: the scan stops after maxProtectedScan entries (and a directory
+// it cannot list, or a bound of configReader, stops it short too), so what
+// lies beyond is neither found nor mounted read-only. A set-ID file there
+// can be rewritten through a shared mapping, keeping its bit.
+func unscannedRisk(t string) string {
+	n := fmt.Sprintf("%d,%03d", maxProtectedScan/1000, maxProtectedScan%1000)
+	return fmt.Sprintf("read-write tree %q was not scanned whole (more than %s entries, or a directory or git configuration the scan could not read): "+
+		"files past the first %s entries are not checked for protected names or set-ID bits, "+
+		"so a set-ID file or a protected path among them is not mounted read-only (file tools still refuse protected names)",
+		t, n, n)
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

@@ -304,6 +304,53 @@ func TestSetIDFilesProtected(t *testing.T) {
 	}
 }
 
+// TestUnscannedSetIDRisk: a set-ID file past the scan's bound (a
+// root-owned 4755 file behind 20,000 others) is not found, so it is not
+// read-only; the grant says so as a risk naming the tree and what is not
+// checked there, for sessions to record and front ends to warn of.
+func TestUnscannedSetIDRisk(t *testing.T) {
+	r, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkTree(t, r, "aa/", "zz/helper")
+	for i := range maxProtectedScan + 1 {
+		if err := os.WriteFile(filepath.Join(r, "aa", fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(r, "zz", "helper"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	g, err := FromFlags(r, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(g.Protected(), filepath.Join(r, "zz", "helper")) {
+		t.Fatalf("the set-ID file past the bound was found; the test needs a tree the scan does not finish")
+	}
+	const consequence = "files past the first 20,000 entries are not checked for protected names or set-ID bits"
+	risky := func(rs []string) bool {
+		return slices.ContainsFunc(rs, func(s string) bool {
+			return strings.Contains(s, consequence) && strings.Contains(s, fmt.Sprintf("%q", r))
+		})
+	}
+	if !risky(g.Risks()) {
+		t.Errorf("Risks() = %q, want one naming %s and saying %q", g.Risks(), r, consequence)
+	}
+	if got := g.ScanRisks(); len(got) != 1 || !risky(got) {
+		t.Errorf("ScanRisks() = %q, want the one risk of the tree", got)
+	}
+	// A tree the scan sees whole has none.
+	small, err := FromFlags(filepath.Join(r, "zz"), Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := small.ScanRisks(); len(got) != 0 {
+		t.Errorf("a small tree: ScanRisks() = %q, want none", got)
+	}
+}
+
 // TestHomeSplit checks how a home directory granted read-write is mounted:
 // its top read-only, its existing entries without a leading dot read-write,
 // and a write at its top refused with a sentence that says why.

@@ -276,7 +276,9 @@ func Open(opts *Options) (*Session, error) {
 		live:      live,
 	}
 	s.secrets.preload(o.Grant.Secrets())
-	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant), Capsule: o.Capsule}); err != nil {
+	// The open record names what the grant allows only as a risk, and
+	// a read-write tree its scan did not see whole (grant.ScanRisks).
+	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant), Risks: o.Grant.Risks(), Capsule: o.Capsule}); err != nil {
 		lg.Close()
 		live.Close()
 		cancel()

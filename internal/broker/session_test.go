@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -497,5 +498,52 @@ func TestReadOnlyToolsSkipOthersPlaceholders(t *testing.T) {
 	res = call(t, s, "read_file", `{"path":".bashrc"}`)
 	if !res.Output.IsError || !strings.Contains(res.Output.Content, "no such file or directory") {
 		t.Errorf("read_file of another call's placeholder: %s %q", res.Class, res.Output.Content)
+	}
+}
+
+// TestOpenRecordNamesScanRisks: a session over a read-write tree its
+// protected-path scan did not see whole says so in its open record, with
+// what that leaves unchecked, as well as the grant's other risks.
+func TestOpenRecordNamesScanRisks(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A repository configuration larger than the scan reads leaves the
+	// scan incomplete as cheaply as 20,000 files do.
+	for _, d := range []string{".git/objects", ".git/refs"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git", "config"), []byte(strings.Repeat("#", 2<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(ws, grant.Flags{WritableProtected: []string{".vscode"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{ws: ws, records: t.TempDir(), grant: g}
+	s := f.open(t, sandboxtest.Unsandboxed(t), nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var open *audit.Record
+	for _, r := range records(t, f.records) {
+		if r.Kind == audit.KindSession && r.Decision == "open" {
+			open = &r
+		}
+	}
+	if open == nil {
+		t.Fatal("no open record")
+	}
+	want := []string{"files past the first 20,000 entries are not checked for protected names or set-ID bits", `paths.writable_protected ".vscode"`}
+	for _, w := range want {
+		if !slices.ContainsFunc(open.Risks, func(r string) bool { return strings.Contains(r, w) }) {
+			t.Errorf("the open record's risks %q lack %q", open.Risks, w)
+		}
 	}
 }

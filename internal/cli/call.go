@@ -83,6 +83,7 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
 			return exitFailure
 		}
+		warnScan(env, "airlock call", sess.Grant())
 		closeSession := closeOnce(env, "airlock call", sess.Close)
 		defer closeSession()
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

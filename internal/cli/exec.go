@@ -84,6 +84,7 @@ Examples:
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
+		warnScan(env, "airlock exec", g)
 		lim := g.LimitsFor("shell")
 		if *wall > 0 {
 			lim.Time = *wall

@@ -137,6 +137,7 @@ Examples:
 			}
 			return exitFailure
 		}
+		warnScan(env, "airlock run", g)
 
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()

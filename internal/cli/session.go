@@ -186,6 +186,17 @@ func (s *oneSession) Close() error {
 	return err
 }
 
+// warnScan tells the user on stderr, as what (the command), of each
+// read-write tree of g the protected-path scan did not see whole
+// (grant.ScanRisks): files past its bound are not checked for protected
+// names or set-ID bits. It is a warning, not a refusal: node_modules
+// trees are that large.
+func warnScan(env *Env, what string, g *grant.Grant) {
+	for _, r := range g.ScanRisks() {
+		fmt.Fprintf(env.Stderr, "%s: warning: %s\n", what, r)
+	}
+}
+
 // names reports whether one of paths (relative to cwd) is cwd itself.
 func names(cwd string, paths []string) bool {
 	for _, p := range paths {
