@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
@@ -270,6 +271,11 @@ func errno(err error) experimentalsys.Errno {
 	if errors.Is(err, os.ErrNotExist) {
 		return experimentalsys.ENOENT
 	}
+	if errors.Is(err, syscall.ENXIO) {
+		// A non-blocking open of a FIFO for writing with no reader, or the
+		// open of a socket: refused as every FIFO and socket is (kindErr).
+		return experimentalsys.EACCES
+	}
 	e := experimentalsys.UnwrapOSError(err)
 	if e == experimentalsys.EIO && strings.Contains(err.Error(), "path escapes from parent") {
 		return experimentalsys.EPERM
@@ -302,7 +308,40 @@ func osFlag(oflag experimentalsys.Oflag) int {
 	if oflag&experimentalsys.O_TRUNC != 0 {
 		flag |= os.O_TRUNC
 	}
-	return flag | platformFlag(oflag)
+	return flag | nonBlock | platformFlag(oflag)
+}
+
+// kindErr refuses an open file that is neither a regular file nor a
+// directory: a FIFO, a socket, a device. Every open for the module is
+// non-blocking (osFlag), so opening one returns at once; but its reads and
+// writes, and a blocking open, wait in the broker's own process for as long
+// as whoever holds the other end likes (the capsule's own shell command, or
+// a sandbox of the session, made the FIFO), past the run's deadline, which
+// wazero enforces between host calls only, and past SIGTERM: a capsule with
+// a 5 s limit that opened a FIFO it had made was alive hours later (red
+// team). Nothing a capsule or a wasm tool is for needs one. WASI has no
+// ENXIO, which the host's open gives for some of them; EACCES is what the
+// module sees for all.
+func kindErr(fi fs.FileInfo) experimentalsys.Errno {
+	if fi.Mode().IsRegular() || fi.IsDir() {
+		return 0
+	}
+	return experimentalsys.EACCES
+}
+
+// statKind stats an open file and refuses it, closing it, when kindErr
+// does.
+func statKind(file *os.File) (fs.FileInfo, experimentalsys.Errno) {
+	fi, err := file.Stat()
+	e := errno(err)
+	if e == 0 {
+		e = kindErr(fi)
+	}
+	if e != 0 {
+		_ = file.Close()
+		return nil, e
+	}
+	return fi, 0
 }
 
 // writes reports whether an open with oflag can change the file system:
@@ -355,6 +394,9 @@ func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMod
 		fl, err := f.root.OpenFile(p, flag, perm)
 		if err != nil {
 			return nil, errno(err)
+		}
+		if _, e := statKind(fl); e != 0 {
+			return nil, e
 		}
 		if e := f.verifyOpened(fl, writes(oflag)); e != 0 {
 			_ = fl.Close()
@@ -697,6 +739,8 @@ func (r *rootFile) reopen(flag experimentalsys.Oflag) experimentalsys.Errno {
 		}
 		off = o
 	}
+	// By name, so anything may be there now: the open does not wait on a
+	// FIFO (osFlag), and what it opened must be the file open already.
 	nf, err := r.fs.root.OpenFile(r.path, osFlag(flag), 0)
 	if err != nil {
 		return errno(err)

@@ -22,8 +22,10 @@ import (
 // A last component that is a symlink is followed here, one link at a time
 // from the parent it was found in, each step judged the same way, so that
 // O_CREAT through a planted link creates nothing where the grant does not
-// allow it. handled is false when p names no entry (".", ".."); the caller
-// then opens the ordinary way.
+// allow it. flag carries nonBlock (osFlag), so a FIFO there, or one that
+// O_CREAT finds made in the meantime, is not waited on; it is refused
+// (kindErr). handled is false when p names no entry (".", ".."); the
+// caller then opens the ordinary way.
 func (f *rootFS) openForWrite(p string, flag int, perm fs.FileMode) (file *os.File, e experimentalsys.Errno, handled bool) {
 	for links := 0; ; links++ {
 		if links > maxLinks {
@@ -74,6 +76,9 @@ func (f *rootFS) openForWrite(p string, flag int, perm fs.FileMode) (file *os.Fi
 		}
 		nf := os.NewFile(uintptr(fd), filepath.Join(real, base))
 		d.Close()
+		if _, e := statKind(nf); e != 0 {
+			return nil, e, true
+		}
 		return nf, 0, true
 	}
 }
