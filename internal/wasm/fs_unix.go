@@ -3,6 +3,7 @@
 package wasm
 
 import (
+	"strings"
 	"syscall"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -25,3 +26,9 @@ func platformFlag(oflag experimentalsys.Oflag) int {
 	}
 	return flag
 }
+
+// dirOnly returns the directory path p with "/." after it, which the
+// kernel resolves only when p is a directory (or a symlink to one): an
+// open of it fails with ENOTDIR on anything else, a FIFO included, and
+// never opens that.
+func dirOnly(p string) string { return strings.TrimRight(p, "/") + "/." }

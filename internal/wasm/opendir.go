@@ -19,9 +19,16 @@ var errMoved = errors.New("is no longer the directory the grant resolved (a syml
 // so the directory it opened is checked afterwards to be the one p names
 // with no symlink on the way: a swap before the open and back after it is
 // caught too, since the directory opened is then another than the one at p.
+// os.OpenRoot opens p without O_DIRECTORY, so a FIFO put in p's place would
+// have it wait for a writer, in the broker, for ever; p is opened as a
+// directory instead (dirOnly), and anything else fails at once.
 func openDir(p string) (*os.Root, error) {
-	r, err := os.OpenRoot(p)
+	r, err := os.OpenRoot(dirOnly(p))
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Path = p // not dirOnly's
+		}
 		return nil, err
 	}
 	if err := stillAt(r, p); err != nil {

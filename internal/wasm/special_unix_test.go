@@ -5,6 +5,9 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"golang.org/x/sys/unix"
 )
@@ -214,6 +218,27 @@ func TestSpecialFilesAreRefusedWithoutBlocking(t *testing.T) {
 	file.Close()
 }
 
+// TestPreopenThatIsAFIFOIsRefused: a granted directory that a FIFO has
+// replaced is refused when it is opened, not waited on.
+func TestPreopenThatIsAFIFOIsRefused(t *testing.T) {
+	m := probe(t)
+	p := filepath.Join(tempDir(t), "work")
+	mkfifo(t, p)
+	w := newBlockWatch(t, p)
+	var r *os.Root
+	var err error
+	w.returns("openDir of a FIFO", func() { r, err = openDir(p) })
+	if err == nil {
+		r.Close()
+		t.Error("openDir opened a FIFO as a directory")
+	}
+	cfg := &Config{Dirs: []Dir{{Host: p, Guest: p}}, Time: time.Minute}
+	w.returns("Run with a FIFO for a preopen", func() { _, err = testEngine(t).Run(context.Background(), m, cfg) })
+	if err == nil {
+		t.Error("a run started with a FIFO for a preopen")
+	}
+}
+
 // TestOpeningAFIFOEndsTheRunInTime: a capsule opening a FIFO in its
 // preopen, as the red team's did, gets EACCES and goes on; the run ends.
 func TestOpeningAFIFOEndsTheRunInTime(t *testing.T) {
@@ -243,5 +268,78 @@ func TestOpeningAFIFOEndsTheRunInTime(t *testing.T) {
 		if !strings.HasPrefix(out.String(), "err") || !strings.Contains(out.String(), "Permission denied") || o.ExitCode != 0 {
 			t.Errorf("probe %v: exit %d %q, want permission denied", args, o.ExitCode, out.String())
 		}
+	}
+}
+
+// TestWasmToolAndAFIFO: a wasm tool asked to open a FIFO in its directory
+// answers at once; a session whose tool module or tool directory a FIFO
+// has replaced starts, or fails, without waiting on it.
+func TestWasmToolAndAFIFO(t *testing.T) {
+	ws := tempDir(t)
+	work := filepath.Join(ws, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(work, "p")
+	mkfifo(t, fifo)
+	b, err := os.ReadFile(wasmtest.Build(t, "testdata/upper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(ws, "upper.wasm")
+	if err := os.WriteFile(mod, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	g := testGrant(t, ws, fmt.Sprintf(`
+[paths]
+read_write = ["."]
+[tools.wasm.upper]
+module = %q
+sha256 = %q
+description = "Upper-cases text."
+read_write = ["work"]
+time = "5s"
+`, mod, hex.EncodeToString(sum[:])))
+	w := newBlockWatch(t, fifo, mod, work)
+	tools, err := NewTools(context.Background(), testEngine(t), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tools.Close()
+	var r *Result
+	w.returns("a wasm tool call opening a FIFO", func() {
+		r, err = tools.Call(context.Background(), g, "upper", json.RawMessage(`{"path":"`+fifo+`"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(r.Stdout); !strings.Contains(out, "Permission denied") || r.Outcome.ExitCode != 1 {
+		t.Errorf("opening a FIFO: exit %d %q, want permission denied", r.Outcome.ExitCode, out)
+	}
+
+	// The session's tools are loaded anew with a FIFO for the directory:
+	// it is not one (as a directory missing is not), the tool still runs.
+	if err := os.Rename(work, work+".old"); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, work)
+	var again *Tools
+	w.returns("loading a wasm tool whose directory is a FIFO", func() { again, err = NewTools(context.Background(), testEngine(t), g) })
+	if err != nil {
+		t.Errorf("loading a wasm tool whose directory is a FIFO: %v", err)
+	} else {
+		again.Close()
+	}
+
+	// And with a FIFO for the module: refused.
+	if err := os.Remove(mod); err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, mod)
+	w.returns("loading a wasm tool whose module is a FIFO", func() { again, err = NewTools(context.Background(), testEngine(t), g) })
+	if err == nil {
+		again.Close()
+		t.Error("a FIFO was loaded as a wasm tool's module")
 	}
 }

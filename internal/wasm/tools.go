@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (_ *Tools, err e
 		}
 	}()
 	for _, w := range g.WasmTools() {
-		b, err := os.ReadFile(w.Module)
+		b, err := readRegular(w.Module)
 		if err != nil {
 			return nil, fmt.Errorf("wasm tool %q: %w", w.Name, err)
 		}
@@ -77,9 +78,11 @@ func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (_ *Tools, err e
 		}{{w.ReadWrite, false}, {w.ReadOnly, true}} {
 			for _, p := range set.list {
 				fi, err := os.Lstat(p)
-				if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() {
+				if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
 					// A granted file is not a preopen; a directory
-					// missing now is not one for this session.
+					// missing now, or replaced by a file (a FIFO,
+					// say), is not one for this session. A symlink is
+					// refused (openDir).
 					continue
 				}
 				r, err := openDir(p)
@@ -91,6 +94,26 @@ func NewTools(ctx context.Context, eng *Engine, g *grant.Grant) (_ *Tools, err e
 		}
 	}
 	return t, nil
+}
+
+// readRegular reads the regular file p. It does not wait on a FIFO (or
+// anything else) put in its place: the session's sandboxes may write where
+// a tool's module is, and reading a FIFO would hold the session's start
+// until a writer came.
+func readRegular(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	return io.ReadAll(f)
 }
 
 // Close closes the tools' directories. Calls must have ended.
