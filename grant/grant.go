@@ -230,33 +230,7 @@ func build(s *spec, ps *problems) *Grant {
 	}
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
-	// The scan of a read-write tree leaves out the trees nested in it that
-	// have scans of their own, and home directories' read-only tops.
-	var writableDirs []string
-	for _, r := range g.roots {
-		if r.dir && (r.writable || r.homeTop) {
-			writableDirs = append(writableDirs, r.path)
-		}
-	}
-	for _, r := range g.roots {
-		if r.writable && r.dir {
-			list, complete := protectedPaths(r.path, g.writableProtected, writableDirs, gl)
-			if r.homeDir {
-				list = slices.DeleteFunc(list, func(p protectedPath) bool { return filepath.Dir(p.path) == r.path && !exists(p.path) })
-			}
-			g.protected = append(g.protected, list...)
-			if !complete {
-				g.unscanned = append(g.unscanned, r.path)
-			}
-		}
-	}
-	for _, r := range g.roots {
-		if r.homeTop {
-			g.protected = append(g.protected, g.homeLinks(r.path)...)
-		}
-	}
-	slices.SortFunc(g.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
-	g.protected = slices.CompactFunc(g.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	g.protected, g.unscanned = g.scanTrees(gl)
 
 	// Network.
 	for _, h := range s.hosts {
@@ -608,4 +582,53 @@ func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
 	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
 	return &c, nil
+}
+
+// scanTrees finds the protected paths of g's read-write trees (and the
+// links of home directories' read-only tops), sorted, and the trees not
+// scanned whole.
+func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned []string) {
+	// The scan of a read-write tree leaves out the trees nested in it that
+	// have scans of their own, and home directories' read-only tops.
+	var writableDirs []string
+	for _, r := range g.roots {
+		if r.dir && (r.writable || r.homeTop) {
+			writableDirs = append(writableDirs, r.path)
+		}
+	}
+	for _, r := range g.roots {
+		if r.writable && r.dir {
+			list, complete := protectedPaths(r.path, g.writableProtected, writableDirs, gl)
+			if r.homeDir {
+				list = slices.DeleteFunc(list, func(p protectedPath) bool { return filepath.Dir(p.path) == r.path && !exists(p.path) })
+			}
+			protected = append(protected, list...)
+			if !complete {
+				unscanned = append(unscanned, r.path)
+			}
+		}
+	}
+	for _, r := range g.roots {
+		if r.homeTop {
+			protected = append(protected, g.homeLinks(r.path)...)
+		}
+	}
+	slices.SortFunc(protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	protected = slices.CompactFunc(protected, func(a, b protectedPath) bool { return a.path == b.path })
+	return protected, unscanned
+}
+
+// Rescan returns a copy of g whose read-write trees are scanned for
+// protected paths again, keeping what g protects already: a long-lived
+// server (airlock serve) opens each session with it, so a repository one
+// session made (git init) is protected from the next session on, as it is
+// for the next airlock process.
+func (g *Grant) Rescan() *Grant {
+	c := *g
+	found, unscanned := g.scanTrees(readGitGlobals())
+	c.protected = append(slices.Clone(g.protected), found...)
+	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	c.unscanned = unscanned
+	return &c
 }

@@ -761,3 +761,30 @@ func checkProtected(t *testing.T, got, want, not []string) {
 		}
 	}
 }
+
+// TestRescanFindsNewRepository: a repository made in a read-write tree
+// after the grant was loaded (a session's git init under airlock serve,
+// whose grant lives for many sessions) is protected by the grant Rescan
+// returns, which keeps what the first scan found (red team).
+func TestRescanFindsNewRepository(t *testing.T) {
+	ws := t.TempDir()
+	mkTree(t, ws, "old/.git/config")
+	g, err := FromFlags(ws, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newConfig := filepath.Join(ws, "sub", ".git") // a nested repository is held whole
+	if slices.Contains(g.Protected(), newConfig) {
+		t.Fatal("protected before it existed")
+	}
+	mkTree(t, ws, "sub/.git/config", "sub/.git/hooks/")
+	r := g.Rescan()
+	for _, p := range []string{newConfig, filepath.Join(ws, "old", ".git")} {
+		if !slices.Contains(r.Protected(), p) {
+			t.Errorf("after Rescan, %s is not protected (%v)", p, r.Protected())
+		}
+	}
+	if slices.Contains(g.Protected(), newConfig) {
+		t.Error("Rescan changed the grant it was called on")
+	}
+}

@@ -108,6 +108,11 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger, shared bool) (*m
 	}
 	open := func(ctx context.Context) (*broker.Session, error) {
 		o := p.options()
+		if shared {
+			// serve lives for many sessions: each gets the tree as it is
+			// now, so a repository an earlier session made is protected.
+			o.Grant = o.Grant.Rescan()
+		}
 		o.Backend, o.Logger, o.Admission = timed, logger, adm
 		return broker.Open(o)
 	}
