@@ -35,6 +35,9 @@
 //     quotactl_fd, nfsservctl: hardware and whole-machine administration.
 //   - modify_ldt, lookup_dcookie, uselib, ustat, sysfs, _sysctl: obsolete
 //     interfaces with a history of bugs.
+//   - io_setup: kernel AIO's events come from one pool for the whole
+//     machine (fs.aio-max-nr); a sandbox that fills it fails io_setup for
+//     every process on the host.
 //   - settimeofday, clock_settime, clock_adjtime, adjtimex: the clock is the
 //     host's.
 //   - personality with any argument but 0 (PER_LINUX) or 0xffffffff (a

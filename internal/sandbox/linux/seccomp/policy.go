@@ -28,6 +28,9 @@ var denyAlways = []string{
 	"quotactl", "quotactl_fd", "nfsservctl",
 	// Obsolete interfaces with a history of bugs.
 	"modify_ldt", "lookup_dcookie", "uselib", "ustat", "sysfs", "_sysctl",
+	// Kernel AIO: its events come from one pool for the whole machine
+	// (fs.aio-max-nr), which a sandbox could fill for every process.
+	"io_setup",
 	// Setting the clocks.
 	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
 }
