@@ -342,3 +342,45 @@ func TestRootOnlyProcFilesMasked(t *testing.T) {
 		t.Errorf("/proc/kmsg is not masked: %q", lines[len(files)])
 	}
 }
+
+// TestPerUserKernelCountsBounded: kernel objects the kernel counts per
+// user (inotify instances and watches, fanotify groups and marks, queued
+// signals, user namespaces) are bounded in the sandbox's own user
+// namespace, and kernel AIO, one pool for the whole machine, is refused:
+// the sandbox's uid 0 is the broker's host user, whose allowance, or the
+// machine's, a sandbox used up before (red team).
+func TestPerUserKernelCountsBounded(t *testing.T) {
+	o := sh(t, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches /proc/sys/user/max_user_namespaces; grep '^Max pending signals' /proc/self/limits")
+	f := strings.Fields(o.stdout)
+	if len(f) < 9 || f[0] != "32" || f[1] != "65536" || f[2] != "0" || f[6] != "1024" || f[7] != "1024" {
+		t.Errorf("counts in the sandbox: %q (stderr %q); want 32, 65536, 0 and a signal limit of 1024", o.stdout, o.stderr)
+	}
+	needPython(t)
+	nr := map[string]int{"amd64": 206, "arm64": 0}[runtime.GOARCH]
+	o = sh(t, fmt.Sprintf(`python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(%d, 8, ctypes.byref(ctx))
+print(r, ctypes.get_errno())
+n = 0
+try:
+    while n < 100:
+        fd = libc.inotify_init1(0)
+        if fd < 0:
+            break
+        n += 1
+except Exception:
+    pass
+print(n)
+'`, nr))
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if len(lines) != 2 || lines[0] != "-1 1" {
+		t.Errorf("io_setup in the sandbox: %q (stderr %q); want -1 and EPERM", o.stdout, o.stderr)
+	}
+	if len(lines) == 2 {
+		if n, _ := strconv.Atoi(lines[1]); n < 1 || n > 32 {
+			t.Errorf("the sandbox made %s inotify instances; want at most 32", lines[1])
+		}
+	}
+}

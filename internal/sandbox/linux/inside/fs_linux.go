@@ -572,6 +572,9 @@ func (b *builder) mountProc() error {
 	if err != nil {
 		return refused(initproto.StepProc, fmt.Errorf("mounting /proc: %w", err))
 	}
+	if err := b.boundUserCounts(); err != nil {
+		return err
+	}
 	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
 		if err := b.bindSelf(p, maskAttrs); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("making %s read-only: %w", p, err)
@@ -590,6 +593,47 @@ func (b *builder) mountProc() error {
 		unix.Close(fd)
 		if err != nil {
 			return fmt.Errorf("masking %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// userCounts bound what the sandbox's user namespace may make of the
+// kernel objects counted per user: its uid 0 is the broker's host user,
+// whose own allowance they would otherwise use up (a sandbox took all 128
+// inotify instances of host root). Each is set in the sandbox's own user
+// namespace (/proc/sys/user is per namespace), which the kernel charges
+// against its parents' limits as well.
+var userCounts = []struct {
+	name string
+	max  int
+}{
+	{"max_inotify_instances", 32},
+	{"max_inotify_watches", 65536},
+	{"max_fanotify_groups", 8},
+	{"max_fanotify_marks", 8192},
+	// No user namespaces inside (seccomp refuses them already). Mount
+	// namespaces stay: open_tree's clones, which the init's own mounts
+	// use, count as ones.
+	{"max_user_namespaces", 0},
+}
+
+// boundUserCounts writes userCounts through the sandbox's new /proc,
+// before /proc/sys is made read-only. A kernel without one of the knobs
+// has nothing of it to count.
+func (b *builder) boundUserCounts() error {
+	for _, c := range userCounts {
+		fd, err := b.walkPath("/proc/sys/user/" + c.name)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("bounding %s: %w", c.name, err)
+		}
+		err = os.WriteFile(procFD(fd), []byte(strconv.Itoa(c.max)+"\n"), 0)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("bounding %s: %w", c.name, err)
 		}
 	}
 	return nil

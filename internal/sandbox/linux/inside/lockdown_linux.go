@@ -37,6 +37,9 @@ func loopbackUp() error {
 	return nil
 }
 
+// maxSigPending bounds the signals a sandbox's processes may have queued.
+const maxSigPending = 1024
+
 // setRlimits applies the per-process limits. RLIMIT_AS is generous (see
 // the host side): runtimes such as Go and the JVM reserve far more
 // address space than they touch, and the memory cgroup is the real bound.
@@ -48,6 +51,12 @@ func setRlimits(cfg *initproto.Config) error {
 		return nil
 	}
 	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
+		return err
+	}
+	// Queued signals count against the broker's host user (the sandbox's
+	// uid 0 is it): without a bound, a sandbox queued the user's whole
+	// allowance, and the host's own timer_create and sigqueue failed.
+	if err := set("RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, maxSigPending); err != nil {
 		return err
 	}
 	if cfg.AddressSpace > 0 {
