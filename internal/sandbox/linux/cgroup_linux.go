@@ -343,6 +343,16 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 			}
 		}
 		if err == nil {
+			// v1 charges TCP buffers to no limit unless this is set (v2
+			// charges them to memory.max): a sandbox's loopback sockets
+			// held 900 MB of the machine's tcp_mem under a 64 MiB limit.
+			// Set before any socket exists, which is what turns it on.
+			tcp := filepath.Join(cg.dirs[0], "memory.kmem.tcp.limit_in_bytes")
+			if _, serr := os.Stat(tcp); serr == nil {
+				err = writeFile(tcp, strconv.FormatInt(mem, 10))
+			}
+		}
+		if err == nil {
 			err = mkdir(cg.payload)
 		}
 		if err == nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
@@ -143,5 +145,27 @@ func TestCounters(t *testing.T) {
 	}
 	if got := counter(filepath.Join(t.TempDir(), "missing"), "max"); got != 0 {
 		t.Errorf("counter of a missing file = %d, want 0", got)
+	}
+}
+
+// TestTCPBuffersCharged: on cgroup v1 a sandbox's cgroup limits its TCP
+// buffers to its memory limit (v1 charges them to nothing otherwise: a
+// sandbox under 64 MiB held 600 MB of the machine's tcp_mem).
+func TestTCPBuffersCharged(t *testing.T) {
+	h := detectCgroups("")
+	if h.version != 1 {
+		t.Skip("not cgroup v1 (v2 charges socket memory to memory.max)")
+	}
+	cg, err := h.create(fmt.Sprintf("airlock-%d-tcp", os.Getpid()), 64<<20, 16, initThreads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.destroy()
+	b, err := os.ReadFile(filepath.Join(cg.dirs[0], "memory.kmem.tcp.limit_in_bytes"))
+	if os.IsNotExist(err) {
+		t.Skip("this kernel has no memory.kmem.tcp")
+	}
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(64<<20) {
+		t.Fatalf("memory.kmem.tcp.limit_in_bytes = %q, %v; want %d", b, err, 64<<20)
 	}
 }
