@@ -17,8 +17,15 @@
 //     /proc/irq, /proc/bus and /proc/fs are re-mounted read-only and
 //     /proc/kcore, /proc/keys, /proc/timer_list, /proc/sched_debug and
 //     every file at the top of /proc only root may read (kpageflags,
-//     slabinfo, vmallocinfo, kmsg, ...) are masked, and why RLIMIT_NPROC (ignored for host root) is backed by
-//     pids.max.
+//     slabinfo, vmallocinfo, kmsg, ...) are masked, and why RLIMIT_NPROC
+//     (ignored for host root) is backed by pids.max. Kernel objects
+//     counted per user are bounded in the sandbox's own user namespace
+//     (/proc/sys/user: inotify, fanotify, user namespaces) and by
+//     RLIMIT_SIGPENDING, so a sandbox cannot use up the broker's host
+//     user's allowance; io_setup is refused (kernel AIO is one pool for
+//     the machine). Epoll watches are counted per host user with no
+//     per-namespace bound; their memory is the sandbox's, so its memory
+//     limit bounds them.
 //   - Cgroups: v2 when the broker's cgroup has memory and pids delegated,
 //     else v1 memory+pids where the broker may write both. On v2 the
 //     broker enables the two controllers for its cgroup's children; since a
