@@ -608,10 +608,18 @@ func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned 
 			}
 		}
 	}
+	homeHeld := false
+	home := userHome()
 	for _, r := range g.roots {
 		if r.homeTop {
 			protected = append(protected, g.homeLinks(r.path)...)
 		}
+		if home != "" && within(home, r.path) {
+			homeHeld = true
+		}
+	}
+	if home != "" && !homeHeld && len(writableDirs) > 0 {
+		protected = append(protected, g.homeStartupRefs(home)...)
 	}
 	slices.SortFunc(protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
 	protected = slices.CompactFunc(protected, func(a, b protectedPath) bool { return a.path == b.path })

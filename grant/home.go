@@ -290,3 +290,84 @@ func homeNamedDirs(h string) map[string]bool {
 	}
 	return names
 }
+
+// maxStartupRefs bounds the paths homeStartupRefs looks at in one home
+// directory's start-up files (one of which may be a sandbox's, through a
+// symlink into a read-write tree).
+const maxStartupRefs = 1000
+
+// homeStartupRefs protects, for the user's home directory h when no grant
+// holds it (its start-up files are then outside every sandbox), what those
+// files lead into g's read-write trees: a start-up file that is a symlink
+// into one (a dotfiles repository linked in by stow), and each file a
+// start-up file names there (as h/..., ~/..., $HOME/... or an absolute
+// path: a sourced env.sh). Writing either runs code in the user's next
+// shell.
+func (g *Grant) homeStartupRefs(h string) []protectedPath {
+	var out []protectedPath
+	looked := 0
+	take := func(p string) {
+		looked++
+		res, err := resolve(filepath.Clean(p))
+		if err != nil || res.missing > 0 {
+			return
+		}
+		owner, ok := g.rootOf(res.path)
+		if !ok || !owner.writable || res.path == owner.path {
+			return
+		}
+		fi, err := os.Lstat(res.path)
+		if err != nil || fi.IsDir() {
+			return // a directory named (cd ~/work) is not code
+		}
+		out = append(out, protectedPath{path: res.path, name: homeLinkRule})
+	}
+	files := slices.Clone(homeStartup)
+	for _, d := range homeStartupDirs {
+		if entries, err := os.ReadDir(filepath.Join(h, d)); err == nil {
+			for i, e := range entries {
+				if i < 100 && !e.IsDir() {
+					files = append(files, filepath.Join(d, e.Name()))
+				}
+			}
+		}
+	}
+	pathChar := func(c rune) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-+@/", c)
+	}
+	for _, f := range files {
+		p := filepath.Join(h, f)
+		take(p) // a symlink into a read-write tree
+		b, _, err := readTreeFile(p, true, 1<<20)
+		if err != nil {
+			continue
+		}
+		text := string(b)
+		for _, prefix := range []string{h + "/", "~/", "$HOME/", "${HOME}/", "/"} {
+			for rest := text; looked < maxStartupRefs; {
+				i := strings.Index(rest, prefix)
+				if i < 0 {
+					break
+				}
+				before := rest[:i]
+				rest = rest[i+len(prefix):]
+				if prefix == "/" && before != "" && pathChar(rune(before[len(before)-1])) {
+					continue // inside a word, or a path taken whole already
+				}
+				end := strings.IndexFunc(rest, func(c rune) bool { return !pathChar(c) })
+				if end < 0 {
+					end = len(rest)
+				}
+				if end == 0 {
+					continue
+				}
+				base := h
+				if prefix == "/" {
+					base = "/"
+				}
+				take(filepath.Join(base, rest[:end]))
+			}
+		}
+	}
+	return out
+}

@@ -788,3 +788,33 @@ func TestRescanFindsNewRepository(t *testing.T) {
 		t.Error("Rescan changed the grant it was called on")
 	}
 }
+
+// TestUngrantedHomeStartupRefs: with the user's home directory not
+// granted, a start-up file that is a symlink into a read-write tree (a
+// stow-style dotfiles repository) and a file a start-up file sources from
+// one are protected in that tree; a directory it names is not (red team).
+func TestUngrantedHomeStartupRefs(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	dots := filepath.Join(home, "dotfiles")
+	work := filepath.Join(home, "work")
+	mkTree(t, home, "dotfiles/bashrc", "work/tools/env.sh", "work/src/")
+	if err := os.Symlink("dotfiles/bashrc", filepath.Join(home, ".bashrc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dots, "bashrc"), []byte(". ~/work/tools/env.sh\ncd $HOME/work/src\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := FromFlags(work, Flags{ReadWrite: []string{dots, work}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dots, "bashrc"), filepath.Join(work, "tools", "env.sh")} {
+		if !slices.Contains(g.Protected(), p) {
+			t.Errorf("%s is not protected", p)
+		}
+	}
+	if slices.Contains(g.Protected(), filepath.Join(work, "src")) {
+		t.Error("a directory a start-up file names is protected")
+	}
+}
