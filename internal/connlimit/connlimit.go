@@ -163,8 +163,7 @@ func (l *Listener) victim() *conn {
 			c.looked = queued
 			n := peekQueued(c.Conn, l.peek[:min(queued, len(l.peek))])
 			if bytes.Contains(l.peek[:n], l.token) {
-				l.unauth.Remove(e)
-				c.elem = nil
+				l.authenticate(c)
 				e = next
 				continue
 			}
