@@ -53,9 +53,13 @@ func (b *builder) makeEmpty() error {
 // `mv a a2` would carry the mount over a/secret along to a2/secret and
 // leave a/secret unprotected.
 func (b *builder) protect() error {
-	if !anyWritable(b.cfg.Mounts) {
-		// Before any mask covers one: which of the tree's names are other
-		// calls' placeholders now.
+	// Every mount read-only (a tool that changes nothing): nothing in the
+	// sandbox can write a protected path or a name that leads to it, so
+	// none is mounted over, and the placeholders other calls hold in the
+	// tree, which come and go meanwhile, are listed (before any mask
+	// covers one) for the tools to skip.
+	readOnly := !anyWritable(b.cfg.Mounts)
+	if readOnly {
 		b.listMarked()
 	}
 	for _, p := range b.cfg.Masks {
@@ -63,7 +67,11 @@ func (b *builder) protect() error {
 			return fmt.Errorf("hiding denied path %s: %w", p, err)
 		}
 	}
-	for _, p := range b.cfg.ReadOnly {
+	protected := b.cfg.ReadOnly
+	if readOnly {
+		protected = nil
+	}
+	for _, p := range protected {
 		if err := b.hold(p, false); err != nil {
 			return fmt.Errorf("making protected path %s read-only: %w", p, err)
 		}
@@ -88,12 +96,6 @@ func (b *builder) protect() error {
 // replaces it, and the rest of the tree stays usable. A regular file with
 // more than one hard link is refused: its other names would stay open.
 func (b *builder) hold(p string, mask bool) error {
-	if !mask && !anyWritable(b.cfg.Mounts) {
-		// Every mount is read-only (a tool that changes nothing): nothing
-		// in the sandbox can write a protected path or a name that leads
-		// to it, and the placeholders other calls hold may come and go.
-		return nil
-	}
 	fd, at, err := b.openNoFollow(p)
 	switch {
 	case errors.Is(err, unix.ENOENT):
