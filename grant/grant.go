@@ -579,8 +579,7 @@ func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 	}
 	slices.Sort(c.deny)
 	c.deny = slices.Compact(c.deny)
-	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
-	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	c.protected = sortProtected(c.protected)
 	return &c, nil
 }
 
@@ -621,8 +620,7 @@ func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned 
 	if home != "" && !homeHeld && len(writableDirs) > 0 {
 		protected = append(protected, g.homeStartupRefs(home)...)
 	}
-	slices.SortFunc(protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
-	protected = slices.CompactFunc(protected, func(a, b protectedPath) bool { return a.path == b.path })
+	protected = sortProtected(protected)
 	return protected, unscanned
 }
 
@@ -635,8 +633,14 @@ func (g *Grant) Rescan() *Grant {
 	c := *g
 	found, unscanned := g.scanTrees(readGitGlobals())
 	c.protected = append(slices.Clone(g.protected), found...)
-	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
-	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	c.protected = sortProtected(c.protected)
 	c.unscanned = unscanned
 	return &c
+}
+
+// sortProtected sorts list by path and drops repeated paths (the first of
+// each is kept), in place.
+func sortProtected(list []protectedPath) []protectedPath {
+	slices.SortStableFunc(list, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
+	return slices.CompactFunc(list, func(a, b protectedPath) bool { return a.path == b.path })
 }

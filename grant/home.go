@@ -228,6 +228,23 @@ var homeStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_ali
 // from a home directory (Fedora's .bashrc sources ~/.bashrc.d/*).
 var homeStartupDirs = []string{".bashrc.d", ".bash_profile.d", ".profile.d", ".zshrc.d", ".config/bash", ".config/zsh", ".config/shell"}
 
+// startupFiles lists the shell start-up files of the home directory h, as
+// paths relative to it: homeStartup, and the first 100 files of each of
+// homeStartupDirs.
+func startupFiles(h string) []string {
+	files := slices.Clone(homeStartup)
+	for _, d := range homeStartupDirs {
+		if entries, err := os.ReadDir(filepath.Join(h, d)); err == nil {
+			for i, e := range entries {
+				if i < 100 && !e.IsDir() {
+					files = append(files, filepath.Join(d, e.Name()))
+				}
+			}
+		}
+	}
+	return files
+}
+
 // homeNamedDirs returns the names of the home directory h's entries that
 // its shell start-up files mention (as h/NAME, ~/NAME, $HOME/NAME or
 // ${HOME}/NAME: an installer's "conda init" block, a sourced
@@ -246,16 +263,7 @@ func homeNamedDirs(h string) map[string]bool {
 			names[name] = true
 		}
 	}
-	files := slices.Clone(homeStartup)
-	for _, d := range homeStartupDirs {
-		if entries, err := os.ReadDir(filepath.Join(h, d)); err == nil {
-			for i, e := range entries {
-				if i < 100 && !e.IsDir() {
-					files = append(files, filepath.Join(d, e.Name()))
-				}
-			}
-		}
-	}
+	files := startupFiles(h)
 	for _, f := range files {
 		b, _, err := readTreeFile(filepath.Join(h, f), true, 1<<20)
 		if err != nil {
@@ -322,16 +330,7 @@ func (g *Grant) homeStartupRefs(h string) []protectedPath {
 		}
 		out = append(out, protectedPath{path: res.path, name: homeLinkRule})
 	}
-	files := slices.Clone(homeStartup)
-	for _, d := range homeStartupDirs {
-		if entries, err := os.ReadDir(filepath.Join(h, d)); err == nil {
-			for i, e := range entries {
-				if i < 100 && !e.IsDir() {
-					files = append(files, filepath.Join(d, e.Name()))
-				}
-			}
-		}
-	}
+	files := startupFiles(h)
 	pathChar := func(c rune) bool {
 		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-+@/", c)
 	}

@@ -80,8 +80,7 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 		}
 		c.protected = append(c.protected, protectedPath{path: p.Path, name: p.Name, dir: fi.IsDir()})
 	}
-	slices.SortFunc(c.protected, func(a, b protectedPath) int { return strings.Compare(a.path, b.path) })
-	c.protected = slices.CompactFunc(c.protected, func(a, b protectedPath) bool { return a.path == b.path })
+	c.protected = sortProtected(c.protected)
 	return &c
 }
 
