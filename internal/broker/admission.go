@@ -23,11 +23,11 @@ var errBusy = errors.New("airlock is busy")
 // session alone: a call runs at once while a slot is free and no call
 // waits, so one session may use every slot; but a slot that frees while
 // calls wait goes to the waiting call whose session runs the fewest calls
-// (then has the fewest waiting; then the longest waiting), and one session may fill at most
-// half the queue, while a session with nothing waiting may always wait one
-// call, even past a full queue. So sessions that flood the budget delay
-// another's call by at most the shortest of their running calls, and never
-// refuse it.
+// (then has the fewest waiting; then the longest waiting), and one session
+// may fill at most half the queue, while a session with nothing waiting
+// may always wait one call, even past a full queue. So sessions that flood
+// the budget delay another's call by at most the shortest of their running
+// calls, and never refuse it.
 type Admission struct {
 	mu      sync.Mutex
 	max     int // calls that run at once

@@ -104,9 +104,9 @@ func TestOneSessionCannotHoldAllBackground(t *testing.T) {
 // shared budget while no one else waits, and half its queue, but not
 // more; a session with nothing waiting may wait one call past a full
 // queue; a slot that frees goes to that session's waiting call before the
-// others', which waited longer. Before, one session's
-// calls held every slot and every queue place, and another's call waited
-// behind all of them (red team).
+// others', which waited longer. Before, one session's calls held every
+// slot and every queue place, and another's call waited behind all of
+// them (red team).
 func TestSharedAdmissionIsFair(t *testing.T) {
 	f := newFixture(t, grant.Limits{})
 	adm := broker.NewAdmission(2, 8, 1)
@@ -119,22 +119,22 @@ func TestSharedAdmissionIsFair(t *testing.T) {
 
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
-	sleep := func(ctx context.Context) {
+	sleep := func(ctx context.Context, s *broker.Session) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.Call(ctx, "shell", json.RawMessage(`{"command":"sleep 600"}`))
+			s.Call(ctx, "shell", json.RawMessage(`{"command":"sleep 600"}`))
 		}()
 	}
 	first, cancelFirst := context.WithCancel(context.Background())
 	rest, cancelRest := context.WithCancel(context.Background())
 	t.Cleanup(cancelFirst)
 	t.Cleanup(cancelRest)
-	sleep(first)
-	sleep(rest)
+	sleep(first, a)
+	sleep(rest, a)
 	waitFor(t, "a alone running both slots", stats(a, 2, 0))
 	for i := range 4 {
-		sleep(rest)
+		sleep(rest, a)
 		waitFor(t, "a's calls queued", stats(a, 2, i+1))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -150,11 +150,7 @@ func TestSharedAdmissionIsFair(t *testing.T) {
 	// A third session fills the rest of the queue.
 	c := f.open(t, sandboxtest.Unsandboxed(t), shared)
 	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.Call(rest, "shell", json.RawMessage(`{"command":"sleep 600"}`))
-		}()
+		sleep(rest, c)
 		waitFor(t, "c's calls queued", stats(c, 0, i+1))
 	}
 
