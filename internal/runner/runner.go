@@ -53,19 +53,23 @@ func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	return run(ctx, nil, stdin, stdout, stderr)
+	return run(ctx, nil, nil, stdin, stdout, stderr)
 }
 
 // RunStarting is Run for a runner that is a sandbox's init: the tools
 // start their commands through start (tool.Env.Start). The init asks for
 // SIGTERM, SIGINT and SIGPIPE itself, before its call arrives, and ends
 // ctx at SIGTERM or SIGINT: enabling and disabling a signal here would
-// cost the call a round trip to the runtime's signal thread each.
-func RunStarting(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, start, stdin, stdout, stderr)
+// cost the call a round trip to the runtime's signal thread each. hidden
+// are the sandbox's placeholders (tool.Env.Hidden), which the init knows:
+// the runner does not read wire.PlaceholderList then.
+func RunStarting(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, start, &hidden, stdin, stdout, stderr)
 }
 
-func run(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+// run runs one call; hidden, when not nil, is the sandbox's placeholders
+// (else wire.PlaceholderList is read).
+func run(ctx context.Context, start func(func() error) error, hidden *[]string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	frame, err := wire.ReadFrame(stdin)
 	if err != nil {
 		return report(stderr, wire.ExitBadInput, fmt.Errorf("reading input frame: %w", err))
@@ -82,7 +86,7 @@ func run(ctx context.Context, start func(func() error) error, stdin io.Reader, s
 	if err != nil {
 		return report(stderr, wire.ExitBadArgs, err)
 	}
-	env, err := envFrom(in.Context)
+	env, err := envFrom(in.Context, hidden)
 	if err != nil {
 		return report(stderr, wire.ExitBadInput, err)
 	}
@@ -112,12 +116,14 @@ func run(ctx context.Context, start func(func() error) error, stdin io.Reader, s
 	return wire.ExitOK
 }
 
-func envFrom(c wire.CallContext) (tool.Env, error) {
+func envFrom(c wire.CallContext, hidden *[]string) (tool.Env, error) {
 	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress, Search: c.Search, CallID: c.CallID}
 	if env.Root == "" {
 		env.Root = "/"
 	}
-	if b, err := os.ReadFile(wire.PlaceholderList); err == nil {
+	if hidden != nil {
+		env.Hidden = *hidden
+	} else if b, err := os.ReadFile(wire.PlaceholderList); err == nil {
 		env.Hidden = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	}
 	if env.Cwd == "" {

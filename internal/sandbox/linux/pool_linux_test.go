@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -537,5 +538,156 @@ func TestWarmClaimLinksSpares(t *testing.T) {
 	}
 	if b, err := os.ReadFile(rc); err == nil {
 		t.Fatalf("%s left with %q", rc, b)
+	}
+}
+
+// readOnlySpec is spec with every mount read-only, as a tool that changes
+// nothing gets it (a shape of its own).
+func readOnlySpec(spec *sandbox.Spec) *sandbox.Spec {
+	s := *spec
+	s.Mounts = slices.Clone(spec.Mounts)
+	for i := range s.Mounts {
+		s.Mounts[i].Writable = false
+	}
+	return &s
+}
+
+// stagedPids are the pids of the warm inits b has logged as staged.
+func stagedPids(t testing.TB, b *linux.Backend) []int {
+	t.Helper()
+	logs, ok := poolLogs.Load(b)
+	if !ok {
+		t.Fatal("no log for this backend")
+	}
+	var pids []int
+	for _, m := range regexp.MustCompile(`msg="sandbox staged" pid=(\d+)`).FindAllStringSubmatch(logs.(*linux.SyncBuffer).String(), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// procStatus returns the fields of /proc/pid/status.
+func procStatus(t testing.TB, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// TestReadOnlyWarmLockedWhileWaiting checks that a warm sandbox whose every
+// mount is read-only waits for its claim locked down already (no
+// capability, seccomp's filter, no_new_privs), so that its claim has none
+// of that to do, while one with a writable mount keeps its capabilities
+// (in its own user namespace) until a claim has made its placeholders; and
+// that either runs its call locked down.
+func TestReadOnlyWarmLockedWhileWaiting(t *testing.T) {
+	d := newDirs(t)
+	rw := protectedSpec(t, d)
+	for _, c := range []struct {
+		name   string
+		spec   *sandbox.Spec
+		locked bool
+	}{{"read-only", readOnlySpec(rw), true}, {"writable", rw, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := pooled(t, 1)
+			if err := b.Prewarm(c.spec); err != nil {
+				t.Fatal(err)
+			}
+			waitWarm(t, b, c.spec, 1)
+			pids := stagedPids(t, b)
+			if len(pids) != 1 {
+				t.Fatalf("staged inits %v, want one", pids)
+			}
+			st := procStatus(t, pids[0])
+			locked := st["CapEff"] == "0000000000000000" && st["Seccomp"] == "2" && st["NoNewPrivs"] == "1"
+			if locked != c.locked {
+				t.Errorf("waiting init: CapEff %s, Seccomp %s, NoNewPrivs %s; want locked down %v", st["CapEff"], st["Seccomp"], st["NoNewPrivs"], c.locked)
+			}
+			if st["CapBnd"] != "0000000000000000" {
+				t.Errorf("waiting init's bounding set %s, want empty", st["CapBnd"])
+			}
+			o := callWith(t, b, c.spec, "sh:grep -E '^(CapEff|Seccomp|NoNewPrivs):' /proc/self/status")
+			if !warm(o) {
+				t.Fatalf("the call was not served warm: %v", o.res.Isolation.Features)
+			}
+			for _, want := range []string{"CapEff:\t0000000000000000", "Seccomp:\t2", "NoNewPrivs:\t1"} {
+				if !strings.Contains(o.stdout, want) {
+					t.Errorf("the call's shell: %q, want %q", o.stdout, want)
+				}
+			}
+		})
+	}
+}
+
+// TestReadOnlyWarmListsPlaceholdersAtClaim checks that a read-only warm
+// sandbox, locked down while it waited, gives its tool the placeholders a
+// call beside it holds at its claim: those made after it was built, and
+// those it found when built (a denied path's among them, which its mask
+// covers since), so that its tools take none of them for a user's file.
+func TestReadOnlyWarmListsPlaceholdersAtClaim(t *testing.T) {
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held-before-build=%v", before), func(t *testing.T) {
+			d := newDirs(t)
+			rw := protectedSpec(t, d)
+			secret := filepath.Join(d.W, "secret.key") // a denied path
+			rw.Masks = append(rw.Masks, secret)
+			ro := readOnlySpec(rw)
+			want := []string{filepath.Join(d.W, ".bashrc"), secret}
+			b := pooled(t, 1)
+			hold := func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				started := filepath.Join(d.W, "started")
+				go func() {
+					defer close(done)
+					s := *rw
+					s.Stdin, s.Stdout, s.Stderr = strings.NewReader("sh:touch "+started+"; sleep 600"), io.Discard, io.Discard
+					_, _ = b.Run(ctx, &s)
+				}()
+				t.Cleanup(func() { cancel(); <-done })
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					if _, err := os.Stat(started); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the holding call never started")
+					}
+				}
+				for _, p := range want {
+					if _, err := os.Lstat(p); err != nil {
+						t.Fatalf("the holding call holds no placeholder at %s: %v", p, err)
+					}
+				}
+			}
+			if before {
+				hold()
+			}
+			if err := b.Prewarm(ro); err != nil {
+				t.Fatal(err)
+			}
+			waitWarm(t, b, ro, 1)
+			if !before {
+				hold()
+			}
+			o := callWith(t, b, ro, "hidden")
+			if !warm(o) {
+				t.Fatalf("the call was not served warm: %v", o.res.Isolation.Features)
+			}
+			got := strings.Split(o.stdout, "\n")
+			for _, p := range want {
+				if !slices.Contains(got, p) {
+					t.Errorf("hidden %q, want %s in it", got, p)
+				}
+			}
+		})
 	}
 }

@@ -48,6 +48,9 @@ type builder struct {
 	// mounted are the sandbox paths of the masks and protected paths
 	// mounted over, for pinning their ancestors.
 	mounted []string
+	// maskedMarked are the denied paths whose mask covers another call's
+	// placeholder, in a read-only warm sandbox (protect).
+	maskedMarked []string
 }
 
 // openSource opens a grant source without following any symlink: sources

@@ -130,7 +130,7 @@ func Main(t Tool) int {
 		ps := &payloadStart{cfg: &cfg}
 		runtime.GOMAXPROCS(runtime.NumCPU())
 		tTool := mono()
-		code := t.Run(toolCtx, ps.start, os.Stdin, os.Stdout, os.Stderr)
+		code := t.Run(toolCtx, ps.start, cfg.Placeholders, os.Stdin, os.Stdout, os.Stderr)
 		tDone := mono()
 		ps.close()
 		endTool(status, code, []initproto.Phase{{Name: "to-tool", Nanos: tTool - st.SentAt}, {Name: "tool", Nanos: tDone - tTool}}, tDone)
@@ -143,10 +143,11 @@ func Main(t Tool) int {
 type Tool struct {
 	// Run runs the call in-process: it reads the call from stdin and
 	// answers on stdout; start starts a command the tool runs
-	// (tool.Env.Start). ctx ends when the init gets SIGTERM or SIGINT;
+	// (tool.Env.Start); hidden are the sandbox's placeholders (what
+	// PlaceholderList lists, when the init writes it: tool.Env.Hidden). ctx ends when the init gets SIGTERM or SIGINT;
 	// SIGPIPE is notified, so a write to a closed pipe fails with EPIPE.
 	// It returns the exit code.
-	Run func(ctx context.Context, start func(func() error) error, stdin io.Reader, stdout, stderr io.Writer) int
+	Run func(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Warm, when set, runs in a warm sandbox before it waits for its
 	// claim, so that the call does not pay for the first use of what
 	// every call does (decoding its input, encoding its answer). The
@@ -301,18 +302,24 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		}
 	}
 	phase("bounding")
+	// A warm sandbox whose every mount is read-only (a tool that changes
+	// nothing) needs no placeholder from its claim, and nothing in it can
+	// change what protect finds: it is protected and locked down before it
+	// waits, and its claim only lists the placeholders the calls beside it
+	// hold then (listMarkedLocked). Any other waits here, before protect.
+	prelock := cfg.Claim && !anyWritable(cfg.Mounts)
 	// A warm sandbox makes its Landlock ruleset now, when its rules'
 	// paths already resolve to what they will, so that only enforcing it
 	// is left for the claim.
 	var llr *landlockRuleset
-	if cfg.Claim && earlyLandlock(cfg) {
+	if cfg.Claim && !prelock && earlyLandlock(cfg) {
 		if llr, err = newLandlockRuleset(cfg); err != nil {
 			return nil, err
 		}
 		defer llr.close()
 		phase("landlock-ruleset")
 	}
-	if cfg.Claim {
+	if cfg.Claim && !prelock {
 		if err := claim(); err != nil {
 			return nil, err
 		}
@@ -365,6 +372,19 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		st.Missing = append(st.Missing, "seccomp")
 	}
 	phase("seccomp")
+	if prelock {
+		if err := claim(); err != nil {
+			return nil, err
+		}
+		t = time.Now()
+		if len(cfg.Placeholders) != 0 {
+			return nil, errors.New("a read-only warm sandbox was claimed with placeholders: it holds none")
+		}
+		if err := b.listMarkedLocked(); err != nil {
+			return nil, err
+		}
+		phase("listed")
+	}
 	return st, nil
 }
 

@@ -57,10 +57,14 @@ func (b *builder) protect() error {
 	// sandbox can write a protected path or a name that leads to it, so
 	// none is mounted over, and the placeholders other calls hold in the
 	// tree, which come and go meanwhile, are listed (before any mask
-	// covers one) for the tools to skip.
+	// covers one) for the tools to skip. A warm sandbox lists them when
+	// claimed (listMarkedLocked): here only the denied paths whose mask
+	// covers a placeholder, since the mask hides its mark from then on.
 	readOnly := !anyWritable(b.cfg.Mounts)
-	if readOnly {
-		b.listMarked()
+	if readOnly && b.cfg.Claim {
+		b.maskedMarked = b.marked(b.cfg.Masks, false)
+	} else if readOnly {
+		b.cfg.Placeholders = append(b.cfg.Placeholders, b.marked(append(slices.Clone(b.cfg.Masks), b.cfg.ReadOnly...), true)...)
 	}
 	for _, p := range b.cfg.Masks {
 		if err := b.hold(p, true); err != nil {
@@ -312,16 +316,17 @@ func (b *builder) listPlaceholders() error {
 	return writeAt(dir, filepath.Base(wire.PlaceholderExcludes), excl.String())
 }
 
-// listMarked adds to cfg.Placeholders each denied or protected path, and
-// each directory above one below its mount, that is airlock's placeholder
-// (it carries grant.PlaceholderXattr) in a sandbox whose every mount is
-// read-only (a tool that changes nothing). Such a sandbox holds no
-// placeholder of its own, but calls running beside it do, in the same
-// tree: its tools must take theirs for missing, as they do their own.
-func (b *builder) listMarked() {
+// marked returns each of paths, and with above each directory above one
+// below its mount, that is airlock's placeholder (it carries
+// grant.PlaceholderXattr), for a sandbox whose every mount is read-only (a
+// tool that changes nothing). Such a sandbox holds no placeholder of its
+// own, but calls running beside it do, in the same tree: its tools must
+// take theirs for missing, as they do their own.
+func (b *builder) marked(paths []string, above bool) []string {
+	var out []string
 	seen := map[string]bool{}
 	mark := make([]byte, 8)
-	for _, p := range append(slices.Clone(b.cfg.Masks), b.cfg.ReadOnly...) {
+	for _, p := range paths {
 		m, ok := initproto.Holding(b.cfg.Mounts, p)
 		if !ok {
 			continue
@@ -329,18 +334,50 @@ func (b *builder) listMarked() {
 		for q := p; q != m.Target && q != "/" && !seen[q]; q = filepath.Dir(q) {
 			seen[q] = true
 			fd, at, err := b.openNoFollow(q)
-			if err != nil {
-				continue
-			}
-			var st unix.Stat_t
-			if at == q && unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&unix.S_IFMT == unix.S_IFREG) {
-				if _, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark); err == nil || errors.Is(err, unix.ERANGE) {
-					b.cfg.Placeholders = append(b.cfg.Placeholders, q)
+			if err == nil {
+				var st unix.Stat_t
+				if at == q && unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&unix.S_IFMT == unix.S_IFREG) {
+					if _, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark); err == nil || errors.Is(err, unix.ERANGE) {
+						out = append(out, q)
+					}
 				}
+				unix.Close(fd)
 			}
-			unix.Close(fd)
+			if !above {
+				break
+			}
 		}
 	}
+	return out
+}
+
+// listMarkedLocked lists, in a read-only warm sandbox just claimed (locked
+// down since it was built), the placeholders calls beside it hold now: the
+// protected paths and the directories above them and the denied paths,
+// which are marked (marked), and the denied paths whose mask covered a
+// placeholder when the sandbox was built. A masked path whose placeholder
+// has gone since is missing in the sandbox too (the host's removal took
+// the mask with it, or moved it along), and one where a file of the
+// user's stands now never gets this far: the host checks a warm
+// sandbox's grant paths before it claims one (samePaths).
+func (b *builder) listMarkedLocked() error {
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the root to list placeholders: %w", err)
+	}
+	b.root = root
+	defer func() {
+		unix.Close(root)
+		b.root = -1
+	}()
+	list := b.marked(append(slices.Clone(b.cfg.Masks), b.cfg.ReadOnly...), true)
+	for _, p := range b.maskedMarked {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
+		}
+	}
+	b.cfg.Placeholders = list
+	return nil
 }
 
 // gitPattern is a git exclude pattern that matches the path rel (relative
