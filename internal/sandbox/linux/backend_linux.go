@@ -193,7 +193,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		defer b.pool.refill(k, cfg, l)
 		var input []byte
 		input, spec = inputOf(spec)
-		for x := b.pool.take(k); x != nil; x = b.pool.take(k) {
+		for x := b.pool.take(ctx, k); x != nil; x = b.pool.take(ctx, k) {
 			taken := time.Now()
 			if err := b.claim(ctx, x, taken.Add(l.wall), input); err != nil {
 				b.pool.destroy(x)

@@ -4,7 +4,16 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+	"time"
 )
+
+// SetMaxBuildWait sets how long a call that finds its shape's pool empty
+// waits for a sandbox being built, until the returned func restores it.
+func SetMaxBuildWait(d time.Duration) (restore func()) {
+	was := maxBuildWait
+	maxBuildWait = d
+	return func() { maxBuildWait = was }
+}
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (a debug
 // logger's), for the tests of this package and of linux_test.

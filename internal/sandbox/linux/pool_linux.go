@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,11 @@ const (
 	// call that finds its shape empty adds one (see shape.extra).
 	maxExtra = 4
 )
+
+// maxBuildWait bounds how long a call that finds its shape empty waits
+// for a sandbox being built for it before it builds its own (a variable
+// for tests).
+var maxBuildWait = time.Second
 
 // shapeKey names what a warm sandbox was built for. full covers
 // everything fixed at build time (mounts, masks, protected paths, env,
@@ -165,10 +171,14 @@ type shape struct {
 	// extra grows by one, up to maxExtra, each time a call finds no
 	// ready sandbox: back-to-back calls then find one built while the
 	// previous ran, instead of waiting for a cold build.
-	extra  int
-	used   uint64 // pool.clock at the last take or refill
-	ctx    context.Context
-	cancel context.CancelFunc
+	extra int
+	// waiters are the calls that found no sandbox ready and wait for
+	// one being built, first come first served: a builder hands its
+	// sandbox to the first (nil when it has none for them).
+	waiters []chan *box
+	used    uint64 // pool.clock at the last take or refill
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // pool holds warm sandboxes: built ahead of time for a shape, each with
@@ -209,29 +219,102 @@ func (p *pool) on() bool {
 }
 
 // take returns a ready warm sandbox of shape k whose grant paths are
-// unchanged, or nil. Sandboxes found dead or stale are destroyed.
-func (p *pool) take(k shapeKey) *box {
+// unchanged, or nil. Sandboxes found dead or stale are destroyed. When
+// none is ready but one is being built that no other call waits for, it
+// waits for that one (at most maxBuildWait, and not past ctx): a build
+// under way finishes sooner than a cold one started now, and builds no
+// sandbox beyond those the pool makes anyway.
+func (p *pool) take(ctx context.Context, k shapeKey) *box {
 	for {
 		p.mu.Lock()
 		sh := p.shapes[k.full]
 		if sh == nil || len(sh.ready) == 0 {
-			if sh != nil && sh.extra < maxExtra && p.size() > 0 {
+			if sh == nil || p.size() == 0 {
+				p.mu.Unlock()
+				return nil
+			}
+			if sh.extra < maxExtra {
 				sh.extra++
 			}
-			p.mu.Unlock()
-			return nil
+			if sh.building <= len(sh.waiters) {
+				p.mu.Unlock()
+				return nil
+			}
+			x := p.await(ctx, sh)
+			if x == nil {
+				return nil
+			}
+			if p.usable(x) {
+				return x
+			}
+			continue
 		}
 		x := sh.ready[0]
 		sh.ready = sh.ready[1:]
 		p.clock++
 		sh.used = p.clock
 		p.mu.Unlock()
-		if alive(x) && p.b.samePaths(x.paths) {
+		if p.usable(x) {
 			return x
 		}
-		p.b.log.Debug("warm sandbox discarded", "pid", x.c.proc.Pid, "alive", alive(x))
-		p.destroy(x)
 	}
+}
+
+// await waits, with p.mu held (and released), for a sandbox a builder of
+// sh hands over, until maxBuildWait has passed or ctx ends: nil then.
+func (p *pool) await(ctx context.Context, sh *shape) *box {
+	c := make(chan *box, 1)
+	sh.waiters = append(sh.waiters, c)
+	p.mu.Unlock()
+	t := time.NewTimer(maxBuildWait)
+	defer t.Stop()
+	select {
+	case x := <-c:
+		p.b.log.Debug("warm sandbox awaited", "found", x != nil)
+		return x
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	i := slices.Index(sh.waiters, c)
+	if i >= 0 {
+		sh.waiters = slices.Delete(sh.waiters, i, i+1)
+	}
+	p.mu.Unlock()
+	if i >= 0 {
+		return nil
+	}
+	// A builder handed one over meanwhile: it is this call's, or, when
+	// the call is gone, the pool's to destroy.
+	x := <-c
+	if x != nil && ctx.Err() != nil {
+		p.destroy(x)
+		return nil
+	}
+	return x
+}
+
+// usable reports whether x, just taken, can serve a call: its init still
+// waits and its grant paths are as built. Else it destroys x.
+func (p *pool) usable(x *box) bool {
+	if alive(x) && p.b.samePaths(x.paths) {
+		return true
+	}
+	p.b.log.Debug("warm sandbox discarded", "pid", x.c.proc.Pid, "alive", alive(x))
+	p.destroy(x)
+	return false
+}
+
+// handOff gives x (nil: nothing) to sh's first waiter, if any, and
+// reports whether one took it; p.mu is held.
+func (sh *shape) handOff(x *box) bool {
+	if len(sh.waiters) == 0 {
+		return false
+	}
+	c := sh.waiters[0]
+	sh.waiters = sh.waiters[1:]
+	c <- x
+	return true
 }
 
 // destroy kills a warm sandbox that will not run and removes what it held.
@@ -331,9 +414,19 @@ func (p *pool) build(sh *shape) {
 	}
 	p.mu.Lock()
 	sh.building--
-	keep := x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil && len(sh.ready) < p.size()+sh.extra
-	if keep {
-		sh.ready = append(sh.ready, x)
+	keep := false
+	if x != nil && p.shapes[sh.key.full] == sh && sh.ctx.Err() == nil {
+		if sh.handOff(x) {
+			keep = true
+		} else if len(sh.ready) < p.size()+sh.extra {
+			sh.ready = append(sh.ready, x)
+			keep = true
+		}
+	}
+	// Calls waiting for more sandboxes than are still being built
+	// build their own.
+	for len(sh.waiters) > sh.building {
+		sh.handOff(nil)
 	}
 	p.mu.Unlock()
 	if err != nil {
@@ -353,6 +446,8 @@ func (p *pool) drain(shapes []*shape) {
 		sh.cancel()
 		boxes = append(boxes, sh.ready...)
 		sh.ready = nil
+		for sh.handOff(nil) {
+		}
 	}
 	p.mu.Unlock()
 	var wg sync.WaitGroup

@@ -200,8 +200,10 @@ func TestPoolLimits(t *testing.T) {
 
 // TestPoolGrowsWhenOutrun checks that a shape whose call finds no warm
 // sandbox ready keeps one more from then on, so back-to-back calls stop
-// waiting for cold builds.
+// waiting for cold builds. (A call waits for a build under way only so
+// long: here not at all, so that it runs cold.)
 func TestPoolGrowsWhenOutrun(t *testing.T) {
+	defer linux.SetMaxBuildWait(0)()
 	d := newDirs(t)
 	spec := toolSpec(d)
 	b := pooled(t, 1)
@@ -689,5 +691,34 @@ func TestReadOnlyWarmListsPlaceholdersAtClaim(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPoolMissWaitsForBuild checks that a call that finds its shape's
+// pool empty while a sandbox is being built for it waits for that one
+// instead of building its own: back to back with a pool of one, every
+// call is served warm, each by the sandbox the call before it started.
+func TestPoolMissWaitsForBuild(t *testing.T) {
+	defer linux.SetMaxBuildWait(time.Minute)()
+	d := newDirs(t)
+	spec := toolSpec(d)
+	b := pooled(t, 1)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 1)
+	for i := range 8 {
+		if o := callWith(t, b, spec, "hello"); !warm(o) {
+			t.Fatalf("call %d was not served warm: %v", i, o.res.Isolation.Features)
+		}
+	}
+	logs, _ := poolLogs.Load(b)
+	if n := strings.Count(logs.(*linux.SyncBuffer).String(), `msg="warm sandbox awaited" found=true`); n == 0 {
+		t.Error("no call waited for a sandbox being built")
+	}
+	// Each call that found none ready grows the pool by one (up to
+	// maxExtra, 4): no more are built than the calls and what is kept.
+	if n := len(stagedPids(t, b)); n > 8+1+4 {
+		t.Errorf("%d sandboxes built for 8 calls with a pool of one, want at most 13", n)
 	}
 }
