@@ -3,6 +3,9 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
@@ -160,5 +163,47 @@ func TestSchemasBuiltOnFirstUse(t *testing.T) {
 		if !json.Valid(d.Schema) || len(d.Schema) == 0 {
 			t.Errorf("All: %s has schema %q", d.Name, d.Schema)
 		}
+	}
+}
+
+// TestFindBuildsNoSchema checks that Find, which the runner in every
+// sandbox uses, returns the tool Lookup does without building its schema
+// (checked in a fresh process, where no Lookup ran before), and that the
+// Def it returns parses calls.
+func TestFindBuildsNoSchema(t *testing.T) {
+	if os.Getenv("AIRLOCK_TOOL_FIND_CHILD") == "1" {
+		for _, n := range Names() {
+			d, ok := Find(n)
+			if !ok || d.Name != n {
+				fmt.Printf("Find(%q) = %v, %v\n", n, d, ok)
+				os.Exit(1)
+			}
+			if d.Schema != nil {
+				fmt.Printf("Find(%q) built the schema\n", n)
+				os.Exit(1)
+			}
+		}
+		if d, _ := Find("read_file"); d == nil {
+			os.Exit(1)
+		} else if _, err := d.Parse(json.RawMessage(`{"path":"a"}`)); err != nil {
+			fmt.Printf("parse: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if _, ok := Find("no_such_tool"); ok {
+		t.Error("Find found no_such_tool")
+	}
+	for _, n := range Names() {
+		f, _ := Find(n)
+		l, _ := Lookup(n)
+		if f != l {
+			t.Errorf("Find(%q) and Lookup differ", n)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFindBuildsNoSchema$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "AIRLOCK_TOOL_FIND_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

@@ -85,8 +85,8 @@ type Def struct {
 	Hints Hints
 	// Schema is the JSON schema of the arguments, derived from the args
 	// struct when Lookup or All first returns the Def (not at package
-	// initialisation: every start of the binary, the sandbox init's too,
-	// would pay for the reflection).
+	// initialisation, nor for Find: every start of the binary, the
+	// sandbox init's too, would pay for the reflection).
 	Schema json.RawMessage
 	// Broker tools (background_command) are answered by the broker from its
 	// own state and never dispatched to a sandbox; their Run only fails.
@@ -172,6 +172,18 @@ func Lookup(name string) (*Def, bool) {
 		return nil, false
 	}
 	return all[i].ready(), true
+}
+
+// Find is Lookup for a caller that parses and runs calls and never lists
+// the tool (the runner in a sandbox): the Def's Schema is not filled for
+// it, so that a sandbox's start does not pay for the schema's reflection.
+// Schema may be nil in the Def it returns.
+func Find(name string) (*Def, bool) {
+	i := slices.IndexFunc(all, func(d *Def) bool { return d.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return all[i], true
 }
 
 // All returns every tool, in a fixed order.

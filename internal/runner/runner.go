@@ -78,7 +78,7 @@ func run(ctx context.Context, start func(func() error) error, hidden *[]string, 
 	if err := wire.DecodeStrict(frame, &in); err != nil {
 		return report(stderr, wire.ExitBadInput, fmt.Errorf("decoding tool input: %w", err))
 	}
-	def, ok := tool.Lookup(in.Tool)
+	def, ok := tool.Find(in.Tool)
 	if !ok {
 		return report(stderr, wire.ExitUnknownTool, fmt.Errorf("unknown tool %q", in.Tool))
 	}
@@ -168,11 +168,11 @@ func Warm() {
 		return
 	}
 	for _, name := range tool.Names() {
-		if def, ok := tool.Lookup(name); ok {
+		if def, ok := tool.Find(name); ok {
 			_, _ = def.Parse(nil) // required fields are missing: decoding is what warms
 		}
 	}
-	if def, ok := tool.Lookup(got.Tool); ok {
+	if def, ok := tool.Find(got.Tool); ok {
 		_, _ = def.Parse(got.Args)
 	}
 	n := 1
