@@ -109,7 +109,11 @@
 //     up to Staged: grant mounts, /dev, /proc, pivot, bounding set and
 //     no_new_privs done, its Landlock ruleset made (see earlyLandlock in
 //     package inside), the runtime's signal threads and the tool's JSON
-//     paths warmed, its init waiting for the Claim (initproto). Each is
+//     paths warmed, its init waiting for the Claim (initproto); one whose
+//     every mount is read-only (a tool that changes nothing) waits
+//     protected and locked down already, and its claim only lists the
+//     placeholders other calls hold. A Run that finds none ready while
+//     one is being built waits for it (maxBuildWait). Each is
 //     taken by exactly one Run, which makes the placeholders (the files'
 //     inodes made unnamed while it was built: spare_linux.go), writes the
 //     call's input (when in memory and small enough for the pipe) and the

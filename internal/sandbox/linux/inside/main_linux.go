@@ -143,10 +143,11 @@ func Main(t Tool) int {
 type Tool struct {
 	// Run runs the call in-process: it reads the call from stdin and
 	// answers on stdout; start starts a command the tool runs
-	// (tool.Env.Start); hidden are the sandbox's placeholders (what
-	// PlaceholderList lists, when the init writes it: tool.Env.Hidden). ctx ends when the init gets SIGTERM or SIGINT;
-	// SIGPIPE is notified, so a write to a closed pipe fails with EPIPE.
-	// It returns the exit code.
+	// (tool.Env.Start); hidden are the sandbox's placeholders
+	// (tool.Env.Hidden: what PlaceholderList lists, when the init writes
+	// it). ctx ends when the init gets SIGTERM or SIGINT; SIGPIPE is
+	// notified, so a write to a closed pipe fails with EPIPE. It returns
+	// the exit code.
 	Run func(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Warm, when set, runs in a warm sandbox before it waits for its
 	// claim, so that the call does not pay for the first use of what
