@@ -96,6 +96,9 @@ func (r *Results) Markdown(w io.Writer) error {
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(Workloads)) + "\n")
 	for _, s := range r.Systems {
+		if !slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Section == Latency && row.System == s }) {
+			continue // only in other sections (the egress relay)
+		}
 		fmt.Fprintf(&b, "| %s |", s)
 		for _, w := range Workloads {
 			row, ok := r.find(Latency, w.ID, s)

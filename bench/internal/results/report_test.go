@@ -78,16 +78,18 @@ func TestEgressShares(t *testing.T) {
 		{Section: Egress, Workload: "download", System: "airlock exec", Transfer: &stats.Transfer{N: 3, Bytes: 256 << 20, P50MBps: 1300, MinMBps: 1100, MaxMBps: 1500}},
 		{Section: Egress, Workload: "download", System: "direct", Transfer: &stats.Transfer{N: 3, Bytes: 256 << 20, P50MBps: 2600, MinMBps: 2000, MaxMBps: 3000}},
 		{Section: Egress, Workload: "download", System: "srt", Skipped: "not installed"},
+		{Section: Egress, Workload: "download", System: "relay", Transfer: &stats.Transfer{N: 3, Bytes: 256 << 20, P50MBps: 1200, MinMBps: 1100, MaxMBps: 1300}},
+		{Section: Latency, Workload: "true", System: "direct", Latency: &stats.Latency{N: 3, P50Ms: 1}},
 	}
-	res := Build(rows, []string{"direct", "srt", "airlock exec"}, nil, nil)
+	res := Build(rows, []string{"direct", "srt", "airlock exec", "relay"}, nil, nil)
 	var order []string
 	for _, r := range res.Rows {
 		order = append(order, r.System)
 	}
-	if diff := cmp.Diff([]string{"direct", "srt", "airlock exec"}, order); diff != "" {
-		t.Errorf("egress rows' order (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"direct", "direct", "srt", "airlock exec", "relay"}, order); diff != "" {
+		t.Errorf("rows' order (-want +got):\n%s", diff)
 	}
-	if got := res.Rows[2].SharePct; got != 50 {
+	if got := res.Rows[3].SharePct; got != 50 {
 		t.Errorf("airlock's share of direct = %v, want 50", got)
 	}
 	var md bytes.Buffer
@@ -102,5 +104,10 @@ func TestEgressShares(t *testing.T) {
 		if !strings.Contains(md.String(), line+"\n") {
 			t.Errorf("Markdown has no line %q:\n%s", line, md.String())
 		}
+	}
+	// The latency glance lists only systems with latency rows.
+	glance, _, _ := strings.Cut(md.String()[strings.Index(md.String(), "at a glance"):], "\n### ")
+	if strings.Contains(glance, "| relay |") || !strings.Contains(glance, "| direct |") {
+		t.Errorf("latency glance:\n%s", glance)
 	}
 }
