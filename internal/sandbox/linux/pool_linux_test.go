@@ -634,11 +634,23 @@ func TestReadOnlyWarmLockedWhileWaiting(t *testing.T) {
 // sandbox, locked down while it waited, gives its tool the placeholders a
 // call beside it holds at its claim: those made after it was built, and
 // those it found when built (a denied path's among them, which its mask
-// covers since), so that its tools take none of them for a user's file.
+// covers since), so that its tools take none of them for a user's file;
+// in a directory it lists in one read and in one too large for that.
 func TestReadOnlyWarmListsPlaceholdersAtClaim(t *testing.T) {
-	for _, before := range []bool{false, true} {
-		t.Run(fmt.Sprintf("held-before-build=%v", before), func(t *testing.T) {
+	for _, c := range []struct {
+		before bool // the placeholders are held before the sandbox is built
+		large  bool // in a directory too large to list in one go
+	}{{false, false}, {true, false}, {false, true}} {
+		before := c.before
+		t.Run(fmt.Sprintf("held-before-build=%v/large=%v", c.before, c.large), func(t *testing.T) {
 			d := newDirs(t)
+			if c.large {
+				for i := range 2000 {
+					if err := os.WriteFile(filepath.Join(d.W, fmt.Sprintf("file-with-a-rather-long-name-to-fill-dirents-%04d", i)), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			rw := protectedSpec(t, d)
 			secret := filepath.Join(d.W, "secret.key") // a denied path
 			rw.Masks = append(rw.Masks, secret)

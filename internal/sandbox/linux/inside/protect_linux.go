@@ -326,6 +326,10 @@ func (b *builder) marked(paths []string, above bool) []string {
 	var out []string
 	seen := map[string]bool{}
 	mark := make([]byte, 8)
+	// Most names are missing (a plain directory has none of them): one
+	// read of the directory they would be in says so, where opening
+	// each would take a system call apiece.
+	dirs := map[string]map[string]bool{}
 	for _, p := range paths {
 		m, ok := initproto.Holding(b.cfg.Mounts, p)
 		if !ok {
@@ -333,6 +337,18 @@ func (b *builder) marked(paths []string, above bool) []string {
 		}
 		for q := p; q != m.Target && q != "/" && !seen[q]; q = filepath.Dir(q) {
 			seen[q] = true
+			dir := filepath.Dir(q)
+			names, listed := dirs[dir]
+			if !listed {
+				names = b.dirNames(dir)
+				dirs[dir] = names
+			}
+			if names != nil && !names[filepath.Base(q)] {
+				if !above {
+					break
+				}
+				continue
+			}
 			fd, at, err := b.openNoFollow(q)
 			if err == nil {
 				var st unix.Stat_t
@@ -349,6 +365,40 @@ func (b *builder) marked(paths []string, above bool) []string {
 		}
 	}
 	return out
+}
+
+// dirNames returns the names in sandbox directory dir, an empty set when
+// it is missing, or nil when it cannot be read whole cheaply (then each
+// name is looked up on its own).
+func (b *builder) dirNames(dir string) map[string]bool {
+	name := rel(dir)
+	if name == "" {
+		name = "."
+	}
+	fd, err := openBeneath(b.root, name, unix.O_RDONLY|unix.O_DIRECTORY)
+	if errors.Is(err, unix.ENOENT) {
+		return map[string]bool{}
+	}
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	names := map[string]bool{}
+	buf := make([]byte, 16<<10)
+	for range 4 {
+		n, err := eintr.Value(func() (int, error) { return unix.Getdents(fd, buf) })
+		if err != nil {
+			return nil
+		}
+		if n == 0 {
+			return names
+		}
+		_, _, ents := unix.ParseDirent(buf[:n], -1, nil)
+		for _, e := range ents {
+			names[e] = true
+		}
+	}
+	return nil // a large directory: looked up name by name
 }
 
 // listMarkedLocked lists, in a read-only warm sandbox just claimed (locked
