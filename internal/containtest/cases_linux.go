@@ -26,6 +26,7 @@ var cases = []struct {
 	{"06-read-only-grant", (*suite).readOnlyGrant},
 	{"08-protected-paths", (*suite).protectedPaths},
 	{"10-hidden-host-surface", (*suite).hiddenHost},
+	{"10-root-only-proc-files", (*suite).rootOnlyProc},
 	{"11-fork-bomb", (*suite).forkBomb},
 	{"12-memory-bomb", (*suite).memoryBomb},
 	{"14-processes-left-behind", (*suite).leftBehind},
@@ -40,6 +41,7 @@ var cases = []struct {
 	{"41-syscall-sweep", (*suite).syscallSweep},
 	{"42-setuid-and-caps", (*suite).setuidCaps},
 	{"42-no-setid-files", (*suite).noSetIDFiles},
+	{"51-per-user-kernel-counts", (*suite).perUserCounts},
 }
 
 // fileTools asks every file tool for path: read, write, edit, and a glob
@@ -518,4 +520,53 @@ chmod u+s a; chmod g+s b; chmod 6755 c; command -v install >/dev/null && install
 	if len(entries) < 10 {
 		s.t.Errorf("only %d files in %s: the calls that must succeed did not run", len(entries), dir)
 	}
+}
+
+// Case 10, /proc: no file at the top of /proc that only root may read
+// (kpageflags, slabinfo, vmallocinfo, kmsg, ...) yields a byte, whether
+// the backend masks it or the sandbox's root is not the host's.
+func (s *suite) rootOnlyProc() {
+	files := 0
+	for name, n := range s.probeOut("proc") {
+		file, ok := strings.CutPrefix(name, "proc_")
+		if !ok {
+			continue
+		}
+		files++
+		if n != "-1" && n != "0" {
+			s.t.Errorf("/proc/%s gave the sandbox %s bytes", file, n)
+		}
+	}
+	if files == 0 {
+		s.t.Errorf("the probe found no root-only file at the top of /proc")
+	}
+}
+
+// Case 51, the kernel's share: the objects the kernel counts per user
+// (inotify instances and watches, fanotify groups, queued signals, user
+// namespaces) are bounded in the sandbox's own user namespace, since the
+// counts are charged to the user that made it too (the broker's, host
+// root under a root broker), whose allowance a sandbox used up; kernel
+// AIO, one pool for the whole machine, is refused.
+func (s *suite) perUserCounts() {
+	got := s.probeOut("counts")
+	atMost := func(name string, max int) {
+		s.t.Helper()
+		n, err := strconv.Atoi(got[name])
+		if err != nil || n > max {
+			s.t.Errorf("%s is %q in the sandbox, want at most %d", name, got[name], max)
+		}
+	}
+	atMost("max_inotify_instances", 32)
+	atMost("max_inotify_watches", 65536)
+	atMost("max_user_namespaces", 0)
+	atMost("sigpending_max", 1024)
+	atMost("inotify_instances", 32)
+	if got["inotify_instances"] == "0" {
+		s.t.Errorf("the sandbox could make no inotify instance at all")
+	}
+	if got["fanotify_init"] != eperm {
+		atMost("max_fanotify_groups", 8)
+	}
+	s.errnos(got, []string{"io_setup"}, eperm, enosys)
 }

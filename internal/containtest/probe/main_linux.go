@@ -16,12 +16,16 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe sys | net PORT | mem MIB | memfd MIB | setid DIR")
+		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | net PORT | mem MIB | memfd MIB | setid DIR")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
 	case "sys":
 		sweep()
+	case "counts":
+		counts()
+	case "proc":
+		rootOnlyProc()
 	case "net":
 		if len(os.Args) != 3 {
 			fmt.Fprintln(os.Stderr, "usage: probe net PORT")

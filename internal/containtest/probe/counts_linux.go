@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxInotify is how many inotify instances counts tries to make: more
+// than a bounded sandbox may hold, fewer than a host user's default 128.
+const maxInotify = 100
+
+// counts reports what the sandbox may make of the kernel objects counted
+// per user or for the whole machine: the user namespace's bounds
+// (/proc/sys/user), RLIMIT_SIGPENDING, how many inotify instances it made
+// before the kernel refused, and the errnos of io_setup and fanotify_init.
+func counts() {
+	for _, name := range []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks", "max_user_namespaces"} {
+		b, err := os.ReadFile("/proc/sys/user/" + name)
+		v := strings.TrimSpace(string(b))
+		if err != nil {
+			v = "unreadable"
+		}
+		fmt.Printf("%s %s\n", name, v)
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_SIGPENDING, &rl); err == nil {
+		fmt.Printf("sigpending_cur %d\nsigpending_max %d\n", rl.Cur, rl.Max)
+	}
+	var ctx uint64
+	_, _, e := unix.Syscall(unix.SYS_IO_SETUP, 8, uintptr(unsafe.Pointer(&ctx)), 0)
+	fmt.Printf("io_setup %d\n", e)
+	fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, 0)
+	fmt.Printf("fanotify_init %d\n", errnoOf(err))
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	n := 0
+	for ; n < maxInotify; n++ {
+		if _, err := unix.InotifyInit1(unix.IN_CLOEXEC); err != nil {
+			break
+		}
+	}
+	fmt.Printf("inotify_instances %d\n", n)
+}
+
+// errnoOf is err's errno, 0 for none.
+func errnoOf(err error) int {
+	if e, ok := err.(unix.Errno); ok {
+		return int(e)
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// rootOnlyProcFiles are files at the top of /proc that only root may
+// read on the host; a backend may mask them with something else.
+var rootOnlyProcFiles = []string{"kpageflags", "kpagecount", "kpagecgroup", "slabinfo", "vmallocinfo", "pagetypeinfo", "kmsg", "kcore", "timer_list", "sched_debug"}
+
+// rootOnlyProc reports, for each of rootOnlyProcFiles present and each
+// other file at the top of /proc that others may not read, how many bytes
+// a non-blocking read of it returned ("-1" when it was refused).
+func rootOnlyProc() {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "probe proc: %v\n", err)
+		os.Exit(1)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || !slices.Contains(rootOnlyProcFiles, e.Name()) && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 != 0) {
+			continue
+		}
+		n := -1
+		if fd, err := unix.Open("/proc/"+e.Name(), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			buf := make([]byte, 64)
+			if n, err = unix.Read(fd, buf); err != nil {
+				n = -1
+			}
+			unix.Close(fd)
+		}
+		fmt.Printf("proc_%s %d\n", e.Name(), n)
+	}
+}
