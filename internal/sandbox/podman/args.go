@@ -51,6 +51,13 @@ const (
 // bound. Podman cannot set it higher than conmon's own limit.
 const nproc = 16384
 
+// maxSigPending is RLIMIT_SIGPENDING in the container, as on the native
+// backend. Queued signals are charged to the user that made the
+// container's user namespace too, host root (Podman's), up to the limit
+// the runtime had: without a bound a container queued root's whole
+// allowance, and the host's own sigqueue and timer_create failed.
+const maxSigPending = 1024
+
 // Bind is one mount of the container: a host Source (a staged mount,
 // already idmapped) at Target.
 type Bind struct {
@@ -130,6 +137,7 @@ func Args(inv *Invocation) ([]string, error) {
 		"--ulimit", fmt.Sprintf("fsize=%d:%d", inv.FileBytes, inv.FileBytes),
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
 		"--ulimit", "core=0:0",
+		"--ulimit", fmt.Sprintf("sigpending=%d:%d", maxSigPending, maxSigPending),
 		// conmon kills the container at this time even if the broker died.
 		"--timeout", strconv.FormatInt(secs+5, 10),
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),
