@@ -68,11 +68,14 @@ type Bind struct {
 // Invocation is everything Args renders into Podman's argument list.
 type Invocation struct {
 	Runtime string // OCI runtime (runc); empty for Podman's default
-	Name    string // container name
-	Broker  string // LabelBroker value
-	Image   string // NAME@sha256:...
-	Exe     string // host path of the static airlock binary
-	Binds   []Bind
+	// HooksDir is the only OCI hooks directory of the container (the
+	// hook bounding its per-user kernel counts); empty for Podman's.
+	HooksDir string
+	Name     string // container name
+	Broker   string // LabelBroker value
+	Image    string // NAME@sha256:...
+	Exe      string // host path of the static airlock binary
+	Binds    []Bind
 	// ProxyDir is the host directory (staged) holding the proxy socket
 	// ProxySock (a base name); empty for no egress.
 	ProxyDir, ProxySock string
@@ -110,6 +113,9 @@ func Args(inv *Invocation) ([]string, error) {
 	var a []string
 	if inv.Runtime != "" {
 		a = append(a, "--runtime", inv.Runtime)
+	}
+	if inv.HooksDir != "" {
+		a = append(a, "--hooks-dir", inv.HooksDir)
 	}
 	secs := int64((inv.Wall + time.Second - 1) / time.Second)
 	a = append(a, "run", "--rm", "--interactive",

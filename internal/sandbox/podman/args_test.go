@@ -16,7 +16,7 @@ const testImage = "localhost/tools@sha256:0123456789abcdef0123456789abcdef012345
 
 func baseInvocation() *Invocation {
 	return &Invocation{
-		Runtime: "runc", Name: "airlock-42-1", Broker: "42:1000", Image: testImage,
+		Runtime: "runc", HooksDir: "/state/airlock-podman-1/hooks", Name: "airlock-42-1", Broker: "42:1000", Image: testImage,
 		Exe: "/state/airlock-podman-1/call-1/1",
 		Binds: []Bind{
 			{Source: "/state/airlock-podman-1/call-1/2", Target: "/home/u/proj", Writable: true},

@@ -37,6 +37,7 @@ type Backend struct {
 	image   string
 	exe     string
 	stage   string // root-only directory holding each call's staging
+	hooks   string // the OCI hooks directory of every container (writeHooks)
 	userns  int
 	holds   placeholders
 	broker  string
@@ -112,6 +113,10 @@ func New(opts *Options) (*Backend, error) {
 	if b.stage, err = os.MkdirTemp(parent, stagePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("making the staging directory: %w", err)
+	}
+	if b.hooks, err = writeHooks(b.stage); err != nil {
+		b.Close()
+		return nil, err
 	}
 	b.broker = string(procid.Self())
 	b.sweep()
@@ -273,7 +278,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		b.holds.release(st.held)
 	}()
 	name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
-	inv := &Invocation{Runtime: b.runtime, Name: name, Broker: b.broker, Image: b.image, Exe: st.exe, Binds: st.binds,
+	inv := &Invocation{Runtime: b.runtime, HooksDir: b.hooks, Name: name, Broker: b.broker, Image: b.image, Exe: st.exe, Binds: st.binds,
 		ProxyDir: st.proxy, ProxyPort: spec.Network.ProxyPort, Wall: l.wall, MemoryBytes: l.mem, Pids: l.pids,
 		FileBytes: l.fsz, TmpBytes: l.tmp, OpenFiles: l.files, Env: spec.Env, Cwd: spec.Cwd, Command: spec.Command}
 	if st.proxy != "" {

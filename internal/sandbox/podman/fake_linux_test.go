@@ -43,12 +43,13 @@ func fakePodman(t *testing.T, code int, stderr string) (path, log string) {
 	script := fmt.Sprintf(`#!/bin/sh
 printf '%%s ' "$@" >> %q
 echo >> %q
-if [ "$3" = run ]; then
+while [ "${1#--}" != "$1" ]; do shift 2; done # global flags
+if [ "$1" = run ]; then
 	cat >/dev/null
 	printf '%%s' %q >&2
 	exit %d
 fi
-if [ "$3" = image ] && [ -e %q ]; then
+if [ "$1" = image ] && [ -e %q ]; then
 	exit 1
 fi
 exit 0
@@ -187,7 +188,8 @@ func TestFakeStopInitNotReady(t *testing.T) {
 	pid := filepath.Join(dir, "run.pid")
 	podman := filepath.Join(dir, "podman")
 	script := fmt.Sprintf(`#!/bin/sh
-case "$3" in
+while [ "${1#--}" != "$1" ]; do shift 2; done # global flags
+case "$1" in
 run)
 	echo $$ > %[1]q
 	b=$(head -c1 <&%[2]d 2>/dev/null | od -An -tu1 | tr -d ' ')
@@ -195,7 +197,7 @@ run)
 	exec sleep 987651
 	;;
 kill)
-	[ "$5" = KILL ] && kill -9 "$(cat %[1]q)"
+	[ "$3" = KILL ] && kill -9 "$(cat %[1]q)"
 	exit 0
 	;;
 esac

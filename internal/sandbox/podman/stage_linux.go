@@ -561,8 +561,8 @@ func removeStage(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if err := os.Remove(p); err != nil && e.IsDir() && strings.HasPrefix(e.Name(), "call-") {
-			removeStage(p) // a call's directory of the backend's own
+		if err := os.Remove(p); err != nil && e.IsDir() && (strings.HasPrefix(e.Name(), "call-") || e.Name() == hooksDir) {
+			removeStage(p) // a call's directory, or the hooks, of the backend's own
 		}
 	}
 	_ = os.Remove(dir)
