@@ -543,8 +543,8 @@ func (s *suite) rootOnlyProc() {
 }
 
 // Case 51, the kernel's share: the objects the kernel counts per user
-// (inotify instances and watches, fanotify groups, queued signals, user
-// namespaces) are bounded in the sandbox's own user namespace, since the
+// (inotify instances and watches, fanotify groups, queued signals, POSIX
+// message queues' bytes, user namespaces) are bounded in the sandbox's own user namespace, since the
 // counts are charged to the user that made it too (the broker's, host
 // root under a root broker), whose allowance a sandbox used up; kernel
 // AIO, one pool for the whole machine, is refused.
@@ -561,6 +561,12 @@ func (s *suite) perUserCounts() {
 	atMost("max_inotify_watches", 65536)
 	atMost("max_user_namespaces", 0)
 	atMost("sigpending_max", 1024)
+	// POSIX message queues' bytes are charged to that user too: a queue
+	// larger than the bound is refused (EMFILE), or there are none.
+	atMost("msgqueue_max", 64<<10)
+	if got["mq_open_80k"] == "0" {
+		s.t.Errorf("the sandbox made an 80 KiB POSIX message queue")
+	}
 	atMost("inotify_instances", 32)
 	if got["inotify_instances"] == "0" {
 		s.t.Errorf("the sandbox could make no inotify instance at all")

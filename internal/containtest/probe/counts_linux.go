@@ -16,7 +16,8 @@ const maxInotify = 100
 
 // counts reports what the sandbox may make of the kernel objects counted
 // per user or for the whole machine: the user namespace's bounds
-// (/proc/sys/user), RLIMIT_SIGPENDING, how many inotify instances it made
+// (/proc/sys/user), RLIMIT_SIGPENDING and RLIMIT_MSGQUEUE, whether an
+// 80 KiB message queue can be made, how many inotify instances it made
 // before the kernel refused, and the errnos of io_setup and fanotify_init.
 func counts() {
 	for _, name := range []string{"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks", "max_user_namespaces"} {
@@ -31,6 +32,10 @@ func counts() {
 	if err := unix.Getrlimit(unix.RLIMIT_SIGPENDING, &rl); err == nil {
 		fmt.Printf("sigpending_cur %d\nsigpending_max %d\n", rl.Cur, rl.Max)
 	}
+	if err := unix.Getrlimit(unix.RLIMIT_MSGQUEUE, &rl); err == nil {
+		fmt.Printf("msgqueue_max %d\n", rl.Max)
+	}
+	fmt.Printf("mq_open_80k %d\n", mqOpen80k())
 	var ctx uint64
 	_, _, e := unix.Syscall(unix.SYS_IO_SETUP, 8, uintptr(unsafe.Pointer(&ctx)), 0)
 	fmt.Printf("io_setup %d\n", e)
@@ -87,4 +92,25 @@ func rootOnlyProc() {
 		}
 		fmt.Printf("proc_%s %d\n", e.Name(), n)
 	}
+}
+
+// mqOpen80k makes a POSIX message queue of ten 8 KiB messages (80 KiB and
+// more counted against the user) and removes it; it returns the errno, 0
+// when the queue was made.
+func mqOpen80k() int {
+	attr := struct {
+		flags, maxmsg, msgsize, curmsgs int64
+		reserved                        [4]int64
+	}{maxmsg: 10, msgsize: 8192}
+	name, err := unix.BytePtrFromString("airlock-probe-mq")
+	if err != nil {
+		return -1
+	}
+	fd, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(name)), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600, uintptr(unsafe.Pointer(&attr)), 0, 0)
+	if e != 0 {
+		return int(e)
+	}
+	unix.Close(int(fd))
+	_, _, _ = unix.Syscall(unix.SYS_MQ_UNLINK, uintptr(unsafe.Pointer(name)), 0, 0)
+	return 0
 }

@@ -58,6 +58,11 @@ const nproc = 16384
 // allowance, and the host's own sigqueue and timer_create failed.
 const maxSigPending = 1024
 
+// maxMsgQueueBytes is RLIMIT_MSGQUEUE in the container, as on the native
+// backend: the bytes of its POSIX message queues are charged to host root
+// in the same way.
+const maxMsgQueueBytes = 64 << 10
+
 // Bind is one mount of the container: a host Source (a staged mount,
 // already idmapped) at Target.
 type Bind struct {
@@ -144,6 +149,7 @@ func Args(inv *Invocation) ([]string, error) {
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
 		"--ulimit", "core=0:0",
 		"--ulimit", fmt.Sprintf("sigpending=%d:%d", maxSigPending, maxSigPending),
+		"--ulimit", fmt.Sprintf("msgqueue=%d:%d", maxMsgQueueBytes, maxMsgQueueBytes),
 		// conmon kills the container at this time even if the broker died.
 		"--timeout", strconv.FormatInt(secs+5, 10),
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),

@@ -40,6 +40,12 @@ func loopbackUp() error {
 // maxSigPending bounds the signals a sandbox's processes may have queued.
 const maxSigPending = 1024
 
+// maxMsgQueueBytes bounds the bytes of POSIX message queues a sandbox's
+// processes may make: they are charged to the broker's host user (819,200
+// bytes by default, for all its processes), and the bound is checked
+// against the creating process's own limit.
+const maxMsgQueueBytes = 64 << 10
+
 // setRlimits applies the per-process limits. RLIMIT_AS is generous (see
 // the host side): runtimes such as Go and the JVM reserve far more
 // address space than they touch, and the memory cgroup is the real bound.
@@ -57,6 +63,10 @@ func setRlimits(cfg *initproto.Config) error {
 	// uid 0 is it): without a bound, a sandbox queued the user's whole
 	// allowance, and the host's own timer_create and sigqueue failed.
 	if err := set("RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, maxSigPending); err != nil {
+		return err
+	}
+	// Message queues' bytes are charged to that user in the same way.
+	if err := set("RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, maxMsgQueueBytes); err != nil {
 		return err
 	}
 	if cfg.AddressSpace > 0 {
