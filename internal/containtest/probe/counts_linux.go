@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -26,21 +27,21 @@ func counts() {
 		if err != nil {
 			v = "unreadable"
 		}
-		fmt.Printf("%s %s\n", name, v)
+		fmt.Fprintf(os.Stdout, "%s %s\n", name, v)
 	}
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_SIGPENDING, &rl); err == nil {
-		fmt.Printf("sigpending_cur %d\nsigpending_max %d\n", rl.Cur, rl.Max)
+		fmt.Fprintf(os.Stdout, "sigpending_cur %d\nsigpending_max %d\n", rl.Cur, rl.Max)
 	}
 	if err := unix.Getrlimit(unix.RLIMIT_MSGQUEUE, &rl); err == nil {
-		fmt.Printf("msgqueue_max %d\n", rl.Max)
+		fmt.Fprintf(os.Stdout, "msgqueue_max %d\n", rl.Max)
 	}
-	fmt.Printf("mq_open_80k %d\n", mqOpen80k())
+	fmt.Fprintf(os.Stdout, "mq_open_80k %d\n", mqOpen80k())
 	var ctx uint64
 	_, _, e := unix.Syscall(unix.SYS_IO_SETUP, 8, uintptr(unsafe.Pointer(&ctx)), 0)
-	fmt.Printf("io_setup %d\n", e)
+	fmt.Fprintf(os.Stdout, "io_setup %d\n", e)
 	fd, err := unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_REPORT_FID, 0)
-	fmt.Printf("fanotify_init %d\n", errnoOf(err))
+	fmt.Fprintf(os.Stdout, "fanotify_init %d\n", errnoOf(err))
 	if fd >= 0 {
 		unix.Close(fd)
 	}
@@ -50,12 +51,13 @@ func counts() {
 			break
 		}
 	}
-	fmt.Printf("inotify_instances %d\n", n)
+	fmt.Fprintf(os.Stdout, "inotify_instances %d\n", n)
 }
 
 // errnoOf is err's errno, 0 for none.
 func errnoOf(err error) int {
-	if e, ok := err.(unix.Errno); ok {
+	var e unix.Errno
+	if errors.As(err, &e) {
 		return int(e)
 	}
 	if err != nil {
@@ -90,7 +92,7 @@ func rootOnlyProc() {
 			}
 			unix.Close(fd)
 		}
-		fmt.Printf("proc_%s %d\n", e.Name(), n)
+		fmt.Fprintf(os.Stdout, "proc_%s %d\n", e.Name(), n)
 	}
 }
 
