@@ -158,6 +158,28 @@ var (
 	neverWritable = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/run", "/var/run"}
 )
 
+// NeverMounted reports whether no grant can make the existing path p
+// visible inside a sandbox: with its symlinks resolved it lies in one of the
+// kernel file systems every grant refuses to mount (/proc, /sys, /dev), and
+// the only directory above them, "/", is refused as well. What the broker
+// keeps there (an egress proxy's socket) no sandbox of any session can
+// reach through its grant.
+func NeverMounted(p string) bool {
+	if !filepath.IsAbs(p) {
+		return false
+	}
+	r, err := resolve(filepath.Clean(p))
+	if err != nil || r.missing > 0 {
+		return false
+	}
+	for _, n := range neverMount {
+		if within(r.path, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // passesThroughProc reports whether resolution visited /proc, whose magic
 // links do not name real paths.
 func (r resolved) passesThroughProc() bool {

@@ -137,12 +137,38 @@ func socketBuffer(memory int64) int {
 	return int(per)
 }
 
+// socketBases are where a proxy's socket directory may go, best first.
+// /dev/shm lies in /dev, which no grant can mount (grant.NeverMounted), so
+// no sandbox of any session sees a socket there. The others are the usual
+// temporary directories, used only when /dev/shm is not usable: there a
+// sandbox whose grant names the directory could connect to the socket and
+// use this proxy, with this grant's hosts. socketDir checks this call's own
+// grant, but it cannot know another session's.
+var socketBases = func() []string { return []string{"/dev/shm", os.TempDir(), "/run"} }
+
 // socketDir makes a fresh 0700 directory for a proxy socket in the first
-// of the usual temporary directories that the grant does not expose, so no
-// sandbox can see another's socket through a granted path.
+// of socketBases that no grant can expose, else the first that this grant
+// does not expose, so no sandbox can see another's socket through a
+// granted path. The 0700 mode does not keep a sandbox out (its user is
+// the broker's), so where the directory lies is what does.
 func socketDir(g *grant.Grant) (string, error) {
 	var errs []error
-	for _, base := range []string{os.TempDir(), "/run", "/dev/shm"} {
+	bases := socketBases()
+	for _, base := range bases {
+		if !grant.NeverMounted(base) {
+			continue
+		}
+		dir, err := os.MkdirTemp(base, "airlock-egress-")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return dir, nil
+	}
+	for _, base := range bases {
+		if grant.NeverMounted(base) {
+			continue // tried above
+		}
 		if g.CheckPath(base, false).Allowed || g.CheckPath(filepath.Join(base, "airlock-egress-x"), false).Allowed {
 			errs = append(errs, fmt.Errorf("%s is visible through the grant", base))
 			continue

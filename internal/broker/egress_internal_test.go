@@ -1,6 +1,13 @@
 package broker
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+)
 
 // The kernel buffers of a sandbox's tunnels together stay within its
 // memory limit, at least 1 MiB each, and unbounded where that is more than
@@ -19,6 +26,33 @@ func TestSocketBuffer(t *testing.T) {
 	} {
 		if got := socketBuffer(tt.memory); got != tt.want {
 			t.Errorf("socketBuffer(%d MiB) = %d, want %d", tt.memory>>20, got, tt.want)
+		}
+	}
+}
+
+// A proxy's socket goes where no grant, of this session or any other, can
+// make it visible to a sandbox: every sandbox runs as the broker's user,
+// so only the directory's place keeps other sandboxes from the socket.
+func TestSocketDirNoGrantCanName(t *testing.T) {
+	if !grant.NeverMounted("/dev/shm") {
+		t.Skip("/dev/shm is not in /dev here; proxies fall back to TMPDIR")
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	g, err := grant.Parse([]byte("[paths]\nread_only = [\".\"]\n[network]\nhosts = [\"example.com\"]\n"), "g.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := socketDir(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if !grant.NeverMounted(dir) {
+		t.Errorf("socket directory %s is one a grant can name", dir)
+	}
+	for _, p := range []string{dir, filepath.Dir(dir)} {
+		if _, err := grant.Parse([]byte(fmt.Sprintf("[paths]\nread_only = [%q]\n", p)), "other.toml", t.TempDir()); err == nil {
+			t.Errorf("a grant may name %s, which holds the proxy's socket directory", p)
 		}
 	}
 }
