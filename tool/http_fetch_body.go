@@ -76,9 +76,11 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", clip(wire.ValidUTF8(ct)), len(body))
 		default:
 			// A server may echo a secret the request carried. Its values go
-			// before anything is cut, and what is left of one where the body
-			// or the text was cut short goes too: a cut the model can place
-			// (by the URL) must not leave all of a secret but its last bytes.
+			// before anything is cut, and where the body or the text was cut
+			// short, the bytes that could hold the start of one go too
+			// (whatever they are, so the end of a cut the model placed by
+			// the URL tells nothing of a secret): a cut must not leave all
+			// of a secret but its last bytes.
 			red := f.red
 			text := red.String(wire.ValidUTF8(string(body)))
 			if note != "" {
@@ -90,9 +92,10 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 				for cut > 0 && !utf8.RuneStart(text[cut]) {
 					cut--
 				}
+				kept := red.CutSuffix(text[:cut])
 				out.Truncated = true
-				out.Meta.OmittedBytes = int64(len(text) - cut)
-				text = red.CutSuffix(text[:cut]) + fmt.Sprintf("\n[... %d bytes cut ...]", len(text)-cut)
+				out.Meta.OmittedBytes = int64(len(text) - len(kept))
+				text = kept + fmt.Sprintf("\n[... %d bytes cut ...]", len(text)-len(kept))
 			}
 			b.WriteString(text)
 			if text != "" && !strings.HasSuffix(text, "\n") {

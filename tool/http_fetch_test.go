@@ -404,3 +404,27 @@ func TestHTTPFetchEchoedSecretCut(t *testing.T) {
 		t.Errorf("a whole echo: %q, want it redacted", out.Content)
 	}
 }
+
+// Where a text is cut, what the model reads of its end must not depend on
+// whether it begins a secret: a server that reflects what the URL asks for
+// lets the model end the shown text with a guess of its own, and an answer
+// that told a right guess from a wrong one (a label for a prefix of the
+// secret) would give the secret away a byte at a time (red team). Here
+// the body holds no secret at all.
+func TestHTTPFetchCutIsNoOracle(t *testing.T) {
+	w := newFetchWorld(t)
+	w.env.Limits.OutputBytes = 1024
+	for _, k := range []int{1, 4, len(testSecret) - 1} {
+		right, wrong := testSecret[:k], strings.Repeat("~", k)
+		show := func(guess string) string {
+			out := w.fetch(t, map[string]string{"url": w.a.URL(fmt.Sprintf("/echo?pad=%d&text=%s%s", 1024-k, guess, strings.Repeat("z", 64)))})
+			if out.IsError {
+				t.Fatalf("%s", out.Content)
+			}
+			return out.Content
+		}
+		if r, wr := show(right), show(wrong); r != wr {
+			t.Errorf("a cut after %d bytes of the secret reads differently from one after %d other bytes:\n%q\n%q", k, k, r[max(0, len(r)-80):], wr[max(0, len(wr)-80):])
+		}
+	}
+}

@@ -222,6 +222,7 @@ const HostileBody = "clip\x1b]52;c;aGk=\x07 clear\x1b[2J cr\r bs\b rlo\u202eolle
 //	/redirect?to=URL    302 to URL
 //	/loop/N             302 to /loop/N+1
 //	/auth               whether an Authorization header arrived (never its value)
+//	/echo?pad=N&text=T  N bytes of "A", then T
 //	/bin                a small binary (PNG-like) body
 //	/big?n=BYTES        BYTES of "x"
 //	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
@@ -260,6 +261,14 @@ func Handler(name string) http.Handler {
 			v = string(b)
 		}
 		fmt.Fprintf(w, "auth=%s\n", v)
+	})
+	// /echo?pad=N&text=T: N bytes of "A", then T, as a server that
+	// reflects what a URL asks for (an error page naming the path) does.
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(bytes.Repeat([]byte("A"), pad))
+		io.WriteString(w, r.URL.Query().Get("text"))
 	})
 	mux.HandleFunc("/bin", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")

@@ -132,27 +132,31 @@ func (r *Redactor) String(s string) string {
 	return s
 }
 
-// CutSuffix returns s with a trailing part of a secret value (any of its
-// forms, all of it but its last byte or less) replaced by the label: what
-// is left of a value where a text was cut short (an output cap, a read
-// limit), which String, matching whole values only, leaves. A text that
-// merely ends as a value begins is changed too, which costs its last few
-// bytes, never a secret.
+// CutSuffix returns s less its last bytes, as many as the longest form of
+// any value has less one (and back to the start of a rune), whatever those
+// bytes are: all that a text cut short (at an output cap, a read limit) can
+// hold of a value it was cut inside, which String, matching whole values
+// only, leaves. It does not look at what it drops: where the end of a text
+// is the reader's to choose (a server that reflects the URL, padded to put
+// a guess at the cut), an end that read differently for the start of a
+// secret than for other bytes would tell the secret a byte a guess.
 func (r *Redactor) CutSuffix(s string) string {
 	if r == nil {
 		return s
 	}
-	best, which := 0, -1
-	for i, v := range r.values {
-		for k := min(len(v)-1, len(s)); k > best; k-- {
-			if strings.HasSuffix(s, string(v[:k])) {
-				best, which = k, i
-				break
-			}
-		}
+	n := 0
+	for _, v := range r.values {
+		n = max(n, len(v)-1)
 	}
-	if which < 0 {
+	if n == 0 {
 		return s
 	}
-	return s[:len(s)-best] + r.labelOf(which)
+	if n >= len(s) {
+		return ""
+	}
+	cut := len(s) - n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
