@@ -105,6 +105,11 @@ func checkFetchURL(raw string) (fetchTarget, error) {
 	return fetchTarget{u: &c, scheme: scheme, host: host, port: port}, nil
 }
 
+// clip is the package's clip for text the server chose (a header, a
+// Location): redacted first, so that a secret echoed across the clip is a
+// label there, not a start of itself that no later redaction matches.
+func (f *fetcher) clip(s string) string { return clip(f.red.String(s)) }
+
 // clip shortens s for an error message.
 func clip(s string) string {
 	if len(s) > 200 {

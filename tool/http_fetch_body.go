@@ -46,18 +46,18 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 	defer resp.Body.Close()
 	var b strings.Builder
 	if redirects > 0 {
-		fmt.Fprintf(&b, "[followed %d redirect(s) to %s]\n", redirects, clip(t.u.String()))
+		fmt.Fprintf(&b, "[followed %d redirect(s) to %s]\n", redirects, f.clip(t.u.String()))
 	}
 	out := wire.ToolOutput{Meta: wire.Meta{HTTPStatus: resp.StatusCode}}
 	ct := resp.Header.Get("Content-Type")
 	if method == http.MethodHead {
 		for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified", "ETag"} {
 			if v := resp.Header.Get(k); v != "" {
-				fmt.Fprintf(&b, "%s: %s\n", k, clip(wire.ValidUTF8(v)))
+				fmt.Fprintf(&b, "%s: %s\n", k, f.clip(wire.ValidUTF8(v)))
 			}
 		}
 	} else {
-		body, note, err := readBody(resp)
+		body, note, err := readBody(resp, f.clip)
 		if err != nil && ctx.Err() != nil {
 			out := Failure("the fetch ran past its time limit of %s while reading the body from %s ([http %d], %d bytes received)",
 				timeout, t.hostPort(), resp.StatusCode, len(body))
@@ -73,7 +73,7 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 			if ct == "" {
 				ct = http.DetectContentType(body)
 			}
-			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", clip(wire.ValidUTF8(ct)), len(body))
+			fmt.Fprintf(&b, "[binary body: %s, %d bytes, not shown]\n", f.clip(wire.ValidUTF8(ct)), len(body))
 		default:
 			// A server may echo a secret the request carried. Its values go
 			// before anything is cut, and where the body or the text was cut
@@ -115,7 +115,7 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 // decoded. note explains a cut or an encoding it did not decode; a nil body
 // with a note means nothing usable was read. err is the error that ended
 // the read early, if one did.
-func readBody(resp *http.Response) (body []byte, note string, err error) {
+func readBody(resp *http.Response, clip func(string) string) (body []byte, note string, err error) {
 	raw := &capReader{r: resp.Body, n: fetchMaxBody}
 	var r io.Reader = raw
 	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {

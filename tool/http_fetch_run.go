@@ -127,7 +127,7 @@ func (f *fetcher) fetch(ctx context.Context, method string, first fetchTarget, t
 		}
 		resp.Body.Close() // a redirect's body is never read
 		if hop == fetchMaxRedirects {
-			return Failure("refused: stopped after %d redirects (the limit); the next was to %s", fetchMaxRedirects, clip(loc))
+			return Failure("refused: stopped after %d redirects (the limit); the next was to %s", fetchMaxRedirects, f.clip(loc))
 		}
 		nu, err := cur.u.Parse(loc)
 		if err != nil {

@@ -428,3 +428,24 @@ func TestHTTPFetchCutIsNoOracle(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPFetchClippedEchoHidesSecret checks that where http_fetch clips
+// text the server chose (a binary body's Content-Type, the headers a HEAD
+// shows) to 200 bytes, a secret echoed across the clip shows none of its
+// bytes: the text is redacted before it is clipped, not after, when only
+// the secret's start would be left to match nothing.
+func TestHTTPFetchClippedEchoHidesSecret(t *testing.T) {
+	w := newFetchWorld(t)
+	for _, method := range []string{"GET", "HEAD"} {
+		for _, pad := range []int{170, 180, 190} {
+			args := map[string]string{"url": w.a.URL(fmt.Sprintf("/auth-in-type?pad=%d", pad))}
+			if method == "HEAD" {
+				args["method"] = "HEAD"
+			}
+			out := w.fetch(t, args)
+			if strings.Contains(out.Content, testSecret[:6]) {
+				t.Errorf("%s, pad %d: the clipped Content-Type shows the secret's start:\n%s", method, pad, out.Content)
+			}
+		}
+	}
+}

@@ -175,11 +175,11 @@ func runWebSearch(ctx context.Context, env Env, a WebSearchArgs) wire.ToolOutput
 		if ra := retryAfter(resp.Header.Get("Retry-After")); ra > 0 {
 			wait = fmt.Sprintf("; try again in %s", ra)
 		}
-		return searchFailure(env, fmt.Sprintf("the search provider %s is limiting the rate of searches (HTTP 429)%s", env.Search.Provider, wait), snippet(body), cost)
+		return searchFailure(env, fmt.Sprintf("the search provider %s is limiting the rate of searches (HTTP 429)%s", env.Search.Provider, wait), snippet(body, env.Secrets), cost)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return searchFailure(env, fmt.Sprintf("the search provider %s refused the key (HTTP %d)", env.Search.Provider, resp.StatusCode), snippet(body), cost)
+		return searchFailure(env, fmt.Sprintf("the search provider %s refused the key (HTTP %d)", env.Search.Provider, resp.StatusCode), snippet(body, env.Secrets), cost)
 	case resp.StatusCode != http.StatusOK:
-		return searchFailure(env, fmt.Sprintf("the search provider %s answered HTTP %d", env.Search.Provider, resp.StatusCode), snippet(body), cost)
+		return searchFailure(env, fmt.Sprintf("the search provider %s answered HTTP %d", env.Search.Provider, resp.StatusCode), snippet(body, env.Secrets), cost)
 	}
 	results, err := ad.results(body)
 	if err != nil {
@@ -189,7 +189,7 @@ func runWebSearch(ctx context.Context, env Env, a WebSearchArgs) wire.ToolOutput
 	if len(results) > n {
 		results = results[:n]
 	}
-	out := renderResults(a.Query, results, outputCap(env))
+	out := renderResults(a.Query, results, outputCap(env), env.Secrets)
 	out.Content = redactSecrets(out.Content, env.Secrets)
 	out.Meta.Count = len(results)
 	out.Meta.Cost = cost
@@ -205,8 +205,11 @@ func searchFailure(env Env, sentence, detail string, cost *wire.Cost) wire.ToolO
 	return out
 }
 
-func snippet(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "?")
+// snippet is the start of a provider's answer body for the audit record,
+// redacted before it is cut, so that a key echoed across the cut is a
+// label, not a start of itself that no later redaction matches.
+func snippet(b []byte, secrets map[string]string) string {
+	s := redactSecrets(strings.ToValidUTF8(string(b), "?"), secrets)
 	if len(s) > searchMaxDetailText {
 		s = s[:searchMaxDetailText] + "..."
 	}
@@ -260,8 +263,8 @@ func underAny(host string, domains []string) bool {
 }
 
 // renderResults prints results as numbered entries, whole entries only
-// within limit bytes.
-func renderResults(query string, rs []searchResult, limit int) wire.ToolOutput {
+// within limit bytes. A snippet is redacted (secrets) before it is cut.
+func renderResults(query string, rs []searchResult, limit int, secrets map[string]string) wire.ToolOutput {
 	if len(rs) == 0 {
 		return wire.ToolOutput{Content: fmt.Sprintf("no results for %q", clip(query))}
 	}
@@ -269,7 +272,7 @@ func renderResults(query string, rs []searchResult, limit int) wire.ToolOutput {
 	omitted := 0
 	for i, r := range rs {
 		entry := fmt.Sprintf("%d. %s\n   %s\n", i+1, oneLine(r.Title), oneLine(r.URL))
-		if s := oneLine(r.Snippet); s != "" {
+		if s := redactSecrets(oneLine(r.Snippet), secrets); s != "" {
 			if len(s) > searchMaxSnippet {
 				s = s[:searchMaxSnippet] + "..."
 			}

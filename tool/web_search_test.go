@@ -57,6 +57,15 @@ var providerAnswers = map[string]func(w http.ResponseWriter, r *http.Request){
 	"/malformed": func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"web":{"results":[{"title":"cut off`)
 	},
+	// The key echoed across the cut of a snippet (1000 bytes) and of an
+	// error body kept for the record (300 bytes).
+	"/echo-key-cut": func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"web":{"results":[{"title":"t","url":"https://go.dev/","description":"%s%s"}]}}`, strings.Repeat("d", 990), r.Header.Get("X-Subscription-Token"))
+	},
+	"/echo-key-error": func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "%s%s", strings.Repeat("e", 290), r.Header.Get("X-Subscription-Token"))
+	},
 	"/echo-key": func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"web":{"results":[{"title":"key %s","url":"https://go.dev/","description":"%s"}]}}`, r.Header.Get("X-Subscription-Token"), r.Header.Get("X-Subscription-Token"))
 	},
@@ -243,5 +252,20 @@ func TestWebSearchArguments(t *testing.T) {
 		if _, err := def.Parse(json.RawMessage(raw)); err == nil {
 			t.Errorf("Parse(%s) accepted", raw)
 		}
+	}
+}
+
+// TestWebSearchCutsHideKey checks that a key the provider echoes across a
+// cut (a result's snippet, the error body kept for the audit record)
+// shows none of its bytes: the text is redacted before it is cut.
+func TestWebSearchCutsHideKey(t *testing.T) {
+	for _, path := range []string{"/echo-key-cut", "/echo-key-error"} {
+		t.Run(path, func(t *testing.T) {
+			w := newSearchWorld(t, "brave", path)
+			out := w.search(t, map[string]any{"query": "q"})
+			if strings.Contains(out.Content, searchKey[:6]) || strings.Contains(out.Detail, searchKey[:6]) {
+				t.Errorf("the key's start shows:\ncontent %q\ndetail %q", out.Content, out.Detail)
+			}
+		})
 	}
 }

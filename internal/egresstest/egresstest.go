@@ -270,6 +270,14 @@ func Handler(name string) http.Handler {
 		w.Write(bytes.Repeat([]byte("A"), pad))
 		io.WriteString(w, r.URL.Query().Get("text"))
 	})
+	// /auth-in-type?pad=N: a binary body whose Content-Type carries N
+	// bytes of "a" and then the request's Authorization header, as a
+	// server that reflects what it was sent into a header does.
+	mux.HandleFunc("/auth-in-type", func(w http.ResponseWriter, r *http.Request) {
+		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
+		w.Header().Set("Content-Type", "image/"+strings.Repeat("a", pad)+strings.ReplaceAll(r.Header.Get("Authorization"), " ", "-"))
+		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00"))
+	})
 	mux.HandleFunc("/bin", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
 		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01\x02\x03"))
