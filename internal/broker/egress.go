@@ -154,16 +154,28 @@ var socketBases = func() []string { return []string{"/dev/shm", os.TempDir(), "/
 func socketDir(g *grant.Grant) (string, error) {
 	var errs []error
 	bases := socketBases()
+	// mk makes the directory in base, unless the socket's path there would
+	// be too long for a Unix socket (a long TMPDIR): then the next base.
+	mk := func(base string) (string, bool) {
+		dir, err := os.MkdirTemp(base, "airlock-egress-")
+		if err != nil {
+			errs = append(errs, err)
+			return "", false
+		}
+		if n := len(filepath.Join(dir, "proxy.sock")); n >= maxSocketPath {
+			os.Remove(dir)
+			errs = append(errs, fmt.Errorf("%s: a socket there would have a path of %d bytes, past the %d a Unix socket takes", base, n, maxSocketPath-1))
+			return "", false
+		}
+		return dir, true
+	}
 	for _, base := range bases {
 		if !grant.NeverMounted(base) {
 			continue
 		}
-		dir, err := os.MkdirTemp(base, "airlock-egress-")
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if dir, ok := mk(base); ok {
+			return dir, nil
 		}
-		return dir, nil
 	}
 	for _, base := range bases {
 		if grant.NeverMounted(base) {
@@ -173,15 +185,15 @@ func socketDir(g *grant.Grant) (string, error) {
 			errs = append(errs, fmt.Errorf("%s is visible through the grant", base))
 			continue
 		}
-		dir, err := os.MkdirTemp(base, "airlock-egress-")
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if dir, ok := mk(base); ok {
+			return dir, nil
 		}
-		return dir, nil
 	}
 	return "", fmt.Errorf("no private directory for the egress proxy's socket: %w", errors.Join(errs...))
 }
+
+// maxSocketPath is the size of sockaddr_un's path, with its NUL.
+const maxSocketPath = 108
 
 // SetEnv sets kv ("K=V") in list, replacing an existing K, and returns
 // the list.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
@@ -54,5 +55,39 @@ func TestSocketDirNoGrantCanName(t *testing.T) {
 		if _, err := grant.Parse([]byte(fmt.Sprintf("[paths]\nread_only = [%q]\n", p)), "other.toml", t.TempDir()); err == nil {
 			t.Errorf("a grant may name %s, which holds the proxy's socket directory", p)
 		}
+	}
+}
+
+// TestSocketDirSkipsTooLongBase checks that a base directory whose socket
+// path would be too long for a Unix socket (a long TMPDIR) is passed over
+// for the next, with the reason kept, instead of failing every networked
+// call when the proxy listens.
+func TestSocketDirSkipsTooLongBase(t *testing.T) {
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	short := t.TempDir()
+	was := socketBases
+	socketBases = func() []string { return []string{long, short} }
+	defer func() { socketBases = was }()
+	g, err := grant.Parse([]byte("[paths]\nread_only = [\".\"]\n"), "g.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := socketDir(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if filepath.Dir(dir) != short {
+		t.Errorf("socket directory %s, want one in %s", dir, short)
+	}
+	if ents, _ := os.ReadDir(long); len(ents) != 0 {
+		t.Errorf("%d entries left in the too-long base", len(ents))
+	}
+	socketBases = func() []string { return []string{long} }
+	if _, err := socketDir(g); err == nil || !strings.Contains(err.Error(), "past the 107") {
+		t.Errorf("only a too-long base: err %v", err)
 	}
 }
