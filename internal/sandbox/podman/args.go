@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/sandbox/peruser"
 	"github.com/airlockhq/airlock/internal/sandbox/podman/inside"
 )
 
@@ -50,18 +51,6 @@ const (
 // across every container of the mapping; the pids cgroup is the real
 // bound. Podman cannot set it higher than conmon's own limit.
 const nproc = 16384
-
-// maxSigPending is RLIMIT_SIGPENDING in the container, as on the native
-// backend. Queued signals are charged to the user that made the
-// container's user namespace too, host root (Podman's), up to the limit
-// the runtime had: without a bound a container queued root's whole
-// allowance, and the host's own sigqueue and timer_create failed.
-const maxSigPending = 1024
-
-// maxMsgQueueBytes is RLIMIT_MSGQUEUE in the container, as on the native
-// backend: the bytes of its POSIX message queues are charged to host root
-// in the same way.
-const maxMsgQueueBytes = 64 << 10
 
 // Bind is one mount of the container: a host Source (a staged mount,
 // already idmapped) at Target.
@@ -148,8 +137,11 @@ func Args(inv *Invocation) ([]string, error) {
 		"--ulimit", fmt.Sprintf("fsize=%d:%d", inv.FileBytes, inv.FileBytes),
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
 		"--ulimit", "core=0:0",
-		"--ulimit", fmt.Sprintf("sigpending=%d:%d", maxSigPending, maxSigPending),
-		"--ulimit", fmt.Sprintf("msgqueue=%d:%d", maxMsgQueueBytes, maxMsgQueueBytes),
+		// Queued signals and message queues' bytes are charged to host
+		// root (which made the container's user namespace), as on the
+		// native backend (peruser).
+		"--ulimit", fmt.Sprintf("sigpending=%d:%d", peruser.SigPending, peruser.SigPending),
+		"--ulimit", fmt.Sprintf("msgqueue=%d:%d", peruser.MsgQueueBytes, peruser.MsgQueueBytes),
 		// conmon kills the container at this time even if the broker died.
 		"--timeout", strconv.FormatInt(secs+5, 10),
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/airlockhq/airlock/internal/sandbox/peruser"
 )
 
 // A container's user namespace is made by the runtime as host root, and
@@ -33,28 +35,13 @@ const hooksDir = "hooks"
 // staging directory would not be).
 const hookShell = "/bin/sh"
 
-// userCounts bound what a container's user namespace may make of the
-// kernel objects counted per user; the native backend's values.
-var userCounts = []struct {
-	name string
-	max  int
-}{
-	{"max_inotify_instances", 32},
-	{"max_inotify_watches", 65536},
-	{"max_fanotify_groups", 8},
-	{"max_fanotify_marks", 8192},
-	// No user namespaces inside (airlock's seccomp filter refuses them
-	// already).
-	{"max_user_namespaces", 0},
-}
-
 // userCountsScript is the hook's script: it writes each bound, skipping a
 // knob the kernel lacks (it has nothing of that kind to count), and fails
 // if a write fails.
 func userCountsScript() string {
 	var b strings.Builder
-	for _, c := range userCounts {
-		fmt.Fprintf(&b, "f=/proc/sys/user/%s; if [ -e $f ]; then echo %d >$f || exit 1; fi\n", c.name, c.max)
+	for _, c := range peruser.Counts {
+		fmt.Fprintf(&b, "f=/proc/sys/user/%s; if [ -e $f ]; then echo %d >$f || exit 1; fi\n", c.Name, c.Max)
 	}
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/internal/sandbox/peruser"
 )
 
 // stage is where the new root is assembled before pivot_root: a tmpfs
@@ -601,42 +602,22 @@ func (b *builder) mountProc() error {
 	return nil
 }
 
-// userCounts bound what the sandbox's user namespace may make of the
-// kernel objects counted per user: its uid 0 is the broker's host user,
-// whose own allowance they would otherwise use up (a sandbox took all 128
-// inotify instances of host root). Each is set in the sandbox's own user
-// namespace (/proc/sys/user is per namespace), which the kernel charges
-// against its parents' limits as well.
-var userCounts = []struct {
-	name string
-	max  int
-}{
-	{"max_inotify_instances", 32},
-	{"max_inotify_watches", 65536},
-	{"max_fanotify_groups", 8},
-	{"max_fanotify_marks", 8192},
-	// No user namespaces inside (seccomp refuses them already). Mount
-	// namespaces stay: open_tree's clones, which the init's own mounts
-	// use, count as ones.
-	{"max_user_namespaces", 0},
-}
-
-// boundUserCounts writes userCounts through the sandbox's new /proc,
+// boundUserCounts writes peruser.Counts through the sandbox's new /proc,
 // before /proc/sys is made read-only. A kernel without one of the knobs
 // has nothing of it to count.
 func (b *builder) boundUserCounts() error {
-	for _, c := range userCounts {
-		fd, err := b.walkPath("/proc/sys/user/" + c.name)
+	for _, c := range peruser.Counts {
+		fd, err := b.walkPath("/proc/sys/user/" + c.Name)
 		if errors.Is(err, unix.ENOENT) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("bounding %s: %w", c.name, err)
+			return fmt.Errorf("bounding %s: %w", c.Name, err)
 		}
-		err = os.WriteFile(procFD(fd), []byte(strconv.Itoa(c.max)+"\n"), 0)
+		err = os.WriteFile(procFD(fd), []byte(strconv.Itoa(c.Max)+"\n"), 0)
 		unix.Close(fd)
 		if err != nil {
-			return fmt.Errorf("bounding %s: %w", c.name, err)
+			return fmt.Errorf("bounding %s: %w", c.Name, err)
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/internal/sandbox/peruser"
 )
 
 // loopbackUp brings up lo, the only interface of the new network namespace.
@@ -37,15 +38,6 @@ func loopbackUp() error {
 	return nil
 }
 
-// maxSigPending bounds the signals a sandbox's processes may have queued.
-const maxSigPending = 1024
-
-// maxMsgQueueBytes bounds the bytes of POSIX message queues a sandbox's
-// processes may make: they are charged to the broker's host user (819,200
-// bytes by default, for all its processes), and the bound is checked
-// against the creating process's own limit.
-const maxMsgQueueBytes = 64 << 10
-
 // setRlimits applies the per-process limits. RLIMIT_AS is generous (see
 // the host side): runtimes such as Go and the JVM reserve far more
 // address space than they touch, and the memory cgroup is the real bound.
@@ -59,14 +51,14 @@ func setRlimits(cfg *initproto.Config) error {
 	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
 		return err
 	}
-	// Queued signals count against the broker's host user (the sandbox's
-	// uid 0 is it): without a bound, a sandbox queued the user's whole
-	// allowance, and the host's own timer_create and sigqueue failed.
-	if err := set("RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, maxSigPending); err != nil {
+	// Queued signals and message queues' bytes count against the broker's
+	// host user (the sandbox's uid 0 is it): without a bound, a sandbox
+	// queued the user's whole allowance, and the host's own timer_create
+	// and sigqueue failed.
+	if err := set("RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, peruser.SigPending); err != nil {
 		return err
 	}
-	// Message queues' bytes are charged to that user in the same way.
-	if err := set("RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, maxMsgQueueBytes); err != nil {
+	if err := set("RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, peruser.MsgQueueBytes); err != nil {
 		return err
 	}
 	if cfg.AddressSpace > 0 {
