@@ -152,42 +152,33 @@ var socketBases = func() []string { return []string{"/dev/shm", os.TempDir(), "/
 // granted path. The 0700 mode does not keep a sandbox out (its user is
 // the broker's), so where the directory lies is what does.
 func socketDir(g *grant.Grant) (string, error) {
-	var errs []error
-	bases := socketBases()
-	// mk makes the directory in base, unless the socket's path there would
-	// be too long for a Unix socket (a long TMPDIR): then the next base.
-	mk := func(base string) (string, bool) {
-		dir, err := os.MkdirTemp(base, "airlock-egress-")
-		if err != nil {
-			errs = append(errs, err)
-			return "", false
-		}
-		if n := len(filepath.Join(dir, "proxy.sock")); n >= maxSocketPath {
-			os.Remove(dir)
-			errs = append(errs, fmt.Errorf("%s: a socket there would have a path of %d bytes, past the %d a Unix socket takes", base, n, maxSocketPath-1))
-			return "", false
-		}
-		return dir, true
-	}
-	for _, base := range bases {
-		if !grant.NeverMounted(base) {
-			continue
-		}
-		if dir, ok := mk(base); ok {
-			return dir, nil
-		}
-	}
-	for _, base := range bases {
+	// The bases no grant can expose first, in their order, then the rest.
+	var safe, rest []string
+	for _, base := range socketBases() {
 		if grant.NeverMounted(base) {
-			continue // tried above
+			safe = append(safe, base)
+		} else {
+			rest = append(rest, base)
 		}
-		if g.CheckPath(base, false).Allowed || g.CheckPath(filepath.Join(base, "airlock-egress-x"), false).Allowed {
+	}
+	var errs []error
+	for i, base := range append(safe, rest...) {
+		if i >= len(safe) && (g.CheckPath(base, false).Allowed || g.CheckPath(filepath.Join(base, "airlock-egress-x"), false).Allowed) {
 			errs = append(errs, fmt.Errorf("%s is visible through the grant", base))
 			continue
 		}
-		if dir, ok := mk(base); ok {
-			return dir, nil
+		dir, err := os.MkdirTemp(base, "airlock-egress-")
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		// A long TMPDIR: the socket's path would not fit a Unix socket.
+		if n := len(filepath.Join(dir, "proxy.sock")); n >= maxSocketPath {
+			os.Remove(dir)
+			errs = append(errs, fmt.Errorf("%s: a socket there would have a path of %d bytes, past the %d a Unix socket takes", base, n, maxSocketPath-1))
+			continue
+		}
+		return dir, nil
 	}
 	return "", fmt.Errorf("no private directory for the egress proxy's socket: %w", errors.Join(errs...))
 }
