@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -189,7 +190,7 @@ func runWebSearch(ctx context.Context, env Env, a WebSearchArgs) wire.ToolOutput
 	if len(results) > n {
 		results = results[:n]
 	}
-	out := renderResults(a.Query, results, outputCap(env), env.Secrets)
+	out := renderResults(a.Query, results, outputCap(env), secretRedactor(env.Secrets))
 	out.Content = redactSecrets(out.Content, env.Secrets)
 	out.Meta.Count = len(results)
 	out.Meta.Cost = cost
@@ -263,8 +264,8 @@ func underAny(host string, domains []string) bool {
 }
 
 // renderResults prints results as numbered entries, whole entries only
-// within limit bytes. A snippet is redacted (secrets) before it is cut.
-func renderResults(query string, rs []searchResult, limit int, secrets map[string]string) wire.ToolOutput {
+// within limit bytes. A snippet is redacted (red) before it is cut.
+func renderResults(query string, rs []searchResult, limit int, red *redact.Redactor) wire.ToolOutput {
 	if len(rs) == 0 {
 		return wire.ToolOutput{Content: fmt.Sprintf("no results for %q", clip(query))}
 	}
@@ -272,7 +273,7 @@ func renderResults(query string, rs []searchResult, limit int, secrets map[strin
 	omitted := 0
 	for i, r := range rs {
 		entry := fmt.Sprintf("%d. %s\n   %s\n", i+1, oneLine(r.Title), oneLine(r.URL))
-		if s := redactSecrets(oneLine(r.Snippet), secrets); s != "" {
+		if s := red.String(oneLine(r.Snippet)); s != "" {
 			if len(s) > searchMaxSnippet {
 				s = s[:searchMaxSnippet] + "..."
 			}
