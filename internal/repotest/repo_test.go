@@ -90,6 +90,7 @@ func TestBoundaryImports(t *testing.T) {
 		mod + "/internal/sandbox/linux/inside": {
 			mod + "/internal/sandbox/linux/initproto", mod + "/internal/sandbox/linux/seccomp",
 			mod + "/internal/sandbox/linux/eintr",           // x/sys only
+			mod + "/internal/sandbox/peruser",               // constants only
 			mod + "/internal/egress/forward", mod + "/wire", // wire: the shared contract, standard library only
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},
@@ -104,6 +105,9 @@ func TestBoundaryImports(t *testing.T) {
 		// native sandbox's seccomp filter.
 		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", "golang.org/x/sys/"},
 
+		// The per-user kernel bounds both backends set: constants, nothing
+		// imported, so the native init may take them.
+		mod + "/internal/sandbox/peruser": {},
 		// The init's EINTR retries stay a syscall helper.
 		mod + "/internal/sandbox/linux/eintr": {"golang.org/x/sys/"},
 	}
