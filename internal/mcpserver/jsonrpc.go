@@ -97,6 +97,9 @@ func checkMessage(data []byte) (jsonrpc.Message, *rpcError) {
 	if idErr != "" {
 		return nil, invalidRequest(nil, "%s", idErr)
 	}
+	if d := depth(data); d > maxDepth {
+		return nil, invalidRequest(id, "the message nests %d levels deep, past the maximum depth of %d", d, maxDepth)
+	}
 	if v, ok := env["jsonrpc"]; !ok || string(v) != `"2.0"` {
 		return nil, invalidRequest(id, `"jsonrpc" must be "2.0", got %s`, show(v, ok))
 	}
@@ -110,9 +113,17 @@ func checkMessage(data []byte) (jsonrpc.Message, *rpcError) {
 		if hasResult || hasError {
 			return nil, invalidRequest(id, `a request has no "result" or "error"`)
 		}
-		if p, ok := env["params"]; ok && p[0] != '{' && p[0] != '[' && string(p) != "null" {
+		p, ok := env["params"]
+		if ok && p[0] != '{' && p[0] != '[' && string(p) != "null" {
 			return nil, invalidRequest(id, `"params" must be an object, got %s`, p)
 		}
+		// The request is whole now: built here, not decoded a second time
+		// by the SDK (whose decoder allocates 64 KiB a message).
+		rid, err := requestID(id)
+		if err != nil {
+			return nil, invalidRequest(nil, "%v", err)
+		}
+		return &jsonrpc.Request{ID: rid, Method: method, Params: p}, nil
 	} else {
 		if id == nil {
 			return nil, invalidRequest(nil, `a message needs a "method" (a request or notification) or an "id" with a "result" or an "error" (a response)`)
@@ -126,6 +137,49 @@ func checkMessage(data []byte) (jsonrpc.Message, *rpcError) {
 		return nil, invalidRequest(id, "%v", err)
 	}
 	return msg, nil
+}
+
+// maxDepth is the deepest nesting of arrays and objects a message may
+// have: the SDK's own bound, which its decoding of the params would
+// otherwise be the first to find.
+const maxDepth = 1000
+
+// depth returns how deep the arrays and objects of data, valid JSON, nest.
+func depth(data []byte) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, b := range data {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case inString && b == '"':
+			inString = false
+		case inString:
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			d++
+			deepest = max(deepest, d)
+		case b == '}' || b == ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// requestID is the SDK's ID of raw, an id checkID accepted (or nil, a
+// notification's), as the SDK's own decoding makes it: a string, or an
+// integer as a float64.
+func requestID(raw json.RawMessage) (jsonrpc.ID, error) {
+	var v any
+	if raw != nil {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return jsonrpc.ID{}, fmt.Errorf("decoding the id %.64s: %w", raw, err)
+		}
+	}
+	return jsonrpc.MakeID(v)
 }
 
 // checkID returns the raw id of a message, nil when it has none (a
