@@ -72,11 +72,22 @@ func Main(t Tool) int {
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
 	var claimAt int64
-	// claim waits, in a warm sandbox, until a call takes it.
-	claim := func() error {
+	envSet, maxProcs := false, false
+	// claim waits, in a warm sandbox, until a call takes it. What the call
+	// would otherwise do first is done before the wait, off its clock: the
+	// payload's environment, and, when locked is set (the sandbox is locked
+	// down already, so no credential change is left to broadcast to more
+	// threads), the tool's GOMAXPROCS.
+	claim := func(locked bool) error {
 		defer cfgFile.Close()
+		setEnv(cfg.Env)
+		envSet = true
 		if len(cfg.Command) == 0 {
 			toolCtx = toolSignals()
+			if locked {
+				runtime.GOMAXPROCS(runtime.NumCPU())
+				maxProcs = true
+			}
 			if t.Warm != nil {
 				t.Warm()
 			}
@@ -117,18 +128,14 @@ func Main(t Tool) int {
 		return initproto.ExitSetupFailed
 	}
 
-	os.Clearenv()
-	for _, kv := range cfg.Env {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				os.Setenv(kv[:i], kv[i+1:])
-				break
-			}
-		}
+	if !envSet {
+		setEnv(cfg.Env)
 	}
 	if len(cfg.Command) == 0 {
 		ps := &payloadStart{cfg: &cfg}
-		runtime.GOMAXPROCS(runtime.NumCPU())
+		if !maxProcs {
+			runtime.GOMAXPROCS(runtime.NumCPU())
+		}
 		tTool := mono()
 		code := t.Run(toolCtx, ps.start, cfg.Placeholders, os.Stdin, os.Stdout, os.Stderr)
 		tDone := mono()
@@ -137,6 +144,17 @@ func Main(t Tool) int {
 		return code
 	}
 	return runPayload(&cfg, status, sigs)
+}
+
+// setEnv makes env (NAME=VALUE entries) the whole environment of the
+// init, which its payload inherits.
+func setEnv(env []string) {
+	os.Clearenv()
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			os.Setenv(k, v)
+		}
+	}
 }
 
 // Tool is what the init of a tool-mode sandbox (no Command) runs.
@@ -237,7 +255,7 @@ func refused(step string, err error) error {
 // built, and protects and locks down only when claim returns: until then
 // the init keeps its capabilities (in its own user namespace) and the host
 // keeps no placeholder in the user's tree for it.
-func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error) {
+func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Status, error) {
 	st := &initproto.Status{}
 	if early, ns, _ := earlyLockdown(); early {
 		st.Phases = append(st.Phases, initproto.Phase{Name: "bounding-before-runtime", Nanos: ns})
@@ -321,7 +339,7 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 		phase("landlock-ruleset")
 	}
 	if cfg.Claim && !prelock {
-		if err := claim(); err != nil {
+		if err := claim(false); err != nil {
 			return nil, err
 		}
 		t = time.Now() // the wait is no setup phase
@@ -374,7 +392,7 @@ func setup(cfg *initproto.Config, claim func() error) (*initproto.Status, error)
 	}
 	phase("seccomp")
 	if prelock {
-		if err := claim(); err != nil {
+		if err := claim(true); err != nil {
 			return nil, err
 		}
 		t = time.Now()
