@@ -10,7 +10,7 @@
 #            --rev REV (build airlock from committed revision REV, e.g. HEAD, instead of the
 #            working tree, so a run describes a commit; REV must contain bench/),
 #            --only mcp (run only the MCP read_file section: airlock mcp against cat spawned by
-#            the same client and the reference MCP filesystem server),
+#            the same client, the MCP floor and the reference MCP filesystem server),
 #            --only exec (the cold path only: direct, bwrap, airlock exec and airlock call on
 #            true, read_file and sh, 50 at once, and memory; a few minutes)
 #
@@ -116,6 +116,8 @@ build() {
 		go build -ldflags='-s -w' -o "$PEERS/airlock" ./cmd/airlock &&
 		go build -o "$PEERS/benchtool" ./bench/cmd/benchtool &&
 		go build -ldflags='-s -w' -o "$PEERS/callbench" ./bench/cmd/callbench)
+	# The MCP floor is a yardstick, not airlock: always this checkout's.
+	(cd "$REPO" && go build -ldflags='-s -w' -o "$PEERS/mcpfloor" ./bench/cmd/mcpfloor)
 	AIRLOCK=$PEERS/airlock
 	BT=$PEERS/benchtool
 	CB=$PEERS/callbench
@@ -374,13 +376,16 @@ measure_latency() {
 	done
 }
 
-# measure_mcp: sequential read_file of the 4 KiB file through `airlock mcp` and through the
-# reference MCP filesystem server, each driven by a real MCP client (the Go SDK's, over stdio),
-# against cat spawned by that same client process, interleaved call by call.
+# measure_mcp: sequential read_file of the 4 KiB file through `airlock mcp`, through the
+# reference MCP filesystem server and through the MCP floor (the Go SDK's server reading the
+# file in-process: bench/cmd/mcpfloor), each driven by a real MCP client (the Go SDK's, over
+# stdio), against cat spawned by that same client process, interleaved call by call in an
+# order that turns each round.
 measure_mcp() {
-	local servers=(-server "airlock mcp=$AIRLOCK mcp --records $STATE")
+	local servers=(-server "airlock mcp=$AIRLOCK mcp --records $STATE"
+		-server "mcpfloor (Go SDK)=$PEERS/mcpfloor")
 	clean_workdir
-	log "mcp read_file: airlock mcp, cat, the reference filesystem server"
+	log "mcp read_file: airlock mcp, cat, the MCP floor, the reference filesystem server"
 	if ((SMOKE)); then
 		skip latency mcp_read_file "server-filesystem (MCP)" "smoke run: peers installed by the bench (npm) are skipped"
 	elif [[ -x $PEERS/node_modules/.bin/mcp-server-filesystem ]]; then
@@ -507,7 +512,7 @@ versions() {
 
 report() {
 	local sys
-	sys=$(IFS=,; echo "${SYSTEMS[*]},airlock mcp,server-filesystem (MCP),relay (splice)")
+	sys=$(IFS=,; echo "${SYSTEMS[*]},airlock mcp,mcpfloor (Go SDK),server-filesystem (MCP),relay (splice)")
 	"$BT" report -cells "$CELLS" -json "$OUT/results.json" -md "$OUT/results.md" -systems "$sys" \
 		-meta "date=$(date -u '+%Y-%m-%d %H:%M UTC')" \
 		-meta "command=bench/run.sh$(((SMOKE)) && echo " --smoke") --runs $RUNS${REV:+ --rev $REV}" \

@@ -32,7 +32,11 @@ type mcpServer struct {
 // clients (the Go SDK's, over stdio) of `airlock mcp` and of the peer
 // servers named by -server, and spawns of `cat` of the same file from this
 // same process, interleaved call by call so that the machine's load falls
-// on every system alike. It appends one row per system.
+// on every system alike. The order turns by one each round: a call right
+// after another server's shares the machine with that server's work after
+// its answer (airlock's refill of its warm pool), and the first call after
+// a -pause meets an idle machine, so no system may always come first or
+// always follow the same one. It appends one row per system.
 func mcpLatency(c *config, servers []string) error {
 	if c.file == "" {
 		return errors.New("-file is required with -mode mcp")
@@ -49,12 +53,15 @@ func mcpLatency(c *config, servers []string) error {
 			return fmt.Errorf("-server %q: want NAME=COMMAND [ARGS...]", s)
 		}
 		srv := &mcpServer{system: name, argv: strings.Fields(argv), tool: "read_file", args: map[string]any{"path": c.file}}
-		if strings.Contains(name, "server-filesystem") {
+		switch {
+		case strings.Contains(name, "server-filesystem"):
 			// The reference server reads paths relative to its working
 			// directory too, but names the tool read_text_file.
 			srv.tool, srv.args = "read_text_file", map[string]any{"path": abs}
 			srv.note = "reference MCP filesystem server (node), no sandbox"
-		} else {
+		case strings.Contains(name, "mcpfloor"):
+			srv.note = "the Go SDK's server reading the file in-process, no sandbox: what the MCP round trip alone costs"
+		default:
 			srv.note = "warm: one `airlock mcp` session, Go SDK client over stdio"
 		}
 		list = append(list, srv)
@@ -95,7 +102,8 @@ func mcpLatency(c *config, servers []string) error {
 	samples := make([][]time.Duration, len(list)+1)
 	pause := c.pause
 	for i := range c.warmup + c.n {
-		for j := 0; j <= len(list); j++ {
+		for k := 0; k <= len(list); k++ {
+			j := (i + k) % (len(list) + 1)
 			start := time.Now()
 			if j == 0 {
 				err = spawn()
