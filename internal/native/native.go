@@ -8,10 +8,10 @@ package native
 import (
 	"os"
 
+	"github.com/airlockhq/airlock/internal/initmode"
 	"github.com/airlockhq/airlock/internal/runner"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
-	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
 	podinside "github.com/airlockhq/airlock/internal/sandbox/podman/inside"
 )
 
@@ -53,6 +53,6 @@ func RunHiddenMode() {
 	case podinside.Mode:
 		os.Exit(podinside.Main(os.Args[2:], runner.RunContext))
 	case initproto.Arg:
-		os.Exit(inside.Main(inside.Tool{Run: runner.RunStarting, Warm: runner.Warm}))
+		os.Exit(initmode.Main())
 	}
 }

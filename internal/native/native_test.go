@@ -9,8 +9,10 @@ import (
 // TestOnlyNativeEntersHiddenModes: the hidden modes a sandbox re-executes
 // the binary in are entered in one place. No package of the module but
 // internal/native imports the sandbox inits (the Podman backend excepted:
-// it stages its own init's protocol), so the Go API, the CLI and the test
-// harness cannot drift apart on which modes exist.
+// it stages its own init's protocol; internal/initmode is the native
+// init's one definition, which the separately built init, cmd/airlock-init,
+// runs too), so the Go API, the CLI, the test harness and the separate init
+// cannot drift apart on which modes exist and what runs in them.
 func TestOnlyNativeEntersHiddenModes(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	inits := map[string]bool{
@@ -19,6 +21,7 @@ func TestOnlyNativeEntersHiddenModes(t *testing.T) {
 	}
 	allowed := map[string]bool{
 		mod + "/internal/native":         true,
+		mod + "/internal/initmode":       true,
 		mod + "/internal/sandbox/podman": true,
 	}
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
