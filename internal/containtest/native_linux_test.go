@@ -1,11 +1,15 @@
 package containtest_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/containtest"
+	"github.com/airlockhq/airlock/internal/native"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
 )
 
@@ -14,6 +18,30 @@ func TestMain(m *testing.M) { sandboxtest.Main(m) }
 // TestNative runs the containment suite against the native Linux sandbox.
 func TestNative(t *testing.T) {
 	backend := sandboxtest.Native(t)
+	containtest.Run(t, func(t *testing.T, g *grant.Grant) *broker.Session {
+		s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, nil)
+}
+
+// TestNativeSeparateInit runs the containment suite against the native
+// sandbox with the separately built init (cmd/airlock-init) as every
+// sandbox's init, as airlock runs it when both are installed from one
+// build: a second init binary must contain exactly what the first does.
+func TestNativeSeparateInit(t *testing.T) {
+	sandboxtest.Native(t) // skips where the host has no native sandbox
+	exe := filepath.Join(t.TempDir(), "airlock-init")
+	build := exec.Command("go", "build", "-o", exe, "github.com/airlockhq/airlock/cmd/airlock-init")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building airlock-init: %v\n%s", err, out)
+	}
+	backend, err := native.New(&native.Options{Executable: exe, OptionalCgroups: os.Geteuid() != 0})
+	if err != nil {
+		t.Fatal(err)
+	}
 	containtest.Run(t, func(t *testing.T, g *grant.Grant) *broker.Session {
 		s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
 		if err != nil {

@@ -32,10 +32,14 @@ const initThreads = 16
 
 // Backend runs each Spec in a fresh sandbox. It is safe for concurrent use.
 type Backend struct {
-	log  *slog.Logger
-	exe  *os.File
-	args []string
-	cg   cgroupHost
+	log *slog.Logger
+	exe *os.File
+	// initFrom is the path of the separately built init (InitCommand)
+	// when exe is it; initWhy says why it is not, when New looked for it.
+	initFrom string
+	initWhy  error
+	args     []string
+	cg       cgroupHost
 
 	placeholders placeholders
 	pool         pool
@@ -61,17 +65,30 @@ func New(opts *Options) (*Backend, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Executable == "" {
-		o.Executable = "/proc/self/exe"
-	}
 	if o.Args == nil {
 		o.Args = []string{initproto.Arg}
 	}
-	exe, err := sealedExe(o.Executable)
-	if err != nil {
-		return nil, err
+	var (
+		exe      *os.File
+		initFrom string // the separate init's path, when it is the init
+		initWhy  error  // why it is not
+	)
+	if o.Executable == "" {
+		o.Executable = "/proc/self/exe"
+		if self, err := os.Executable(); err != nil {
+			initWhy = fmt.Errorf("finding this binary: %w", err)
+		} else if exe, initFrom, initWhy = separateInit(self); initWhy != nil {
+			o.Logger.Debug("the sandbox init is this binary", "separate_init", initFrom, "why", initWhy)
+			exe, initFrom = nil, ""
+		}
 	}
-	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...)}
+	if exe == nil {
+		var err error
+		if exe, err = sealedExe(o.Executable); err != nil {
+			return nil, err
+		}
+	}
+	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...), initFrom: initFrom, initWhy: initWhy}
 	b.pool.b, b.pool.base = b, max(o.PoolSize, 0)
 	b.cg = detectCgroups(o.CgroupParent)
 	require := o.Cgroups == CgroupsRequired || o.Cgroups == CgroupsDefault && os.Geteuid() == 0

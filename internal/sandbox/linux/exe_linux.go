@@ -71,6 +71,19 @@ func sealedExe(path string) (*os.File, error) {
 	return f, nil
 }
 
+// unseal forgets f, the sealed handle of path, and closes it: a handle
+// that will not run need not be kept.
+func unseal(path string, f *os.File) {
+	sealed.Lock()
+	defer sealed.Unlock()
+	for k, g := range sealed.files {
+		if k.path == path && g == f {
+			delete(sealed.files, k)
+		}
+	}
+	f.Close()
+}
+
 // sealMemfd copies path into a memfd and seals it.
 func sealMemfd(path string) (*os.File, error) {
 	src, err := os.Open(path)

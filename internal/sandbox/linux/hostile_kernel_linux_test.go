@@ -117,27 +117,35 @@ func sha(t *testing.T, p string) [32]byte {
 // may not (unprivileged). From inside, /proc/1/exe is refused (the init is
 // not dumpable); from the host, the broker's user keeps a handle on the running init's
 // executable and, once the sandbox is gone, tries to write through it, as
-// CVE-2019-5736 does from inside a container.
+// CVE-2019-5736 does from inside a container. The separately built init
+// (cmd/airlock-init) is sealed the same way.
 func TestHostile38OverwriteExe(t *testing.T) {
 	overlay := backend(t)
 	copied, err := linux.NewCopySealed(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional})
 	if err != nil {
 		t.Fatalf("New with a copied binary: %v", err)
 	}
-	memfd, ovl := "/memfd:airlock (deleted)", "/"+filepath.Base(os.Args[0])
+	separate := separateInitExe(t)
+	separateB, err := linux.New(&linux.Options{Executable: separate, Cgroups: linux.CgroupsOptional})
+	if err != nil {
+		t.Fatalf("New with %s: %v", linux.InitCommand, err)
+	}
+	memfd, ovl, sep := "/memfd:airlock (deleted)", "/"+filepath.Base(os.Args[0]), "/"+linux.InitCommand
 	if os.Geteuid() != 0 { // an unprivileged broker may not mount: it copies
-		ovl = memfd
+		ovl, sep = memfd, memfd
 	}
 	for _, tc := range []struct {
 		name string
 		b    *linux.Backend
+		path string // the binary on disk
 		exe  string // what the init's /proc/PID/exe names
 	}{
-		{"default", overlay, ovl},
-		{"memfd", copied, memfd},
+		{"default", overlay, os.Args[0], ovl},
+		{"memfd", copied, os.Args[0], memfd},
+		{"separate init", separateB, separate, sep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := sha(t, os.Args[0])
+			before := sha(t, tc.path)
 			o := runOn(t, tc.b, `(exec 3</proc/1/exe) 2>&1; for i in 1 2 3; do (echo evil >/proc/1/exe) 2>&1; done; (readlink /proc/1/exe) 2>&1; echo done`)
 			if !strings.Contains(o.stdout, "done") || strings.Count(o.stdout, "Permission denied") < 4 {
 				t.Fatalf("inside: want every open of /proc/1/exe refused, got %q %q", o.stdout, o.stderr)
@@ -168,7 +176,7 @@ func TestHostile38OverwriteExe(t *testing.T) {
 					t.Errorf("the init's binary after the writes: %.8q, %v; want the ELF header", head, err)
 				}
 			}
-			if after := sha(t, os.Args[0]); after != before {
+			if after := sha(t, tc.path); after != before {
 				t.Fatal("the binary changed")
 			}
 		})
@@ -202,7 +210,7 @@ func initExe(t *testing.T, b *linux.Backend) (*os.File, string) {
 	var link string
 	for _, pid := range children(t) {
 		l, err := os.Readlink("/proc/" + pid + "/exe")
-		if err != nil || !strings.HasPrefix(l, "/memfd:airlock") && filepath.Base(l) != filepath.Base(os.Args[0]) {
+		if err != nil || !strings.HasPrefix(l, "/memfd:airlock") && filepath.Base(l) != filepath.Base(os.Args[0]) && filepath.Base(l) != linux.InitCommand {
 			continue
 		}
 		if exe, err = os.OpenFile("/proc/"+pid+"/exe", unix.O_PATH, 0); err == nil {

@@ -28,7 +28,51 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == initproto.Arg {
 		os.Exit(inside.Main(inside.Tool{Run: fakeRunner, Warm: runner.Warm}))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if separateInit.dir != "" {
+		os.RemoveAll(separateInit.dir)
+	}
+	os.Exit(code)
+}
+
+// separateInit is this test process's build of cmd/airlock-init.
+var separateInit struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// separateInitEnv names, for an unprivileged child that cannot build, the
+// build of cmd/airlock-init its parent made.
+const separateInitEnv = "AIRLOCK_TEST_SEPARATE_INIT"
+
+// separateInitExe returns a build of the separately built init
+// (cmd/airlock-init), made once per test process in a directory every
+// user may read.
+func separateInitExe(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv(separateInitEnv); p != "" {
+		return p
+	}
+	separateInit.once.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-init-test-")
+		if err == nil {
+			separateInit.dir = dir
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			separateInit.err = err
+			return
+		}
+		separateInit.path = dir + "/" + linux.InitCommand
+		if out, err := exec.Command("go", "build", "-o", separateInit.path, "github.com/airlockhq/airlock/cmd/airlock-init").CombinedOutput(); err != nil {
+			separateInit.err = fmt.Errorf("building %s: %w\n%s", linux.InitCommand, err, out)
+		}
+	})
+	if separateInit.err != nil {
+		t.Fatal(separateInit.err)
+	}
+	return separateInit.path
 }
 
 // fakeRunner answers "pong: <stdin>" and exits 7, so tool mode is visible.

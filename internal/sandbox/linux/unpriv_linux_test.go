@@ -62,7 +62,8 @@ func runUnprivChild(t *testing.T, name string, env ...string) {
 	src.Close()
 	dst.Close()
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
-	cmd.Env = append([]string{"AIRLOCK_UNPRIV_CHILD=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "AIRLOCK_REQUIRE_FEATURES=" + os.Getenv("AIRLOCK_REQUIRE_FEATURES")}, env...)
+	cmd.Env = append([]string{"AIRLOCK_UNPRIV_CHILD=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "AIRLOCK_REQUIRE_FEATURES=" + os.Getenv("AIRLOCK_REQUIRE_FEATURES"),
+		separateInitEnv + "=" + separateInitExe(t)}, env...)
 	cmd.Dir = "/"
 	outb, err := cmd.CombinedOutput()
 	t.Logf("child output:\n%s", outb)

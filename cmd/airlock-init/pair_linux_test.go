@@ -1,0 +1,94 @@
+package main_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// build builds the command pkg into dir/name, stamped with stamp (see
+// buildmatch.Stamp).
+func build(t *testing.T, dir, name, pkg, stamp string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/airlockhq/airlock/internal/buildmatch.Stamp="+stamp, "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func run(t *testing.T, dir string, argv ...string) string {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, b)
+	}
+	return string(b)
+}
+
+func stamp(t *testing.T) string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "test-" + hex.EncodeToString(b)
+}
+
+// TestSeparateInitOfTheSameBuild: airlock runs the airlock-init installed
+// beside it when both are of one build, says so in doctor, and its calls
+// work; an airlock-init of another build is never run (doctor names the
+// difference) and the calls work all the same, with airlock as the init.
+func TestSeparateInitOfTheSameBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds airlock twice")
+	}
+	bin := t.TempDir()
+	s := stamp(t)
+	airlock := build(t, bin, "airlock", "github.com/airlockhq/airlock/cmd/airlock", s)
+	initPath := build(t, bin, "airlock-init", "github.com/airlockhq/airlock/cmd/airlock-init", s)
+	doctor := exec.Command(airlock, "doctor")
+	report, err := doctor.CombinedOutput()
+	if err != nil {
+		t.Skipf("this host cannot run airlock's sandbox: %v\n%s", err, report)
+	}
+	line := func(report string) string {
+		for l := range strings.SplitSeq(report, "\n") {
+			if strings.HasPrefix(l, "separate init") {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := line(string(report)); !strings.Contains(l, " ok ") || !strings.Contains(l, initPath) {
+		t.Fatalf("doctor's separate init line %q, want it used from %s\n%s", l, initPath, report)
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("from the tree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() {
+		t.Helper()
+		if out := run(t, work, airlock, "exec", "--", "sh", "-c", "echo hi; cat /proc/self/status | grep ^Seccomp:"); !strings.Contains(out, "hi") || !strings.Contains(out, "Seccomp:\t2") {
+			t.Errorf("exec through the separate init: %q, want hi and a seccomp filter", out)
+		}
+		if out := run(t, work, airlock, "call", "read_file", `{"path":"notes.txt"}`); !strings.Contains(out, "from the tree") {
+			t.Errorf("read_file through the separate init: %q", out)
+		}
+	}
+	calls()
+
+	// Another build's init beside it: never run.
+	build(t, bin, "airlock-init", "github.com/airlockhq/airlock/cmd/airlock-init", stamp(t))
+	report, _ = exec.Command(airlock, "doctor").CombinedOutput()
+	if l := line(string(report)); !strings.Contains(l, "MISSING") || !strings.Contains(l, "not of this airlock's build") || !strings.Contains(l, "-ldflags") {
+		t.Fatalf("doctor's separate init line %q, want it refused for its other build", l)
+	}
+	calls()
+}
