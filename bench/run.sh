@@ -111,9 +111,14 @@ build() {
 	else
 		BUILT="$(git -C "$REPO" describe --always --dirty) (working tree)"
 	fi
-	log "building airlock $BUILT (stripped: -ldflags='-s -w'), benchtool, callbench"
+	log "building airlock $BUILT and its separate init (stripped: -ldflags='-s -w'), benchtool, callbench"
+	# airlock runs the airlock-init beside it only when both are of one build: a git archive
+	# has no version control to say so, so the two are stamped alike (buildmatch.Stamp).
+	local stamp="-s -w -X github.com/airlockhq/airlock/internal/buildmatch.Stamp=bench-$$-$(date +%s%N)"
+	rm -f "$PEERS/airlock-init"
 	(cd "$src" &&
-		go build -ldflags='-s -w' -o "$PEERS/airlock" ./cmd/airlock &&
+		go build -ldflags="$stamp" -o "$PEERS/airlock" ./cmd/airlock &&
+		{ [[ ! -d cmd/airlock-init ]] || go build -ldflags="$stamp" -o "$PEERS/airlock-init" ./cmd/airlock-init; } &&
 		go build -o "$PEERS/benchtool" ./bench/cmd/benchtool &&
 		go build -ldflags='-s -w' -o "$PEERS/callbench" ./bench/cmd/callbench)
 	# The MCP floor is a yardstick, not airlock: always this checkout's.
@@ -519,7 +524,7 @@ report() {
 		-meta "smoke=$SMOKE" \
 		-meta "host=$(uname -srm), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))" \
 		-meta "load average before → after=$LOAD_BEFORE → $(cut -d' ' -f1-3 /proc/loadavg)" \
-		-meta "airlock=$BUILT, built with -ldflags='-s -w'" \
+		-meta "airlock=$BUILT, built with -ldflags='-s -w'; sandbox init: $("$AIRLOCK" doctor 2>&1 | sed -n 's/^separate init *//p' | tr -s ' ' | head -1)" \
 		-meta "timed runs per cell=$RUNS after $WARMUP warm-up; bursts: $BURST_ROUNDS of $BURST_N after $BURST_WARMUP; throughput: $RATE_DUR per cell" \
 		-meta "versions=$VERSIONS"
 	rm -f "$OUT/hyperfine.json"
