@@ -92,3 +92,50 @@ func TestSeparateInitOfTheSameBuild(t *testing.T) {
 	}
 	calls()
 }
+
+// TestSandboxCannotPlantSeparateInit: with airlock installed inside the
+// tree a call may write, a sandbox can neither create an airlock-init
+// beside it (the next sandboxes would run it as their init, before any
+// restriction) nor replace, rename or remove one that is there, and
+// nothing it tried is left beside the binary.
+func TestSandboxCannotPlantSeparateInit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds airlock")
+	}
+	work := t.TempDir()
+	s := stamp(t)
+	airlock := build(t, work, "airlock", "github.com/airlockhq/airlock/cmd/airlock", s)
+	if report, err := exec.Command(airlock, "doctor").CombinedOutput(); err != nil {
+		t.Skipf("this host cannot run airlock's sandbox: %v\n%s", err, report)
+	}
+	plant := `cp /bin/sh airlock-init 2>&1; echo x > airlock-init 2>&1; ln -s /bin/sh airlock-init 2>&1; mkdir airlock-init 2>&1; ls -la airlock-init 2>&1; echo done`
+	out := run(t, work, airlock, "exec", "--", "sh", "-c", plant)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("the plant script did not run: %q", out)
+	}
+	if fi, err := os.Lstat(filepath.Join(work, "airlock-init")); err == nil {
+		t.Fatalf("a sandbox left an airlock-init beside airlock (%v): %q", fi.Mode(), out)
+	}
+
+	// A genuine one beside it: it cannot be changed from inside.
+	initPath := build(t, work, "airlock-init", "github.com/airlockhq/airlock/cmd/airlock-init", s)
+	before, err := os.ReadFile(initPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = run(t, work, airlock, "exec", "--", "sh", "-c",
+		`cp /bin/sh airlock-init 2>&1; echo x >> airlock-init 2>&1; chmod 777 airlock-init 2>&1; mv airlock-init moved 2>&1; rm -f airlock-init 2>&1; echo done`)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("the replace script did not run: %q", out)
+	}
+	after, err := os.ReadFile(initPath)
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("a sandbox changed the airlock-init beside airlock (%v): %q", err, out)
+	}
+	if fi, err := os.Stat(initPath); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("airlock-init after the sandbox: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, "moved")); err == nil {
+		t.Fatal("a sandbox renamed the airlock-init beside airlock")
+	}
+}

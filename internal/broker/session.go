@@ -125,9 +125,10 @@ type Options struct {
 
 // OwnFiles returns what a session keeps from its sandboxes, for
 // grant.Guard: hidden are the records directory, the grant's secret files
-// and private; kept read-only are the grant files and the running binary.
-// A sandbox that could rewrite the grant, read a token or replace the
-// binary would widen its own next call.
+// and private; kept read-only are the grant files, the running binary and
+// the separate init beside it (held while missing). A sandbox that could
+// rewrite the grant, read a token or replace the binary or its init would
+// widen its own next call.
 func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []string) {
 	hide = append([]string{records}, private...)
 	for _, r := range g.Secrets() {
@@ -140,7 +141,10 @@ func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []st
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
-		keep = append(keep, exe)
+		// The separate init beside it, there or not: whoever puts one
+		// there chooses the next sandboxes' init (see
+		// sandbox.SeparateInitName).
+		keep = append(keep, exe, filepath.Join(filepath.Dir(exe), sandbox.SeparateInitName))
 	}
 	return hide, keep
 }

@@ -14,6 +14,13 @@ import (
 	"github.com/airlockhq/airlock/wire"
 )
 
+// SeparateInitName is the file name of the separately built sandbox init
+// (cmd/airlock-init) the native backend runs when it lies beside the
+// running airlock binary and is of its build. Like that binary, a session
+// keeps it read-only (held while missing) inside read-write trees: a
+// sandbox that could put one there would choose the next sandboxes' init.
+const SeparateInitName = "airlock-init"
+
 // ErrUnsupported is returned by a backend that cannot run on this host at all
 // (for example the Linux backend on macOS).
 var ErrUnsupported = errors.New("sandbox backend not supported on this platform")

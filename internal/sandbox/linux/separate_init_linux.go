@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/airlockhq/airlock/internal/buildmatch"
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // InitCommand is the file name of the separately built sandbox init,
@@ -22,7 +23,7 @@ import (
 // (buildmatch.Same) and is as trusted as that binary (trustedBeside);
 // otherwise the running binary is the init, as before: slower to start,
 // the same isolation.
-const InitCommand = "airlock-init"
+const InitCommand = sandbox.SeparateInitName
 
 // initPackage is the import path of InitCommand's main package, as its
 // build information names it.
