@@ -7,7 +7,7 @@
 // linux.InitCommand); `airlock doctor` says which init sandboxes use.
 // Install both from one build:
 //
-//	go install ./cmd/...
+//	go install ./cmd/airlock ./cmd/airlock-init
 //
 // It is not meant to be run by hand.
 package main
