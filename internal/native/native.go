@@ -22,7 +22,8 @@ type Options struct {
 	// those a dead one left; empty keeps no journal.
 	StateDir string
 	// Executable is the binary each sandbox re-executes in init mode;
-	// empty means the running one.
+	// empty means airlock-init beside the running binary when it is of
+	// the same build (see linux.InitCommand), else the running one.
 	Executable string
 	// OptionalCgroups lets the backend start where this user may manage no
 	// cgroup (its report then lists the memory and process limits as not

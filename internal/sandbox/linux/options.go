@@ -17,7 +17,9 @@ type Options struct {
 	// Cgroups says whether a Run without cgroup limits is refused.
 	Cgroups CgroupPolicy
 	// Executable is the airlock binary to run as the init; empty means
-	// /proc/self/exe. Tests point it at the test binary.
+	// the separately built init beside the running binary when it is of
+	// the same build and as protected (InitCommand), else /proc/self/exe.
+	// Tests point it at the test binary.
 	Executable string
 	// Args are the arguments that select the init mode; nil means
 	// ["__sandbox"].
