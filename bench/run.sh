@@ -385,7 +385,7 @@ measure_latency() {
 # reference MCP filesystem server and through the MCP floor (the Go SDK's server reading the
 # file in-process: bench/cmd/mcpfloor), each driven by a real MCP client (the Go SDK's, over
 # stdio), against cat spawned by that same client process, interleaved call by call in an
-# order that turns each round.
+# order that turns each round: back to back, then each call after a 200 ms idle pause.
 measure_mcp() {
 	local servers=(-server "airlock mcp=$AIRLOCK mcp --records $STATE"
 		-server "mcpfloor (Go SDK)=$PEERS/mcpfloor")
@@ -393,13 +393,18 @@ measure_mcp() {
 	log "mcp read_file: airlock mcp, cat, the MCP floor, the reference filesystem server"
 	if ((SMOKE)); then
 		skip latency mcp_read_file "server-filesystem (MCP)" "smoke run: peers installed by the bench (npm) are skipped"
+		skip latency mcp_read_file_paused "server-filesystem (MCP)" "smoke run: peers installed by the bench (npm) are skipped"
 	elif [[ -x $PEERS/node_modules/.bin/mcp-server-filesystem ]]; then
 		servers+=(-server "server-filesystem (MCP)=$PEERS/node_modules/.bin/mcp-server-filesystem $WORK")
 	else
 		skip latency mcp_read_file "server-filesystem (MCP)" "not installed (npm install failed)"
+		skip latency mcp_read_file_paused "server-filesystem (MCP)" "not installed (npm install failed)"
 	fi
 	cell latency mcp_read_file "airlock mcp" "$CB" -mode mcp -out "$CELLS" -dir "$WORK" \
 		-workload mcp_read_file -file data.txt -n "$((RUNS * 5))" -warmup "$WARMUP" "${servers[@]}"
+	log "mcp read_file, each call after a 200 ms pause"
+	cell latency mcp_read_file_paused "airlock mcp" "$CB" -mode mcp -out "$CELLS" -dir "$WORK" \
+		-workload mcp_read_file_paused -file data.txt -n "$RUNS" -warmup "$WARMUP" -pause 200ms "${servers[@]}"
 }
 
 measure_bursts() {

@@ -55,6 +55,7 @@ func TestSmoke(t *testing.T) {
 	for _, want := range []struct{ workload, system string }{
 		{"true", "direct"}, {"true", "airlock exec"}, {"read_file", "airlock call"},
 		{"read_file", "airlock session"}, {"mcp_read_file", "airlock mcp"}, {"mcp_read_file", "direct"},
+		{"mcp_read_file_paused", "airlock mcp"}, {"mcp_read_file_paused", "mcpfloor (Go SDK)"},
 	} {
 		if !hasNumbers(res.Rows, want.workload, want.system) {
 			t.Errorf("no latency numbers for %s on %s", want.workload, want.system)

@@ -34,9 +34,10 @@ type mcpServer struct {
 // same process, interleaved call by call so that the machine's load falls
 // on every system alike. The order turns by one each round: a call right
 // after another server's shares the machine with that server's work after
-// its answer (airlock's refill of its warm pool), and the first call after
-// a -pause meets an idle machine, so no system may always come first or
-// always follow the same one. It appends one row per system.
+// its answer (airlock's refill of its warm pool), so no system may always
+// come first or always follow the same one. With -pause every call comes
+// after that long idle, as an agent's calls come between its model's
+// turns. It appends one row per system.
 func mcpLatency(c *config, servers []string) error {
 	if c.file == "" {
 		return errors.New("-file is required with -mode mcp")
@@ -100,10 +101,13 @@ func mcpLatency(c *config, servers []string) error {
 		return err
 	}
 	samples := make([][]time.Duration, len(list)+1)
-	pause := c.pause
 	for i := range c.warmup + c.n {
 		for k := 0; k <= len(list); k++ {
 			j := (i + k) % (len(list) + 1)
+			// Between an agent's calls there is the model's turn; -pause
+			// stands for it, before every call of every system (zero:
+			// back to back).
+			time.Sleep(c.pause)
 			start := time.Now()
 			if j == 0 {
 				err = spawn()
@@ -118,9 +122,6 @@ func mcpLatency(c *config, servers []string) error {
 				samples[j] = append(samples[j], d)
 			}
 		}
-		// Between an agent's calls there is the model's turn; -pause
-		// stands for it (zero: back to back).
-		time.Sleep(pause)
 	}
 	rows := []results.Row{{Section: results.Latency, Workload: c.workload, System: results.Floor, Timer: "callbench mcp",
 		Note: "cat of the file, spawned by the MCP client's own process", Latency: ptr(stats.Summarise(samples[0]))}}

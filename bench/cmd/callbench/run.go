@@ -50,7 +50,7 @@ func run(argv []string) error {
 	fs.IntVar(&c.inflight, "inflight", 16, "calls in flight (mem)")
 	fs.DurationVar(&c.dur, "d", 5*time.Second, "how long to run (rate)")
 	fs.StringVar(&c.file, "file", "", "file to read, relative to -dir (mcp)")
-	fs.DurationVar(&c.pause, "pause", 0, "pause between rounds of calls (mcp)")
+	fs.DurationVar(&c.pause, "pause", 0, "idle pause before each call (mcp)")
 	var servers multi
 	fs.Var(&servers, "server", "`NAME=COMMAND ARGS` of an MCP server to time (mcp; repeatable)")
 	if err := fs.Parse(argv); err != nil {

@@ -14,6 +14,7 @@ var Workloads = []struct{ ID, Short, Title string }{
 	{"read_file", "read_file", "a `read_file` tool call on that file (peers have no tool calls: their `cat` row is the equivalent)"},
 	{"sh", "sh -c", "`sh -c 'echo hi; ls / >/dev/null'`"},
 	{"mcp_read_file", "MCP read_file", "sequential `read_file` of that file through an MCP server (stdio, the Go SDK's client); direct is `cat` of it spawned by that same client process, call by call in between"},
+	{"mcp_read_file_paused", "MCP read_file, 200 ms apart", "the same, each call after a 200 ms idle pause, as an agent's calls come between its model's turns"},
 	{"burst50", "50× true", "concurrent `true` (50 at once; 10 in a smoke run): time until all have finished"},
 }
 
