@@ -72,7 +72,6 @@ func Main(t Tool) int {
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
 	var claimAt int64
-	envSet, maxProcs := false, false
 	// claim waits, in a warm sandbox, until a call takes it. What the call
 	// would otherwise do first is done before the wait, off its clock: the
 	// payload's environment, and, when locked is set (the sandbox is locked
@@ -81,12 +80,10 @@ func Main(t Tool) int {
 	claim := func(locked bool) error {
 		defer cfgFile.Close()
 		setEnv(cfg.Env)
-		envSet = true
 		if len(cfg.Command) == 0 {
 			toolCtx = toolSignals()
 			if locked {
-				runtime.GOMAXPROCS(runtime.NumCPU())
-				maxProcs = true
+				toolProcs()
 			}
 			if t.Warm != nil {
 				t.Warm()
@@ -128,14 +125,12 @@ func Main(t Tool) int {
 		return initproto.ExitSetupFailed
 	}
 
-	if !envSet {
+	if !cfg.Claim { // a warm sandbox's claim set it
 		setEnv(cfg.Env)
 	}
 	if len(cfg.Command) == 0 {
 		ps := &payloadStart{cfg: &cfg}
-		if !maxProcs {
-			runtime.GOMAXPROCS(runtime.NumCPU())
-		}
+		toolProcs()
 		tTool := mono()
 		code := t.Run(toolCtx, ps.start, cfg.Placeholders, os.Stdin, os.Stdout, os.Stderr)
 		tDone := mono()
@@ -154,6 +149,15 @@ func setEnv(env []string) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			os.Setenv(k, v)
 		}
+	}
+}
+
+// toolProcs gives the tool every CPU: the init runs with GOMAXPROCS=1
+// until then, so that its credential changes reach fewer threads. Setting
+// it stops the world, so it is done once (asking costs nothing).
+func toolProcs() {
+	if n := runtime.NumCPU(); runtime.GOMAXPROCS(0) != n {
+		runtime.GOMAXPROCS(n)
 	}
 }
 
