@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +38,7 @@ func TestUnprivilegedLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "cli.test")
-	copyFile(t, os.Args[0], bin)
+	testenv.CopyExecutable(t, os.Args[0], bin)
 	ws, state := filepath.Join(dir, "ws"), filepath.Join(dir, "state")
 	for _, d := range []string{ws, state} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -59,25 +59,6 @@ func TestUnprivilegedLimits(t *testing.T) {
 	}
 	if !strings.Contains(string(outb), "--- PASS: TestUnprivLimitsChild") {
 		t.Fatal("child did not pass")
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -2,15 +2,12 @@ package containtest_test
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/airlockhq/airlock/grant"
-	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/containtest"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
@@ -44,7 +41,7 @@ func TestNativeUnprivileged(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "containtest.test")
-	copyFile(t, os.Args[0], bin)
+	testenv.CopyExecutable(t, os.Args[0], bin)
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestNativeUnprivChild$", "-test.v", "-test.count=1")
 	cmd.Env = []string{"AIRLOCK_CONTAINTEST_UNPRIV=1", "AIRLOCK_CONTAINTEST_PROBE=" + probe, "PATH=/usr/bin:/bin", "TMPDIR=/tmp",
 		"AIRLOCK_REQUIRE_FEATURES=" + os.Getenv("AIRLOCK_REQUIRE_FEATURES")}
@@ -56,25 +53,6 @@ func TestNativeUnprivileged(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "--- PASS: TestNativeUnprivChild") {
 		t.Fatal("the child did not pass")
-	}
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -94,11 +72,5 @@ func TestNativeUnprivChild(t *testing.T) {
 		}
 		t.Fatalf("starting the native backend as uid %d: %v", os.Geteuid(), err)
 	}
-	containtest.Run(t, func(t *testing.T, g *grant.Grant) *broker.Session {
-		s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}, &containtest.Options{AllowUnenforced: true, Probe: os.Getenv("AIRLOCK_CONTAINTEST_PROBE")})
+	containtest.Run(t, sessionsOn(backend), &containtest.Options{AllowUnenforced: true, Probe: os.Getenv("AIRLOCK_CONTAINTEST_PROBE")})
 }

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"io"
 	"os"
 	"testing"
 )
@@ -17,4 +18,27 @@ func RequireFeature(t testing.TB, reason string) {
 		t.Fatalf("required host feature missing: %s", reason)
 	}
 	t.Skipf("host lacks a feature: %s", reason)
+}
+
+// CopyExecutable copies the file from to a new executable file to (mode
+// 0755), failing t on any error: tests copy their own binary where another
+// user may run it, or beside a binary under test.
+func CopyExecutable(t testing.TB, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

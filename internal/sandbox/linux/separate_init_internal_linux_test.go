@@ -1,7 +1,7 @@
 package linux
 
 import (
-	"io"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,8 +96,8 @@ func TestSeparateInitRefusesOtherBinaries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			self := filepath.Join(dir, "airlock")
-			copyFile(t, os.Args[0], self)
-			copyFile(t, tc.from, filepath.Join(dir, InitCommand))
+			testenv.CopyExecutable(t, os.Args[0], self)
+			testenv.CopyExecutable(t, tc.from, filepath.Join(dir, InitCommand))
 			f, _, err := separateInit(self)
 			if f != nil || err == nil || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("separateInit = %v, %v; want no init and an error saying %q", f, err, tc.says)
@@ -110,24 +110,5 @@ func TestSeparateInitRefusesOtherBinaries(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package linux_test
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -50,17 +50,7 @@ func runUnprivChild(t *testing.T, name string, env ...string) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "sandbox.test")
-	src, err := os.Open(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
+	testenv.CopyExecutable(t, os.Args[0], bin)
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
 	cmd.Env = append([]string{"AIRLOCK_UNPRIV_CHILD=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "AIRLOCK_REQUIRE_FEATURES=" + os.Getenv("AIRLOCK_REQUIRE_FEATURES"),
 		separateInitEnv + "=" + separateInitExe(t)}, env...)
