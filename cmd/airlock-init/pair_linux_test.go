@@ -33,6 +33,17 @@ func run(t *testing.T, dir string, argv ...string) string {
 	return string(b)
 }
 
+// doctor returns airlock doctor's report, and skips the test where the
+// host cannot run airlock's sandbox.
+func doctor(t *testing.T, airlock string) string {
+	t.Helper()
+	report, err := exec.Command(airlock, "doctor").CombinedOutput()
+	if err != nil {
+		t.Skipf("this host cannot run airlock's sandbox: %v\n%s", err, report)
+	}
+	return string(report)
+}
+
 func stamp(t *testing.T) string {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
@@ -53,11 +64,7 @@ func TestSeparateInitOfTheSameBuild(t *testing.T) {
 	s := stamp(t)
 	airlock := build(t, bin, "airlock", "github.com/airlockhq/airlock/cmd/airlock", s)
 	initPath := build(t, bin, "airlock-init", "github.com/airlockhq/airlock/cmd/airlock-init", s)
-	doctor := exec.Command(airlock, "doctor")
-	report, err := doctor.CombinedOutput()
-	if err != nil {
-		t.Skipf("this host cannot run airlock's sandbox: %v\n%s", err, report)
-	}
+	report := doctor(t, airlock)
 	line := func(report string) string {
 		for l := range strings.SplitSeq(report, "\n") {
 			if strings.HasPrefix(l, "separate init") {
@@ -66,7 +73,7 @@ func TestSeparateInitOfTheSameBuild(t *testing.T) {
 		}
 		return ""
 	}
-	if l := line(string(report)); !strings.Contains(l, " ok ") || !strings.Contains(l, initPath) {
+	if l := line(report); !strings.Contains(l, " ok ") || !strings.Contains(l, initPath) {
 		t.Fatalf("doctor's separate init line %q, want it used from %s\n%s", l, initPath, report)
 	}
 	work := t.TempDir()
@@ -86,8 +93,7 @@ func TestSeparateInitOfTheSameBuild(t *testing.T) {
 
 	// Another build's init beside it: never run.
 	build(t, bin, "airlock-init", "github.com/airlockhq/airlock/cmd/airlock-init", stamp(t))
-	report, _ = exec.Command(airlock, "doctor").CombinedOutput()
-	if l := line(string(report)); !strings.Contains(l, "MISSING") || !strings.Contains(l, "not of this airlock's build") || !strings.Contains(l, "-ldflags") {
+	if l := line(doctor(t, airlock)); !strings.Contains(l, "MISSING") || !strings.Contains(l, "not of this airlock's build") || !strings.Contains(l, "-ldflags") {
 		t.Fatalf("doctor's separate init line %q, want it refused for its other build", l)
 	}
 	calls()
@@ -105,9 +111,7 @@ func TestSandboxCannotPlantSeparateInit(t *testing.T) {
 	work := t.TempDir()
 	s := stamp(t)
 	airlock := build(t, work, "airlock", "github.com/airlockhq/airlock/cmd/airlock", s)
-	if report, err := exec.Command(airlock, "doctor").CombinedOutput(); err != nil {
-		t.Skipf("this host cannot run airlock's sandbox: %v\n%s", err, report)
-	}
+	doctor(t, airlock)
 	plant := `cp /bin/sh airlock-init 2>&1; echo x > airlock-init 2>&1; ln -s /bin/sh airlock-init 2>&1; mkdir airlock-init 2>&1; ls -la airlock-init 2>&1; echo done`
 	out := run(t, work, airlock, "exec", "--", "sh", "-c", plant)
 	if !strings.Contains(out, "done") {

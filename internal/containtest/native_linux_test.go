@@ -10,21 +10,27 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/containtest"
 	"github.com/airlockhq/airlock/internal/native"
+	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
 )
 
 func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
-// TestNative runs the containment suite against the native Linux sandbox.
-func TestNative(t *testing.T) {
-	backend := sandboxtest.Native(t)
-	containtest.Run(t, func(t *testing.T, g *grant.Grant) *broker.Session {
+// sessionsOn opens the suite's broker sessions on backend.
+func sessionsOn(backend sandbox.Backend) containtest.Open {
+	return func(t *testing.T, g *grant.Grant) *broker.Session {
 		s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
-	}, nil)
+	}
+}
+
+// TestNative runs the containment suite against the native Linux sandbox.
+func TestNative(t *testing.T) {
+	backend := sandboxtest.Native(t)
+	containtest.Run(t, sessionsOn(backend), nil)
 }
 
 // TestNativeSeparateInit runs the containment suite against the native
@@ -42,11 +48,5 @@ func TestNativeSeparateInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	containtest.Run(t, func(t *testing.T, g *grant.Grant) *broker.Session {
-		s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}, nil)
+	containtest.Run(t, sessionsOn(backend), nil)
 }
