@@ -190,8 +190,9 @@ func runWebSearch(ctx context.Context, env Env, a WebSearchArgs) wire.ToolOutput
 	if len(results) > n {
 		results = results[:n]
 	}
-	out := renderResults(a.Query, results, outputCap(env), secretRedactor(env.Secrets))
-	out.Content = redactSecrets(out.Content, env.Secrets)
+	red := secretRedactor(env.Secrets)
+	out := renderResults(a.Query, results, outputCap(env), red)
+	out.Content = red.String(out.Content)
 	out.Meta.Count = len(results)
 	out.Meta.Cost = cost
 	return out
