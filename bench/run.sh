@@ -118,7 +118,7 @@ build() {
 	rm -f "$PEERS/airlock-init"
 	(cd "$src" &&
 		go build -ldflags="$stamp" -o "$PEERS/airlock" ./cmd/airlock &&
-		{ [[ ! -d cmd/airlock-init ]] || go build -ldflags="$stamp" -o "$PEERS/airlock-init" ./cmd/airlock-init; } &&
+		{ [[ ! -d cmd/airlock-init ]] || CGO_ENABLED=0 go build -ldflags="$stamp" -o "$PEERS/airlock-init" ./cmd/airlock-init; } &&
 		go build -o "$PEERS/benchtool" ./bench/cmd/benchtool &&
 		go build -ldflags='-s -w' -o "$PEERS/callbench" ./bench/cmd/callbench)
 	# The MCP floor is a yardstick, not airlock: always this checkout's.

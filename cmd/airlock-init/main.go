@@ -5,9 +5,12 @@
 // package initialisation. airlock starts it as a sandbox's init when it
 // lies next to the airlock binary and is of the same build (see
 // linux.InitCommand); `airlock doctor` says which init sandboxes use.
-// Install both from one build:
+// Install both from one build, this one without cgo (a static binary that
+// runs no dynamic loader and makes its all-threads calls through the Go
+// runtime; airlock's spawner locks each init down before its exec, see
+// package linux's spawnInit):
 //
-//	go install ./cmd/airlock ./cmd/airlock-init
+//	go install ./cmd/airlock && CGO_ENABLED=0 go install ./cmd/airlock-init
 //
 // It is not meant to be run by hand.
 package main

@@ -11,11 +11,14 @@ import (
 )
 
 // build builds the command pkg into dir/name, stamped with stamp (see
-// buildmatch.Stamp).
+// buildmatch.Stamp); airlock-init without cgo, as the README installs it.
 func build(t *testing.T, dir, name, pkg, stamp string) string {
 	t.Helper()
 	out := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/airlockhq/airlock/internal/buildmatch.Stamp="+stamp, "-o", out, pkg)
+	if name == "airlock-init" {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", pkg, err, b)
 	}
@@ -82,8 +85,14 @@ func TestSeparateInitOfTheSameBuild(t *testing.T) {
 	}
 	calls := func() {
 		t.Helper()
-		if out := run(t, work, airlock, "exec", "--", "sh", "-c", "echo hi; cat /proc/self/status | grep ^Seccomp:"); !strings.Contains(out, "hi") || !strings.Contains(out, "Seccomp:\t2") {
-			t.Errorf("exec through the separate init: %q, want hi and a seccomp filter", out)
+		out := run(t, work, airlock, "exec", "--", "sh", "-c", "echo hi; grep -E '^(Seccomp|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status")
+		if !strings.Contains(out, "hi") || !strings.Contains(out, "Seccomp:\t2") || !strings.Contains(out, "NoNewPrivs:\t1") {
+			t.Errorf("exec through the separate init: %q, want hi, a seccomp filter and no_new_privs", out)
+		}
+		// No capability in any set, the ambient one the spawner carries
+		// the init's in through the exec included.
+		if n := strings.Count(out, "\t0000000000000000"); n != 5 {
+			t.Errorf("exec through the separate init: %q, want every capability set empty", out)
 		}
 		if out := run(t, work, airlock, "call", "read_file", `{"path":"notes.txt"}`); !strings.Contains(out, "from the tree") {
 			t.Errorf("read_file through the separate init: %q", out)

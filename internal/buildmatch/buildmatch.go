@@ -23,7 +23,7 @@ import (
 var Stamp string
 
 // Same returns nil when other is a build of the same source as own with
-// the same toolchain and settings, every module other links is one own
+// the same toolchain and settings (cgo's aside: cgoSettings), every module other links is one own
 // links at the same version (a command of the module links a subset of
 // them), and own's source is identified (a clean version-control checkout,
 // a module version with its checksum, or Stamp); otherwise an error that
@@ -54,7 +54,7 @@ func Same(own, other *debug.BuildInfo) error {
 	}
 	a, b := settings(own), settings(other)
 	for _, k := range sortedKeys(a, b) {
-		if a[k] != b[k] {
+		if a[k] != b[k] && !cgoSettings[k] {
 			return fmt.Errorf("build setting %s is %q, not %q", k, b[k], a[k])
 		}
 	}
@@ -68,6 +68,15 @@ func Same(own, other *debug.BuildInfo) error {
 	}
 	return nil
 }
+
+// cgoSettings are the build settings that may differ between the two
+// binaries of one build: whether cgo is on, and how the C parts it builds
+// are compiled. They decide how the init makes its per-thread credential
+// changes, not what it does or the protocol it speaks; the init is best
+// built without cgo (CGO_ENABLED=0: no dynamic loader to run, no C
+// all-threads calls), airlock with it (its spawner locks each init down
+// before the exec).
+var cgoSettings = map[string]bool{"CGO_ENABLED": true, "CGO_CFLAGS": true, "CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_LDFLAGS": true}
 
 func sameModule(a, b *debug.Module) bool {
 	if a == nil || b == nil {

@@ -74,7 +74,9 @@ func TestSame(t *testing.T) {
 		{"a dependency the broker lacks", info(nil), initOf(func(bi *debug.BuildInfo) {
 			bi.Deps = append(bi.Deps, &debug.Module{Path: "example.com/evil", Version: "v1.0.0"})
 		}), "", "example.com/evil"},
-		{"other cgo setting", info(nil), initOf(set("CGO_ENABLED", "0")), "", "CGO_ENABLED"},
+		{"the init without cgo", info(set("CGO_CFLAGS", "-O2 -g")), initOf(set("CGO_ENABLED", "0")), "", ""},
+		{"the init with other C flags", info(set("CGO_CFLAGS", "-O2 -g")), initOf(set("CGO_CFLAGS", "-O0")), "", ""},
+		{"other linker flags", info(set("-ldflags", "-s -w")), initOf(nil), "", "-ldflags"},
 		{"an extra setting", info(nil), initOf(set("-tags", "netgo")), "", "-tags"},
 		{"uncommitted changes", info(set("vcs.modified", "true")), initOf(set("vcs.modified", "true")), "", "not identified"},
 		{"no version control", info(func(bi *debug.BuildInfo) { bi.Settings = nil }), initOf(func(bi *debug.BuildInfo) { bi.Settings = nil }), "", "not identified"},

@@ -34,13 +34,15 @@ func TestNative(t *testing.T) {
 }
 
 // TestNativeSeparateInit runs the containment suite against the native
-// sandbox with the separately built init (cmd/airlock-init) as every
+// sandbox with the separately built init (cmd/airlock-init, without cgo:
+// locked down by the spawner before its exec) as every
 // sandbox's init, as airlock runs it when both are installed from one
 // build: a second init binary must contain exactly what the first does.
 func TestNativeSeparateInit(t *testing.T) {
 	sandboxtest.Native(t) // skips where the host has no native sandbox
 	exe := filepath.Join(t.TempDir(), "airlock-init")
 	build := exec.Command("go", "build", "-o", exe, "github.com/airlockhq/airlock/cmd/airlock-init")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the README installs it
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building airlock-init: %v\n%s", err, out)
 	}

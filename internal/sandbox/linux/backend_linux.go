@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -991,8 +992,12 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 	}
 	argv := append([]string{"airlock"}, b.args...)
 	env := []string{"GODEBUG=containermaxprocs=0,updatemaxprocs=0", "GOMAXPROCS=1"}
+	// spawnInit joins the cgroups itself before the exec and says so;
+	// a forked init is asked to join them.
+	spawnEnv, forkEnv := env, env
 	if join {
-		env = append(env, initproto.JoinEnv+"=1")
+		spawnEnv = append(slices.Clip(env), initproto.JoinEnv+"="+initproto.JoinedBySpawn)
+		forkEnv = append(slices.Clip(env), initproto.JoinEnv+"=1")
 	}
 	// The init's runtime must not keep host cgroup files open to track CPU
 	// quota changes, and runs on one P: fewer threads make the all-threads
@@ -1002,7 +1007,7 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 	files := append([]*os.File{stdio[0], stdio[1], stdio[2], cfgR, stW, b.exe}, cgFiles...)
 	var p *os.Process
 	if !forkInit {
-		p, err = spawnInit(exe, argv, env, files, tty, cgroup)
+		p, err = spawnInit(exe, argv, spawnEnv, files, tty, join, cgroup)
 		if errors.Is(err, errSpawnUnsupported) {
 			b.log.Debug("spawning the init without a fork failed; forking it", "err", err)
 			p = nil
@@ -1012,7 +1017,7 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 	}
 	c.spawned = p != nil
 	if p == nil {
-		if p, err = os.StartProcess(exe, argv, &os.ProcAttr{Env: env, Files: files, Sys: attr}); err != nil {
+		if p, err = os.StartProcess(exe, argv, &os.ProcAttr{Env: forkEnv, Files: files, Sys: attr}); err != nil {
 			return nil, startError(err)
 		}
 	}

@@ -58,3 +58,6 @@ func CgroupOfTask(b []byte, h string) string {
 	}
 	return ""
 }
+
+// SpawnBuilt says spawnInit is built in (cgo on amd64).
+const SpawnBuilt = spawnBuilt

@@ -47,7 +47,7 @@ var separateInit struct {
 const separateInitEnv = "AIRLOCK_TEST_SEPARATE_INIT"
 
 // separateInitExe returns a build of the separately built init
-// (cmd/airlock-init), made once per test process in a directory every
+// (cmd/airlock-init, without cgo), made once per test process in a directory every
 // user may read.
 func separateInitExe(t testing.TB) string {
 	t.Helper()
@@ -65,7 +65,9 @@ func separateInitExe(t testing.TB) string {
 			return
 		}
 		separateInit.path = dir + "/" + linux.InitCommand
-		if out, err := exec.Command("go", "build", "-o", separateInit.path, "github.com/airlockhq/airlock/cmd/airlock-init").CombinedOutput(); err != nil {
+		build := exec.Command("go", "build", "-o", separateInit.path, "github.com/airlockhq/airlock/cmd/airlock-init")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // as the README installs it
+		if out, err := build.CombinedOutput(); err != nil {
 			separateInit.err = fmt.Errorf("building %s: %w\n%s", linux.InitCommand, err, out)
 		}
 	})

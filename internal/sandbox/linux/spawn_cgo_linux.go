@@ -9,7 +9,9 @@ package linux
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +28,9 @@ package linux
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
+#define AIRLOCK_JOIN_PIDS_FD 8   // initproto.InitTasksFD
+#define AIRLOCK_JOIN_MEMORY_FD 9 // initproto.JoinFD
+#define AIRLOCK_SECUREBITS 0x2f  // as the init's dropBounding sets them
 
 // struct clone_args of clone3(2), as of Linux 5.7.
 struct airlock_clone_args {
@@ -42,8 +47,11 @@ typedef struct {
 	int nfds;
 	unsigned uid, gid; // the host ids mapped to 0 in the new user namespace
 	int ctty;          // make fd 0 the controlling terminal
+	int join;          // join the cgroup v1 tasks files at fds 9 and 8
+	int lockdown;      // lock the securebits, empty the bounding set (see airlock_lockdown)
 	int err;           // set by the child: the errno of the step that failed
 	int step;          // and which step (airlock_spawn_steps)
+	int cap;           // the capability step 11 failed on, or -1
 } airlock_spawn_t;
 
 // airlock_write_file writes s to the file at path (a /proc/self file).
@@ -74,6 +82,50 @@ static size_t airlock_idmap(char *buf, unsigned id) {
 	buf[k++] = '1';
 	buf[k++] = '\n';
 	return k;
+}
+
+// airlock_lockdown makes, in the child before its exec, the per-thread
+// changes the init would otherwise make with an all-threads call once the
+// Go runtime runs (see inside/lockdown_linux.go): the securebits locked
+// (NOROOT, NO_SETUID_FIXUP, KEEP_CAPS, each locked), the bounding set
+// emptied and no_new_privs set, all inherited through the exec and by
+// every thread the init makes later. Since NOROOT keeps the exec from
+// giving uid 0 its capabilities, the child's own (all of them, in its new
+// user namespace) are raised into the ambient set first, which an exec
+// keeps: the init starts with the capabilities it needs to build the
+// sandbox and nothing else, and its clearing of its permitted and
+// inheritable sets clears the ambient one with them. It returns the errno
+// of the step that failed and sets *cap to the capability it failed on.
+static int airlock_lockdown(int *cap) {
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return errno;
+	data[0].inheritable = data[0].permitted;
+	data[1].inheritable = data[1].permitted;
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		return errno;
+	int last = -1;
+	for (int c = 0; c < 64; c++) {
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) < 0)
+			break; // EINVAL: past the kernel's last capability
+		last = c;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) != 0) {
+			*cap = c;
+			return errno;
+		}
+	}
+	if (prctl(PR_SET_SECUREBITS, AIRLOCK_SECUREBITS, 0, 0, 0) != 0)
+		return errno;
+	for (int c = 0; c <= last; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) {
+			*cap = c;
+			return errno;
+		}
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return errno;
+	return 0;
 }
 
 // airlock_child runs on its own stack, in the parent's memory (CLONE_VM),
@@ -131,6 +183,23 @@ static int airlock_child(void *p) {
 	syscall(SYS_close_range, (unsigned)a->nfds, ~0U, AIRLOCK_CLOSE_RANGE_CLOEXEC);
 	if (a->ctty && ioctl(0, TIOCSCTTY, 1) < 0) {
 		e = errno, a->step = 7;
+		goto fail;
+	}
+	// Into the sandbox's cgroup v1 memory and pids cgroups while the child
+	// is one thread (see initproto.JoinFD): writing 0 moves the writer.
+	if (a->join) {
+		if (pwrite(AIRLOCK_JOIN_MEMORY_FD, "0", 1, 0) != 1) {
+			e = errno, a->step = 9;
+			goto fail;
+		}
+		if (pwrite(AIRLOCK_JOIN_PIDS_FD, "0", 1, 0) != 1) {
+			e = errno, a->step = 10;
+			goto fail;
+		}
+		close(AIRLOCK_JOIN_MEMORY_FD);
+	}
+	if (a->lockdown && (e = airlock_lockdown(&a->cap))) {
+		a->step = 11;
 		goto fail;
 	}
 	execve(a->path, a->argv, a->envp);
@@ -202,11 +271,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
 // spawnSteps names the child's steps for errors, by airlock_spawn_t.step.
 var spawnSteps = [...]string{1: "clearing the signal mask", 2: "denying setgroups", 3: "writing its uid_map",
-	4: "writing its gid_map", 5: "starting a session", 6: "placing its files", 7: "taking the terminal", 8: "exec"}
+	4: "writing its gid_map", 5: "starting a session", 6: "placing its files", 7: "taking the terminal", 8: "exec",
+	9: "joining its memory cgroup", 10: "joining its pids cgroup", 11: "locking down its capabilities"}
 
 // spawnInit starts the sandbox's init without copying the broker: a clone
 // that shares the broker's memory (CLONE_VM) until the child execs, while
@@ -218,9 +289,15 @@ var spawnSteps = [...]string{1: "clearing the signal mask", 2: "denying setgroup
 // uid and gid once setgroups is denied, exactly the maps os.StartProcess
 // would write. files become the child's fds 0, 1, ...; with ctty fd 0 is
 // its controlling terminal; cgroup >= 0 is a cgroup v2 directory it is
-// cloned into. An error wrapping errSpawnUnsupported means the caller
-// should start the init with os.StartProcess instead.
-func spawnInit(path string, argv, env []string, files []*os.File, ctty bool, cgroup int) (*os.Process, error) {
+// cloned into. With join, files 8 and 9 are the tasks files of the
+// sandbox's cgroup v1 pids and memory cgroups, which the child joins
+// before its exec, as the init's constructor would (initproto.JoinFD). It
+// always locks the child's securebits, empties its bounding set and sets
+// no_new_privs before the exec (airlock_lockdown), so that the init, which
+// finds them so (inside's lockedAtSpawn), makes no all-threads call for
+// them. An error wrapping errSpawnUnsupported means the caller should
+// start the init with os.StartProcess instead.
+func spawnInit(path string, argv, env []string, files []*os.File, ctty, join bool, cgroup int) (*os.Process, error) {
 	if len(files) > C.AIRLOCK_SPAWN_MAX_FDS {
 		return nil, fmt.Errorf("%w: %d files", errSpawnUnsupported, len(files))
 	}
@@ -257,6 +334,13 @@ func spawnInit(path string, argv, env []string, files []*os.File, ctty bool, cgr
 	if ctty {
 		a.ctty = 1
 	}
+	if join {
+		if len(files) <= initproto.JoinFD {
+			return nil, fmt.Errorf("joining the cgroups before the exec: %d files, not the %d it takes", len(files), initproto.JoinFD+1)
+		}
+		a.join = 1
+	}
+	a.lockdown, a.cap = 1, -1
 	flags := uint64(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	var pidfd C.int = -1
@@ -279,6 +363,9 @@ func spawnInit(path string, argv, env []string, files []*os.File, ctty bool, cgr
 		step := "starting"
 		if s := int(a.step); s > 0 && s < len(spawnSteps) {
 			step = spawnSteps[s]
+		}
+		if a.step == 11 && a.cap >= 0 {
+			step += fmt.Sprintf(" (capability %d)", int(a.cap))
 		}
 		return nil, fmt.Errorf("%w: the child failed %s: %w", errSpawnUnsupported, step, syscall.Errno(a.err))
 	}

@@ -74,7 +74,9 @@ func initState(t *testing.T, pid int) map[string]string {
 // TestSpawnedInitAsForked: an init started by spawnInit (no fork of the
 // broker) is, seen from the host, the init os.StartProcess would have
 // forked: the same id maps and setgroups, its own session, the same
-// ignored signals and capabilities, its own namespaces and the same descriptors.
+// ignored signals and capabilities (but for the inheritable set the spawn
+// carried them through the exec in), its own namespaces and the same
+// descriptors.
 func TestSpawnedInitAsForked(t *testing.T) {
 	state := func(fork bool) map[string]string {
 		forkInit = fork
@@ -94,6 +96,14 @@ func TestSpawnedInitAsForked(t *testing.T) {
 	}
 	forked := state(true)
 	spawned := state(false)
+	// The spawn carried the capabilities through the exec in the
+	// inheritable and ambient sets (airlock_lockdown); the constructor
+	// emptied the ambient one, and the init clears the inheritable one
+	// with the rest at its lockdown.
+	if spawned["CapInh"] != spawned["CapPrm"] {
+		t.Errorf("the spawned init's inheritable set is %s, want its permitted %s", spawned["CapInh"], spawned["CapPrm"])
+	}
+	spawned["CapInh"] = forked["CapInh"]
 	if diff := cmp.Diff(forked, spawned); diff != "" {
 		t.Errorf("a spawned init differs from a forked one (-forked +spawned):\n%s", diff)
 	}
@@ -154,6 +164,24 @@ echo "fds $(ls /proc/self/fd | tr '\n' ' ')"; tty; echo "$0 $1 [$X]"`
 		if !strings.Contains(fdLine.FindString(forked), " "+strconv.Itoa(leak)+" ") {
 			t.Errorf("tty %v: the forked process does not hold fd %d (%q): the test cannot tell", tty, leak, fdLine.FindString(forked))
 		}
+		// The spawn locks the child down before its exec (airlock_lockdown):
+		// no bounding set, no_new_privs, and its capabilities carried
+		// through the exec as ambient ones, where a fork's child has
+		// them as root. The rest is the same.
+		capLine := func(s, name string) string {
+			return regexp.MustCompile(`(?m)^` + name + `:\s*(\S+)$`).FindStringSubmatch(s + "\n")[1]
+		}
+		if got := capLine(spawned, "CapBnd"); got != "0000000000000000" {
+			t.Errorf("tty %v: the spawned process's bounding set is %s, want empty", tty, got)
+		}
+		if got := capLine(spawned, "NoNewPrivs"); got != "1" {
+			t.Errorf("tty %v: the spawned process's no_new_privs is %s, want 1", tty, got)
+		}
+		if prm, amb := capLine(spawned, "CapPrm"), capLine(spawned, "CapAmb"); amb != prm || prm != capLine(forked, "CapPrm") {
+			t.Errorf("tty %v: the spawned process has permitted %s and ambient %s, want the forked one's permitted %s as both", tty, prm, amb, capLine(forked, "CapPrm"))
+		}
+		lockdown := regexp.MustCompile(`(?m)^(CapInh|CapBnd|CapAmb|NoNewPrivs):.*\n`)
+		forked, spawned = lockdown.ReplaceAllString(forked, ""), lockdown.ReplaceAllString(spawned, "")
 		forked, spawned = fdLine.ReplaceAllString(forked, "fds"), fdLine.ReplaceAllString(spawned, "fds")
 		if diff := cmp.Diff(forked, spawned); diff != "" {
 			t.Errorf("tty %v: a spawned process differs from a forked one (-forked +spawned):\n%s", tty, diff)
@@ -208,7 +236,7 @@ func start(t *testing.T, fork, tty bool, path string, argv []string) string {
 	if fork {
 		p, err = os.StartProcess(path, argv, &os.ProcAttr{Env: env, Files: files, Sys: initAttr(tty, -1)})
 	} else {
-		p, err = spawnInit(path, argv, env, files, tty, -1)
+		p, err = spawnInit(path, argv, env, files, tty, false, -1)
 	}
 	in.Close()
 	out.Close()
@@ -240,7 +268,7 @@ func TestSpawnFailureReaped(t *testing.T) {
 	}
 	defer devnull.Close()
 	missing := filepath.Join(t.TempDir(), "no-such-init")
-	p, err := spawnInit(missing, []string{"x"}, nil, []*os.File{devnull, devnull, devnull}, false, -1)
+	p, err := spawnInit(missing, []string{"x"}, nil, []*os.File{devnull, devnull, devnull}, false, false, -1)
 	if p != nil || !errors.Is(err, errSpawnUnsupported) || !errors.Is(err, syscall.ENOENT) || !strings.Contains(err.Error(), "exec") {
 		t.Fatalf("spawnInit of a missing binary: %v, %v; want an exec error wrapping ENOENT and errSpawnUnsupported", p, err)
 	}

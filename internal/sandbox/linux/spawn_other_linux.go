@@ -6,7 +6,7 @@ import "os"
 
 // spawnInit needs cgo on amd64 (spawn_cgo_linux.go); elsewhere
 // the init is started with os.StartProcess.
-func spawnInit(string, []string, []string, []*os.File, bool, int) (*os.Process, error) {
+func spawnInit(string, []string, []string, []*os.File, bool, bool, int) (*os.Process, error) {
 	return nil, errSpawnUnsupported
 }
 

@@ -89,6 +89,11 @@ const (
 // number.
 const JoinEnv = "AIRLOCK_INIT_JOIN"
 
+// JoinedBySpawn, as JoinEnv's value, says the host's spawner joined the
+// init to its cgroups before its exec, through the same descriptors, while
+// it was one thread: the init only checks that it is in them.
+const JoinedBySpawn = "spawned"
+
 // ProxyMount is where the proxy socket appears inside the sandbox.
 const ProxyMount = "/run/airlock/proxy.sock"
 

@@ -19,6 +19,9 @@ import (
 // that, the sandbox's limits would not hold, so the init refuses to go on.
 func checkJoined(name string) error {
 	asked, err := earlyJoin()
+	if !asked && os.Getenv(initproto.JoinEnv) == initproto.JoinedBySpawn {
+		asked = true // before the exec; /proc/self/cgroup shows it below
+	}
 	switch {
 	case name == "" && !asked:
 		return nil

@@ -109,14 +109,17 @@ func lastCap() int {
 	return n
 }
 
+// secureBits are the securebits the sandbox runs with: NOROOT,
+// NOROOT_LOCKED, NO_SETUID_FIXUP (and locked), KEEP_CAPS_LOCKED.
+const secureBits = 0x2f
+
 // dropBounding locks the securebits so uid 0 gains nothing at exec and
 // empties the bounding and ambient sets, on every thread. The capabilities
 // the init holds now (effective and permitted) are unchanged: it may still
 // mount, and a warm sandbox does this before it waits for its claim, so
 // that only clearCaps is left for the call's clock.
 func dropBounding(last int) error {
-	const secbits = 0x2f // NOROOT, NOROOT_LOCKED, NO_SETUID_FIXUP(+LOCKED), KEEP_CAPS_LOCKED
-	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secbits, 0); err != nil {
+	if err := allThreads(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, secureBits, 0); err != nil {
 		return fmt.Errorf("setting securebits: %w", err)
 	}
 	for c := 0; c <= last; c++ {
@@ -128,6 +131,34 @@ func dropBounding(last int) error {
 		return fmt.Errorf("clearing ambient capabilities: %w", err)
 	}
 	return nil
+}
+
+// lockedAtSpawn reports whether the init was started with the securebits
+// locked as dropBounding locks them, an empty bounding set and
+// no_new_privs, as the host's spawner makes them before its exec (see
+// airlock_lockdown in package linux). They are per thread, and every
+// thread of the process descends from the one that exec'd, which nothing
+// but this init changes: what this thread shows, every thread has, and
+// dropBounding and noNewPrivs, with their all-threads calls, are skipped.
+// The ambient capabilities the spawner gave the init go with the rest at
+// clearCaps.
+func lockedAtSpawn(last int) bool {
+	if bits, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0); err != nil || bits != secureBits {
+		return false
+	}
+	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || nnp != 1 {
+		return false
+	}
+	for c := 0; c <= last; c++ {
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			break // past the kernel's last capability
+		}
+		if err != nil || in != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // clearCaps clears the effective, permitted and inheritable capabilities

@@ -261,8 +261,14 @@ func refused(step string, err error) error {
 // keeps no placeholder in the user's tree for it.
 func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Status, error) {
 	st := &initproto.Status{}
-	if early, ns, _ := earlyLockdown(); early {
+	last := lastCap()
+	early, ns, _ := earlyLockdown()
+	spawned := !early && lockedAtSpawn(last)
+	switch {
+	case early:
 		st.Phases = append(st.Phases, initproto.Phase{Name: "bounding-before-runtime", Nanos: ns})
+	case spawned:
+		st.Phases = append(st.Phases, initproto.Phase{Name: "bounding-at-spawn"})
 	}
 	t := time.Now()
 	phase := func(name string) {
@@ -313,11 +319,12 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 	st.Features = append(st.Features, "rlimits")
 	// Nothing the init still has to do needs the bounding set, or gaining
 	// privileges at exec: these go before a warm sandbox waits, and, in a
-	// build with cgo, before the Go runtime started (earlyLockdown).
-	if early, _, err := earlyLockdown(); err != nil {
+	// build with cgo, before the Go runtime started (earlyLockdown), or
+	// before the exec, by the host's spawner (lockedAtSpawn).
+	if _, _, err := earlyLockdown(); err != nil {
 		return nil, err
-	} else if !early {
-		if err := dropBounding(lastCap()); err != nil {
+	} else if !early && !spawned {
+		if err := dropBounding(last); err != nil {
 			return nil, err
 		}
 		if err := noNewPrivs(); err != nil {
