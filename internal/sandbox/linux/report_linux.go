@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"strconv"
@@ -72,7 +73,7 @@ func (b *Backend) probe() sandbox.Report {
 	add("sealed binary", b.exe != nil, true, sealKind(b.exe), "")
 	switch {
 	case b.initFrom != "":
-		add("separate init", true, false, b.initFrom+" (this build's; faster to start than this binary)", "")
+		add("separate init", true, false, b.initFrom+" (this build's; faster to start than this binary"+initCgoNote(b.initFrom)+")", "")
 	case b.initWhy != nil:
 		add("separate init", false, false, "sandboxes start this binary as their init: "+b.initWhy.Error(),
 			"install airlock and "+InitCommand+" from one build side by side: go install ./cmd/airlock && CGO_ENABLED=0 go install ./cmd/airlock-init in a clean checkout")
@@ -131,4 +132,21 @@ func errDetail(err error) string {
 		return "available"
 	}
 	return fmt.Sprint(err)
+}
+
+// initCgoNote says, for the doctor, when the separate init at path was
+// built with cgo where a build without would start faster: this binary's
+// spawner locks each init down before its exec (spawnInit), which leaves
+// a static init nothing to do before its main.
+func initCgoNote(path string) string {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil || !spawnBuilt {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "CGO_ENABLED" && s.Value == "1" {
+			return "; built with cgo: CGO_ENABLED=0 go install ./cmd/airlock-init starts each sandbox sooner"
+		}
+	}
+	return ""
 }
