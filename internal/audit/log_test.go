@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,8 +270,9 @@ func TestProblemMessages(t *testing.T) {
 	}
 }
 
-// A live session's directory holds its owner and one file per work in
-// flight; End removes that file, Close the directory.
+// A live session's directory holds its owner and a slot per work in
+// flight, holding it; End empties the slot, the next Begin takes it again,
+// Close removes the directory.
 func TestLiveInFlightFiles(t *testing.T) {
 	root := t.TempDir()
 	l, err := OpenLive(root, "ses_1")
@@ -278,32 +280,60 @@ func TestLiveInFlightFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, LiveDir, "ses_1")
-	names := func() string {
+	// contents lists the directory: each file's name, and for a slot the
+	// call or work it holds ("-" when it is empty).
+	contents := func() string {
 		ents, _ := os.ReadDir(dir)
 		var out []string
 		for _, e := range ents {
-			out = append(out, e.Name())
+			if e.Name() == ownerFile {
+				out = append(out, e.Name())
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			var f InFlight
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case len(b) == 0:
+				out = append(out, e.Name()+"=-")
+			case json.Unmarshal(b, &f) != nil || f.Tool != "shell" || f.Time.IsZero():
+				t.Fatalf("slot %s holds %q", e.Name(), b)
+			default:
+				out = append(out, e.Name()+"="+f.CallID+"/"+f.WorkID)
+			}
 		}
 		return strings.Join(out, " ")
 	}
-	if got := names(); got != ownerFile {
+	if got := contents(); got != ownerFile {
 		t.Fatalf("a new live directory holds %q, want only %q", got, ownerFile)
 	}
 	l.Begin(InFlight{Kind: KindCall, CallID: "call_1", Tool: "shell"})
 	l.Begin(InFlight{Kind: KindBackgroundStart, CallID: "call_2", WorkID: "wrk_1", Tool: "shell"})
-	if got := names(); got != "call_1.json owner wrk_1.json" {
+	if got := contents(); got != "owner slot-0.json=call_1/ slot-1.json=call_2/wrk_1" {
 		t.Fatalf("live directory holds %q", got)
 	}
-	var f InFlight
-	b, _ := os.ReadFile(filepath.Join(dir, "call_1.json"))
-	if err := json.Unmarshal(b, &f); err != nil || f.Tool != "shell" || f.Time.IsZero() {
-		t.Errorf("in-flight file %s: %+v %v", b, f, err)
+	if err := l.Begin(InFlight{Kind: KindCall, CallID: "call_1", Tool: "shell"}); err == nil {
+		t.Error("a call in flight began again")
 	}
 	l.End(InFlight{CallID: "call_1"})
-	l.End(InFlight{WorkID: "wrk_1"})
 	l.End(InFlight{CallID: "never"}) // ending what never began is no error
-	if got := names(); got != ownerFile {
+	if got := contents(); got != "owner slot-0.json=- slot-1.json=call_2/wrk_1" {
 		t.Errorf("after End the live directory holds %q", got)
+	}
+	// A free slot is used again, not a new file made.
+	l.Begin(InFlight{Kind: KindCall, CallID: "call_3", Tool: "shell"})
+	if got := contents(); got != "owner slot-0.json=call_3/ slot-1.json=call_2/wrk_1" {
+		t.Errorf("after a second Begin the live directory holds %q", got)
+	}
+	l.End(InFlight{CallID: "call_3"})
+	l.End(InFlight{WorkID: "wrk_1"})
+	if got := contents(); got != "owner slot-0.json=- slot-1.json=-" {
+		t.Errorf("with nothing in flight the live directory holds %q", got)
+	}
+	// A broker that died now leaves nothing Recover takes for in flight.
+	if done, err := Recover(root, nil); err != nil || len(done) != 0 {
+		t.Errorf("Recover of a live session: %v %v", done, err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -313,5 +343,21 @@ func TestLiveInFlightFiles(t *testing.T) {
 	}
 	if done, err := Recover(root, nil); err != nil || len(done) != 0 {
 		t.Errorf("Recover after a clean close: %v %v", done, err)
+	}
+}
+
+// BenchmarkLiveBeginEnd is one call's in-flight mark: Begin, then End.
+func BenchmarkLiveBeginEnd(b *testing.B) {
+	l, err := OpenLive(b.TempDir(), "ses_bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; b.Loop(); i++ {
+		f := InFlight{Kind: KindCall, CallID: "call_" + strconv.Itoa(i), Tool: "read_file"}
+		if err := l.Begin(f); err != nil {
+			b.Fatal(err)
+		}
+		l.End(f)
 	}
 }

@@ -79,13 +79,13 @@ func TestKilledBrokerLeavesNoTemporaryFile(t *testing.T) {
 	}
 
 	// What the named fallback would have left, and look-alikes.
-	live, _ := filepath.Glob(filepath.Join(f.records, audit.LiveDir, "*", "call_*.json"))
-	if len(live) != 1 {
-		t.Fatalf("calls in flight of the killed broker: %q; want one", live)
+	live, err := audit.InFlightUnder(f.records)
+	if err != nil || len(live) != 1 {
+		t.Fatalf("calls in flight of the killed broker: %+v, %v; want one", live, err)
 	}
-	var fl audit.InFlight
-	if b, err := os.ReadFile(live[0]); err != nil || json.Unmarshal(b, &fl) != nil || len(fl.Dirs) != 1 || fl.Dirs[0] != f.ws {
-		t.Fatalf("the in-flight record %s: %+v, %v; want the tree's directory journalled", live[0], fl, err)
+	fl := live[0]
+	if fl.Kind != audit.KindCall || len(fl.Dirs) != 1 || fl.Dirs[0] != f.ws {
+		t.Fatalf("the in-flight record: %+v; want a call with the tree's directory journalled", fl)
 	}
 	tag := writetmp.Tag(fl.CallID)
 	leftover := writetmp.Name("f.txt", tag)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
@@ -228,14 +229,9 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 // before the call's sandbox is built and removes it once the call is
 // recorded.
 func inFlight(records, tool string) bool {
-	files, _ := filepath.Glob(filepath.Join(records, ".live", "*", "call_*.json"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		var c struct{ Tool string }
-		if json.Unmarshal(data, &c) == nil && c.Tool == tool {
+	flights, _ := audit.InFlightUnder(records)
+	for _, f := range flights {
+		if f.Kind == audit.KindCall && f.Tool == tool {
 			return true
 		}
 	}
@@ -692,7 +688,7 @@ func TestBrokerKilledMidCall(t *testing.T) {
 				// or while its sandbox is built.
 				callAsync("shell", map[string]any{"command": "sleep 600"})
 				eventually(t, 30*time.Second, "the call marked in flight", func() bool {
-					m, _ := filepath.Glob(filepath.Join(w.records, ".live", "*", "call_*.json"))
+					m, _ := audit.InFlightUnder(w.records)
 					return len(m) > 0
 				})
 			case "while-running":
