@@ -32,6 +32,12 @@ func StatFields(pid int) []string {
 	if err != nil {
 		return nil
 	}
+	return ParseStat(b)
+}
+
+// ParseStat returns the fields of b, the contents of a /proc/PID/stat,
+// that follow the command name, as StatFields does; nil when b is not one.
+func ParseStat(b []byte) []string {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')') // the command may hold spaces
 	if i < 0 {

@@ -306,6 +306,7 @@ type child struct {
 	stderrR  *os.File // nil with a pty
 	ptmx     *os.File
 	closeOne []*os.File // the child's ends, closed after start
+	stat     *os.File   // the init's /proc/PID/stat, in tool mode (initCPU)
 	spawned  bool       // started by spawnInit, not forked (os.StartProcess)
 }
 
@@ -447,6 +448,12 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		return nil, err
 	}
 	x.c = c
+	if len(x.cfg.Command) == 0 {
+		// Tool mode answers before the init is reaped, with its CPU time
+		// read here then (initCPU): opened now, while the pid is this
+		// process's unreaped child, it is one pread on the call's clock.
+		c.stat, _ = os.Open("/proc/" + strconv.Itoa(c.proc.Pid) + "/stat")
+	}
 	tStarted := time.Now()
 	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
 	defer timer.Stop()
@@ -826,7 +833,7 @@ func (x *box) await() (ending, error) {
 	if tool && e.exit != nil {
 		// The init has reaped the tool: its CPU time counts now, before
 		// the init is killed and reaped in the background.
-		e.cpu = initCPU(x.c.proc.Pid)
+		e.cpu = initCPU(x.c.proc.Pid, x.c.stat)
 		// Every other process has SIGKILL pending; the init only exits.
 		x.kill("done")
 		x.early = true
@@ -909,7 +916,7 @@ func pipeHolds(w *os.File, n int) bool {
 }
 
 func (c *child) closeHost() {
-	for _, f := range []*os.File{c.cfgW, c.statusR, c.stdinW, c.stdoutR, c.stderrR, c.ptmx} {
+	for _, f := range []*os.File{c.cfgW, c.statusR, c.stdinW, c.stdoutR, c.stderrR, c.ptmx, c.stat} {
 		if f != nil {
 			f.Close()
 		}

@@ -291,6 +291,10 @@ type cgroup struct {
 	dirs []string
 	// payload is the payload cgroup's directory (v1 only).
 	payload string
+	// counters holds open, by path, the files a call's result reads
+	// (openCounters), so that reading them then is one pread(2) each,
+	// not a walk of the cgroup file system's long paths.
+	counters map[string]int
 }
 
 // pidsDir is the sandbox's directory in the pids hierarchy.
@@ -363,7 +367,60 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 		cg.destroy()
 		return nil, err
 	}
+	cg.openCounters()
 	return cg, nil
+}
+
+// openCounters opens the files result reads when a call ends (peakMemory,
+// memoryHit, pidsMaxHits) while the cgroup is made, off a warm call's
+// clock. One that will not open is read by its path then.
+func (cg *cgroup) openCounters() {
+	var paths []string
+	switch cg.host.version {
+	case 2:
+		d := cg.dirs[0]
+		paths = []string{filepath.Join(d, "memory.peak"), filepath.Join(d, "memory.events"), filepath.Join(d, "pids.events")}
+	case 1:
+		paths = []string{filepath.Join(cg.dirs[0], "memory.max_usage_in_bytes"), filepath.Join(cg.dirs[0], "memory.oom_control"),
+			filepath.Join(cg.pidsDir(), "pids.events"), filepath.Join(cg.payload, "pids.events")}
+	}
+	cg.counters = make(map[string]int, len(paths))
+	for _, p := range paths {
+		if fd, err := eintr.Value(func() (int, error) { return unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0) }); err == nil {
+			cg.counters[p] = fd
+		}
+	}
+}
+
+// closeCounters closes what openCounters opened.
+func (cg *cgroup) closeCounters() {
+	for p, fd := range cg.counters {
+		unix.Close(fd)
+		delete(cg.counters, p)
+	}
+}
+
+// readCounter reads the cgroup file at path p, through the descriptor
+// openCounters keeps when it has one.
+func (cg *cgroup) readCounter(p string) ([]byte, error) {
+	fd, ok := cg.counters[p]
+	if !ok {
+		return readCounterFile(p)
+	}
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := eintr.Value(func() (int, error) { return unix.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 func mkdir(d string) error {
@@ -450,15 +507,15 @@ func readCounterFile(p string) ([]byte, error) {
 }
 
 // counter reads "key N" from a flat keyed file.
-func counter(p, key string) int64 {
-	return counters(p, key)[0]
+func (cg *cgroup) counter(p, key string) int64 {
+	return cg.counterValues(p, key)[0]
 }
 
-// counters reads the values of keys ("key N" lines) from a flat keyed
+// counterValues reads the values of keys ("key N" lines) from a flat keyed
 // file, 0 for a key it lacks.
-func counters(p string, keys ...string) []int64 {
+func (cg *cgroup) counterValues(p string, keys ...string) []int64 {
 	out := make([]int64, len(keys))
-	b, err := readCounterFile(p)
+	b, err := cg.readCounter(p)
 	if err != nil {
 		return out
 	}
@@ -483,10 +540,10 @@ func counters(p string, keys ...string) []int64 {
 func (cg *cgroup) memoryHit() bool {
 	switch cg.host.version {
 	case 2:
-		n := counters(filepath.Join(cg.dirs[0], "memory.events"), "oom_kill", "oom")
+		n := cg.counterValues(filepath.Join(cg.dirs[0], "memory.events"), "oom_kill", "oom")
 		return n[0] > 0 || n[1] > 0
 	case 1:
-		return counter(filepath.Join(cg.dirs[0], "memory.oom_control"), "oom_kill") > 0
+		return cg.counter(filepath.Join(cg.dirs[0], "memory.oom_control"), "oom_kill") > 0
 	}
 	return false
 }
@@ -498,7 +555,7 @@ func (cg *cgroup) pidsMaxHits() int64 {
 	var n int64
 	for _, d := range []string{cg.pidsDir(), cg.payload} {
 		if d != "" {
-			n += counter(filepath.Join(d, "pids.events"), "max")
+			n += cg.counter(filepath.Join(d, "pids.events"), "max")
 		}
 	}
 	return n
@@ -524,6 +581,7 @@ func (cg *cgroup) destroy() error {
 	if cg == nil {
 		return nil
 	}
+	cg.closeCounters()
 	var errs []error
 	for _, d := range cg.dirs {
 		errs = append(errs, removeCgroup(d, cg.host.version))

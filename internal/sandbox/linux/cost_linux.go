@@ -8,7 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
 
 // userHZ is the unit of the times in /proc/PID/stat (USER_HZ, 100 on every
@@ -26,7 +29,7 @@ func (cg *cgroup) peakMemory() int64 {
 	if cg.host.version == 2 {
 		name = "memory.peak"
 	}
-	b, err := readCounterFile(filepath.Join(cg.dirs[0], name))
+	b, err := cg.readCounter(filepath.Join(cg.dirs[0], name))
 	if err != nil {
 		return 0
 	}
@@ -38,8 +41,18 @@ func (cg *cgroup) peakMemory() int64 {
 // every process it has reaped, from /proc/PID/stat: the init reaps the
 // whole PID namespace, so once the tool has exited this is the sandbox's
 // CPU time but for what is still dying.
-func initCPU(pid int) time.Duration {
-	f := procid.StatFields(pid)
+// It reads through stat, the init's /proc/PID/stat kept open since its
+// start (off a warm call's clock), when there is one.
+func initCPU(pid int, stat *os.File) time.Duration {
+	var f []string
+	if stat != nil {
+		b := make([]byte, 1024)
+		if n, err := eintr.Value(func() (int, error) { return unix.Pread(int(stat.Fd()), b, 0) }); err == nil {
+			f = procid.ParseStat(b[:n])
+		}
+	} else {
+		f = procid.StatFields(pid)
+	}
 	if len(f) < 15 {
 		return 0
 	}

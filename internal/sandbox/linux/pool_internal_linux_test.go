@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
@@ -140,11 +142,29 @@ func TestCounters(t *testing.T) {
 	if err := os.WriteFile(p, []byte("low 0\nhigh 0\nmax 12\noom 0\noom_kill 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := counters(p, "oom_kill", "oom", "max", "absent"); !slices.Equal(got, []int64{3, 0, 12, 0}) {
+	var byPath cgroup
+	if got := byPath.counterValues(p, "oom_kill", "oom", "max", "absent"); !slices.Equal(got, []int64{3, 0, 12, 0}) {
 		t.Errorf("counters = %v, want [3 0 12 0]", got)
 	}
-	if got := counter(filepath.Join(t.TempDir(), "missing"), "max"); got != 0 {
+	if got := byPath.counter(filepath.Join(t.TempDir(), "missing"), "max"); got != 0 {
 		t.Errorf("counter of a missing file = %d, want 0", got)
+	}
+	// Through a descriptor kept open (openCounters): each read is of the
+	// file as it is then.
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := cgroup{counters: map[string]int{p: fd}}
+	defer kept.closeCounters()
+	if got := kept.counter(p, "oom_kill"); got != 3 {
+		t.Errorf("counter through a kept descriptor = %d, want 3", got)
+	}
+	if err := os.WriteFile(p, []byte("max 12\noom 0\noom_kill 4"+strings.Repeat(" ", 600)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := kept.counterValues(p, "oom_kill", "max"); !slices.Equal(got, []int64{4, 12}) {
+		t.Errorf("counters through a kept descriptor after a change = %v, want [4 12]", got)
 	}
 }
 
