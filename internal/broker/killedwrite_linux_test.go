@@ -30,7 +30,9 @@ var bigContent = strings.Repeat("new content\n", 8<<20/12)
 // TestKilledBrokerLeavesNoTemporaryFile (red team, repro 12): kill -9 of a
 // broker while its sandbox runs write_file leaves no temporary file in the
 // user's tree, neither at once (the sandbox writes to an unnamed file,
-// freed with it) nor after the next start over the same records directory.
+// freed with it; only a kill in the two system calls between naming it and
+// renaming it over the file leaves its name, with the call's tag) nor after
+// the next start over the same records directory.
 // That start removes a temporary file named with the killed call's tag in
 // the directory its in-flight record journals (what the named fallback
 // would leave), and nothing else: not a symlink or a directory with such a
@@ -71,14 +73,6 @@ func TestKilledBrokerLeavesNoTemporaryFile(t *testing.T) {
 			t.Fatalf("the sandbox process %d outlived its broker", writer)
 		}
 	}
-	if left := temporaryFiles(t, f.ws); len(left) > 0 {
-		t.Errorf("temporary files left by the killed broker: %q", left)
-	}
-	if b, _ := os.ReadFile(filepath.Join(f.ws, "f.txt")); string(b) != "old\n" && string(b) != bigContent {
-		t.Errorf("f.txt holds %d bytes, neither the old content nor all of the new", len(b))
-	}
-
-	// What the named fallback would have left, and look-alikes.
 	live, err := audit.InFlightUnder(f.records)
 	if err != nil || len(live) != 1 {
 		t.Fatalf("calls in flight of the killed broker: %+v, %v; want one", live, err)
@@ -88,6 +82,25 @@ func TestKilledBrokerLeavesNoTemporaryFile(t *testing.T) {
 		t.Fatalf("the in-flight record: %+v; want a call with the tree's directory journalled", fl)
 	}
 	tag := writetmp.Tag(fl.CallID)
+	// The content is written unnamed; replacing f.txt, which exists,
+	// names it for the two system calls before the rename (tool/replace.go),
+	// and a kill that lands between them leaves that name, of the killed
+	// call's tag, for the next start to remove (checked below). Nothing
+	// else may be left.
+	left := temporaryFiles(t, f.ws)
+	for _, name := range left {
+		if !writetmp.Matches(name, tag) {
+			t.Errorf("temporary file left by the killed broker: %q (the call in flight has tag %s)", name, tag)
+		}
+	}
+	if len(left) > 1 {
+		t.Errorf("temporary files left by the killed broker: %q; want at most the one named before its rename", left)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "f.txt")); string(b) != "old\n" && string(b) != bigContent {
+		t.Errorf("f.txt holds %d bytes, neither the old content nor all of the new", len(b))
+	}
+
+	// What the named fallback would have left, and look-alikes.
 	leftover := writetmp.Name("f.txt", tag)
 	plant := map[string]string{
 		leftover: "file",
@@ -117,6 +130,11 @@ func TestKilledBrokerLeavesNoTemporaryFile(t *testing.T) {
 		_, err := os.Lstat(filepath.Join(f.ws, name))
 		if gone := os.IsNotExist(err); gone != (name == leftover) {
 			t.Errorf("after the next start %s is gone: %v; want %v", name, gone, name == leftover)
+		}
+	}
+	for _, name := range left {
+		if _, err := os.Lstat(filepath.Join(f.ws, name)); !os.IsNotExist(err) {
+			t.Errorf("after the next start the killed call's %s is still there: %v", name, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, "f.txt")); err != nil {
