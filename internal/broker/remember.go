@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,8 +36,10 @@ func rememberProtected(records string, g *grant.Grant, logger *slog.Logger) *gra
 	}
 	dir := filepath.Join(records, memoryDir)
 	var earlier []grant.ProtectedPath
+	held := make(map[string][]byte, len(trees)) // each tree's memory as read
 	for _, t := range trees {
 		b, err := os.ReadFile(memoryFile(dir, t))
+		held[t] = b
 		if err != nil {
 			if !os.IsNotExist(err) {
 				logger.Warn("reading the protected paths earlier sessions found", "tree", t, "err", err)
@@ -79,7 +82,7 @@ func rememberProtected(records string, g *grant.Grant, logger *slog.Logger) *gra
 		if len(list) > maxRemembered {
 			list = list[:maxRemembered]
 		}
-		if err := writeMemory(memoryFile(dir, t), list); err != nil {
+		if err := writeMemory(memoryFile(dir, t), list, held[t]); err != nil {
 			logger.Warn("recording the protected paths this session found", "tree", t, "err", err)
 		}
 	}
@@ -92,11 +95,17 @@ func memoryFile(dir, t string) string {
 	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
 }
 
-// writeMemory replaces the file p with list, whole or not at all.
-func writeMemory(p string, list []grant.ProtectedPath) error {
+// writeMemory replaces the file p with list, whole or not at all, unless
+// it holds that already (was, its content as read): most sessions find
+// what the last one did, and a file made and renamed into place costs an
+// inode allocated and one freed on every session's start.
+func writeMemory(p string, list []grant.ProtectedPath, was []byte) error {
 	b, err := json.Marshal(list)
 	if err != nil {
 		return err
+	}
+	if was != nil && bytes.Equal(b, was) {
+		return nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
 	if err != nil {

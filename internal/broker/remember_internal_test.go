@@ -71,3 +71,55 @@ func TestRememberKeepsRepositories(t *testing.T) {
 		t.Errorf("the memory lost %s:\n%s", target, b)
 	}
 }
+
+// TestRememberWritesOnlyChanges: a session that finds what the last one
+// recorded leaves the memory's file as it is (the same inode: not made
+// again and renamed into place), and one that finds more replaces it.
+func TestRememberWritesOnlyChanges(t *testing.T) {
+	records := t.TempDir()
+	tree, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() {
+		g, err := grant.FromFlags(tree, grant.Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rememberProtected(records, g, slog.New(slog.DiscardHandler))
+	}
+	file := memoryFile(filepath.Join(records, memoryDir), tree)
+	stat := func() os.FileInfo {
+		t.Helper()
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	open()
+	first := stat()
+	open()
+	if !os.SameFile(stat(), first) {
+		t.Error("a session that found nothing new rewrote the memory")
+	}
+	if err := os.MkdirAll(filepath.Join(tree, "sub", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]string{"sub/.git/HEAD": "ref: refs/heads/main\n", "sub/.git/config": "[core]\n"} {
+		if err := os.WriteFile(filepath.Join(tree, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), strconv.Quote(filepath.Join(tree, "sub", ".git"))) {
+		t.Errorf("a session that found a repository did not record it: %s", b)
+	}
+	if os.SameFile(stat(), first) {
+		t.Error("the memory's file was changed in place, not replaced whole")
+	}
+}
