@@ -403,24 +403,10 @@ func (cg *cgroup) closeCounters() {
 // readCounter reads the cgroup file at path p, through the descriptor
 // openCounters keeps when it has one.
 func (cg *cgroup) readCounter(p string) ([]byte, error) {
-	fd, ok := cg.counters[p]
-	if !ok {
-		return readCounterFile(p)
+	if fd, ok := cg.counters[p]; ok {
+		return readAllAt(fd, p)
 	}
-	buf := make([]byte, 0, 512)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := eintr.Value(func() (int, error) { return unix.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: p, Err: err}
-		}
-		if n == 0 {
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
+	return readCounterFile(p)
 }
 
 func mkdir(d string) error {
@@ -490,12 +476,19 @@ func readCounterFile(p string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer unix.Close(fd)
+	return readAllAt(fd, p)
+}
+
+// readAllAt reads the whole of the open file fd (named p for errors) from
+// its start with pread(2), so a descriptor kept open is read afresh each
+// time (a seq_file of procfs or cgroupfs regenerates at offset 0).
+func readAllAt(fd int, p string) ([]byte, error) {
 	buf := make([]byte, 0, 512)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := eintr.Value(func() (int, error) { return unix.Read(fd, buf[len(buf):cap(buf)]) })
+		n, err := eintr.Value(func() (int, error) { return unix.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
 		if err != nil {
 			return nil, &os.PathError{Op: "read", Path: p, Err: err}
 		}

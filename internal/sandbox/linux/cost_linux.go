@@ -8,10 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/airlockhq/airlock/internal/procid"
-	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
 
 // userHZ is the unit of the times in /proc/PID/stat (USER_HZ, 100 on every
@@ -46,9 +43,8 @@ func (cg *cgroup) peakMemory() int64 {
 func initCPU(pid int, stat *os.File) time.Duration {
 	var f []string
 	if stat != nil {
-		b := make([]byte, 1024)
-		if n, err := eintr.Value(func() (int, error) { return unix.Pread(int(stat.Fd()), b, 0) }); err == nil {
-			f = procid.ParseStat(b[:n])
+		if b, err := readAllAt(int(stat.Fd()), stat.Name()); err == nil {
+			f = procid.ParseStat(b)
 		}
 	} else {
 		f = procid.StatFields(pid)

@@ -142,14 +142,14 @@ func dropBounding(last int) error {
 // dropBounding and noNewPrivs, with their all-threads calls, are skipped.
 // The ambient capabilities the spawner gave the init go with the rest at
 // clearCaps.
-func lockedAtSpawn(last int) bool {
+func lockedAtSpawn() bool {
 	if bits, err := unix.PrctlRetInt(unix.PR_GET_SECUREBITS, 0, 0, 0, 0); err != nil || bits != secureBits {
 		return false
 	}
 	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || nnp != 1 {
 		return false
 	}
-	for c := 0; c <= last; c++ {
+	for c := 0; c < 64; c++ {
 		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
 		if errors.Is(err, unix.EINVAL) {
 			break // past the kernel's last capability

@@ -261,9 +261,8 @@ func refused(step string, err error) error {
 // keeps no placeholder in the user's tree for it.
 func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Status, error) {
 	st := &initproto.Status{}
-	last := lastCap()
 	early, ns, _ := earlyLockdown()
-	spawned := !early && lockedAtSpawn(last)
+	spawned := !early && lockedAtSpawn()
 	switch {
 	case early:
 		st.Phases = append(st.Phases, initproto.Phase{Name: "bounding-before-runtime", Nanos: ns})
@@ -324,7 +323,7 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 	if _, _, err := earlyLockdown(); err != nil {
 		return nil, err
 	} else if !early && !spawned {
-		if err := dropBounding(last); err != nil {
+		if err := dropBounding(lastCap()); err != nil {
 			return nil, err
 		}
 		if err := noNewPrivs(); err != nil {
