@@ -46,6 +46,11 @@ type Backend struct {
 	pool         pool
 	tearing      teardowns // teardowns after early answers
 
+	// The init Prestart started for the next cold sandbox (prestart_linux.go).
+	preMu     sync.Mutex
+	pre       *prestarted
+	preClosed bool // Close ran: no more Prestart
+
 	reportOnce sync.Once
 	report     sandbox.Report
 }
@@ -370,11 +375,18 @@ func (b *Backend) teardown(x *box) error {
 func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, deadline, start time.Time, warm bool) (*box, *sandbox.Result, error) {
 	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
 	var err error
+	var pre *prestarted
+	if !warm {
+		pre = b.takePrestarted(l, cfg.TTY)
+	}
 	if b.cg.version != 0 {
-		name := cgroupName(procid.Self(), cgroupSeq.Add(1))
-		x.cg, err = b.cg.create(name, l.mem, l.pids, initThreads)
-		if err != nil {
-			return nil, nil, err
+		if pre != nil {
+			x.cg = pre.x.cg
+		} else {
+			x.cg, err = b.newCgroup(l)
+			if err != nil {
+				return nil, nil, err
+			}
 		}
 		if x.cg.payload != "" {
 			cfg.PayloadPids = l.pids
@@ -394,7 +406,11 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		cfg.Claim = true
 		x.paths = b.grantPaths(cfg)
 	}
-	res, err := b.setup(ctx, x, deadline, start, !warm)
+	res, err := b.setup(ctx, x, deadline, start, !warm, pre)
+	if pre != nil && pre.held != nil {
+		// setup failed before it released them.
+		b.placeholders.release(pre.held)
+	}
 	if err != nil || res != nil {
 		if x.c != nil {
 			if terr := b.teardown(x); terr != nil && err == nil {
@@ -411,43 +427,27 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 	return x, nil, nil
 }
 
-// setup starts the init and drives the exchange drawn in package
-// initproto up to the Ready status: clone, cgroup placement, config. With
-// hold it makes the sandbox's placeholders between the clone and the
-// config, while the init's runtime starts: the init reads the config
-// before it mounts anything, and what is created on the host's file
-// system after the clone is there in the sandbox's copy of the mounts.
-func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, hold bool) (*sandbox.Result, error) {
-	t0 := mono()
-	var cgFiles []*os.File
-	if x.cg != nil {
+// setup starts the init (or, with pre, takes the one Prestart started for
+// it) and drives the exchange drawn in package initproto up to the Ready
+// status: clone, cgroup placement, config. With hold it makes the
+// sandbox's placeholders between the clone and the config, while the
+// init's runtime starts: the init reads the config before it mounts
+// anything, and what is created on the host's file system after the clone
+// is there in the sandbox's copy of the mounts.
+func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, hold bool, pre *prestarted) (*sandbox.Result, error) {
+	var (
+		t0        int64
+		placement string
+	)
+	if pre != nil {
+		x.c, t0, placement = pre.x.c, pre.t0, pre.placement
+	} else {
 		var err error
-		if cgFiles, err = x.cg.initFiles(); err != nil {
+		if t0, placement, err = b.launch(x); err != nil {
 			return nil, err
 		}
 	}
-	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP),
-	// which takes no lock that waits for an RCU grace period, as writing
-	// its pid into cgroup.procs does (see initproto.JoinFD for v1).
-	into := -1
-	if x.cg != nil && x.cg.host.version == 2 && len(cgFiles) == 0 {
-		if fd, err := unix.Open(x.cg.dirs[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-			into = fd
-			defer unix.Close(fd)
-		}
-	}
-	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", into)
-	placed := err == nil && into >= 0
-	if err != nil && into >= 0 {
-		// A kernel without clone3 or CLONE_INTO_CGROUP (before 5.7, some
-		// sandboxes' own kernels): started as before, and placed below.
-		b.log.Debug("starting the init in its cgroup failed; placing it after the clone", "err", err)
-		c, err = b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", -1)
-	}
-	if err != nil {
-		return nil, err
-	}
-	x.c = c
+	c := x.c
 	if len(x.cfg.Command) == 0 {
 		// Tool mode answers before the init is reaped, with its CPU time
 		// read here then (initCPU): opened now, while the pid is this
@@ -460,22 +460,6 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	defer stopCtx()
 
-	placement := "none"
-	switch {
-	case placed:
-		placement = "clone"
-	case x.cg != nil && x.cfg.Join != "":
-		placement = "init"
-	case x.cg != nil:
-		placement = "host"
-	}
-	if placement == "host" {
-		if err := x.cg.add(c.proc.Pid); err != nil {
-			x.kill("setup")
-			_, _ = c.proc.Wait()
-			return nil, err
-		}
-	}
 	tCgroup := time.Now()
 	if hold {
 		var err error
@@ -484,6 +468,12 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 			_, _ = c.proc.Wait()
 			return nil, err
 		}
+	}
+	if pre != nil {
+		// What was held for the prestarted init is held again above,
+		// where the grant still asks for it.
+		b.placeholders.release(pre.held)
+		pre.held = nil
 	}
 	tHeld, tHeldMono := time.Now(), mono()
 	cfgJSON, err := json.Marshal(x.cfg)
@@ -537,6 +527,65 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		"cgroup_ns", tCgroup.Sub(tStarted).Nanoseconds(), "cgroup_placed", placement, "hold_ns", tHeld.Sub(tCgroup).Nanoseconds(), "setup_ns", time.Since(start).Nanoseconds(),
 		"exec_to_main_ns", first.MainAt-t0, "config_wait_ns", first.ConfigAt-max(first.MainAt, tHeldMono), "phases", first.Phases)
 	return nil, nil
+}
+
+// launch clones x's init (x.cg made, x.cfg saying its terminal and
+// whether it joins its cgroup itself) and places it in its cgroup where
+// the host does that. It returns mono() before the clone and how the init
+// was placed.
+func (b *Backend) launch(x *box) (t0 int64, placement string, err error) {
+	t0 = mono()
+	var cgFiles []*os.File
+	if x.cg != nil {
+		if cgFiles, err = x.cg.initFiles(); err != nil {
+			return 0, "", err
+		}
+	}
+	// On cgroup v2 the init is born in its cgroup (CLONE_INTO_CGROUP),
+	// which takes no lock that waits for an RCU grace period, as writing
+	// its pid into cgroup.procs does (see initproto.JoinFD for v1).
+	into := -1
+	if x.cg != nil && x.cg.host.version == 2 && len(cgFiles) == 0 {
+		if fd, err := unix.Open(x.cg.dirs[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			into = fd
+			defer unix.Close(fd)
+		}
+	}
+	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", into)
+	placed := err == nil && into >= 0
+	if err != nil && into >= 0 {
+		// A kernel without clone3 or CLONE_INTO_CGROUP (before 5.7, some
+		// sandboxes' own kernels): started as before, and placed below.
+		b.log.Debug("starting the init in its cgroup failed; placing it after the clone", "err", err)
+		c, err = b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", -1)
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	x.c = c
+	placement = "none"
+	switch {
+	case placed:
+		placement = "clone"
+	case x.cg != nil && x.cfg.Join != "":
+		placement = "init"
+	case x.cg != nil:
+		placement = "host"
+	}
+	if placement == "host" {
+		if err := x.cg.add(c.proc.Pid); err != nil {
+			x.kill("setup")
+			_, _ = c.proc.Wait()
+			return 0, "", err
+		}
+	}
+	return t0, placement, nil
+}
+
+// newCgroup makes a sandbox's cgroup with the memory and process limits
+// of l.
+func (b *Backend) newCgroup(l limits) (*cgroup, error) {
+	return b.cg.create(cgroupName(procid.Self(), cgroupSeq.Add(1)), l.mem, l.pids, initThreads)
 }
 
 // next returns the init's next status, or false once its status pipe has

@@ -35,3 +35,6 @@ func (b *Backend) Warm(spec *sandbox.Spec) int { return 0 }
 
 // Close does nothing on this platform.
 func (b *Backend) Close() error { return nil }
+
+// Prestart does nothing on this platform.
+func (b *Backend) Prestart(spec *sandbox.Spec) {}

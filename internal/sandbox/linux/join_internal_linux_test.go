@@ -126,7 +126,7 @@ func TestInitRefusesAnotherCgroup(t *testing.T) {
 	cfg.Join = "airlock-not-this-one"
 	x := &box{cfg: cfg, cg: cg}
 	start := time.Now()
-	res, err := b.setup(context.Background(), x, start.Add(time.Minute), start, false)
+	res, err := b.setup(context.Background(), x, start.Add(time.Minute), start, false, nil)
 	if x.c != nil {
 		if terr := b.teardown(x); terr != nil {
 			t.Errorf("teardown: %v", terr)
@@ -215,7 +215,7 @@ func TestInitClonedIntoV2Cgroup(t *testing.T) {
 	}
 	x := &box{cfg: cfg, cg: &cgroup{host: cgroupHost{version: 2, v2: root}, dirs: []string{dir}}}
 	start := time.Now()
-	res, err := b.setup(context.Background(), x, start.Add(time.Minute), start, false)
+	res, err := b.setup(context.Background(), x, start.Add(time.Minute), start, false, nil)
 	if err != nil || res != nil {
 		t.Fatalf("setup: res %+v, err %v", res, err)
 	}

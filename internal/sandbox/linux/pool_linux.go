@@ -582,6 +582,7 @@ func (b *Backend) Close() error {
 	b.pool.closed = true
 	b.pool.mu.Unlock()
 	b.pool.drainAll()
+	b.closePrestarted()
 	b.tearing.wait()
 	b.placeholders.closeSpares()
 	b.placeholders.closeDepot()

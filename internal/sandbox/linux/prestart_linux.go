@@ -1,0 +1,147 @@
+package linux
+
+import (
+	"sync"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
+
+// prestarted is the init of a cold sandbox started ahead of its Run by
+// Prestart: its cgroup made with the limits it was started for, its init
+// cloned and waiting for its config, which it reads before it does
+// anything else.
+type prestarted struct {
+	done chan struct{} // closed once the start has ended
+	mem  int64         // the limits its cgroup was made with
+	pids int
+
+	// Set before done is closed; x is nil when the start failed.
+	x         *box // x.cg and x.c
+	t0        int64
+	placement string
+	// held are the placeholders made for the spec Prestart was given:
+	// the Run that takes the init holds its own (these, unless its grant
+	// changed since, which only count it in) and then releases these.
+	held []string
+}
+
+// Prestart starts, in the background, the init of the next cold sandbox
+// for spec's limits, without a terminal, and makes the placeholders of
+// spec's paths, so that the clone, the start of the init's runtime and the
+// placeholders overlap what the caller does before it calls Run (airlock
+// exec opens its session meanwhile). The next Run that builds a cold
+// sandbox takes the init when its memory and process limits are spec's
+// and it has no terminal, and stops it otherwise; a Run that takes a warm
+// sandbox leaves it; Close stops one no Run took. The init has no mount
+// and no config until then: Run holds its own spec's placeholders, sends
+// its config and waits for Ready as with a fresh init, and its wall time
+// starts then. At most one init waits at a time: a Prestart while one
+// waits does nothing, and so does one on a host that Run would refuse.
+func (b *Backend) Prestart(spec *sandbox.Spec) {
+	if spec == nil || spec.TTY || b.hostReady() != nil {
+		return
+	}
+	l := withDefaults(spec.Limits)
+	if b.enforceable(spec, l) != nil {
+		return
+	}
+	p := &prestarted{done: make(chan struct{}), mem: l.mem, pids: l.pids}
+	b.preMu.Lock()
+	if b.pre != nil || b.preClosed {
+		b.preMu.Unlock()
+		return
+	}
+	b.pre = p
+	b.preMu.Unlock()
+	// The clone and the placeholders go on at once: the clone waits for
+	// the init's exec, the placeholders for the file system.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if cfg, err := config(spec, l); err == nil {
+			if p.held, err = b.placeholders.hold(cfg); err != nil {
+				b.log.Debug("prestarting an init: placeholders", "err", err)
+			}
+		}
+	})
+	wg.Go(func() {
+		x := &box{cfg: &initproto.Config{}}
+		if b.cg.version != 0 {
+			cg, err := b.newCgroup(l)
+			if err != nil {
+				b.log.Debug("prestarting an init", "err", err)
+				return
+			}
+			x.cg = cg
+			if cg.joinsItself() {
+				x.cfg.Join = cg.name()
+			}
+		}
+		t0, placement, err := b.launch(x)
+		if err != nil {
+			b.log.Debug("prestarting an init", "err", err)
+			if cerr := x.cg.destroy(); cerr != nil {
+				b.log.Debug("cgroup teardown", "err", cerr)
+			}
+			return
+		}
+		p.x, p.t0, p.placement = x, t0, placement
+	})
+	go func() {
+		wg.Wait()
+		close(p.done)
+	}()
+}
+
+// takePrestarted returns the init Prestart started, once its start has
+// ended, when it was started for l and tty is off; nil when there is none
+// or it does not fit, which it then stops and tears down.
+func (b *Backend) takePrestarted(l limits, tty bool) *prestarted {
+	b.preMu.Lock()
+	p := b.pre
+	b.pre = nil
+	b.preMu.Unlock()
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	if p.x == nil {
+		b.placeholders.release(p.held)
+		return nil
+	}
+	if tty || p.mem != l.mem || p.pids != l.pids {
+		b.discard(p)
+		return nil
+	}
+	return p
+}
+
+// closePrestarted stops the init Prestart started that no Run took, and
+// keeps any later Prestart from starting one.
+func (b *Backend) closePrestarted() {
+	b.preMu.Lock()
+	p := b.pre
+	b.pre = nil
+	b.preClosed = true
+	b.preMu.Unlock()
+	if p == nil {
+		return
+	}
+	<-p.done
+	if p.x == nil {
+		b.placeholders.release(p.held)
+		return
+	}
+	b.discard(p)
+}
+
+// discard stops a prestarted init and removes its cgroup and the
+// placeholders made for it.
+func (b *Backend) discard(p *prestarted) {
+	p.x.kill("setup")
+	_, _ = p.x.c.proc.Wait()
+	if err := b.teardown(p.x); err != nil {
+		b.log.Debug("tearing down a prestarted init", "err", err)
+	}
+	b.placeholders.release(p.held)
+}
