@@ -78,7 +78,7 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintln(env.Stderr, "airlock call: run_in_background needs a session that outlives the call (airlock mcp, airlock serve or the Go API); airlock call would stop the work as it exits")
 			return exitUsage
 		}
-		sess, err := openSession(env, &gf)
+		sess, err := openSession(env, &gf, toolName)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
 			return exitFailure

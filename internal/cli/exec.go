@@ -127,19 +127,25 @@ Examples:
 			}
 			cmdEnv = broker.SetEnv(cmdEnv, kv)
 		}
-		s, closeExec, err := openExecSession(env, &gf, g, envs)
+		// Signals are taken over before the session opens: enabling each is
+		// a round trip to the Go runtime's signal thread, which would wait
+		// for a core behind the sandbox's init starting (Prestart).
+		ran := make(chan struct{})
+		signals := forwardSignals(env, cmdArgs[0], ran)
+		endSignals := sync.OnceFunc(func() { close(ran) })
+		defer endSignals()
+		s, closeExec, err := openExecSession(env, &gf, g, envs, lim)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitFailure
 		}
 		closeSession := closeOnce(env, "airlock exec", closeExec)
 		defer closeSession()
-		ran := make(chan struct{})
 		var attachErr error
 		res, err := s.Exec(ctx, &broker.Exec{
 			Command: cmdArgs, Env: cmdEnv, Limits: lim,
 			Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr,
-			Signal:   forwardSignals(env, cmdArgs[0], ran),
+			Signal:   signals,
 			OnEgress: reportEgress(env),
 			Attach: func(ctx context.Context, spec *sandbox.Spec) (context.Context, func(), error) {
 				restore, err := attachTerminal(env, spec)
@@ -147,7 +153,7 @@ Examples:
 				return ctx, restore, err
 			},
 		})
-		close(ran)
+		endSignals()
 		// The session closes before anything is printed: its close record
 		// and the command's share one fsync (broker.Options.OneCall), which
 		// a slow reader of stderr must not hold back.
@@ -186,7 +192,7 @@ Examples:
 // returns it with what closes it and its backend. A command carries no
 // secret, so beside remote hands no local sandbox is built, and the hands
 // get no environment from the broker.
-func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*broker.Session, func() error, error) {
+func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string, lim grant.Limits) (*broker.Session, func() error, error) {
 	cfg := gf.config(env, g)
 	if cfg.Remote != nil {
 		if len(envs) > 0 {
@@ -197,6 +203,10 @@ func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*
 	p, err := session.Prepare(cfg)
 	if err != nil {
 		return nil, nil, err
+	}
+	if ps, ok := p.Backend.(prestarter); ok && !stdinIsTerminal(env) {
+		// The command's sandbox starts its init while the session opens.
+		ps.Prestart(broker.SpecFor(g, lim))
 	}
 	o := p.Options()
 	o.Pool = -1 // one command: warm sandboxes built ahead would go unused
@@ -211,6 +221,12 @@ func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string) (*
 		_ = p.Close()
 		return err
 	}, nil
+}
+
+// prestarter is a backend that can start the init of its next sandbox
+// while the caller prepares the call (the Linux backend).
+type prestarter interface {
+	Prestart(spec *sandbox.Spec)
 }
 
 // forwardSignals passes SIGTERM, SIGHUP and SIGINT sent to airlock on to

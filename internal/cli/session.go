@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/session"
+	"github.com/airlockhq/airlock/tool"
 )
 
 // grantFlags are the flags every command that runs calls shares.
@@ -155,12 +156,20 @@ func (p *sessionParts) options() *broker.Options {
 	return o
 }
 
-// openSession opens a broker session for the flags, for one call (no warm
-// pool; the call's record is fsynced with the session's close).
-func openSession(env *Env, f *grantFlags) (*oneSession, error) {
+// openSession opens a broker session for the flags, for one call of the
+// tool toolName (no warm pool; the call's record is fsynced with the
+// session's close). A call to a sandboxed built-in tool has its sandbox's
+// init started while the session opens (see prestarter).
+func openSession(env *Env, f *grantFlags, toolName string) (*oneSession, error) {
 	p, err := f.prepare(env)
 	if err != nil {
 		return nil, err
+	}
+	if def, ok := tool.Lookup(toolName); ok && !def.Broker && p.Grant.ToolEnabled(toolName) {
+		if ps, ok := p.Backend.(prestarter); ok {
+			// The call's sandbox starts its init while the session opens.
+			ps.Prestart(broker.ToolSpecFor(p.Grant, toolName))
+		}
 	}
 	o := p.options()
 	o.Pool = -1 // one call: warm sandboxes built ahead would go unused

@@ -13,6 +13,17 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
+// stdinIsTerminal says whether env's standard input is a terminal, which
+// attachTerminal gives the command as its own.
+func stdinIsTerminal(env *Env) bool {
+	in, ok := env.Stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS)
+	return err == nil
+}
+
 // attachTerminal gives spec a pseudo-terminal when stdin is a terminal: the
 // host terminal goes into raw mode (restored by the returned func), its size
 // is passed on, and later size changes follow on spec.Resize. Input the

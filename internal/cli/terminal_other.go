@@ -8,3 +8,6 @@ import "github.com/airlockhq/airlock/internal/sandbox"
 func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 	return func() {}, nil
 }
+
+// stdinIsTerminal is false where there is no native sandbox.
+func stdinIsTerminal(env *Env) bool { return false }
