@@ -407,10 +407,6 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		x.paths = b.grantPaths(cfg)
 	}
 	res, err := b.setup(ctx, x, deadline, start, !warm, pre)
-	if pre != nil && pre.held != nil {
-		// setup failed before it released them.
-		b.placeholders.release(pre.held)
-	}
 	if err != nil || res != nil {
 		if x.c != nil {
 			if terr := b.teardown(x); terr != nil && err == nil {
@@ -468,12 +464,6 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 			_, _ = c.proc.Wait()
 			return nil, err
 		}
-	}
-	if pre != nil {
-		// What was held for the prestarted init is held again above,
-		// where the grant still asks for it.
-		b.placeholders.release(pre.held)
-		pre.held = nil
 	}
 	tHeld, tHeldMono := time.Now(), mono()
 	cfgJSON, err := json.Marshal(x.cfg)

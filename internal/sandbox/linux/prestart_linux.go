@@ -1,8 +1,6 @@
 package linux
 
 import (
-	"sync"
-
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
@@ -20,24 +18,21 @@ type prestarted struct {
 	x         *box // x.cg and x.c
 	t0        int64
 	placement string
-	// held are the placeholders made for the spec Prestart was given:
-	// the Run that takes the init holds its own (these, unless its grant
-	// changed since, which only count it in) and then releases these.
-	held []string
 }
 
 // Prestart starts, in the background, the init of the next cold sandbox
-// for spec's limits, without a terminal, and makes the placeholders of
-// spec's paths, so that the clone, the start of the init's runtime and the
-// placeholders overlap what the caller does before it calls Run (airlock
+// for spec's limits, without a terminal, so that its clone and the start
+// of its runtime overlap what the caller does before it calls Run (airlock
 // exec opens its session meanwhile). The next Run that builds a cold
 // sandbox takes the init when its memory and process limits are spec's
 // and it has no terminal, and stops it otherwise; a Run that takes a warm
 // sandbox leaves it; Close stops one no Run took. The init has no mount
-// and no config until then: Run holds its own spec's placeholders, sends
-// its config and waits for Ready as with a fresh init, and its wall time
-// starts then. At most one init waits at a time: a Prestart while one
-// waits does nothing, and so does one on a host that Run would refuse.
+// and no config until then: Run makes its placeholders, sends its config
+// and waits for Ready as with a fresh init, and its wall time starts then.
+// At most one init waits at a time: a Prestart while one waits does
+// nothing, and so does one on a host that Run would refuse. (Making the
+// placeholders here too was measured and not kept: on two cores they
+// only contend with the caller's own work.)
 func (b *Backend) Prestart(spec *sandbox.Spec) {
 	if spec == nil || spec.TTY || b.hostReady() != nil {
 		return
@@ -54,17 +49,8 @@ func (b *Backend) Prestart(spec *sandbox.Spec) {
 	}
 	b.pre = p
 	b.preMu.Unlock()
-	// The clone and the placeholders go on at once: the clone waits for
-	// the init's exec, the placeholders for the file system.
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if cfg, err := config(spec, l); err == nil {
-			if p.held, err = b.placeholders.hold(cfg); err != nil {
-				b.log.Debug("prestarting an init: placeholders", "err", err)
-			}
-		}
-	})
-	wg.Go(func() {
+	go func() {
+		defer close(p.done)
 		x := &box{cfg: &initproto.Config{}}
 		if b.cg.version != 0 {
 			cg, err := b.newCgroup(l)
@@ -86,10 +72,6 @@ func (b *Backend) Prestart(spec *sandbox.Spec) {
 			return
 		}
 		p.x, p.t0, p.placement = x, t0, placement
-	})
-	go func() {
-		wg.Wait()
-		close(p.done)
 	}()
 }
 
@@ -106,7 +88,6 @@ func (b *Backend) takePrestarted(l limits, tty bool) *prestarted {
 	}
 	<-p.done
 	if p.x == nil {
-		b.placeholders.release(p.held)
 		return nil
 	}
 	if tty || p.mem != l.mem || p.pids != l.pids {
@@ -128,20 +109,16 @@ func (b *Backend) closePrestarted() {
 		return
 	}
 	<-p.done
-	if p.x == nil {
-		b.placeholders.release(p.held)
-		return
+	if p.x != nil {
+		b.discard(p)
 	}
-	b.discard(p)
 }
 
-// discard stops a prestarted init and removes its cgroup and the
-// placeholders made for it.
+// discard stops a prestarted init and removes its cgroup.
 func (b *Backend) discard(p *prestarted) {
 	p.x.kill("setup")
 	_, _ = p.x.c.proc.Wait()
 	if err := b.teardown(p.x); err != nil {
 		b.log.Debug("tearing down a prestarted init", "err", err)
 	}
-	b.placeholders.release(p.held)
 }
