@@ -376,8 +376,20 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
 	var err error
 	var pre *prestarted
+	hold := !warm
 	if !warm {
-		pre = b.takePrestarted(l, cfg.TTY)
+		if pre = b.pendingPrestart(); pre != nil {
+			// The placeholders are made while the prestarted init may
+			// still be starting: it reads no config before they are.
+			if x.held, err = b.placeholders.hold(cfg); err != nil {
+				b.dropPrestarted(pre)
+				return nil, nil, err
+			}
+			hold = false
+			if !b.fits(pre, l, cfg.TTY) {
+				pre = nil
+			}
+		}
 	}
 	if b.cg.version != 0 {
 		if pre != nil {
@@ -385,6 +397,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		} else {
 			x.cg, err = b.newCgroup(l)
 			if err != nil {
+				b.placeholders.release(x.held)
 				return nil, nil, err
 			}
 		}
@@ -406,7 +419,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		cfg.Claim = true
 		x.paths = b.grantPaths(cfg)
 	}
-	res, err := b.setup(ctx, x, deadline, start, !warm, pre)
+	res, err := b.setup(ctx, x, deadline, start, hold, pre)
 	if err != nil || res != nil {
 		if x.c != nil {
 			if terr := b.teardown(x); terr != nil && err == nil {

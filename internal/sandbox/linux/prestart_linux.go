@@ -75,26 +75,38 @@ func (b *Backend) Prestart(spec *sandbox.Spec) {
 	}()
 }
 
-// takePrestarted returns the init Prestart started, once its start has
-// ended, when it was started for l and tty is off; nil when there is none
-// or it does not fit, which it then stops and tears down.
-func (b *Backend) takePrestarted(l limits, tty bool) *prestarted {
+// pendingPrestart returns the init Prestart started, if any, which no
+// later Run can take then; its start may not have ended yet (see fits).
+func (b *Backend) pendingPrestart() *prestarted {
 	b.preMu.Lock()
+	defer b.preMu.Unlock()
 	p := b.pre
 	b.pre = nil
-	b.preMu.Unlock()
-	if p == nil {
-		return nil
-	}
+	return p
+}
+
+// fits waits until p's start has ended and reports whether it started and
+// was started for l, with tty off. One that does not fit is stopped and
+// torn down.
+func (b *Backend) fits(p *prestarted, l limits, tty bool) bool {
 	<-p.done
 	if p.x == nil {
-		return nil
+		return false
 	}
 	if tty || p.mem != l.mem || p.pids != l.pids {
 		b.discard(p)
-		return nil
+		return false
 	}
-	return p
+	return true
+}
+
+// dropPrestarted stops p, which its Run did not take, once its start has
+// ended.
+func (b *Backend) dropPrestarted(p *prestarted) {
+	<-p.done
+	if p.x != nil {
+		b.discard(p)
+	}
 }
 
 // closePrestarted stops the init Prestart started that no Run took, and
@@ -105,12 +117,8 @@ func (b *Backend) closePrestarted() {
 	b.pre = nil
 	b.preClosed = true
 	b.preMu.Unlock()
-	if p == nil {
-		return
-	}
-	<-p.done
-	if p.x != nil {
-		b.discard(p)
+	if p != nil {
+		b.dropPrestarted(p)
 	}
 }
 
