@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 )
 
+// scanForceLstat is the Linux scan's switch for its tests (every entry
+// typed by lstat); the walk here has no entry types to ignore.
+var scanForceLstat bool
+
 // scanNested is walkNested where no faster scan is written.
 func scanNested(r string, rootIsGit bool, others []string, found nestedFound) bool {
 	return walkNested(r, rootIsGit, others, found)

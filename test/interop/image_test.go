@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // podmanRun are the flags the hands' container needs on a host like CI's
@@ -147,4 +149,13 @@ func handsImage(t *testing.T) string {
 	}
 	podman(nil, "build", "-q", "-f", "../../Containerfile", "--build-arg", "BASE="+base, "-t", tag, ctxDir)
 	return tag
+}
+
+// needNative skips (or fails under AIRLOCK_REQUIRE_FEATURES) when this host
+// has no native sandbox: remote hands always sandbox.
+func needNative(t *testing.T) {
+	t.Helper()
+	if args := sandboxArgs(t); len(args) > 0 {
+		testenv.RequireFeature(t, "the native sandbox, which remote hands always use")
+	}
 }

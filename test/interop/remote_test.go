@@ -1,3 +1,5 @@
+//go:build unix
+
 package interop_test
 
 import (
@@ -18,18 +20,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/airlockhq/airlock/internal/testenv"
 )
-
-// needNative skips (or fails under AIRLOCK_REQUIRE_FEATURES) when this host
-// has no native sandbox: remote hands always sandbox.
-func needNative(t *testing.T) {
-	t.Helper()
-	if args := sandboxArgs(t); len(args) > 0 {
-		testenv.RequireFeature(t, "the native sandbox, which remote hands always use")
-	}
-}
 
 // childrenOf returns the pids of pid's children.
 func childrenOf(pid int) []int {
