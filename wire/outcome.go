@@ -15,6 +15,9 @@ const (
 	LimitOutput    Limit = "output"    // bytes of stdout (and, separately, stderr)
 	LimitFileSize  Limit = "file_size" // RLIMIT_FSIZE
 	LimitTmp       Limit = "tmp"       // size of the private /tmp
+	// LimitDisk: the call drove a file system it may write below the free
+	// space the host keeps (see the Linux backend's disk guard).
+	LimitDisk Limit = "disk"
 )
 
 // limitTimeout is how shell spelled its own time-out in Meta.Limit before

@@ -482,6 +482,8 @@ func limitSentence(limit wire.Limit) string {
 		return "it hit its process limit"
 	case wire.LimitOutput:
 		return "its output passed the size limit"
+	case wire.LimitDisk:
+		return "the disk it writes to was nearly full"
 	}
 	return "the " + string(limit) + " limit ended it"
 }

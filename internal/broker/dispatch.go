@@ -19,6 +19,7 @@ const (
 	SentenceMemory    = "the tool was stopped: it ran out of memory"
 	SentenceProcesses = "the tool was stopped: it hit its process limit"
 	SentenceOutput    = "the tool was stopped: its output passed the size limit"
+	SentenceDisk      = "the tool was stopped: the disk it writes to was nearly full"
 	SentenceKilled    = "the tool was stopped: it ran out of memory or was killed"
 	SentenceCannotRun = "the tool could not run"
 	SentenceCancelled = "the call was cancelled"
@@ -117,6 +118,10 @@ func classifyRun(ctx context.Context, res *sandbox.Result, stdout []byte, stderr
 	case wire.LimitOutput:
 		o.Class, o.Output = ClassOutput, failure(SentenceOutput)
 		o.Output.Meta.Limit = wire.LimitOutput
+		return o
+	case wire.LimitDisk:
+		o.Class, o.Output = ClassKilled, failure(SentenceDisk)
+		o.Output.Meta.Limit = wire.LimitDisk
 		return o
 	}
 	if ctx.Err() != nil {

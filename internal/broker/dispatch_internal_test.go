@@ -42,6 +42,7 @@ func TestClassify(t *testing.T) {
 		{"memory", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "memory"}, nil, false, ClassMemory, SentenceMemory},
 		{"processes", sandbox.Result{ExitCode: 1, Limit: "processes"}, nil, false, ClassProcesses, SentenceProcesses},
 		{"output", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "output"}, nil, false, ClassOutput, SentenceOutput},
+		{"disk", sandbox.Result{ExitCode: -1, Signal: 9, Limit: "disk", LimitsHit: []wire.Limit{"disk"}}, nil, false, ClassKilled, SentenceDisk},
 		{"killed", sandbox.Result{ExitCode: -1, Signal: 9}, nil, false, ClassKilled, SentenceKilled},
 		{"cancelled", sandbox.Result{ExitCode: -1, Signal: 9}, nil, true, ClassCancelled, SentenceCancelled},
 		{"internal error", sandbox.Result{ExitCode: wire.ExitInternal}, nil, false, ClassRunner, SentenceCannotRun},

@@ -283,6 +283,8 @@ func limitSentences(what string, hits []wire.Limit, ended wire.Limit, lim grant.
 			out = append(out, fmt.Sprintf("%s hit its process limit (%d): a fork was refused", what, lim.Processes))
 		case hit == sandbox.LimitOutput:
 			out = append(out, fmt.Sprintf("%s passed the output limit (%s) and was killed", what, grant.FormatSize(lim.Output)))
+		case hit == sandbox.LimitDisk:
+			out = append(out, fmt.Sprintf("%s was killed: it drove the disk it writes to below the free space airlock keeps (see airlock doctor)", what))
 		default:
 			out = append(out, fmt.Sprintf("%s hit %s", what, describeLimits([]wire.Limit{hit}, lim)))
 		}
@@ -306,6 +308,8 @@ func describeLimits(names []wire.Limit, lim grant.Limits) string {
 			parts = append(parts, fmt.Sprintf("the file size limit (%s)", grant.FormatSize(lim.FileSize)))
 		case sandbox.LimitTmp:
 			parts = append(parts, fmt.Sprintf("the /tmp size limit (%s)", grant.FormatSize(lim.Tmp)))
+		case sandbox.LimitDisk:
+			parts = append(parts, "the disk's free-space floor")
 		default:
 			parts = append(parts, "the "+string(n)+" limit")
 		}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/wire"
@@ -101,6 +103,7 @@ type suite struct {
 	marker     string // unique digits naming this run's leftover processes
 	secrets    []string
 	sweep      map[string]string // the probe's syscall sweep
+	disk       string            // a small file system granted read-write (case 13), or ""
 }
 
 func newSuite(t *testing.T, o *Options) *suite {
@@ -155,8 +158,12 @@ func newSuite(t *testing.T, o *Options) *suite {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s.envCanary)
 	t.Setenv("SSH_AUTH_SOCK", "/run/"+s.envCanary+".sock")
 	s.sentinel = newSentinel(t)
+	rw := []string{s.W}
+	if s.disk = smallDisk(t, filepath.Join(base, "disk")); s.disk != "" {
+		rw = append(rw, s.disk)
+	}
 	if s.grant, err = grant.FromFlags(s.W, grant.Flags{
-		ReadWrite: []string{s.W}, ReadOnly: []string{s.R},
+		ReadWrite: rw, ReadOnly: []string{s.R},
 		Limits:                grant.Limits{Memory: memoryLimit, Processes: pidsLimit, Time: 2 * time.Minute, Tmp: 512 << 20},
 		AllowUnenforcedLimits: o.AllowUnenforced,
 	}); err != nil {
@@ -454,4 +461,28 @@ func BuildProbe(dir string) (string, error) {
 		return "", fmt.Errorf("building the probe: %w\n%s", err, out)
 	}
 	return p, nil
+}
+
+// smallDiskSize is the size of case 13's file system: the disk guard's
+// floor on it is a quarter of it (24 MiB), and what a call writes there
+// before the guard stops it (tmpfs pages, charged to the sandbox's
+// memory) stays under the suite's memory limit.
+const smallDiskSize = "96m"
+
+// smallDisk mounts a tmpfs of smallDiskSize at dir for case 13 and returns
+// dir, or "" where this process may not mount.
+func smallDisk(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+smallDiskSize); err != nil {
+		t.Logf("case 13 will be skipped: mounting a tmpfs: %v", err)
+		return ""
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
 }

@@ -89,27 +89,31 @@ const (
 	LimitOutput    = wire.LimitOutput
 	LimitFileSize  = wire.LimitFileSize
 	LimitTmp       = wire.LimitTmp
+	LimitDisk      = wire.LimitDisk
 )
 
 // Hits are the limits one run hit, as a backend found them.
-type Hits struct{ Time, Memory, Processes, Output bool }
+type Hits struct{ Time, Memory, Processes, Output, Disk bool }
 
 // Apply sets r.LimitsHit from h, in the order time, memory, processes,
-// output, and r.Limit: the output cap or the deadline when the sandbox was
-// killed for it, else memory or processes when hit by a payload that did
-// not finish normally (r's exit code and signal tell).
+// output, disk, and r.Limit: the disk guard, the output cap or the
+// deadline when the sandbox was killed for it, else memory or processes
+// when hit by a payload that did not finish normally (r's exit code and
+// signal tell).
 func (h Hits) Apply(r *Result) {
 	r.LimitsHit = nil
 	for _, n := range []struct {
 		hit  bool
 		name wire.Limit
-	}{{h.Time, LimitTime}, {h.Memory, LimitMemory}, {h.Processes, LimitProcesses}, {h.Output, LimitOutput}} {
+	}{{h.Time, LimitTime}, {h.Memory, LimitMemory}, {h.Processes, LimitProcesses}, {h.Output, LimitOutput}, {h.Disk, LimitDisk}} {
 		if n.hit {
 			r.LimitsHit = append(r.LimitsHit, n.name)
 		}
 	}
 	finished := r.ExitCode == 0 && r.Signal == 0
 	switch {
+	case h.Disk:
+		r.Limit = LimitDisk
 	case h.Output:
 		r.Limit = LimitOutput
 	case h.Time:

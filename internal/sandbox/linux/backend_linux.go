@@ -45,6 +45,7 @@ type Backend struct {
 	placeholders placeholders
 	pool         pool
 	tearing      teardowns // teardowns after early answers
+	diskFloor    int64     // Options.DiskFloor
 
 	// The init Prestart started for the next cold sandbox (prestart_linux.go).
 	preMu     sync.Mutex
@@ -94,7 +95,7 @@ func New(opts *Options) (*Backend, error) {
 			return nil, err
 		}
 	}
-	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...), initFrom: initFrom, initWhy: initWhy}
+	b := &Backend{log: o.Logger, exe: exe, args: append([]string(nil), o.Args...), initFrom: initFrom, initWhy: initWhy, diskFloor: o.DiskFloor}
 	b.pool.b, b.pool.base = b, max(o.PoolSize, 0)
 	b.cg = detectCgroups(o.CgroupParent)
 	require := o.Cgroups == CgroupsRequired || o.Cgroups == CgroupsDefault && os.Geteuid() == 0
@@ -326,7 +327,7 @@ type box struct {
 	status   *bufio.Scanner // the init's status lines (see next)
 	iso      wire.Isolation
 	killOnce sync.Once
-	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain"
+	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain", "disk"
 	paths    []pathState  // host grant paths as built (pooled sandboxes)
 
 	rows, cols uint16 // initial terminal size with cfg.TTY
@@ -706,6 +707,7 @@ type call struct {
 // cap, waits (await), and classifies how it ended (result).
 func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, error) {
 	defer x.watch(ctx, c.deadline)()
+	defer b.guardDisk(x)()
 	relayed := x.relay(c.spec, c.out)
 	defer x.forward(c.spec)()
 	e, err := x.await()
@@ -919,7 +921,7 @@ func (x *box) result(e ending, reason string, truncated bool) *sandbox.Result {
 	default:
 		res.ExitCode = ws.ExitStatus()
 	}
-	hit := sandbox.Hits{Time: reason == "time", Output: truncated}
+	hit := sandbox.Hits{Time: reason == "time", Output: truncated, Disk: reason == "disk"}
 	if x.cg != nil {
 		hit.Memory, hit.Processes = x.cg.memoryHit(), x.cg.pidsMaxHits() > 0
 	}

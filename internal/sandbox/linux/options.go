@@ -33,6 +33,10 @@ type Options struct {
 	// process), so that a later backend over the same StateDir removes
 	// those a process that died (kill -9) left behind. Empty: no journal.
 	StateDir string
+	// DiskFloor, when positive, is the free space (bytes) the disk guard
+	// keeps on every file system a call may write, instead of 1% of its
+	// size within 256 MiB and 4 GiB (see disk_linux.go).
+	DiskFloor int64
 }
 
 // CgroupPolicy says whether New fails when the host gives the broker no

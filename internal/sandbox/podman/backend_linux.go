@@ -24,6 +24,7 @@ import (
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
 	"github.com/airlockhq/airlock/internal/sandbox/podman/inside"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -377,6 +378,14 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
 	defer stopCtx()
+	var writable []string
+	for _, m := range spec.Mounts {
+		if m.Writable {
+			writable = append(writable, m.Source)
+		}
+	}
+	stopDisk := diskguard.Start(writable, 0, func() { kill("disk") })
+	defer stopDisk()
 	done := make(chan struct{})
 	defer close(done)
 	if spec.Stop != nil {
@@ -426,6 +435,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	go relay(io.MultiWriter(head, orDiscard(spec.Stderr)), stderr)
 	wg.Wait()
 	werr := cmd.Wait()
+	stopDisk()
 	close(exited)
 	b.ran.Store(time.Since(start).Nanoseconds())
 	reason, _ := why.Load().(string)
@@ -448,8 +458,8 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	}
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(),
 		Isolation: wire.Isolation{Backend: "podman", Features: append([]string(nil), features...)}}
-	hit := sandbox.Hits{Time: reason == "time", Output: res.OutputTruncated}
-	if reason == "time" {
+	hit := sandbox.Hits{Time: reason == "time", Output: res.OutputTruncated, Disk: reason == "disk"}
+	if reason == "time" || reason == "disk" {
 		res.ExitCode, res.Signal = -1, int(syscall.SIGKILL)
 	} else {
 		switch {

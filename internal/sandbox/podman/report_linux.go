@@ -72,6 +72,7 @@ func Probe(opts *Options) sandbox.Report {
 		enforced(sandbox.LimitOutput, "the broker stops copying and kills the container"),
 		enforced(sandbox.LimitFileSize, "RLIMIT_FSIZE"),
 		enforced(sandbox.LimitTmp, "a sized tmpfs on /tmp"),
+		enforced(sandbox.LimitDisk, "a call that drives a file system it may write below 1% free (256 MiB to 4 GiB) is killed"),
 	}
 	return rep
 }

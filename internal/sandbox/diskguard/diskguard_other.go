@@ -1,0 +1,14 @@
+//go:build !linux
+
+package diskguard
+
+// Floor is the free space a guard keeps; no guard runs on this platform.
+func Floor(size, set int64) int64 {
+	if set > 0 {
+		return set
+	}
+	return min(max(size/100, 256<<20), 4<<30, size/4)
+}
+
+// Start guards nothing on this platform, where no sandbox runs.
+func Start(sources []string, set int64, kill func()) (stop func()) { return func() {} }

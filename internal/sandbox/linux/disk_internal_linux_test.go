@@ -1,0 +1,87 @@
+package linux
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
+)
+
+// smallDisk mounts a tmpfs of size bytes on a new directory and returns
+// it, or skips the test where this process may not mount.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small file system (CI runs as root)")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("mounting a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+func diskBackend(t *testing.T, floor int64) *Backend {
+	t.Helper()
+	b, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional, DiskFloor: floor})
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func diskRun(t *testing.T, b *Backend, dir, script string) (*sandbox.Result, string) {
+	t.Helper()
+	var out bytes.Buffer
+	res, err := b.Run(context.Background(), &sandbox.Spec{
+		Command: []string{"/bin/sh", "-c", script},
+		Env:     []string{"PATH=/usr/bin:/bin"},
+		Mounts:  []sandbox.Mount{{Source: dir, Writable: true}},
+		Cwd:     dir,
+		Limits:  sandbox.Limits{Wall: 15 * time.Second, MemoryBytes: 512 << 20, AllowUnenforced: true},
+		Stdout:  &out, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out.String()
+}
+
+// TestDiskGuardStopsAFill (hostile case 13): a call that writes file
+// after file, each within RLIMIT_FSIZE, into a writable grant is killed
+// once the grant's file system is below its floor, and the result names
+// the disk limit.
+func TestDiskGuardStopsAFill(t *testing.T) {
+	dir := smallDisk(t, "64m")
+	b := diskBackend(t, 32<<20)
+	res, out := diskRun(t, b, dir, `i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero > f$i 2>/dev/null; i=$((i+1)); done; echo wrote all; sleep 60`)
+	if res.Limit != sandbox.LimitDisk || !slices.Contains(res.LimitsHit, sandbox.LimitDisk) || res.Signal != int(unix.SIGKILL) {
+		t.Fatalf("filling the grant's file system: limit %q, hits %v, exit %d, signal %d, output %q; want killed for the disk limit",
+			res.Limit, res.LimitsHit, res.ExitCode, res.Signal, out)
+	}
+}
+
+// TestDiskGuardLeavesANearlyFullDiskAlone: a file system already below
+// its floor stops no call that does not use it up further; one that
+// writes to it is stopped.
+func TestDiskGuardLeavesANearlyFullDiskAlone(t *testing.T) {
+	dir := smallDisk(t, "16m")
+	b := diskBackend(t, 64<<20) // more than the whole file system
+	res, out := diskRun(t, b, dir, `sleep 0.3; echo read only`)
+	if res.ExitCode != 0 || res.Limit != "" || !strings.Contains(out, "read only") {
+		t.Fatalf("a call that writes nothing: limit %q, exit %d, signal %d, output %q; want it to finish", res.Limit, res.ExitCode, res.Signal, out)
+	}
+	res, out = diskRun(t, b, dir, `head -c 4194304 /dev/zero > f; sleep 60`)
+	if res.Limit != sandbox.LimitDisk {
+		t.Fatalf("a call that writes 4 MiB below the floor: limit %q, exit %d, signal %d, output %q; want the disk limit", res.Limit, res.ExitCode, res.Signal, out)
+	}
+}
