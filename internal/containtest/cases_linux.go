@@ -305,8 +305,9 @@ func (s *suite) memoryBomb() {
 }
 
 // Case 13: a call that writes file after file into a writable grant, each
-// within the file size limit, is stopped before it fills the grant's file
-// system (the disk guard), and the result names the disk limit.
+// within the file size limit, or makes empty file after file, is stopped
+// before it fills the grant's file system or uses up its inodes (the disk
+// guard), and the result names the disk limit.
 func (s *suite) diskFill() {
 	if s.disk == "" {
 		s.t.Skip("needs root to mount a small file system for the grant (CI runs as root)")
@@ -317,6 +318,11 @@ func (s *suite) diskFill() {
 	}
 	if !slices.Contains(res.Output.Meta.LimitsHit, wire.LimitDisk) || res.Output.Meta.Limit != wire.LimitDisk {
 		s.t.Errorf("class %s, limit %q, limits hit %v; want the disk limit: %q", res.Class, res.Output.Meta.Limit, res.Output.Meta.LimitsHit, res.Output.Content)
+	}
+	// Empty files use no space but inodes, which run out too.
+	res = s.call("shell", map[string]any{"cwd": s.disk, "command": `rm -f f*; seq 1 19500 | xargs touch 2>/dev/null; echo made all; sleep 60`})
+	if !slices.Contains(res.Output.Meta.LimitsHit, wire.LimitDisk) || res.Output.Meta.Limit != wire.LimitDisk {
+		s.t.Errorf("using up the grant's inodes: class %s, limit %q, limits hit %v; want the disk limit: %q", res.Class, res.Output.Meta.Limit, res.Output.Meta.LimitsHit, res.Output.Content)
 	}
 }
 

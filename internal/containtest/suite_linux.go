@@ -469,6 +469,10 @@ func BuildProbe(dir string) (string, error) {
 // memory) stays under the suite's memory limit.
 const smallDiskSize = "96m"
 
+// smallDiskInodes is the inodes of case 13's file system: the guard's
+// inode floor on it is 4096.
+const smallDiskInodes = "20000"
+
 // smallDisk mounts a tmpfs of smallDiskSize at dir for case 13 and returns
 // dir, or "" where this process may not mount.
 func smallDisk(t *testing.T, dir string) string {
@@ -479,7 +483,7 @@ func smallDisk(t *testing.T, dir string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+smallDiskSize); err != nil {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+smallDiskSize+",nr_inodes="+smallDiskInodes); err != nil {
 		t.Logf("case 13 will be skipped: mounting a tmpfs: %v", err)
 		return ""
 	}

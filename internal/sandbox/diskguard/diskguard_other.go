@@ -10,5 +10,14 @@ func Floor(size, set int64) int64 {
 	return min(max(size/100, 256<<20), 4<<30, size/4)
 }
 
+// InodeFloor is the number of free inodes a guard keeps; no guard runs on
+// this platform.
+func InodeFloor(files int64) int64 {
+	if files <= 0 {
+		return 0
+	}
+	return min(max(files/100, 4096), 1<<20, files/4)
+}
+
 // Start guards nothing on this platform, where no sandbox runs.
 func Start(sources []string, set int64, kill func()) (stop func()) { return func() {} }

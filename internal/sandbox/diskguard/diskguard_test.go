@@ -16,3 +16,18 @@ func TestFloor(t *testing.T) {
 		}
 	}
 }
+
+func TestInodeFloor(t *testing.T) {
+	for _, tt := range []struct{ files, want int64 }{
+		{0, 0},                // btrfs and the like count none: not guarded
+		{10_000_000, 100_000}, // 1%
+		{1 << 30, 1 << 20},    // capped
+		{1_000_000, 10_000},   // 1%
+		{100_000, 4096},       // at least 4096
+		{10_000, 2500},        // at most a quarter
+	} {
+		if got := InodeFloor(tt.files); got != tt.want {
+			t.Errorf("InodeFloor(%d) = %d, want %d", tt.files, got, tt.want)
+		}
+	}
+}

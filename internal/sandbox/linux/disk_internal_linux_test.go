@@ -85,3 +85,16 @@ func TestDiskGuardLeavesANearlyFullDiskAlone(t *testing.T) {
 		t.Fatalf("a call that writes 4 MiB below the floor: limit %q, exit %d, signal %d, output %q; want the disk limit", res.Limit, res.ExitCode, res.Signal, out)
 	}
 }
+
+// TestDiskGuardStopsAnInodeFill: empty files use no space but inodes,
+// which a file system runs out of too; a call that uses them up is
+// stopped at the inode floor.
+func TestDiskGuardStopsAnInodeFill(t *testing.T) {
+	dir := smallDisk(t, "64m,nr_inodes=20000")
+	b := diskBackend(t, 0)
+	res, out := diskRun(t, b, dir, `seq 1 19500 | xargs touch 2>/dev/null; echo made all; sleep 60`)
+	if res.Limit != sandbox.LimitDisk || res.Signal != int(unix.SIGKILL) {
+		t.Fatalf("using up the grant's inodes: limit %q, hits %v, exit %d, signal %d, output %q; want killed for the disk limit",
+			res.Limit, res.LimitsHit, res.ExitCode, res.Signal, out)
+	}
+}
