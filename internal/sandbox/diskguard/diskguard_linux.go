@@ -78,14 +78,20 @@ func (f guarded) low(now space) bool {
 	return f.fileFloor > 0 && now.ffree < f.fileFloor && now.ffree < f.startFiles-inodeSlack
 }
 
-// Start guards the file systems of sources, the host paths a call may
-// write, with floor set (see Floor and InodeFloor), and calls kill once
-// when one falls below its floor of free space or of free inodes, and
-// below what it had at the start. It returns what
-// stops the guard (once; later calls do nothing), which returns once the
-// guard has stopped. With no
-// source that can be opened, nothing is guarded.
-func Start(sources []string, set int64, kill func()) (stop func()) {
+// Guard is the free space and inodes of the file systems a call may
+// write, as they were before the call ran (Open), to watch while it runs
+// (Watch). A nil Guard guards nothing.
+type Guard struct {
+	fss   []guarded
+	close sync.Once
+}
+
+// Open records the space of the file systems of sources, the host paths a
+// call may write, and their floors (set: see Floor; and InodeFloor). Call
+// it before anything of the call runs, so that what the call writes counts
+// as its own; then Watch, or Close. It returns nil when no source can be
+// opened.
+func Open(sources []string, set int64) *Guard {
 	var fss []guarded
 	seen := map[uint64]bool{}
 	for _, src := range sources {
@@ -103,6 +109,29 @@ func Start(sources []string, set int64, kill func()) (stop func()) {
 		fss = append(fss, guarded{fd: fd, start: sp.avail, floor: Floor(sp.size, set), startFiles: sp.ffree, fileFloor: InodeFloor(sp.files)})
 	}
 	if len(fss) == 0 {
+		return nil
+	}
+	return &Guard{fss: fss}
+}
+
+// Close releases g's descriptors. Watch's stop closes them too.
+func (g *Guard) Close() {
+	if g == nil {
+		return
+	}
+	g.close.Do(func() {
+		for _, f := range g.fss {
+			unix.Close(f.fd)
+		}
+	})
+}
+
+// Watch reads g's file systems every Poll and calls kill once when one
+// has fallen below its floor of free space or of free inodes, and below
+// what it had at Open. It returns what stops the watch and closes g (once;
+// later calls do nothing), which returns once the watch has stopped.
+func (g *Guard) Watch(kill func()) (stop func()) {
+	if g == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -112,24 +141,22 @@ func Start(sources []string, set int64, kill func()) (stop func()) {
 		t := time.NewTicker(Poll)
 		defer t.Stop()
 		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			for _, f := range fss {
+			for _, f := range g.fss {
 				if now, ok := free(f.fd); ok && f.low(now) {
 					kill()
 					return
 				}
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
 			}
 		}
 	}()
 	return sync.OnceFunc(func() {
 		close(done)
 		<-stopped
-		for _, f := range fss {
-			unix.Close(f.fd)
-		}
+		g.Close()
 	})
 }

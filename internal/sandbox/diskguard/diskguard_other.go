@@ -19,5 +19,14 @@ func InodeFloor(files int64) int64 {
 	return min(max(files/100, 4096), 1<<20, files/4)
 }
 
-// Start guards nothing on this platform, where no sandbox runs.
-func Start(sources []string, set int64, kill func()) (stop func()) { return func() {} }
+// Guard guards nothing on this platform, where no sandbox runs.
+type Guard struct{}
+
+// Open returns nil: no guard runs on this platform.
+func Open(sources []string, set int64) *Guard { return nil }
+
+// Close does nothing.
+func (g *Guard) Close() {}
+
+// Watch does nothing.
+func (g *Guard) Watch(kill func()) (stop func()) { return func() {} }

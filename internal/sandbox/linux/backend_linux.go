@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -213,6 +214,8 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err != nil {
 		return nil, err
 	}
+	guard := b.openDiskGuard(cfg.Mounts)
+	defer guard.Close()
 	if k, ok := shapeOf(spec, cfg, l); ok && b.pool.on() {
 		defer b.pool.refill(k, cfg, l)
 		var input []byte
@@ -234,7 +237,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			// it is locked down, before the host hears Ready, and a tool
 			// that times itself by the call's limit (the shell tool) must
 			// not end before the host's kill names the time limit.
-			res, err := b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: taken.Add(l.wall), setup: claimed.Sub(start)})
+			res, err := b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: taken.Add(l.wall), setup: claimed.Sub(start), guard: guard})
 			return b.end(x, res, err)
 		}
 	}
@@ -242,7 +245,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if x == nil {
 		return res, err
 	}
-	res, err = b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: start.Add(l.wall), setup: time.Since(start)})
+	res, err = b.finish(ctx, x, call{spec: spec, out: l.out, start: start, deadline: start.Add(l.wall), setup: time.Since(start), guard: guard})
 	return b.end(x, res, err)
 }
 
@@ -700,6 +703,7 @@ type call struct {
 	start    time.Time     // when Run began
 	deadline time.Time     // when the wall time runs out
 	setup    time.Duration // from start until the payload started (Result.Setup)
+	guard    *diskguard.Guard
 }
 
 // finish runs a built sandbox to its end: it relays the streams and what
@@ -707,7 +711,10 @@ type call struct {
 // cap, waits (await), and classifies how it ended (result).
 func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, error) {
 	defer x.watch(ctx, c.deadline)()
-	defer b.guardDisk(x)()
+	defer c.guard.Watch(func() {
+		b.log.Debug("disk guard: a file system the call may write is below its floor")
+		x.kill("disk")
+	})()
 	relayed := x.relay(c.spec, c.out)
 	defer x.forward(c.spec)()
 	e, err := x.await()

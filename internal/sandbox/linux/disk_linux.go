@@ -1,18 +1,19 @@
 package linux
 
-import "github.com/airlockhq/airlock/internal/sandbox/diskguard"
+import (
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
+	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+)
 
-// guardDisk starts the disk guard (package diskguard) over x's writable
-// mounts and returns what stops it.
-func (b *Backend) guardDisk(x *box) (stop func()) {
+// openDiskGuard records, before anything of a call runs, the space of the
+// file systems of its writable mounts for the disk guard (package
+// diskguard), which finish watches while the call runs.
+func (b *Backend) openDiskGuard(mounts []initproto.Mount) *diskguard.Guard {
 	var sources []string
-	for _, m := range x.cfg.Mounts {
+	for _, m := range mounts {
 		if m.Writable {
 			sources = append(sources, m.Source)
 		}
 	}
-	return diskguard.Start(sources, b.diskFloor, func() {
-		b.log.Debug("disk guard: a file system the call may write is below its floor")
-		x.kill("disk")
-	})
+	return diskguard.Open(sources, b.diskFloor)
 }

@@ -247,7 +247,7 @@ func TestSparesFreedWithThePool(t *testing.T) {
 	dir, spec := tree()
 	mounted := false
 	if os.Geteuid() == 0 {
-		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		if err := unix.Mount(testFSSource, dir, "tmpfs", 0, "size=1m"); err != nil {
 			t.Fatalf("mounting a tmpfs for the tree: %v", err)
 		}
 		mounted = true

@@ -299,6 +299,16 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 // an OOM kill in the container (a file "oom" in its working directory)
 // lands there, and only for this call.
 func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, name, dir string, l limits, start time.Time) (*sandbox.Result, error) {
+	// The disk guard's record of the writable grants' space comes before
+	// the container runs, so that all it writes counts.
+	var writable []string
+	for _, m := range spec.Mounts {
+		if m.Writable {
+			writable = append(writable, m.Source)
+		}
+	}
+	guard := diskguard.Open(writable, 0)
+	defer guard.Close()
 	cmd := exec.Command(b.podman, args...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -378,13 +388,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
 	defer stopCtx()
-	var writable []string
-	for _, m := range spec.Mounts {
-		if m.Writable {
-			writable = append(writable, m.Source)
-		}
-	}
-	stopDisk := diskguard.Start(writable, 0, func() { kill("disk") })
+	stopDisk := guard.Watch(func() { kill("disk") })
 	defer stopDisk()
 	done := make(chan struct{})
 	defer close(done)
