@@ -104,7 +104,7 @@ func (b *Backend) limitReport() []sandbox.LimitStatus {
 		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "output past the cap is not read and the sandbox is killed"},
 		{Limit: sandbox.LimitFileSize, Enforced: true, Detail: "RLIMIT_FSIZE"},
 		{Limit: sandbox.LimitTmp, Enforced: true, Detail: "size and inodes of the private /tmp (tmpfs)"},
-		{Limit: sandbox.LimitDisk, Enforced: true, Detail: "a call that drives a file system it may write below 1% free (256 MiB to 4 GiB) is killed"},
+		{Limit: sandbox.LimitDisk, Enforced: true, Detail: "a call that drives a file system it may write below its floor of free space (1%, 256 MiB to 4 GiB) or of free inodes (1%) is killed"},
 	}
 	var mem, pids sandbox.LimitStatus
 	switch b.cg.version {

@@ -72,7 +72,7 @@ func Probe(opts *Options) sandbox.Report {
 		enforced(sandbox.LimitOutput, "the broker stops copying and kills the container"),
 		enforced(sandbox.LimitFileSize, "RLIMIT_FSIZE"),
 		enforced(sandbox.LimitTmp, "a sized tmpfs on /tmp"),
-		enforced(sandbox.LimitDisk, "a call that drives a file system it may write below 1% free (256 MiB to 4 GiB) is killed"),
+		enforced(sandbox.LimitDisk, "a call that drives a file system it may write below its floor of free space (1%, 256 MiB to 4 GiB) or of free inodes (1%) is killed"),
 	}
 	return rep
 }
