@@ -38,6 +38,15 @@ type Env struct {
 	// missing protected or denied names, not the user's files: read_file
 	// treats them as missing and glob and grep never list them.
 	Hidden []string
+	// Candidates are the absolute paths where airlock may make a
+	// placeholder while the call runs (the grant's denied and protected
+	// paths, and the directories above them in a tree), and
+	// IsPlaceholder, when set, says whether one of them is a placeholder
+	// now: another call's hold can make one after Hidden was listed. A
+	// placeholder is marked before its name appears, so a tool that asks
+	// when it meets the name never shows one.
+	Candidates    map[string]bool
+	IsPlaceholder func(path string) bool
 	// Start, when set, is how a tool starts the command it runs (the shell
 	// tool's /bin/sh): it calls start, which starts the command, where it
 	// chooses. The native sandbox's init starts it in the cgroup of the
@@ -52,9 +61,13 @@ type Env struct {
 	CallID string
 }
 
-// hidden reports whether the absolute path p is one of env.Hidden.
+// hidden reports whether the absolute path p is one of env.Hidden, or a
+// candidate that is a placeholder now (see Env.Candidates).
 func (e Env) hidden(p string) bool {
-	return len(e.Hidden) > 0 && slices.Contains(e.Hidden, p)
+	if len(e.Hidden) > 0 && slices.Contains(e.Hidden, p) {
+		return true
+	}
+	return e.IsPlaceholder != nil && e.Candidates[p] && e.IsPlaceholder(p)
 }
 
 // PathAccess is one path a call touches.

@@ -53,7 +53,7 @@ func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	return run(ctx, nil, nil, stdin, stdout, stderr)
+	return run(ctx, nil, nil, nil, stdin, stdout, stderr)
 }
 
 // RunStarting is Run for a runner that is a sandbox's init: the tools
@@ -62,14 +62,16 @@ func RunContext(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 // ctx at SIGTERM or SIGINT: enabling and disabling a signal here would
 // cost the call a round trip to the runtime's signal thread each. hidden
 // are the sandbox's placeholders (tool.Env.Hidden), which the init knows:
-// the runner does not read wire.PlaceholderList then.
-func RunStarting(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, start, &hidden, stdin, stdout, stderr)
+// the runner does not read wire.PlaceholderList then; candidates are the
+// paths where other calls may make placeholders meanwhile
+// (tool.Env.Candidates), checked for the mark when a tool meets one.
+func RunStarting(ctx context.Context, start func(func() error) error, hidden, candidates []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, start, &hidden, candidates, stdin, stdout, stderr)
 }
 
 // run runs one call; hidden, when not nil, is the sandbox's placeholders
-// (else wire.PlaceholderList is read).
-func run(ctx context.Context, start func(func() error) error, hidden *[]string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+// (else wire.PlaceholderList is read), and candidates where more may come.
+func run(ctx context.Context, start func(func() error) error, hidden *[]string, candidates []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	frame, err := wire.ReadFrame(stdin)
 	if err != nil {
 		return report(stderr, wire.ExitBadInput, fmt.Errorf("reading input frame: %w", err))
@@ -86,7 +88,7 @@ func run(ctx context.Context, start func(func() error) error, hidden *[]string, 
 	if err != nil {
 		return report(stderr, wire.ExitBadArgs, err)
 	}
-	env, err := envFrom(in.Context, hidden)
+	env, err := envFrom(in.Context, hidden, candidates)
 	if err != nil {
 		return report(stderr, wire.ExitBadInput, err)
 	}
@@ -116,7 +118,7 @@ func run(ctx context.Context, start func(func() error) error, hidden *[]string, 
 	return wire.ExitOK
 }
 
-func envFrom(c wire.CallContext, hidden *[]string) (tool.Env, error) {
+func envFrom(c wire.CallContext, hidden *[]string, candidates []string) (tool.Env, error) {
 	env := tool.Env{Root: c.Root, Cwd: c.Cwd, Limits: c.Limits, Secrets: c.Secrets, Egress: c.Egress, Search: c.Search, CallID: c.CallID}
 	if env.Root == "" {
 		env.Root = "/"
@@ -125,6 +127,13 @@ func envFrom(c wire.CallContext, hidden *[]string) (tool.Env, error) {
 		env.Hidden = *hidden
 	} else if b, err := os.ReadFile(wire.PlaceholderList); err == nil {
 		env.Hidden = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	if len(candidates) > 0 && isPlaceholder != nil {
+		env.Candidates = make(map[string]bool, len(candidates))
+		for _, p := range candidates {
+			env.Candidates[p] = true
+		}
+		env.IsPlaceholder = isPlaceholder
 	}
 	if env.Cwd == "" {
 		wd, err := os.Getwd()

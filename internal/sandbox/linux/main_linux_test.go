@@ -78,7 +78,7 @@ func separateInitExe(t testing.TB) string {
 }
 
 // fakeRunner answers "pong: <stdin>" and exits 7, so tool mode is visible.
-func fakeRunner(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func fakeRunner(ctx context.Context, start func(func() error) error, hidden, candidates []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	b, _ := io.ReadAll(stdin)
 	if string(b) == "hidden" {
 		// The placeholders the init gave the tool, one a line.
@@ -90,7 +90,7 @@ func fakeRunner(ctx context.Context, start func(func() error) error, hidden []st
 	}
 	if frame, ok := strings.CutPrefix(string(b), "runner:"); ok {
 		// The real runner, for benchmarks of real tools.
-		return runner.RunStarting(ctx, start, hidden, strings.NewReader(frame), stdout, stderr)
+		return runner.RunStarting(ctx, start, hidden, candidates, strings.NewReader(frame), stdout, stderr)
 	}
 	if script, ok := strings.CutPrefix(string(b), "sh:"); ok {
 		// A shell script run from the in-process tool, as the shell tool does.

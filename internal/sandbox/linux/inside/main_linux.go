@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -132,7 +133,7 @@ func Main(t Tool) int {
 		ps := &payloadStart{cfg: &cfg}
 		toolProcs()
 		tTool := mono()
-		code := t.Run(toolCtx, ps.start, cfg.Placeholders, os.Stdin, os.Stdout, os.Stderr)
+		code := t.Run(toolCtx, ps.start, cfg.Placeholders, placeholderCandidates(&cfg), os.Stdin, os.Stdout, os.Stderr)
 		tDone := mono()
 		ps.close()
 		endTool(status, code, []initproto.Phase{{Name: "to-tool", Nanos: tTool - st.SentAt}, {Name: "tool", Nanos: tDone - tTool}}, tDone)
@@ -167,16 +168,38 @@ type Tool struct {
 	// answers on stdout; start starts a command the tool runs
 	// (tool.Env.Start); hidden are the sandbox's placeholders
 	// (tool.Env.Hidden: what PlaceholderList lists, when the init writes
-	// it). ctx ends when the init gets SIGTERM or SIGINT; SIGPIPE is
-	// notified, so a write to a closed pipe fails with EPIPE. It returns
-	// the exit code.
-	Run func(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// it), and candidates every path where a call beside it may make one
+	// while it runs (tool.Env.Candidates: placeholderCandidates). ctx ends
+	// when the init gets SIGTERM or SIGINT; SIGPIPE is notified, so a
+	// write to a closed pipe fails with EPIPE. It returns the exit code.
+	Run func(ctx context.Context, start func(func() error) error, hidden, candidates []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Warm, when set, runs in a warm sandbox before it waits for its
 	// claim, so that the call does not pay for the first use of what
 	// every call does (decoding its input, encoding its answer). The
 	// sandbox is not locked down yet: Warm must touch no file and run no
 	// tool.
 	Warm func()
+}
+
+// placeholderCandidates lists the sandbox paths where airlock makes
+// placeholders for cfg's grant: each denied and protected path inside a
+// mount, and each directory above it up to the mount. A read-only
+// sandbox's tools check these for the mark when they meet one, since a
+// call beside it may make a placeholder after its claim listed them.
+func placeholderCandidates(cfg *initproto.Config) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
+		m, ok := initproto.Holding(cfg.Mounts, p)
+		if !ok {
+			continue
+		}
+		for q := p; q != m.Target && q != "/" && !seen[q]; q = filepath.Dir(q) {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // toolSignals asks for SIGTERM, SIGINT and SIGPIPE for the rest of the

@@ -11,7 +11,7 @@ import (
 
 // Tool is what the init of a tool-mode sandbox runs; see the Linux build.
 type Tool struct {
-	Run  func(ctx context.Context, start func(func() error) error, hidden []string, stdin io.Reader, stdout, stderr io.Writer) int
+	Run  func(ctx context.Context, start func(func() error) error, hidden, candidates []string, stdin io.Reader, stdout, stderr io.Writer) int
 	Warm func()
 }
 

@@ -71,6 +71,14 @@ func (b *builder) protect() error {
 			return fmt.Errorf("hiding denied path %s: %w", p, err)
 		}
 	}
+	if readOnly && !b.cfg.Claim {
+		// A placeholder made between the listing above and its mask.
+		for _, p := range b.maskedMarked {
+			if !slices.Contains(b.cfg.Placeholders, p) {
+				b.cfg.Placeholders = append(b.cfg.Placeholders, p)
+			}
+		}
+	}
 	protected := b.cfg.ReadOnly
 	if readOnly {
 		protected = nil
@@ -120,6 +128,15 @@ func (b *builder) hold(p string, mask bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("stat: %w", err)
+	}
+	if mask && at == p && !slices.Contains(b.maskedMarked, p) && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+		// The mask will hide the mark: read it now, from what is masked,
+		// for a placeholder another call made since the listing
+		// (maskedMarked), which the tools must not show.
+		mark := make([]byte, 8)
+		if _, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark); err == nil || errors.Is(err, unix.ERANGE) {
+			b.maskedMarked = append(b.maskedMarked, p)
+		}
 	}
 	switch kind := st.Mode & unix.S_IFMT; {
 	case kind == unix.S_IFLNK:
