@@ -54,9 +54,7 @@ func prestartBackend(t *testing.T) (*Backend, *logBuffer) {
 // prestartedNow waits for the init b's Prestart started and returns it.
 func prestartedNow(t *testing.T, b *Backend) *prestarted {
 	t.Helper()
-	b.preMu.Lock()
-	p := b.pre
-	b.preMu.Unlock()
+	p := offered(b)
 	if p == nil {
 		t.Fatal("Prestart started no init")
 	}
@@ -65,6 +63,21 @@ func prestartedNow(t *testing.T, b *Backend) *prestarted {
 		t.Fatal("the prestarted init did not start (see the backend's log)")
 	}
 	return p
+}
+
+// initOf returns the pid of p's init and its cgroup directories.
+func initOf(p *prestarted) (pid int, dirs []string) {
+	if p.x.cg != nil {
+		dirs = append(dirs, p.x.cg.dirs...)
+	}
+	return p.x.c.proc.Pid, dirs
+}
+
+// offered returns the init b offers the next Run, if any.
+func offered(b *Backend) *prestarted {
+	b.preMu.Lock()
+	defer b.preMu.Unlock()
+	return b.pre
 }
 
 // checkGone fails the test unless the process pid has been reaped and the
@@ -117,10 +130,8 @@ func TestPrestartedInitRunsTheNextCall(t *testing.T) {
 	dir := t.TempDir()
 	b.Prestart(prestartSpec(256<<20, &out, dir))
 	p := prestartedNow(t, b)
-	pid := p.x.c.proc.Pid
-	var dirs []string
+	pid, dirs := initOf(p)
 	if p.x.cg != nil {
-		dirs = append(dirs, p.x.cg.dirs...)
 		if limit, err := os.ReadFile(memoryLimitFile(p.x.cg)); err != nil || strings.TrimSpace(string(limit)) != "268435456" {
 			t.Errorf("the prestarted init's cgroup has memory limit %q (%v), want the spec's 268435456", limit, err)
 		}
@@ -138,10 +149,7 @@ func TestPrestartedInitRunsTheNextCall(t *testing.T) {
 	if want := fmt.Sprintf(`msg="sandbox ready" pid=%d `, pid); !strings.Contains(logs.String(), want) {
 		t.Errorf("the call did not run in the prestarted init (pid %d); log:\n%s", pid, logs.String())
 	}
-	b.preMu.Lock()
-	left := b.pre
-	b.preMu.Unlock()
-	if left != nil {
+	if offered(b) != nil {
 		t.Error("the prestarted init is still offered after a Run took it")
 	}
 	checkGone(t, "after the call", pid, dirs)
@@ -157,11 +165,7 @@ func TestPrestartedInitThatDoesNotFit(t *testing.T) {
 	dir := t.TempDir()
 	b.Prestart(prestartSpec(256<<20, &out, dir))
 	p := prestartedNow(t, b)
-	pid := p.x.c.proc.Pid
-	var dirs []string
-	if p.x.cg != nil {
-		dirs = append(dirs, p.x.cg.dirs...)
-	}
+	pid, dirs := initOf(p)
 	res, err := b.Run(context.Background(), prestartSpec(128<<20, &out, dir))
 	if err != nil {
 		t.Fatal(err)
@@ -186,27 +190,17 @@ func TestPrestartedInitClosed(t *testing.T) {
 	b.Prestart(prestartSpec(0, &out, dir))
 	p := prestartedNow(t, b)
 	b.Prestart(prestartSpec(0, &out, dir))
-	b.preMu.Lock()
-	same := b.pre == p
-	b.preMu.Unlock()
-	if !same {
+	if offered(b) != p {
 		t.Error("a second Prestart replaced the init that waits")
 	}
-	pid := p.x.c.proc.Pid
-	var dirs []string
-	if p.x.cg != nil {
-		dirs = append(dirs, p.x.cg.dirs...)
-	}
+	pid, dirs := initOf(p)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	checkGone(t, "after Close", pid, dirs)
 	checkNoPlaceholder(t, "after Close", dir)
 	b.Prestart(prestartSpec(0, &out, dir))
-	b.preMu.Lock()
-	after := b.pre
-	b.preMu.Unlock()
-	if after != nil {
+	if offered(b) != nil {
 		t.Error("Prestart started an init after Close")
 	}
 }
