@@ -50,8 +50,11 @@ type builder struct {
 	// mounted over, for pinning their ancestors.
 	mounted []string
 	// maskedMarked are the denied paths whose mask covers another call's
-	// placeholder, in a read-only warm sandbox (protect).
+	// placeholder, in a read-only sandbox (protect, hold).
 	maskedMarked []string
+	// readOnly: every mount is read-only (protect), so hold notes the
+	// placeholders its masks cover (maskedMarked) for the tools to skip.
+	readOnly bool
 }
 
 // openSource opens a grant source without following any symlink: sources

@@ -61,6 +61,7 @@ func (b *builder) protect() error {
 	// claimed (listMarkedLocked): here only the denied paths whose mask
 	// covers a placeholder, since the mask hides its mark from then on.
 	readOnly := !anyWritable(b.cfg.Mounts)
+	b.readOnly = readOnly
 	if readOnly && b.cfg.Claim {
 		b.maskedMarked = b.marked(b.cfg.Masks, false)
 	} else if readOnly {
@@ -129,7 +130,7 @@ func (b *builder) hold(p string, mask bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("stat: %w", err)
 	}
-	if mask && at == p && !slices.Contains(b.maskedMarked, p) && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+	if mask && b.readOnly && at == p && !slices.Contains(b.maskedMarked, p) && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR) {
 		// The mask will hide the mark: read it now, from what is masked,
 		// for a placeholder another call made since the listing
 		// (maskedMarked), which the tools must not show.
