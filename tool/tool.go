@@ -12,7 +12,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/airlockhq/airlock/wire"
@@ -61,13 +63,18 @@ type Env struct {
 	CallID string
 }
 
-// hidden reports whether the absolute path p is one of env.Hidden, or a
-// candidate that is a placeholder now (see Env.Candidates).
+// hidden reports whether the absolute path p is one of env.Hidden, or,
+// in a sandbox that marks placeholders (Env.IsPlaceholder), a candidate
+// that is one now or a placeholder still being made under its temporary
+// name (wire.PlaceholderTempPrefix), unmarked for a moment.
 func (e Env) hidden(p string) bool {
 	if len(e.Hidden) > 0 && slices.Contains(e.Hidden, p) {
 		return true
 	}
-	return e.IsPlaceholder != nil && e.Candidates[p] && e.IsPlaceholder(p)
+	if e.IsPlaceholder == nil {
+		return false
+	}
+	return strings.HasPrefix(filepath.Base(p), wire.PlaceholderTempPrefix) || e.Candidates[p] && e.IsPlaceholder(p)
 }
 
 // PathAccess is one path a call touches.

@@ -162,6 +162,11 @@ func (r ErrorReport) String() string { return fmt.Sprintf("runner exit %d: %s", 
 // tools as tool.Env.Hidden. A sandbox without placeholders has no such file.
 const PlaceholderList = "/run/airlock/placeholders"
 
+// PlaceholderTempPrefix begins the name airlock makes a placeholder under,
+// beside its own name, before it is marked and moved there: nobody but
+// airlock makes such a name, and tools never show one.
+const PlaceholderTempPrefix = ".airlock-placeholder-"
+
 // PlaceholderExcludes is the file in a sandbox that lists the same
 // placeholders as git exclude patterns, each anchored at the root of the
 // read-write tree it is in, so that git in the sandbox does not take them

@@ -21,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // placeholderXattr marks a placeholder airlock created, so any airlock
@@ -374,7 +375,7 @@ func lockPlaceholder(pd rawDir, name, tmp string, dir, exists bool) (*heldDir, e
 // tempPrefix begins the name a placeholder is made under before it is
 // moved to its own (createPlaceholder). A sweep removes a journalled name
 // with it whether marked or not: nobody but airlock makes such a name.
-const tempPrefix = ".airlock-placeholder-"
+const tempPrefix = wire.PlaceholderTempPrefix
 
 // tempName is the name under which this set of placeholders makes the
 // placeholder name: its tag, so no other process, nor another set of this
