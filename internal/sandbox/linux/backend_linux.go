@@ -586,7 +586,28 @@ func (b *Backend) launch(x *box) (t0 int64, placement string, err error) {
 			return 0, "", err
 		}
 	}
+	if placement == "init" && c.spawned {
+		// The spawner joined the cgroups before the exec and rooted the
+		// init's cgroup namespace at them, where the init sees no name:
+		// the check that it is in the cgroup named (the init's own, when
+		// it joins them) is made here, where the path shows.
+		if err := checkSpawnJoin(c.proc.Pid, x.cfg.Join); err != nil {
+			x.kill("setup")
+			_, _ = c.proc.Wait()
+			return 0, "", err
+		}
+	}
 	return t0, placement, nil
+}
+
+// checkSpawnJoin checks that the process pid is in the sandbox's cgroup
+// name of the memory and pids hierarchies (cgroup v1).
+func checkSpawnJoin(pid int, name string) error {
+	b, err := readCounterFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return fmt.Errorf("checking the sandbox init's cgroups: %w", err)
+	}
+	return initproto.JoinedIn(b, name)
 }
 
 // newCgroup makes a sandbox's cgroup with the memory and process limits

@@ -107,7 +107,8 @@ func TestInitJoinsItsCgroups(t *testing.T) {
 
 // TestInitRefusesAnotherCgroup: an init asked to join its cgroups that
 // finds itself anywhere else refuses to go on, and says so: the limits
-// would not hold. Here the config names a cgroup other than the one whose
+// would not hold. (A spawned one joins them before its exec, in a cgroup
+// namespace rooted there that shows no name: the host checks it then.) Here the config names a cgroup other than the one whose
 // files the host passed.
 func TestInitRefusesAnotherCgroup(t *testing.T) {
 	b := joinBackend(t)

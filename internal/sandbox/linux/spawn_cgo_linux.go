@@ -31,6 +31,7 @@ package linux
 #define AIRLOCK_JOIN_PIDS_FD 8   // initproto.InitTasksFD
 #define AIRLOCK_JOIN_MEMORY_FD 9 // initproto.JoinFD
 #define AIRLOCK_SECUREBITS 0x2f  // as the init's dropBounding sets them
+#define AIRLOCK_CLONE_NEWCGROUP 0x02000000
 
 // struct clone_args of clone3(2), as of Linux 5.7.
 struct airlock_clone_args {
@@ -48,6 +49,7 @@ typedef struct {
 	unsigned uid, gid; // the host ids mapped to 0 in the new user namespace
 	int ctty;          // make fd 0 the controlling terminal
 	int join;          // join the cgroup v1 tasks files at fds 9 and 8
+	int cgroupns;      // in its cgroups already: root a new cgroup namespace at them
 	int lockdown;      // lock the securebits, empty the bounding set (see airlock_lockdown)
 	int err;           // set by the child: the errno of the step that failed
 	int step;          // and which step (airlock_spawn_steps)
@@ -198,6 +200,14 @@ static int airlock_child(void *p) {
 		}
 		close(AIRLOCK_JOIN_MEMORY_FD);
 	}
+	// The cgroup namespace made at the clone is rooted at the broker's
+	// cgroups; one made now, in the sandbox's, shows them as "/". Done
+	// here, while the child is one thread, the init need not make it on
+	// every thread of its runtime (see initproto.CgroupNSEnv).
+	if (a->cgroupns && syscall(SYS_unshare, AIRLOCK_CLONE_NEWCGROUP) != 0) {
+		e = errno, a->step = 12;
+		goto fail;
+	}
 	if (a->lockdown && (e = airlock_lockdown(&a->cap))) {
 		a->step = 11;
 		goto fail;
@@ -265,6 +275,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"syscall"
 	"unsafe"
 
@@ -277,7 +288,8 @@ import (
 // spawnSteps names the child's steps for errors, by airlock_spawn_t.step.
 var spawnSteps = [...]string{1: "clearing the signal mask", 2: "denying setgroups", 3: "writing its uid_map",
 	4: "writing its gid_map", 5: "starting a session", 6: "placing its files", 7: "taking the terminal", 8: "exec",
-	9: "joining its memory cgroup", 10: "joining its pids cgroup", 11: "locking down its capabilities"}
+	9: "joining its memory cgroup", 10: "joining its pids cgroup", 11: "locking down its capabilities",
+	12: "rooting its cgroup namespace at its cgroups"}
 
 // spawnInit starts the sandbox's init without copying the broker: a clone
 // that shares the broker's memory (CLONE_VM) until the child execs, while
@@ -295,11 +307,18 @@ var spawnSteps = [...]string{1: "clearing the signal mask", 2: "denying setgroup
 // always locks the child's securebits, empties its bounding set and sets
 // no_new_privs before the exec (airlock_lockdown), so that the init, which
 // finds them so (inside's lockedAtSpawn), makes no all-threads call for
-// them. An error wrapping errSpawnUnsupported means the caller should
-// start the init with os.StartProcess instead.
+// them. A child in its cgroups before the exec (join, or cgroup >= 0)
+// also roots a new cgroup namespace at them and says so in the init's
+// environment (initproto.CgroupNSEnv), which the init would otherwise do
+// with an all-threads call. An error wrapping errSpawnUnsupported means
+// the caller should start the init with os.StartProcess instead.
 func spawnInit(path string, argv, env []string, files []*os.File, ctty, join bool, cgroup int) (*os.Process, error) {
 	if len(files) > C.AIRLOCK_SPAWN_MAX_FDS {
 		return nil, fmt.Errorf("%w: %d files", errSpawnUnsupported, len(files))
+	}
+	rootNS := join || cgroup >= 0
+	if rootNS {
+		env = append(slices.Clip(env), initproto.CgroupNSEnv+"="+initproto.RootedBySpawn)
 	}
 	cstrs := func(ss []string) **C.char {
 		arr := (**C.char)(C.calloc(C.size_t(len(ss)+1), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
@@ -340,9 +359,15 @@ func spawnInit(path string, argv, env []string, files []*os.File, ctty, join boo
 		}
 		a.join = 1
 	}
+	if rootNS {
+		a.cgroupns = 1
+	}
 	a.lockdown, a.cap = 1, -1
 	flags := uint64(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
-		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if !rootNS {
+		flags |= unix.CLONE_NEWCGROUP // the child makes its own otherwise
+	}
 	var pidfd C.int = -1
 	pid := C.airlock_spawn(a, C.uint64_t(flags), C.int(cgroup), &pidfd)
 	runtime.KeepAlive(files)

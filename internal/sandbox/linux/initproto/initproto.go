@@ -94,6 +94,17 @@ const JoinEnv = "AIRLOCK_INIT_JOIN"
 // it was one thread: the init only checks that it is in them.
 const JoinedBySpawn = "spawned"
 
+// CgroupNSEnv, set to RootedBySpawn in the init's environment, says the
+// host's spawner, with the init already in the sandbox's cgroups and one
+// thread, made the cgroup namespace the init runs in, rooted at them: the
+// one made at the clone is rooted at the broker's cgroups, and the init
+// makes a new one itself, on every thread of its runtime, only without it.
+// /proc/self/cgroup then shows "/" for the init's cgroups.
+const CgroupNSEnv = "AIRLOCK_INIT_CGROUPNS"
+
+// RootedBySpawn is CgroupNSEnv's value.
+const RootedBySpawn = "spawned"
+
 // ProxyMount is where the proxy socket appears inside the sandbox.
 const ProxyMount = "/run/airlock/proxy.sock"
 

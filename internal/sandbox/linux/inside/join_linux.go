@@ -1,12 +1,9 @@
 package inside
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
@@ -15,7 +12,9 @@ import (
 // (initproto.Config.Join names them), that it did (joinCgroups, or a cgo
 // build's constructor): the join was asked for (initproto.JoinEnv) and
 // succeeded, and /proc/self/cgroup shows the process in
-// the cgroup named name in both the memory and the pids hierarchy. Without
+// the cgroup named name in both the memory and the pids hierarchy, or, in
+// a cgroup namespace the spawner rooted at the cgroups it joined
+// (cgroupNSRooted), at that namespace's root in both. Without
 // that, the sandbox's limits would not hold, so the init refuses to go on.
 func checkJoined(name string) error {
 	asked, err := earlyJoin()
@@ -36,8 +35,15 @@ func checkJoined(name string) error {
 	if err != nil {
 		return fmt.Errorf("checking the sandbox's cgroups: %w", err)
 	}
-	return joinedIn(b, name)
+	if cgroupNSRooted {
+		return initproto.JoinedIn(b, "")
+	}
+	return initproto.JoinedIn(b, name)
 }
+
+// cgroupNSRooted is set, first thing in Main, when the spawner made the
+// init's cgroup namespace in the sandbox's cgroups (initproto.CgroupNSEnv).
+var cgroupNSRooted bool
 
 // joinError is a failed write of 0 to the tasks file at fd, named by its
 // hierarchy.
@@ -50,28 +56,4 @@ func joinError(fd int, err error) error {
 		h = "pids"
 	}
 	return fmt.Errorf("writing 0 to the tasks file of the sandbox's %s cgroup (fd %d): %w", h, fd, err)
-}
-
-// joinedIn reports, from the contents of /proc/self/cgroup, whether the
-// process is in the cgroup named name in the memory and pids hierarchies.
-func joinedIn(procCgroup []byte, name string) error {
-	var missing []string
-	for _, want := range []string{"memory", "pids"} {
-		found := false
-		for line := range bytes.Lines(procCgroup) {
-			// hierarchy-ID:controller-list:cgroup-path
-			f := strings.SplitN(strings.TrimSuffix(string(line), "\n"), ":", 3)
-			if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), want) {
-				found = strings.HasSuffix(f[2], "/"+name)
-				break
-			}
-		}
-		if !found {
-			missing = append(missing, want)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the init is not in the sandbox's cgroup %s of the %s hierarchy, as it should be once it joined", name, strings.Join(missing, " and "))
-	}
-	return nil
 }

@@ -41,6 +41,7 @@ func Main(t Tool) int {
 	// Into the sandbox's cgroups, when the host left that to the init and
 	// a constructor did not do it already (checked below: checkJoined).
 	joinCgroups()
+	cgroupNSRooted = os.Getenv(initproto.CgroupNSEnv) == initproto.RootedBySpawn
 	// The sealed binary is not needed once running.
 	unix.Close(initproto.ExeFD)
 	closeInherited()
@@ -318,9 +319,12 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 	// the broker's cgroup path and pid, which the one made at the clone
 	// showed. Every thread's, since namespaces are per thread and any may
 	// fork; after the pivot, so the all-thread call finds this process's
-	// threads in the sandbox's own /proc.
-	if err := allThreads(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); err != nil {
-		return nil, fmt.Errorf("rooting the cgroup namespace at the sandbox's cgroups: %w", err)
+	// threads in the sandbox's own /proc. The spawner made it already when
+	// it put the init in its cgroups before the exec.
+	if !cgroupNSRooted {
+		if err := allThreads(unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, 0, 0); err != nil {
+			return nil, fmt.Errorf("rooting the cgroup namespace at the sandbox's cgroups: %w", err)
+		}
 	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return nil, refused(initproto.StepHostname, fmt.Errorf("setting the hostname: %w", err))

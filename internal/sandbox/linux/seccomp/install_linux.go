@@ -1,7 +1,6 @@
 package seccomp
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"syscall"
@@ -9,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Install sets no_new_privs on every thread of the process and installs the
-// filter for the running architecture on all of them at once
+// Install sets no_new_privs and installs the filter for the running
+// architecture on every thread of the process at once
 // (SECCOMP_FILTER_FLAG_TSYNC), so no Go thread, present or future, escapes
 // it. It cannot be undone. The in-sandbox init calls it after its mounts are
 // set up and before it executes the payload; the filter is inherited across
@@ -21,18 +20,19 @@ func Install(opts Options) error {
 		return err
 	}
 	// prctl and seccomp must run on the same thread: with TSYNC the kernel
-	// copies the caller's no_new_privs to every thread it synchronises.
+	// copies the caller's no_new_privs to every thread it synchronises
+	// (seccomp_sync_threads), so setting it on this one thread is enough,
+	// and no all-threads call (a stop of the world and a signal to every
+	// thread, spinning until each has run it) is needed.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// Without no_new_privs the kernel refuses an unprivileged filter.
-	_, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
-	if errors.Is(e, syscall.ENOTSUP) {
-		// AllThreadsSyscall is unavailable when cgo is linked (race
-		// builds); TSYNC below still spreads no_new_privs from this thread.
-		_, _, e = syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
-	}
-	if e != 0 {
-		return fmt.Errorf("setting no_new_privs: %w", e)
+	// Without no_new_privs the kernel refuses an unprivileged filter. The
+	// sandbox's init usually has it from its spawner already.
+	nnp, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0)
+	if e != 0 || nnp != 1 {
+		if _, _, e = syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
+			return fmt.Errorf("setting no_new_privs: %w", e)
+		}
 	}
 	if err := setModeFilter(prog, unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
 		return fmt.Errorf("installing the seccomp filter: %w", err)
