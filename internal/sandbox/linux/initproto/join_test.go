@@ -31,4 +31,3 @@ func TestJoinedIn(t *testing.T) {
 		}
 	}
 }
-
