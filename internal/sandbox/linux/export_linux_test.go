@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
 // SetMaxBuildWait sets how long a call that finds its shape's pool empty
@@ -13,6 +15,35 @@ func SetMaxBuildWait(d time.Duration) (restore func()) {
 	was := maxBuildWait
 	maxBuildWait = d
 	return func() { maxBuildWait = was }
+}
+
+// SetRefillDelay sets how long the replacement of a taken warm sandbox
+// waits while its shape has one ready, until the returned func restores it.
+func SetRefillDelay(d time.Duration) (restore func()) {
+	was := refillDelay
+	refillDelay = d
+	return func() { refillDelay = was }
+}
+
+// PoolBuilds returns, for spec's shape, how many warm sandboxes are ready,
+// being built, and waiting for refillDelay to be built.
+func (b *Backend) PoolBuilds(spec *sandbox.Spec) (ready, building, deferred int) {
+	l := withDefaults(spec.Limits)
+	cfg, err := config(spec, l)
+	if err != nil {
+		return 0, 0, 0
+	}
+	k, ok := shapeOf(spec, cfg, l)
+	if !ok {
+		return 0, 0, 0
+	}
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	sh := b.pool.shapes[k.full]
+	if sh == nil {
+		return 0, 0, 0
+	}
+	return len(sh.ready), sh.building, sh.deferred
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (a debug

@@ -710,6 +710,80 @@ func TestReadOnlyWarmListsPlaceholdersAtClaim(t *testing.T) {
 // pool empty while a sandbox is being built for it waits for that one
 // instead of building its own: back to back with a pool of one, every
 // call is served warm, each by the sandbox the call before it started.
+// TestRefillDeferredWhileOneIsReady: the replacement of a taken warm
+// sandbox is built refillDelay later while its shape has another ready
+// (off the taking call's answer), and at once when the shape is empty; a
+// call that finds none ready starts the deferred builds and waits for one;
+// and the timer starts them by itself.
+func TestRefillDeferredWhileOneIsReady(t *testing.T) {
+	d := newDirs(t)
+	spec := toolSpec(d)
+	builds := func(b *linux.Backend) string {
+		r, bu, de := b.PoolBuilds(spec)
+		return fmt.Sprintf("ready %d, building %d, deferred %d", r, bu, de)
+	}
+	t.Run("deferred", func(t *testing.T) {
+		defer linux.SetRefillDelay(time.Hour)()
+		defer linux.SetMaxBuildWait(time.Minute)()
+		b := pooled(t, 2)
+		if err := b.Prewarm(spec); err != nil {
+			t.Fatal(err)
+		}
+		waitWarm(t, b, spec, 2)
+		if o := callWith(t, b, spec, "one"); !warm(o) {
+			t.Fatalf("call 1 was not served warm: %v", o.res.Isolation.Features)
+		}
+		if got, want := builds(b), "ready 1, building 0, deferred 1"; got != want {
+			t.Fatalf("after a call with one left: %s, want %s", got, want)
+		}
+		// A call that holds the last one (its input does not end until
+		// released), and one more that finds the shape empty.
+		pr, pw := io.Pipe()
+		held := make(chan out, 1)
+		go func() {
+			s := *spec
+			var so, se bytes.Buffer
+			s.Stdin, s.Stdout, s.Stderr = onlyReader{pr}, &so, &se
+			res, err := b.Run(context.Background(), &s)
+			if err != nil {
+				t.Errorf("the held call: %v", err)
+				res = &sandbox.Result{}
+			}
+			held <- out{res: res, stdout: so.String()}
+		}()
+		for {
+			if r, _, _ := b.PoolBuilds(spec); r == 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if o := callWith(t, b, spec, "two"); !warm(o) {
+			t.Fatalf("the call that found the shape empty was not served warm (the deferred build was not started for it): %v", o.res.Isolation.Features)
+		}
+		pw.Close()
+		if o := <-held; !warm(o) || o.stdout != "pong: " {
+			t.Fatalf("the held call: %q, %v", o.stdout, o.res.Isolation.Features)
+		}
+		// Its refill found the shape empty: every replacement is built.
+		if _, _, de := b.PoolBuilds(spec); de != 0 {
+			t.Fatalf("after the last ready one was taken: %s, want none deferred", builds(b))
+		}
+		waitWarm(t, b, spec, 2)
+	})
+	t.Run("timer", func(t *testing.T) {
+		defer linux.SetRefillDelay(time.Millisecond)()
+		b := pooled(t, 2)
+		if err := b.Prewarm(spec); err != nil {
+			t.Fatal(err)
+		}
+		waitWarm(t, b, spec, 2)
+		if o := callWith(t, b, spec, "one"); !warm(o) {
+			t.Fatalf("call 1 was not served warm: %v", o.res.Isolation.Features)
+		}
+		waitWarm(t, b, spec, 2)
+	})
+}
+
 func TestPoolMissWaitsForBuild(t *testing.T) {
 	defer linux.SetMaxBuildWait(time.Minute)()
 	d := newDirs(t)
