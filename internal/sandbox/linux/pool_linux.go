@@ -42,8 +42,8 @@ var maxBuildWait = time.Second
 // refill comes as the call's Run returns, when the broker still has the
 // call's answer to record and send: a build started then (a clone, and an
 // init starting on the other core) ran beside it, and on two cores an
-// answer after an idle pause came 10-20% later. A call that finds its
-// shape empty starts the deferred builds at once.
+// answer after an idle pause came 4-21% later (docs/performance.md). A
+// call that finds its shape empty starts the deferred builds at once.
 var refillDelay = 5 * time.Millisecond
 
 // shapeKey names what a warm sandbox was built for. full covers
