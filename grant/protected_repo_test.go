@@ -425,6 +425,31 @@ func TestHomeSplit(t *testing.T) {
 	}
 }
 
+// TestRememberKeepsTheGrantsOwnRule: a recorded path the grant protects
+// itself keeps the grant's rule (here: held as a directory when missing),
+// whatever the record says, and is protected once.
+func TestRememberKeepsTheGrantsOwnRule(t *testing.T) {
+	r, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := FromFlags(r, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vscode := filepath.Join(r, ".vscode")
+	if !slices.Contains(g.ProtectedDirs(), vscode) {
+		t.Fatalf("the grant does not hold %s as a directory: %v", vscode, g.ProtectedDirs())
+	}
+	got := g.Remember([]ProtectedPath{{Path: vscode, Name: ".vscode", Dir: false}})
+	if !slices.Contains(got.ProtectedDirs(), vscode) {
+		t.Errorf("after Remember, %s is no longer held as a directory: %v", vscode, got.ProtectedDirs())
+	}
+	if n := len(got.Protected()); n != len(g.Protected()) {
+		t.Errorf("Remember of a path the grant protects changed the list from %d to %d paths", len(g.Protected()), n)
+	}
+}
+
 // TestRemember checks which recorded protected paths a later grant keeps:
 // those that still exist inside one of its read-write trees as they were,
 // and no other.

@@ -55,9 +55,16 @@ func (g *Grant) NestedProtected(r string) []ProtectedPath {
 func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 	c := *g
 	c.protected = slices.Clone(g.protected)
+	// A path g protects already keeps g's own rule (sortProtected keeps
+	// the first of a path), so it is not resolved again: most of what a
+	// tree's memory holds is the grant's own names at its top.
+	own := make(map[string]bool, len(g.protected))
+	for _, p := range g.protected {
+		own[p.path] = true
+	}
 	names := ProtectedNames()
 	for _, p := range paths {
-		if !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
+		if own[p.Path] || !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
 			continue
 		}
 		if !slices.Contains(names, p.Name) && p.Name != setIDRule && p.Name != homeLinkRule || g.writableProtected[p.Name] {
