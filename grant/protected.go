@@ -28,10 +28,9 @@ type ProtectedEntry struct {
 	Reader string
 }
 
-// PlaceholderXattr is the user extended attribute an airlock backend sets
-// on each placeholder it makes at a missing protected or denied path (an
-// empty file or directory, there only while a call runs), so that any
-// airlock process can tell the placeholder from the user's own.
+// PlaceholderXattr is the mark of airlock's placeholders:
+// wire.PlaceholderXattr, which grant, importing only the standard library,
+// toml and hostrule, names again (TestPlaceholderXattrIsWires).
 const PlaceholderXattr = "user.airlock.placeholder"
 
 // The protected-path table. Inside a read-write tree these stay read-only,

@@ -162,6 +162,12 @@ func (r ErrorReport) String() string { return fmt.Sprintf("runner exit %d: %s", 
 // tools as tool.Env.Hidden. A sandbox without placeholders has no such file.
 const PlaceholderList = "/run/airlock/placeholders"
 
+// PlaceholderXattr is the user extended attribute airlock sets on each
+// placeholder it makes at a missing protected or denied path (an empty
+// file or directory, there only while a call runs), so that any airlock
+// process, and the tools in a sandbox, can tell it from the user's own.
+const PlaceholderXattr = "user.airlock.placeholder"
+
 // PlaceholderTempPrefix begins the name airlock makes a placeholder under,
 // beside its own name, before it is marked and moved there: nobody but
 // airlock makes such a name, and tools never show one.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
-	"github.com/airlockhq/airlock/internal/sandbox/linux/inside"
 )
 
 // TestPlaceholderNeverUnmarked: a placeholder's own name never shows an
@@ -108,12 +107,5 @@ func TestSweepRemovesTemporaryNames(t *testing.T) {
 	}
 	if _, err := os.Lstat(users); err != nil {
 		t.Errorf("%s: an unmarked file at an ordinary name was removed: %v", users, err)
-	}
-}
-
-// TestPlaceholderXattrAgrees: the init looks for the mark the backend sets.
-func TestPlaceholderXattrAgrees(t *testing.T) {
-	if inside.PlaceholderXattr != placeholderXattr {
-		t.Fatalf("the init looks for %q, the backend marks %q", inside.PlaceholderXattr, placeholderXattr)
 	}
 }

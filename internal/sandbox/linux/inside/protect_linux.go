@@ -19,10 +19,9 @@ import (
 // unlinked once every mount is made; the mounts keep it.
 const emptyName = ".airlock-empty"
 
-// PlaceholderXattr marks a placeholder airlock made on the host: it is
-// grant.PlaceholderXattr, which this package does not import
-// (TestPlaceholderXattrAgrees).
-const PlaceholderXattr = "user.airlock.placeholder"
+// PlaceholderXattr marks a placeholder airlock made on the host
+// (wire.PlaceholderXattr).
+const PlaceholderXattr = wire.PlaceholderXattr
 
 // PlaceholderList is where the sandbox finds the paths that are airlock's
 // placeholders rather than the user's files (see wire.PlaceholderList).
