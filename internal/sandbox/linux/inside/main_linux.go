@@ -188,16 +188,25 @@ type Tool struct {
 // sandbox's tools check these for the mark when they meet one, since a
 // call beside it may make a placeholder after its claim listed them.
 func placeholderCandidates(cfg *initproto.Config) []string {
+	return placeholderPaths(cfg.Mounts, append(slices.Clone(cfg.Masks), cfg.ReadOnly...), true)
+}
+
+// placeholderPaths returns, once each, those of paths inside one of
+// mounts and, with above, each directory above one up to its mount.
+func placeholderPaths(mounts []initproto.Mount, paths []string, above bool) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, p := range append(slices.Clone(cfg.Masks), cfg.ReadOnly...) {
-		m, ok := initproto.Holding(cfg.Mounts, p)
+	for _, p := range paths {
+		m, ok := initproto.Holding(mounts, p)
 		if !ok {
 			continue
 		}
 		for q := p; q != m.Target && q != "/" && !seen[q]; q = filepath.Dir(q) {
 			seen[q] = true
 			out = append(out, q)
+			if !above {
+				break
+			}
 		}
 	}
 	return out

@@ -129,14 +129,11 @@ func (b *builder) hold(p string, mask bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("stat: %w", err)
 	}
-	if mask && b.readOnly && at == p && !slices.Contains(b.maskedMarked, p) && (st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+	if mask && b.readOnly && at == p && !slices.Contains(b.maskedMarked, p) && isMarked(fd, &st) {
 		// The mask will hide the mark: read it now, from what is masked,
 		// for a placeholder another call made since the listing
 		// (maskedMarked), which the tools must not show.
-		mark := make([]byte, 8)
-		if _, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark); err == nil || errors.Is(err, unix.ERANGE) {
-			b.maskedMarked = append(b.maskedMarked, p)
-		}
+		b.maskedMarked = append(b.maskedMarked, p)
 	}
 	switch kind := st.Mode & unix.S_IFMT; {
 	case kind == unix.S_IFLNK:
@@ -341,47 +338,42 @@ func (b *builder) listPlaceholders() error {
 // take theirs for missing, as they do their own.
 func (b *builder) marked(paths []string, above bool) []string {
 	var out []string
-	seen := map[string]bool{}
-	mark := make([]byte, 8)
 	// Most names are missing (a plain directory has none of them): one
 	// read of the directory they would be in says so, where opening
 	// each would take a system call apiece.
 	dirs := map[string]map[string]bool{}
-	for _, p := range paths {
-		m, ok := initproto.Holding(b.cfg.Mounts, p)
-		if !ok {
+	for _, q := range placeholderPaths(b.cfg.Mounts, paths, above) {
+		dir := filepath.Dir(q)
+		names, listed := dirs[dir]
+		if !listed {
+			names = b.dirNames(dir)
+			dirs[dir] = names
+		}
+		if names != nil && !names[filepath.Base(q)] {
 			continue
 		}
-		for q := p; q != m.Target && q != "/" && !seen[q]; q = filepath.Dir(q) {
-			seen[q] = true
-			dir := filepath.Dir(q)
-			names, listed := dirs[dir]
-			if !listed {
-				names = b.dirNames(dir)
-				dirs[dir] = names
-			}
-			if names != nil && !names[filepath.Base(q)] {
-				if !above {
-					break
-				}
-				continue
-			}
-			fd, at, err := b.openNoFollow(q)
-			if err == nil {
-				var st unix.Stat_t
-				if at == q && unix.Fstat(fd, &st) == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Mode&unix.S_IFMT == unix.S_IFREG) {
-					if _, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark); err == nil || errors.Is(err, unix.ERANGE) {
-						out = append(out, q)
-					}
-				}
-				unix.Close(fd)
-			}
-			if !above {
-				break
-			}
+		fd, at, err := b.openNoFollow(q)
+		if err != nil {
+			continue
 		}
+		var st unix.Stat_t
+		if at == q && unix.Fstat(fd, &st) == nil && isMarked(fd, &st) {
+			out = append(out, q)
+		}
+		unix.Close(fd)
 	}
 	return out
+}
+
+// isMarked reports whether the open file fd, of stat st, is a placeholder
+// (a regular file or directory carrying PlaceholderXattr).
+func isMarked(fd int, st *unix.Stat_t) bool {
+	if kind := st.Mode & unix.S_IFMT; kind != unix.S_IFDIR && kind != unix.S_IFREG {
+		return false
+	}
+	var mark [8]byte
+	_, err := unix.Getxattr(procFD(fd), PlaceholderXattr, mark[:])
+	return err == nil || errors.Is(err, unix.ERANGE)
 }
 
 // dirNames returns the names in sandbox directory dir, an empty set when
