@@ -88,10 +88,7 @@ func deepNestedRepo(t *testing.T, backend sandbox.Backend, comp string, depth in
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := sessionsOn(backend)(t, g)
 	defer s.Close()
 	// dash's cd names the whole path, which is too long: python walks
 	// down one relative chdir at a time.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/airlockhq/airlock/grant"
-	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandboxtest"
 )
 
@@ -29,10 +28,7 @@ func TestReadOnlyToolsHideOtherCallsPlaceholders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := broker.Open(&broker.Options{Grant: g, Backend: backend, RecordsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := sessionsOn(backend)(t, g)
 	defer s.Close()
 	call := func(name string, args map[string]any) (string, error) {
 		b, err := json.Marshal(args)

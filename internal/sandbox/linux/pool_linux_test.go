@@ -81,6 +81,18 @@ func waitWarm(t testing.TB, b *linux.Backend, spec *sandbox.Spec, n int) {
 	}
 }
 
+// warmPool returns a backend keeping a pool of n with n warm sandboxes of
+// spec's shape ready.
+func warmPool(t testing.TB, n int, spec *sandbox.Spec) *linux.Backend {
+	t.Helper()
+	b := pooled(t, n)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, n)
+	return b
+}
+
 // callWith runs spec on b with input on stdin.
 func callWith(t testing.TB, b *linux.Backend, spec *sandbox.Spec, input string) out {
 	t.Helper()
@@ -101,11 +113,7 @@ func warm(o out) bool { return slices.Contains(o.res.Isolation.Features, "warm")
 func TestPoolSameAsCold(t *testing.T) {
 	d := newDirs(t)
 	spec := toolSpec(d)
-	b := pooled(t, 2)
-	if err := b.Prewarm(spec); err != nil {
-		t.Fatal(err)
-	}
-	waitWarm(t, b, spec, 2)
+	b := warmPool(t, 2, spec)
 	for _, input := range []string{"hello", "sh:cat " + d.R + "/f; id -u; cat /proc/self/status | grep -E '^Cap(Eff|Bnd)'", "sh:cat " + d.O + "/canary"} {
 		t.Run(input, func(t *testing.T) {
 			waitWarm(t, b, spec, 1)
@@ -233,14 +241,7 @@ func TestPoolStaleGrantPaths(t *testing.T) {
 	// (no call yet has made it keep more), once both are ready. A
 	// sandbox built after the change would match the tree again and may
 	// serve the call, so none may be under way when the tree changes.
-	ready := func() *linux.Backend {
-		b := pooled(t, 2)
-		if err := b.Prewarm(spec); err != nil {
-			t.Fatal(err)
-		}
-		waitWarm(t, b, spec, 2)
-		return b
-	}
+	ready := func() *linux.Backend { return warmPool(t, 2, spec) }
 	b := ready()
 	if err := os.WriteFile(secret, []byte(d.canary), 0o600); err != nil {
 		t.Fatal(err)
@@ -483,12 +484,7 @@ func TestBrokerChildWarm(t *testing.T) {
 		t.Skip("runs only as the child of TestBrokerDeathWarm")
 	}
 	d := newDirs(t)
-	spec := toolSpec(d)
-	b := pooled(t, 2)
-	if err := b.Prewarm(spec); err != nil {
-		t.Fatal(err)
-	}
-	waitWarm(t, b, spec, 2)
+	warmPool(t, 2, toolSpec(d))
 	fmt.Println("warm-ready")
 	time.Sleep(time.Minute)
 }
@@ -725,11 +721,7 @@ func TestRefillDeferredWhileOneIsReady(t *testing.T) {
 	t.Run("deferred", func(t *testing.T) {
 		defer linux.SetRefillDelay(time.Hour)()
 		defer linux.SetMaxBuildWait(time.Minute)()
-		b := pooled(t, 2)
-		if err := b.Prewarm(spec); err != nil {
-			t.Fatal(err)
-		}
-		waitWarm(t, b, spec, 2)
+		b := warmPool(t, 2, spec)
 		if o := callWith(t, b, spec, "one"); !warm(o) {
 			t.Fatalf("call 1 was not served warm: %v", o.res.Isolation.Features)
 		}
@@ -772,11 +764,7 @@ func TestRefillDeferredWhileOneIsReady(t *testing.T) {
 	})
 	t.Run("timer", func(t *testing.T) {
 		defer linux.SetRefillDelay(time.Millisecond)()
-		b := pooled(t, 2)
-		if err := b.Prewarm(spec); err != nil {
-			t.Fatal(err)
-		}
-		waitWarm(t, b, spec, 2)
+		b := warmPool(t, 2, spec)
 		if o := callWith(t, b, spec, "one"); !warm(o) {
 			t.Fatalf("call 1 was not served warm: %v", o.res.Isolation.Features)
 		}
@@ -788,11 +776,7 @@ func TestPoolMissWaitsForBuild(t *testing.T) {
 	defer linux.SetMaxBuildWait(time.Minute)()
 	d := newDirs(t)
 	spec := toolSpec(d)
-	b := pooled(t, 1)
-	if err := b.Prewarm(spec); err != nil {
-		t.Fatal(err)
-	}
-	waitWarm(t, b, spec, 1)
+	b := warmPool(t, 1, spec)
 	for i := range 8 {
 		if o := callWith(t, b, spec, "hello"); !warm(o) {
 			t.Fatalf("call %d was not served warm: %v", i, o.res.Isolation.Features)
