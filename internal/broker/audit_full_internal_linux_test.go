@@ -12,13 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
-
-// testFSSource names the file systems tests mount, in the host's
-// mountinfo, so that a count of the host's mounts can leave them out
-// (hostMountLines in package linux's tests): tests of other packages
-// mount and unmount them while it counts.
-const testFSSource = "airlock-test-fs"
 
 // TestFullRecordsDirRefusesBeforeRunning (issue 11.5): with the records
 // directory full, a call is refused before anything runs, and the caller is
@@ -28,7 +23,7 @@ func TestFullRecordsDirRefusesBeforeRunning(t *testing.T) {
 		t.Skip("needs root to mount a small file system (CI runs as root)")
 	}
 	records := t.TempDir()
-	if err := unix.Mount(testFSSource, records, "tmpfs", 0, "size=256k"); err != nil {
+	if err := unix.Mount(testenv.FSSource, records, "tmpfs", 0, "size=256k"); err != nil {
 		t.Fatalf("mounting a small tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(records, unix.MNT_DETACH) })

@@ -21,14 +21,9 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
-
-// testFSSource names the file systems tests mount, in the host's
-// mountinfo, so that a count of the host's mounts can leave them out
-// (hostMountLines in package linux's tests): tests of other packages
-// mount and unmount them while it counts.
-const testFSSource = "airlock-test-fs"
 
 // Open opens a broker session over the backend under test for grant g
 // (every path it names is on this host). The suite closes the session.
@@ -489,7 +484,7 @@ func smallDisk(t *testing.T, dir string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount(testFSSource, dir, "tmpfs", 0, "size="+smallDiskSize+",nr_inodes="+smallDiskInodes); err != nil {
+	if err := unix.Mount(testenv.FSSource, dir, "tmpfs", 0, "size="+smallDiskSize+",nr_inodes="+smallDiskInodes); err != nil {
 		t.Logf("case 13 will be skipped: mounting a tmpfs: %v", err)
 		return ""
 	}

@@ -42,3 +42,10 @@ func CopyExecutable(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// FSSource is the source name of the small file systems tests mount (a
+// tmpfs standing for a nearly full disk), as the host's mountinfo shows
+// it, so that a count of the host's mounts can leave them out (the soak
+// tests' hostMountLines): tests of other packages mount and unmount them
+// while it counts.
+const FSSource = "airlock-test-fs"

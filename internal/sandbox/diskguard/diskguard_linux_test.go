@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // What is written between Open and Watch counts: the watch sees it at
@@ -16,7 +18,7 @@ func TestWatchCountsFromOpen(t *testing.T) {
 		t.Skip("needs root to mount a small file system (CI runs as root)")
 	}
 	dir := t.TempDir()
-	if err := unix.Mount("airlock-test-fs", dir, "tmpfs", 0, "size=16m"); err != nil {
+	if err := unix.Mount(testenv.FSSource, dir, "tmpfs", 0, "size=16m"); err != nil {
 		t.Skipf("mounting a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })

@@ -360,7 +360,7 @@ func TestDepotOnAnotherMount(t *testing.T) {
 		t.Skip("mounting a tmpfs needs root")
 	}
 	dir, cfg := plainConfig(t)
-	if err := unix.Mount(testFSSource, dir, "tmpfs", 0, "size=1m"); err != nil {
+	if err := unix.Mount(testenv.FSSource, dir, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatalf("mounting a tmpfs: %v", err)
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)
@@ -745,7 +745,7 @@ func TestDepotTrashEmptied(t *testing.T) {
 		if err := os.MkdirAll(mp, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := unix.Mount(testFSSource, mp, "tmpfs", 0, "size=64k"); err != nil {
+		if err := unix.Mount(testenv.FSSource, mp, "tmpfs", 0, "size=64k"); err != nil {
 			t.Fatalf("mounting a tmpfs: %v", err)
 		}
 		if err := os.WriteFile(filepath.Join(mp, "user-data"), []byte("mine"), 0o644); err != nil {

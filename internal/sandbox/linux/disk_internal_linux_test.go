@@ -12,13 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
-
-// testFSSource names the file systems tests mount, in the host's
-// mountinfo, so that a count of the host's mounts can leave them out
-// (hostMountLines in package linux's tests): tests of other packages
-// mount and unmount them while it counts.
-const testFSSource = "airlock-test-fs"
 
 // smallDisk mounts a tmpfs of size bytes on a new directory and returns
 // it, or skips the test where this process may not mount.
@@ -28,7 +23,7 @@ func smallDisk(t *testing.T, size string) string {
 		t.Skip("needs root to mount a small file system (CI runs as root)")
 	}
 	dir := t.TempDir()
-	if err := unix.Mount(testFSSource, dir, "tmpfs", 0, "size="+size); err != nil {
+	if err := unix.Mount(testenv.FSSource, dir, "tmpfs", 0, "size="+size); err != nil {
 		t.Skipf("mounting a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -38,7 +39,7 @@ func countDir(p string) int {
 
 // hostMountLines counts the host's mounts, leaving out those of container
 // engines (Podman's overlays, network namespaces, its run directories) and
-// the small file systems tests mount (testFSSource) that other tests on the
+// the small file systems tests mount (testenv.FSSource) that other tests on the
 // machine may make at the same time: airlock's own
 // backend never mounts in the host's namespace, so any other new line is
 // its leak.
@@ -46,7 +47,7 @@ func hostMountLines() int {
 	mi, _ := os.ReadFile("/proc/self/mountinfo")
 	n := 0
 	for _, line := range strings.Split(string(mi), "\n") {
-		if line == "" || strings.Contains(line, "containers") || strings.Contains(line, "airlock-test-fs") || strings.Contains(line, "/netns") ||
+		if line == "" || strings.Contains(line, "containers") || strings.Contains(line, testenv.FSSource) || strings.Contains(line, "/netns") ||
 			strings.Contains(line, " - overlay ") || strings.Contains(line, " - nsfs ") || strings.Contains(line, "podman") {
 			continue
 		}

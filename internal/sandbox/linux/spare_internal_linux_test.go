@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // plainConfig is the config of the default grant over a fresh, empty
@@ -247,7 +248,7 @@ func TestSparesFreedWithThePool(t *testing.T) {
 	dir, spec := tree()
 	mounted := false
 	if os.Geteuid() == 0 {
-		if err := unix.Mount(testFSSource, dir, "tmpfs", 0, "size=1m"); err != nil {
+		if err := unix.Mount(testenv.FSSource, dir, "tmpfs", 0, "size=1m"); err != nil {
 			t.Fatalf("mounting a tmpfs for the tree: %v", err)
 		}
 		mounted = true
