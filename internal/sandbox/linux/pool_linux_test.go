@@ -743,11 +743,12 @@ func TestRefillDeferredWhileOneIsReady(t *testing.T) {
 			}
 			held <- out{res: res, stdout: so.String()}
 		}()
-		for {
-			if r, _, _ := b.PoolBuilds(spec); r == 0 {
-				break
+		for r, _, _ := b.PoolBuilds(spec); r != 0; r, _, _ = b.PoolBuilds(spec) {
+			select {
+			case o := <-held: // it ended without holding the sandbox
+				t.Fatalf("the held call ended before the next one: %q, %v", o.stdout, o.res.Isolation.Features)
+			case <-time.After(time.Millisecond):
 			}
-			time.Sleep(time.Millisecond)
 		}
 		if o := callWith(t, b, spec, "two"); !warm(o) {
 			t.Fatalf("the call that found the shape empty was not served warm (the deferred build was not started for it): %v", o.res.Isolation.Features)
