@@ -128,6 +128,21 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 	return res
 }
 
+// maxReadBuf is read_file's largest read buffer.
+const maxReadBuf = 64 << 10
+
+// readBufSize is the read buffer for a file of size bytes: room for the
+// whole file when it is small, never less than the sniff and never more
+// than maxReadBuf (a size of 0, as files in /proc report, gets the most).
+// A small file's call then allocates and clears kilobytes, not the 128 KiB
+// of fresh pages that cost a new sandbox's call a page fault each.
+func readBufSize(size int64) int {
+	if size <= 0 || size >= maxReadBuf {
+		return maxReadBuf
+	}
+	return max(int(size)+1, sniffBytes)
+}
+
 // readOne reads one file for read_file; field names the argument that gave
 // its path, cp caps what it returns.
 func readOne(ctx context.Context, env Env, a ReadFileArgs, field, path string, cp int) wire.ToolOutput {
@@ -145,7 +160,7 @@ func readOne(ctx context.Context, env Env, a ReadFileArgs, field, path string, c
 	}
 	defer f.Close()
 	size := fi.Size()
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(f, readBufSize(size))
 	head, _ := br.Peek(sniffBytes)
 	if len(head) == 0 {
 		// A size of 0 alone is not trusted: files in /proc report 0 and hold text.
@@ -184,7 +199,7 @@ func readOne(ctx context.Context, env Env, a ReadFileArgs, field, path string, c
 	}
 
 	var out bytes.Buffer
-	out.Grow(int(min(size-skipped, int64(cp)) + 64<<10)) // the cap plus one buffered line: no regrowth
+	out.Grow(int(min(size-skipped, int64(cp))) + br.Size()) // the cap plus one buffered line: no regrowth
 	lines, truncated := 0, false
 	for a.Limit == 0 || lines < a.Limit {
 		chunk, err := br.ReadSlice('\n')

@@ -145,3 +145,45 @@ func TestReadFileAccessListsEveryPath(t *testing.T) {
 		t.Errorf("Access = %v, want %v", got, want)
 	}
 }
+
+// TestReadBufSize checks the read buffer's size: the whole of a small file
+// and no less than the sniff, at most maxReadBuf, and the most for a file
+// that reports no size (/proc).
+func TestReadBufSize(t *testing.T) {
+	for _, c := range []struct {
+		size int64
+		want int
+	}{
+		{0, maxReadBuf},
+		{-1, maxReadBuf},
+		{1, sniffBytes},
+		{4096, sniffBytes},
+		{sniffBytes, sniffBytes + 1},
+		{20000, 20001},
+		{maxReadBuf - 1, maxReadBuf},
+		{maxReadBuf, maxReadBuf},
+		{1 << 30, maxReadBuf},
+	} {
+		if got := readBufSize(c.size); got != c.want {
+			t.Errorf("readBufSize(%d) = %d, want %d", c.size, got, c.want)
+		}
+	}
+}
+
+// TestReadFileLinesLongerThanItsBuffer reads a small file whose buffer is
+// sized to it and a large one with a line longer than the largest buffer:
+// both come back whole.
+func TestReadFileLinesLongerThanItsBuffer(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", maxReadBuf+100) + "\nend\n"
+	small := "one\ntwo\n"
+	for name, body := range map[string]string{"long.txt": long, "small.txt": small} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := runReadFile(t.Context(), Env{Root: dir, Cwd: dir}, ReadFileArgs{Path: name})
+		if out.IsError || out.Content != body {
+			t.Errorf("%s: got %d bytes (error %v), want the file's %d", name, len(out.Content), out.IsError, len(body))
+		}
+	}
+}
