@@ -177,8 +177,9 @@ type Tool struct {
 	// Warm, when set, runs in a warm sandbox before it waits for its
 	// claim, so that the call does not pay for the first use of what
 	// every call does (decoding its input, encoding its answer). The
-	// sandbox is not locked down yet: Warm must touch no file and run no
-	// tool.
+	// sandbox is not locked down yet: Warm must touch no file of the
+	// sandbox's and write none (runner.Warm reads one of its own process
+	// in /proc).
 	Warm func()
 }
 
