@@ -650,8 +650,15 @@ func TestReadOnlyWarmListsPlaceholdersAtClaim(t *testing.T) {
 			rw := protectedSpec(t, d)
 			secret := filepath.Join(d.W, "secret.key") // a denied path
 			rw.Masks = append(rw.Masks, secret)
+			// A protected path in a directory of the user's, below the
+			// tree's top: its listing is not the top's.
+			if err := os.Mkdir(filepath.Join(d.W, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			nested := filepath.Join(d.W, "sub", ".env")
+			rw.ReadOnly = append(rw.ReadOnly, nested)
 			ro := readOnlySpec(rw)
-			want := []string{filepath.Join(d.W, ".bashrc"), secret}
+			want := []string{filepath.Join(d.W, ".bashrc"), secret, nested}
 			b := pooled(t, 1)
 			hold := func() {
 				ctx, cancel := context.WithCancel(context.Background())

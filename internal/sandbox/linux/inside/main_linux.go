@@ -74,6 +74,9 @@ func Main(t Tool) int {
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
 	var claimAt int64
+	// candidates are placeholderCandidates(&cfg), for the tool; a warm
+	// sandbox works them out before it waits.
+	var candidates []string
 	// claim waits, in a warm sandbox, until a call takes it. What the call
 	// would otherwise do first is done before the wait, off its clock: the
 	// payload's environment, and, when locked is set (the sandbox is locked
@@ -90,6 +93,7 @@ func Main(t Tool) int {
 			if t.Warm != nil {
 				t.Warm()
 			}
+			candidates = placeholderCandidates(&cfg)
 		}
 		if err := send(status, &initproto.Status{Staged: true, Joined: cfg.Join, MainAt: mainAt, ConfigAt: configAt}); err != nil {
 			return err
@@ -134,7 +138,10 @@ func Main(t Tool) int {
 		ps := &payloadStart{cfg: &cfg}
 		toolProcs()
 		tTool := mono()
-		code := t.Run(toolCtx, ps.start, cfg.Placeholders, placeholderCandidates(&cfg), os.Stdin, os.Stdout, os.Stderr)
+		if !cfg.Claim {
+			candidates = placeholderCandidates(&cfg)
+		}
+		code := t.Run(toolCtx, ps.start, cfg.Placeholders, candidates, os.Stdin, os.Stdout, os.Stderr)
 		tDone := mono()
 		ps.close()
 		endTool(status, code, []initproto.Phase{{Name: "to-tool", Nanos: tTool - st.SentAt}, {Name: "tool", Nanos: tDone - tTool}}, tDone)
@@ -439,6 +446,13 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 	}
 	phase("seccomp")
 	if prelock {
+		// What the listing needs besides the claim is ready before it.
+		candidates := placeholderCandidates(cfg)
+		closeRoot, err := b.openRoot()
+		if err != nil {
+			return nil, err
+		}
+		defer closeRoot()
 		if err := claim(true); err != nil {
 			return nil, err
 		}
@@ -446,7 +460,7 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 		if len(cfg.Placeholders) != 0 {
 			return nil, errors.New("a read-only warm sandbox was claimed with placeholders: it holds none")
 		}
-		if err := b.listMarkedLocked(); err != nil {
+		if err := b.listMarkedLocked(candidates); err != nil {
 			return nil, err
 		}
 		phase("listed")

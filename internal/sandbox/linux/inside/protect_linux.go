@@ -1,6 +1,7 @@
 package inside
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -62,9 +63,9 @@ func (b *builder) protect() error {
 	readOnly := !anyWritable(b.cfg.Mounts)
 	b.readOnly = readOnly
 	if readOnly && b.cfg.Claim {
-		b.maskedMarked = b.marked(b.cfg.Masks, false)
+		b.maskedMarked = b.marked(placeholderPaths(b.cfg.Mounts, b.cfg.Masks, false))
 	} else if readOnly {
-		b.cfg.Placeholders = append(b.cfg.Placeholders, b.marked(append(slices.Clone(b.cfg.Masks), b.cfg.ReadOnly...), true)...)
+		b.cfg.Placeholders = append(b.cfg.Placeholders, b.marked(placeholderCandidates(b.cfg))...)
 	}
 	for _, p := range b.cfg.Masks {
 		if err := b.hold(p, true); err != nil {
@@ -330,26 +331,54 @@ func (b *builder) listPlaceholders() error {
 	return writeAt(dir, filepath.Base(wire.PlaceholderExcludes), excl.String())
 }
 
-// marked returns each of paths, and with above each directory above one
-// below its mount, that is airlock's placeholder (it carries
-// grant.PlaceholderXattr), for a sandbox whose every mount is read-only (a
-// tool that changes nothing). Such a sandbox holds no placeholder of its
-// own, but calls running beside it do, in the same tree: its tools must
-// take theirs for missing, as they do their own.
-func (b *builder) marked(paths []string, above bool) []string {
+// marked returns those of paths (placeholderPaths of a grant's paths) that
+// are airlock's placeholders (they carry grant.PlaceholderXattr), for a
+// sandbox whose every mount is read-only (a tool that changes nothing).
+// Such a sandbox holds no placeholder of its own, but calls running beside
+// it do, in the same tree: its tools must take theirs for missing, as they
+// do their own.
+func (b *builder) marked(paths []string) []string {
 	var out []string
 	// Most names are missing (a plain directory has none of them): one
 	// read of the directory they would be in says so, where opening
-	// each would take a system call apiece.
+	// each would take a system call apiece; and a directory missing from
+	// its parent's listing is not opened at all.
 	dirs := map[string]map[string]bool{}
-	for _, q := range placeholderPaths(b.cfg.Mounts, paths, above) {
-		dir := filepath.Dir(q)
-		names, listed := dirs[dir]
-		if !listed {
-			names = b.dirNames(dir)
-			dirs[dir] = names
+	var buf []byte
+	var names func(dir string) map[string]bool
+	names = func(dir string) map[string]bool {
+		if got, listed := dirs[dir]; listed {
+			return got
 		}
-		if names != nil && !names[filepath.Base(q)] {
+		var got map[string]bool
+		if up := filepath.Dir(dir); up != dir {
+			if in, listed := dirs[up]; listed && in != nil && !in[filepath.Base(dir)] {
+				got = map[string]bool{}
+			}
+		}
+		if got == nil {
+			if buf == nil {
+				buf = make([]byte, 16<<10)
+			}
+			got = b.dirNames(dir, buf)
+		}
+		dirs[dir] = got
+		return got
+	}
+	// The shallowest directories first, so that each parent is listed
+	// before its children are looked for in it.
+	parents := make([]string, 0, len(paths))
+	for _, q := range paths {
+		parents = append(parents, filepath.Dir(q))
+	}
+	slices.SortFunc(parents, func(x, y string) int {
+		return cmp.Compare(strings.Count(x, "/"), strings.Count(y, "/"))
+	})
+	for _, dir := range parents {
+		names(dir)
+	}
+	for _, q := range paths {
+		if got := names(filepath.Dir(q)); got != nil && !got[filepath.Base(q)] {
 			continue
 		}
 		fd, at, err := b.openNoFollow(q)
@@ -378,8 +407,8 @@ func isMarked(fd int, st *unix.Stat_t) bool {
 
 // dirNames returns the names in sandbox directory dir, an empty set when
 // it is missing, or nil when it cannot be read whole cheaply (then each
-// name is looked up on its own).
-func (b *builder) dirNames(dir string) map[string]bool {
+// name is looked up on its own). buf is its getdents buffer.
+func (b *builder) dirNames(dir string, buf []byte) map[string]bool {
 	name := rel(dir)
 	if name == "" {
 		name = "."
@@ -393,7 +422,6 @@ func (b *builder) dirNames(dir string) map[string]bool {
 	}
 	defer unix.Close(fd)
 	names := map[string]bool{}
-	buf := make([]byte, 16<<10)
 	for range 4 {
 		n, err := eintr.Value(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil {
@@ -418,18 +446,14 @@ func (b *builder) dirNames(dir string) map[string]bool {
 // has gone since is missing in the sandbox too (the host's removal took
 // the mask with it, or moved it along), and one where a file of the
 // user's stands now never gets this far: the host checks a warm
-// sandbox's grant paths before it claims one (samePaths).
-func (b *builder) listMarkedLocked() error {
-	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("opening the root to list placeholders: %w", err)
+// sandbox's grant paths before it claims one (samePaths). candidates are
+// placeholderCandidates of its config, worked out before the claim.
+// The root it lists from is b.root, which openRoot opened before the claim.
+func (b *builder) listMarkedLocked(candidates []string) error {
+	if b.root < 0 {
+		return errors.New("listing placeholders: the root is not open")
 	}
-	b.root = root
-	defer func() {
-		unix.Close(root)
-		b.root = -1
-	}()
-	list := b.marked(append(slices.Clone(b.cfg.Masks), b.cfg.ReadOnly...), true)
+	list := b.marked(candidates)
 	for _, p := range b.maskedMarked {
 		if !slices.Contains(list, p) {
 			list = append(list, p)
@@ -437,6 +461,20 @@ func (b *builder) listMarkedLocked() error {
 	}
 	b.cfg.Placeholders = list
 	return nil
+}
+
+// openRoot opens the sandbox's root as b.root, for listMarkedLocked; the
+// returned func closes it.
+func (b *builder) openRoot() (closeRoot func(), err error) {
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the root to list placeholders: %w", err)
+	}
+	b.root = root
+	return func() {
+		unix.Close(root)
+		b.root = -1
+	}, nil
 }
 
 // gitPattern is a git exclude pattern that matches the path rel (relative
