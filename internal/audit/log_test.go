@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -295,7 +296,7 @@ func TestLiveInFlightFiles(t *testing.T) {
 			switch {
 			case err != nil:
 				t.Fatal(err)
-			case len(b) == 0:
+			case len(bytes.TrimSpace(b)) == 0:
 				out = append(out, e.Name()+"=-")
 			case json.Unmarshal(b, &f) != nil || f.Tool != "shell" || f.Time.IsZero():
 				t.Fatalf("slot %s holds %q", e.Name(), b)
@@ -327,6 +328,18 @@ func TestLiveInFlightFiles(t *testing.T) {
 		t.Errorf("after a second Begin the live directory holds %q", got)
 	}
 	l.End(InFlight{CallID: "call_3"})
+	// A record shorter than the slot's last is followed by the spaces
+	// that blanked that one, and read back whole.
+	l.Begin(InFlight{Kind: KindCall, CallID: "call_4", Tool: "shell", Dirs: []string{strings.Repeat("/long", 40)}})
+	l.End(InFlight{CallID: "call_4"})
+	l.Begin(InFlight{Kind: KindCall, CallID: "call_5", Tool: "shell"})
+	if got := contents(); got != "owner slot-0.json=call_5/ slot-1.json=call_2/wrk_1" {
+		t.Errorf("after a shorter record the live directory holds %q", got)
+	}
+	if fl, err := InFlightUnder(root); err != nil || len(fl) != 2 || fl[0].CallID != "call_2" || fl[1].CallID != "call_5" || len(fl[1].Dirs) != 0 {
+		t.Errorf("InFlightUnder = %+v, %v; want call_2's work and call_5", fl, err)
+	}
+	l.End(InFlight{CallID: "call_5"})
 	l.End(InFlight{WorkID: "wrk_1"})
 	if got := contents(); got != "owner slot-0.json=- slot-1.json=-" {
 		t.Errorf("with nothing in flight the live directory holds %q", got)
