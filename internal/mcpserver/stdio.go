@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -211,7 +212,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
@@ -220,6 +221,39 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.answered(resp.ID.Raw())
 	}
 	return err
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, which re-encodes a response's
+// result: the encoder compacts (reads through) a raw result again, for a
+// tool's answer its whole text, about 55 us of a 4 KiB read_file's answer.
+// A successful response's result is the SDK's own encoding of the
+// result, compact JSON on one line, so it is written into the envelope
+// as it is; anything else goes through the SDK's encoder.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || !resp.ID.IsValid() || !compactObject(resp.Result) {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	var idb bytes.Buffer
+	enc := json.NewEncoder(&idb)
+	enc.SetEscapeHTML(false) // as the SDK's encoder
+	if err := enc.Encode(resp.ID.Raw()); err != nil {
+		return nil, err
+	}
+	id := bytes.TrimSuffix(idb.Bytes(), []byte("\n"))
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	b := make([]byte, 0, len(head)+len(id)+len(mid)+len(resp.Result)+2) // and the newline writeLine adds
+	b = append(b, head...)
+	b = append(b, id...)
+	b = append(b, mid...)
+	b = append(b, resp.Result...)
+	return append(b, '}'), nil
+}
+
+// compactObject reports whether raw looks like what an encoder writes for
+// an object: braces at both ends, no newline (which would end the line).
+func compactObject(raw []byte) bool {
+	return len(raw) >= 2 && raw[0] == '{' && raw[len(raw)-1] == '}' && bytes.IndexByte(raw, '\n') < 0
 }
 
 // writeLine writes data and a newline as one write.

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -53,5 +55,43 @@ func TestStdioPendingBytesBounded(t *testing.T) {
 	m := <-second
 	if r, ok := m.(*jsonrpc.Request); !ok || r.ID.Raw() != int64(2) {
 		t.Fatalf("after the answer, read %#v, want request 2", m)
+	}
+}
+
+// TestEncodeMessageAsTheSDKDoes checks that encodeMessage writes what
+// jsonrpc.EncodeMessage writes, byte for byte, for a result with a number
+// or a string id, and leaves every other message to it.
+func TestEncodeMessageAsTheSDKDoes(t *testing.T) {
+	str, err := jsonrpc.MakeID("a\"b\\c<&>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	num, err := jsonrpc.MakeID(float64(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := json.RawMessage(`{"content":[{"type":"text","text":"line\nnext \u003c"}],"isError":false}`)
+	for name, msg := range map[string]jsonrpc.Message{
+		"result, number id": &jsonrpc.Response{ID: num, Result: result},
+		"result, string id": &jsonrpc.Response{ID: str, Result: result},
+		"error":             &jsonrpc.Response{ID: num, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad"}},
+		"not an object":     &jsonrpc.Response{ID: num, Result: json.RawMessage(`[1, 2]`)},
+		"request":           req,
+	} {
+		got, err := encodeMessage(msg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: encodeMessage = %s, want %s", name, got, want)
+		}
 	}
 }
