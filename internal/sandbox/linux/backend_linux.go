@@ -45,8 +45,9 @@ type Backend struct {
 
 	placeholders placeholders
 	pool         pool
-	tearing      teardowns // teardowns after early answers
-	diskFloor    int64     // Options.DiskFloor
+	lastShape    atomic.Pointer[shapeMemo] // see shape
+	tearing      teardowns                 // teardowns after early answers
+	diskFloor    int64                     // Options.DiskFloor
 
 	// The init Prestart started for the next cold sandbox (prestart_linux.go).
 	preMu     sync.Mutex
@@ -216,7 +217,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	guard := b.openDiskGuard(cfg.Mounts)
 	defer guard.Close()
-	if k, ok := shapeOf(spec, cfg, l); ok && b.pool.on() {
+	if k, ok := b.shape(spec, cfg, l); ok && b.pool.on() {
 		defer b.pool.refill(k, cfg, l)
 		var input []byte
 		input, spec = inputOf(spec)

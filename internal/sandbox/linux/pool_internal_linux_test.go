@@ -47,6 +47,17 @@ func BenchmarkTakeChecks(b *testing.B) {
 			}
 		}
 	})
+	b.Run("shape-remembered", func(b *testing.B) {
+		for range b.N {
+			c, err := config(spec, l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, ok := be.shape(spec, c, l); !ok {
+				b.Fatal("no shape")
+			}
+		}
+	})
 	b.Run("samePaths", func(b *testing.B) {
 		for range b.N {
 			if !be.samePaths(was) {
@@ -61,10 +72,7 @@ func BenchmarkTakeChecks(b *testing.B) {
 // the same shape, so a warm sandbox is only ever taken for what it was
 // built for.
 func TestShapeCoversConfig(t *testing.T) {
-	base := func() *initproto.Config {
-		return &initproto.Config{Mounts: []initproto.Mount{{Source: "/h/w", Target: "/w", Writable: true}}, ReadOnly: []string{"/w/.git"},
-			ReadOnlyDirs: []string{"/w/.git"}, Masks: []string{"/w/.env"}, Env: []string{"A=1"}, Cwd: "/w", Hostname: "airlock", TmpBytes: 1, FileBytes: 2, OpenFiles: 3, Procs: 4}
-	}
+	base := shapeBase
 	l := withDefaults(sandbox.Limits{})
 	spec := &sandbox.Spec{}
 	k0, ok := shapeOf(spec, base(), l)
@@ -80,19 +88,7 @@ func TestShapeCoversConfig(t *testing.T) {
 	if k, _ := shapeOf(spec, joined, l); k != k0 {
 		t.Fatal("the sandbox's cgroup name changed the shape")
 	}
-	for name, change := range map[string]func(c *initproto.Config){
-		"mount":     func(c *initproto.Config) { c.Mounts[0].Writable = false },
-		"protected": func(c *initproto.Config) { c.ReadOnly = nil },
-		"dirs":      func(c *initproto.Config) { c.ReadOnlyDirs = nil },
-		"mask":      func(c *initproto.Config) { c.Masks = []string{"/w/.envrc"} },
-		"env":       func(c *initproto.Config) { c.Env = []string{"A=2"} },
-		"cwd":       func(c *initproto.Config) { c.Cwd = "/" },
-		"tmp":       func(c *initproto.Config) { c.TmpBytes++ },
-		"file size": func(c *initproto.Config) { c.FileBytes++ },
-		"files":     func(c *initproto.Config) { c.OpenFiles++ },
-		"procs":     func(c *initproto.Config) { c.Procs++ },
-		"seccomp":   func(c *initproto.Config) { c.Seccomp = !c.Seccomp },
-	} {
+	for name, change := range shapeChanges() {
 		c := base()
 		change(c)
 		k, ok := shapeOf(spec, c, l)
@@ -112,6 +108,80 @@ func TestShapeCoversConfig(t *testing.T) {
 	other.Mounts[0].Source = "/h/other"
 	if k, _ := shapeOf(spec, other, l); k.grant == k0.grant {
 		t.Error("another mount's source counts as the same grant")
+	}
+}
+
+// shapeBase is the config TestShapeCoversConfig and TestShapeRemembered
+// change one field of at a time.
+func shapeBase() *initproto.Config {
+	return &initproto.Config{Mounts: []initproto.Mount{{Source: "/h/w", Target: "/w", Writable: true}}, ReadOnly: []string{"/w/.git"},
+		ReadOnlyDirs: []string{"/w/.git"}, Masks: []string{"/w/.env"}, Env: []string{"A=1"}, Cwd: "/w", Hostname: "airlock", TmpBytes: 1, FileBytes: 2, OpenFiles: 3, Procs: 4}
+}
+
+// shapeChanges are changes of one field each that make another shape.
+func shapeChanges() map[string]func(c *initproto.Config) {
+	return map[string]func(c *initproto.Config){
+		"mount":     func(c *initproto.Config) { c.Mounts[0].Writable = false },
+		"protected": func(c *initproto.Config) { c.ReadOnly = nil },
+		"dirs":      func(c *initproto.Config) { c.ReadOnlyDirs = nil },
+		"mask":      func(c *initproto.Config) { c.Masks = []string{"/w/.envrc"} },
+		"env":       func(c *initproto.Config) { c.Env = []string{"A=2"} },
+		"cwd":       func(c *initproto.Config) { c.Cwd = "/" },
+		"tmp":       func(c *initproto.Config) { c.TmpBytes++ },
+		"file size": func(c *initproto.Config) { c.FileBytes++ },
+		"files":     func(c *initproto.Config) { c.OpenFiles++ },
+		"procs":     func(c *initproto.Config) { c.Procs++ },
+		"seccomp":   func(c *initproto.Config) { c.Seccomp = !c.Seccomp },
+		"hostname":  func(c *initproto.Config) { c.Hostname = "other" },
+	}
+}
+
+// TestShapeRemembered checks that Backend.shape, which remembers the last
+// config's shape, gives shapeOf's answer for every config: the same one
+// again, one changed in any field or limit after it, and the first one
+// after its caller changed the config it passed (the memory holds a copy).
+func TestShapeRemembered(t *testing.T) {
+	l := withDefaults(sandbox.Limits{})
+	spec := &sandbox.Spec{}
+	be := &Backend{}
+	k0, _ := shapeOf(spec, shapeBase(), l)
+	for range 2 {
+		if k, ok := be.shape(spec, shapeBase(), l); !ok || k != k0 {
+			t.Fatal("the remembered shape differs from shapeOf's")
+		}
+	}
+	joined := shapeBase()
+	joined.Join = "airlock-1-2"
+	if k, _ := be.shape(spec, joined, l); k != k0 {
+		t.Fatal("the sandbox's cgroup name changed the shape")
+	}
+	for name, change := range shapeChanges() {
+		be.shape(spec, shapeBase(), l)
+		c := shapeBase()
+		change(c)
+		want, _ := shapeOf(spec, c, l)
+		if k, ok := be.shape(spec, c, l); !ok || k != want || k == k0 {
+			t.Errorf("%s: the changed config got the remembered shape", name)
+		}
+	}
+	be.shape(spec, shapeBase(), l)
+	more := l
+	more.mem++
+	want, _ := shapeOf(spec, shapeBase(), more)
+	if k, _ := be.shape(spec, shapeBase(), more); k != want || k == k0 {
+		t.Error("another memory limit got the remembered shape")
+	}
+	c := shapeBase()
+	be.shape(spec, c, l)
+	c.Masks[0] = "/w/.envrc"
+	if k, _ := be.shape(spec, c, l); k == k0 {
+		t.Error("a change to the caller's config reached the remembered one")
+	}
+	if _, ok := be.shape(spec, &initproto.Config{}, l); !ok {
+		t.Error("an empty config has no shape")
+	}
+	if _, ok := be.shape(&sandbox.Spec{TTY: true}, shapeBase(), l); ok {
+		t.Error("a terminal's spec got a shape")
 	}
 }
 
