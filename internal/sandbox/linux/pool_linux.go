@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -181,13 +184,68 @@ func (b *Backend) pathState(p string) pathState {
 // grantPaths) are as they were. It checks the paths was names, which
 // grantPaths would list again for the same config, without working them
 // out again: this runs on a warm call's clock.
+//
+// The paths of a tree's protected names share a directory, where most of
+// them are missing: a listing of it (one open, one getdents) says which
+// are, where a lstat each took ~0.8 us apiece; a name the listing shows
+// is looked at on its own.
 func (b *Backend) samePaths(was []pathState) bool {
-	for _, w := range was {
+	var dirs map[string]map[string]bool // listings, nil where not listed
+	for i, w := range was {
+		dir, name := filepath.Split(w.path)
+		names, listed := dirs[dir]
+		if !listed && sharesDir(was[i+1:], dir) {
+			if dirs == nil {
+				dirs = map[string]map[string]bool{}
+			}
+			names = listNames(dir)
+			dirs[dir] = names
+		}
+		if names != nil && !names[name] {
+			if w.exists {
+				return false
+			}
+			continue
+		}
 		if b.pathState(w.path) != w {
 			return false
 		}
 	}
 	return true
+}
+
+// sharesDir reports whether any of rest is in dir (with its trailing
+// slash, as filepath.Split leaves it).
+func sharesDir(rest []pathState, dir string) bool {
+	for _, r := range rest {
+		if d, _ := filepath.Split(r.path); d == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// maxListed is the most names listNames reads from one directory; a larger
+// one is looked at name by name.
+const maxListed = 4096
+
+// listNames returns the names in host directory dir, or nil when it
+// cannot be listed or holds more than maxListed names.
+func listNames(dir string) map[string]bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	list, err := f.Readdirnames(maxListed + 1)
+	if (err != nil && !errors.Is(err, io.EOF)) || len(list) > maxListed {
+		return nil
+	}
+	names := make(map[string]bool, len(list))
+	for _, n := range list {
+		names[n] = true
+	}
+	return names
 }
 
 // alive reports whether the init of x still waits for its input: its

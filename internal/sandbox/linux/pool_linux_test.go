@@ -264,6 +264,22 @@ func TestPoolStaleGrantPaths(t *testing.T) {
 	if warm(o) {
 		t.Errorf("a warm sandbox built before %s was replaced was used", secret)
 	}
+	// A tree's protected names, most of them missing, are checked from a
+	// listing of their directory: one made after the build is seen there.
+	pd := newDirs(t)
+	pspec := protectedSpec(t, pd)
+	b = warmPool(t, 2, pspec)
+	if o := callWith(t, b, pspec, "sh:true"); !warm(o) {
+		t.Fatalf("an unchanged tree's call was not served warm: %v", o.res.Isolation.Features)
+	}
+	b = warmPool(t, 2, pspec)
+	rc := filepath.Join(pd.W, ".bashrc")
+	if err := os.WriteFile(rc, []byte("echo hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o := callWith(t, b, pspec, "sh:true"); warm(o) {
+		t.Errorf("a warm sandbox built before %s existed was used", rc)
+	}
 }
 
 // poolState is what a pool holds on the host.
