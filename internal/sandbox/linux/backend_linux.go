@@ -527,6 +527,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		return nil, errors.New("sandbox setup: the init's first status was not the one expected")
 	}
 	if x.cfg.Claim {
+		x.staged(first)
 		b.log.Debug("sandbox staged", "pid", c.proc.Pid, "spawned", c.spawned, "cgroup_placed", placement, "setup_ns", time.Since(start).Nanoseconds(), "exec_to_main_ns", first.MainAt-t0)
 		return nil, nil
 	}
@@ -631,6 +632,13 @@ func (x *box) next() (initproto.Status, bool) {
 		}
 	}
 	return initproto.Status{}, false
+}
+
+// staged records a warm init's Staged status: the features and missing
+// features of its build so far, which its Ready leaves out.
+func (x *box) staged(st initproto.Status) {
+	x.iso.Features = append(x.iso.Features, st.Features...)
+	x.iso.Missing = append(x.iso.Missing, st.Missing...)
 }
 
 // ready records the init's Ready status.

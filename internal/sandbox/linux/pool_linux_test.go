@@ -112,7 +112,14 @@ func warm(o out) bool { return slices.Contains(o.res.Isolation.Features, "warm")
 // does, isolation included, and says it was warm.
 func TestPoolSameAsCold(t *testing.T) {
 	d := newDirs(t)
-	spec := toolSpec(d)
+	t.Run("writable", func(t *testing.T) { samePoolAsCold(t, d, toolSpec(d)) })
+	// A tool that changes nothing: its warm sandbox is locked down before
+	// it waits, its isolation reported in two statuses.
+	t.Run("read-only", func(t *testing.T) { samePoolAsCold(t, d, readOnlySpec(toolSpec(d))) })
+}
+
+// samePoolAsCold is TestPoolSameAsCold for spec.
+func samePoolAsCold(t *testing.T, d dirs, spec *sandbox.Spec) {
 	b := warmPool(t, 2, spec)
 	for _, input := range []string{"hello", "sh:cat " + d.R + "/f; id -u; cat /proc/self/status | grep -E '^Cap(Eff|Bnd)'", "sh:cat " + d.O + "/canary"} {
 		t.Run(input, func(t *testing.T) {

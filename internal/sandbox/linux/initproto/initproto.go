@@ -207,7 +207,8 @@ type Status struct {
 	// would ignore it, and run outside the memory limit).
 	Joined string `json:"joined,omitempty"`
 	// Features and Missing are the isolation features the init applied
-	// and the ones it could not.
+	// and the ones it could not; with Phases, a warm sandbox's Staged
+	// carries those of its build and its Ready only those of its claim.
 	Features []string `json:"features,omitempty"`
 	Missing  []string `json:"missing,omitempty"`
 	// Created are sandbox paths of placeholder directories the init made

@@ -81,8 +81,10 @@ func Main(t Tool) int {
 	// would otherwise do first is done before the wait, off its clock: the
 	// payload's environment, and, when locked is set (the sandbox is locked
 	// down already, so no credential change is left to broadcast to more
-	// threads), the tool's GOMAXPROCS.
-	claim := func(locked bool) error {
+	// threads), the tool's GOMAXPROCS. The Staged status carries what st
+	// holds so far (features and phases), which Ready then leaves out: a
+	// smaller status to encode and decode on the call's clock.
+	claim := func(locked bool, st *initproto.Status) error {
 		defer cfgFile.Close()
 		setEnv(cfg.Env)
 		if len(cfg.Command) == 0 {
@@ -95,9 +97,12 @@ func Main(t Tool) int {
 			}
 			candidates = placeholderCandidates(&cfg)
 		}
-		if err := send(status, &initproto.Status{Staged: true, Joined: cfg.Join, MainAt: mainAt, ConfigAt: configAt}); err != nil {
+		staged := &initproto.Status{Staged: true, Joined: cfg.Join, MainAt: mainAt, ConfigAt: configAt,
+			Features: st.Features, Missing: st.Missing, Phases: st.Phases}
+		if err := send(status, staged); err != nil {
 			return err
 		}
+		st.Features, st.Missing, st.Phases = nil, nil, nil
 		var c initproto.Claim
 		if err := dec.Decode(&c); err != nil {
 			return fmt.Errorf("waiting for the claim: %w", err)
@@ -300,7 +305,7 @@ func refused(step string, err error) error {
 // built, and protects and locks down only when claim returns: until then
 // the init keeps its capabilities (in its own user namespace) and the host
 // keeps no placeholder in the user's tree for it.
-func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Status, error) {
+func setup(cfg *initproto.Config, claim func(locked bool, st *initproto.Status) error) (*initproto.Status, error) {
 	st := &initproto.Status{}
 	early, ns, _ := earlyLockdown()
 	spawned := !early && lockedAtSpawn()
@@ -393,7 +398,7 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 		phase("landlock-ruleset")
 	}
 	if cfg.Claim && !prelock {
-		if err := claim(false); err != nil {
+		if err := claim(false, st); err != nil {
 			return nil, err
 		}
 		t = time.Now() // the wait is no setup phase
@@ -453,7 +458,7 @@ func setup(cfg *initproto.Config, claim func(locked bool) error) (*initproto.Sta
 			return nil, err
 		}
 		defer closeRoot()
-		if err := claim(true); err != nil {
+		if err := claim(true, st); err != nil {
 			return nil, err
 		}
 		t = time.Now()
