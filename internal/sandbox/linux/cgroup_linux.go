@@ -481,21 +481,25 @@ func readCounterFile(p string) ([]byte, error) {
 
 // readAllAt reads the whole of the open file fd (named p for errors) from
 // its start with pread(2), so a descriptor kept open is read afresh each
-// time (a seq_file of procfs or cgroupfs regenerates at offset 0).
+// time (a seq_file of procfs or cgroupfs regenerates at offset 0). These
+// files are generated whole at each read, which returns all of it that
+// fits: a read shorter than asked is the end, with no second read to
+// find it (a system call on a warm call's clock per file).
 func readAllAt(fd int, p string) ([]byte, error) {
 	buf := make([]byte, 0, 512)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
+		want := cap(buf) - len(buf)
 		n, err := eintr.Value(func() (int, error) { return unix.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
 		if err != nil {
 			return nil, &os.PathError{Op: "read", Path: p, Err: err}
 		}
-		if n == 0 {
+		buf = buf[:len(buf)+n]
+		if n < want {
 			return buf, nil
 		}
-		buf = buf[:len(buf)+n]
 	}
 }
 
