@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -230,22 +228,35 @@ func sharesDir(rest []pathState, dir string) bool {
 const maxListed = 4096
 
 // listNames returns the names in host directory dir, or nil when it
-// cannot be listed or holds more than maxListed names.
+// cannot be listed or holds more than maxListed names. It makes the
+// system calls itself: os.Open would also try to register a directory
+// with the poller (two more, on a warm call's clock).
 func listNames(dir string) map[string]bool {
-	f, err := os.Open(dir)
+	fd, err := eintr.Value(func() (int, error) {
+		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	list, err := f.Readdirnames(maxListed + 1)
-	if (err != nil && !errors.Is(err, io.EOF)) || len(list) > maxListed {
-		return nil
+	defer unix.Close(fd)
+	names := map[string]bool{}
+	buf := make([]byte, 8<<10)
+	for {
+		n, err := eintr.Value(func() (int, error) { return unix.Getdents(fd, buf) })
+		if err != nil {
+			return nil
+		}
+		if n == 0 {
+			return names
+		}
+		_, _, list := unix.ParseDirent(buf[:n], -1, nil)
+		for _, name := range list {
+			names[name] = true
+		}
+		if len(names) > maxListed {
+			return nil
+		}
 	}
-	names := make(map[string]bool, len(list))
-	for _, n := range list {
-		names[n] = true
-	}
-	return names
 }
 
 // alive reports whether the init of x still waits for its input: its
