@@ -345,8 +345,7 @@ func (b *builder) marked(paths []string) []string {
 	// its parent's listing is not opened at all.
 	dirs := map[string]map[string]bool{}
 	var buf []byte
-	var names func(dir string) map[string]bool
-	names = func(dir string) map[string]bool {
+	names := func(dir string) map[string]bool {
 		if got, listed := dirs[dir]; listed {
 			return got
 		}
