@@ -130,6 +130,12 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n hol
 	if p.tag == "" {
 		p.tag = string(procid.Self()) + "." + strconv.FormatUint(placeholderSets.Add(1), 10)
 	}
+	// Placeholders go in writable mounts only (entryMount): a sandbox of
+	// a tool that changes nothing needs none, and its claim need not
+	// look at each of the grant's paths to find that out.
+	if !slices.ContainsFunc(cfg.Mounts, func(m initproto.Mount) bool { return m.Writable }) {
+		return nil, n, nil
+	}
 	p.note(p.candidates(cfg))
 	roots := map[string]*os.Root{} // one per writable mount
 	dirs := map[string]*openDir{}  // the directories placeholders go in, by host path, each opened once
