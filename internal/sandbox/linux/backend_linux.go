@@ -679,9 +679,10 @@ func inputOf(spec *sandbox.Spec) ([]byte, *sandbox.Spec) {
 // denied and protected paths need now, sends them in the Claim and waits
 // until the init has protected the sandbox and locked it down (Ready).
 // When input is not nil and the stdin pipe holds it all, claim writes it
-// there and closes the pipe before it sends the Claim, so the tool reads
-// it as soon as the sandbox is ready, without waiting for the host to
-// hear Ready: the init reads its stdin only once locked down.
+// there and closes the pipe right after it sends the Claim, while the init
+// wakes, so the tool reads it as soon as the sandbox is ready, without
+// waiting for the host to hear Ready: the init reads its stdin only once
+// locked down.
 // It kills x at deadline or when ctx ends. On failure the caller destroys
 // x, which releases what claim held.
 func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input []byte) error {
@@ -692,20 +693,24 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 	if x.held, made, err = b.placeholders.holdCounting(x.cfg); err != nil {
 		return err
 	}
-	if input != nil && pipeHolds(x.c.stdinW, len(input)) {
+	tHeld := time.Now()
+	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
+	if err != nil {
+		return err
+	}
+	// The claim goes first: the init takes ~0.15 ms to wake, which the
+	// input's write and the pipes' closing then overlap. The init reads
+	// its stdin only once locked down, so the input is there in time, or
+	// the tool waits for it as for any input.
+	sentAt := mono()
+	_, werr := x.c.cfgW.Write(msg)
+	if werr == nil && input != nil && pipeHolds(x.c.stdinW, len(input)) {
 		if _, err := x.c.stdinW.Write(input); err != nil {
 			return fmt.Errorf("sending the call's input: %w", err)
 		}
 		x.c.stdinW.Close()
 		x.c.stdinW = nil
 	}
-	tHeld := time.Now()
-	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
-	if err != nil {
-		return err
-	}
-	sentAt := mono()
-	_, werr := x.c.cfgW.Write(msg)
 	x.c.cfgW.Close()
 	x.c.cfgW = nil
 	st, ok := x.next()
