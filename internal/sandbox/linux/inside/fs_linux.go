@@ -40,12 +40,15 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
 // builder assembles the new root.
 type builder struct {
-	cfg     *initproto.Config
-	root    int // O_PATH fd of the stage tmpfs
-	newAPI  bool
-	created []string
-	devNull int // O_PATH fd of the host's /dev/null, used to mask files
-	empty   int // O_PATH fd of an empty read-only file on the stage
+	cfg  *initproto.Config
+	root int // O_PATH fd of the stage tmpfs
+	// candidates are placeholderCandidates(cfg), once worked out
+	// (candidatePaths).
+	candidates []string
+	newAPI     bool
+	created    []string
+	devNull    int // O_PATH fd of the host's /dev/null, used to mask files
+	empty      int // O_PATH fd of an empty read-only file on the stage
 	// mounted are the sandbox paths of the masks and protected paths
 	// mounted over, for pinning their ancestors.
 	mounted []string

@@ -74,9 +74,13 @@ func Main(t Tool) int {
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
 	var claimAt int64
-	// candidates are placeholderCandidates(&cfg), for the tool; a warm
-	// sandbox works them out before it waits.
+	// candidates are placeholderCandidates(&cfg), worked out once, off a
+	// warm call's clock: for the tool, and for setup's listing of the
+	// placeholders a read-only sandbox's tools skip.
 	var candidates []string
+	if len(cfg.Command) == 0 {
+		candidates = placeholderCandidates(&cfg)
+	}
 	// claim waits, in a warm sandbox, until a call takes it. What the call
 	// would otherwise do first is done before the wait, off its clock: the
 	// payload's environment, and, when locked is set (the sandbox is locked
@@ -95,7 +99,6 @@ func Main(t Tool) int {
 			if t.Warm != nil {
 				t.Warm()
 			}
-			candidates = placeholderCandidates(&cfg)
 		}
 		staged := &initproto.Status{Staged: true, Joined: cfg.Join, MainAt: mainAt, ConfigAt: configAt,
 			Features: st.Features, Missing: st.Missing, Phases: st.Phases}
@@ -111,7 +114,7 @@ func Main(t Tool) int {
 		claimAt = mono()
 		return nil
 	}
-	st, err := setup(&cfg, claim)
+	st, err := setup(&cfg, candidates, claim)
 	if err != nil {
 		return fail(status, err)
 	}
@@ -143,9 +146,6 @@ func Main(t Tool) int {
 		ps := &payloadStart{cfg: &cfg}
 		toolProcs()
 		tTool := mono()
-		if !cfg.Claim {
-			candidates = placeholderCandidates(&cfg)
-		}
 		code := t.Run(toolCtx, ps.start, cfg.Placeholders, candidates, os.Stdin, os.Stdout, os.Stderr)
 		tDone := mono()
 		ps.close()
@@ -305,7 +305,8 @@ func refused(step string, err error) error {
 // built, and protects and locks down only when claim returns: until then
 // the init keeps its capabilities (in its own user namespace) and the host
 // keeps no placeholder in the user's tree for it.
-func setup(cfg *initproto.Config, claim func(locked bool, st *initproto.Status) error) (*initproto.Status, error) {
+// candidates, when not nil, are placeholderCandidates(cfg).
+func setup(cfg *initproto.Config, candidates []string, claim func(locked bool, st *initproto.Status) error) (*initproto.Status, error) {
 	st := &initproto.Status{}
 	early, ns, _ := earlyLockdown()
 	spawned := !early && lockedAtSpawn()
@@ -326,6 +327,7 @@ func setup(cfg *initproto.Config, claim func(locked bool, st *initproto.Status) 
 		return nil, err
 	}
 	defer b.close()
+	b.candidates = candidates
 	if b.newAPI {
 		st.Features = append(st.Features, "mount-api")
 	}
@@ -451,8 +453,8 @@ func setup(cfg *initproto.Config, claim func(locked bool, st *initproto.Status) 
 	}
 	phase("seccomp")
 	if prelock {
-		// What the listing needs besides the claim is ready before it.
-		candidates := placeholderCandidates(cfg)
+		// What the listing needs besides the claim is ready before it
+		// (the candidates since Main).
 		closeRoot, err := b.openRoot()
 		if err != nil {
 			return nil, err
@@ -465,7 +467,7 @@ func setup(cfg *initproto.Config, claim func(locked bool, st *initproto.Status) 
 		if len(cfg.Placeholders) != 0 {
 			return nil, errors.New("a read-only warm sandbox was claimed with placeholders: it holds none")
 		}
-		if err := b.listMarkedLocked(candidates); err != nil {
+		if err := b.listMarkedLocked(); err != nil {
 			return nil, err
 		}
 		phase("listed")

@@ -65,7 +65,7 @@ func (b *builder) protect() error {
 	if readOnly && b.cfg.Claim {
 		b.maskedMarked = b.marked(placeholderPaths(b.cfg.Mounts, b.cfg.Masks, false))
 	} else if readOnly {
-		b.cfg.Placeholders = append(b.cfg.Placeholders, b.marked(placeholderCandidates(b.cfg))...)
+		b.cfg.Placeholders = append(b.cfg.Placeholders, b.marked(b.candidatePaths())...)
 	}
 	for _, p := range b.cfg.Masks {
 		if err := b.hold(p, true); err != nil {
@@ -445,14 +445,14 @@ func (b *builder) dirNames(dir string, buf []byte) map[string]bool {
 // has gone since is missing in the sandbox too (the host's removal took
 // the mask with it, or moved it along), and one where a file of the
 // user's stands now never gets this far: the host checks a warm
-// sandbox's grant paths before it claims one (samePaths). candidates are
-// placeholderCandidates of its config, worked out before the claim.
-// The root it lists from is b.root, which openRoot opened before the claim.
-func (b *builder) listMarkedLocked(candidates []string) error {
+// sandbox's grant paths before it claims one (samePaths). What it needs
+// besides the claim is ready before it: the paths to look at
+// (candidatePaths) and the root it lists from, b.root (openRoot).
+func (b *builder) listMarkedLocked() error {
 	if b.root < 0 {
 		return errors.New("listing placeholders: the root is not open")
 	}
-	list := b.marked(candidates)
+	list := b.marked(b.candidatePaths())
 	for _, p := range b.maskedMarked {
 		if !slices.Contains(list, p) {
 			list = append(list, p)
@@ -460,6 +460,14 @@ func (b *builder) listMarkedLocked(candidates []string) error {
 	}
 	b.cfg.Placeholders = list
 	return nil
+}
+
+// candidatePaths returns placeholderCandidates(b.cfg), worked out once.
+func (b *builder) candidatePaths() []string {
+	if b.candidates == nil {
+		b.candidates = placeholderCandidates(b.cfg)
+	}
+	return b.candidates
 }
 
 // openRoot opens the sandbox's root as b.root, for listMarkedLocked; the
