@@ -644,8 +644,7 @@ func (x *box) staged(st initproto.Status) {
 // ready records the init's Ready status.
 func (x *box) ready(st initproto.Status) {
 	x.first = st
-	x.iso.Features = append(x.iso.Features, st.Features...)
-	x.iso.Missing = append(x.iso.Missing, st.Missing...)
+	x.staged(st) // the isolation the claim added, or all of it when built cold
 }
 
 // maxClaimInput is the most input a claim sends with it (see inputOf).

@@ -188,14 +188,18 @@ func (b *Backend) pathState(p string) pathState {
 // are, where a lstat each took ~0.8 us apiece; a name the listing shows
 // is looked at on its own.
 func (b *Backend) samePaths(was []pathState) bool {
-	var dirs map[string]map[string]bool // listings, nil where not listed
-	for i, w := range was {
+	// By directory (with its trailing slash: Split, unlike Dir, cleans
+	// nothing, and the paths are clean).
+	shared := map[string]int{} // paths per directory
+	for _, w := range was {
+		dir, _ := filepath.Split(w.path)
+		shared[dir]++
+	}
+	dirs := map[string]map[string]bool{} // listings, nil where not listed
+	for _, w := range was {
 		dir, name := filepath.Split(w.path)
 		names, listed := dirs[dir]
-		if !listed && sharesDir(was[i+1:], dir) {
-			if dirs == nil {
-				dirs = map[string]map[string]bool{}
-			}
+		if !listed && shared[dir] > 1 {
 			names = listNames(dir)
 			dirs[dir] = names
 		}
@@ -210,17 +214,6 @@ func (b *Backend) samePaths(was []pathState) bool {
 		}
 	}
 	return true
-}
-
-// sharesDir reports whether any of rest is in dir (with its trailing
-// slash, as filepath.Split leaves it).
-func sharesDir(rest []pathState, dir string) bool {
-	for _, r := range rest {
-		if d, _ := filepath.Split(r.path); d == dir {
-			return true
-		}
-	}
-	return false
 }
 
 // maxListed is the most names listNames reads from one directory; a larger
@@ -755,12 +748,10 @@ func (b *Backend) Close() error {
 // copyConfig returns a deep copy of cfg, which may share slices with the
 // caller's Spec.
 func copyConfig(cfg *initproto.Config) *initproto.Config {
-	c := *cfg
-	c.Mounts = append([]initproto.Mount(nil), cfg.Mounts...)
-	c.Masks = append([]string(nil), cfg.Masks...)
-	c.ReadOnly = append([]string(nil), cfg.ReadOnly...)
-	c.ReadOnlyDirs = append([]string(nil), cfg.ReadOnlyDirs...)
-	c.Env = append([]string{}, cfg.Env...)
+	c := cloneConfig(*cfg)
+	if c.Env == nil {
+		c.Env = []string{}
+	}
 	c.Placeholders = nil
 	c.Command = nil
 	return &c
