@@ -22,7 +22,7 @@ import (
 // one directory per session, <LiveDir>/<session>/, holding an owner file
 // (which process runs the session) and in-flight slots, files named
 // slot-N.json: one holding a JSON InFlight per call or background work in
-// flight (padded with spaces), blank ones (empty or only spaces) free. A
+// flight (spaces may follow it), blank ones (empty or only spaces) free. A
 // slot is written when its work begins and blanked when it ends, and kept
 // for the next, so a call costs two writes over the same bytes, not a
 // file's creation and removal (an inode allocated and freed per call,
