@@ -131,6 +131,15 @@ func runReadFile(ctx context.Context, env Env, a ReadFileArgs) wire.ToolOutput {
 // maxReadBuf is read_file's largest read buffer.
 const maxReadBuf = 64 << 10
 
+// outputGrow is the room read_file's output buffer is given before the
+// lines are copied into it: what is left of the file after the skipped
+// bytes (size as fstat gave it, never less than nothing: a file that grew
+// while its first lines were skipped has more behind it than size says),
+// at most the output cap cp, plus one buffered line of bufSize.
+func outputGrow(size, skipped int64, cp, bufSize int) int {
+	return int(min(max(size-skipped, 0), int64(cp))) + bufSize
+}
+
 // readBufSize is the read buffer for a file of size bytes: room for the
 // whole file when it is small, never less than the sniff and never more
 // than maxReadBuf (a size of 0, as files in /proc report, gets the most).
@@ -199,7 +208,9 @@ func readOne(ctx context.Context, env Env, a ReadFileArgs, field, path string, c
 	}
 
 	var out bytes.Buffer
-	out.Grow(int(min(size-skipped, int64(cp))) + br.Size()) // the cap plus one buffered line: no regrowth
+	// The cap plus one buffered line: no regrowth. The file may have grown
+	// since fstat gave size, so more than size may have been skipped.
+	out.Grow(outputGrow(size, skipped, cp, br.Size()))
 	lines, truncated := 0, false
 	for a.Limit == 0 || lines < a.Limit {
 		chunk, err := br.ReadSlice('\n')

@@ -187,3 +187,25 @@ func TestReadFileLinesLongerThanItsBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputGrow: the room given to read_file's output never counts below
+// nothing when more was skipped than fstat's size said the file held (it
+// grew meanwhile, or it is a /proc file that reports a size of 0): a
+// negative count made bytes.Buffer.Grow panic.
+func TestOutputGrow(t *testing.T) {
+	for _, c := range []struct {
+		size, skipped int64
+		cp, buf, want int
+	}{
+		{4096, 0, 1 << 20, 8192, 4096 + 8192},
+		{4096, 4000, 1 << 20, 8192, 96 + 8192},
+		{10 << 20, 0, 1 << 20, 8192, 1<<20 + 8192},
+		{4096, 4096, 1 << 20, 8192, 8192},
+		{4096, 100 << 10, 1 << 20, 8192, 8192},
+		{0, 1 << 30, 1 << 20, maxReadBuf, maxReadBuf},
+	} {
+		if got := outputGrow(c.size, c.skipped, c.cp, c.buf); got != c.want {
+			t.Errorf("outputGrow(%d, %d, %d, %d) = %d, want %d", c.size, c.skipped, c.cp, c.buf, got, c.want)
+		}
+	}
+}
