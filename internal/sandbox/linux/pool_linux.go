@@ -186,7 +186,9 @@ func (b *Backend) pathState(p string) pathState {
 // The paths of a tree's protected names share a directory, where most of
 // them are missing: a listing of it (one open, one getdents) says which
 // are, where a lstat each took ~0.8 us apiece; a name the listing shows
-// is looked at on its own.
+// is looked at on its own. Only a directory whose listing names exactly
+// what a lookup finds is listed (exactNames); elsewhere every path is
+// looked up.
 func (b *Backend) samePaths(was []pathState) bool {
 	// By directory (with its trailing slash: Split, unlike Dir, cleans
 	// nothing, and the paths are clean).
@@ -221,9 +223,10 @@ func (b *Backend) samePaths(was []pathState) bool {
 const maxListed = 4096
 
 // listNames returns the names in host directory dir, or nil when it
-// cannot be listed or holds more than maxListed names. It makes the
-// system calls itself: os.Open would also try to register a directory
-// with the poller (two more, on a warm call's clock).
+// cannot be listed, holds more than maxListed names, or its listing may
+// not name what a lookup finds (exactNames). It makes the system calls
+// itself: os.Open would also try to register a directory with the poller
+// (two more, on a warm call's clock).
 func listNames(dir string) map[string]bool {
 	fd, err := eintr.Value(func() (int, error) {
 		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -232,6 +235,9 @@ func listNames(dir string) map[string]bool {
 		return nil
 	}
 	defer unix.Close(fd)
+	if !exactNames(fd) {
+		return nil
+	}
 	names := map[string]bool{}
 	buf := make([]byte, 8<<10)
 	for {
@@ -250,6 +256,28 @@ func listNames(dir string) map[string]bool {
 			return nil
 		}
 	}
+}
+
+// fsCasefoldFL is FS_CASEFOLD_FL: the directory's names fold case.
+const fsCasefoldFL = 0x40000000
+
+// exactNames reports whether the directory open at fd lists its entries
+// under the names a lookup finds them by, and no others: a local file
+// system (localFS) and a directory that does not fold case. Where names
+// fold case (ext4, f2fs or tmpfs with casefold; vfat, exfat and SMB,
+// which localFS leaves out, as it does FUSE) a file made as ".ENV" is
+// found by a lookup of ".env" and listed as ".ENV" alone: a protected
+// name missing from the listing may still be there.
+func exactNames(fd int) bool {
+	if !localFS(fd) {
+		return false
+	}
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		// No inode flags at all (tmpfs before Linux 6.0): no casefold.
+		return errors.Is(err, unix.ENOTTY)
+	}
+	return flags&fsCasefoldFL == 0
 }
 
 // alive reports whether the init of x still waits for its input: its
