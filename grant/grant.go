@@ -231,6 +231,7 @@ func build(s *spec, ps *problems) *Grant {
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
 	g.protected, g.unscanned = g.scanTrees(gl)
+	g.refuseFoldingTrees(ps)
 
 	// Network.
 	for _, h := range s.hosts {
@@ -570,6 +571,9 @@ func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 			switch {
 			case !ok:
 			case set.hide:
+				if folds, evidence := caseFolds(owner.path); folds && !owner.writable {
+					return nil, fmt.Errorf("the grant gives the sandbox %s (%s), which holds airlock's own %s, on a file system that folds case (%s): hiding it would not hide its other spellings; grant a directory that does not hold it", owner.given, owner.path, r.path, evidence)
+				}
 				c.deny = append(c.deny, r.path)
 			case owner.writable:
 				fi, err := os.Lstat(r.path)
@@ -622,6 +626,29 @@ func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned 
 	}
 	protected = sortProtected(protected)
 	return protected, unscanned
+}
+
+// refuseFoldingTrees refuses each granted directory whose masks or
+// protected paths a sandbox could pass by spelling a name in another case
+// (caseFolds): a read-write one (it always has protected paths) and a
+// read-only one holding a denied path.
+func (g *Grant) refuseFoldingTrees(ps *problems) {
+	for _, r := range g.roots {
+		if !r.dir {
+			continue
+		}
+		masked := r.writable || slices.ContainsFunc(g.deny, func(d string) bool { return within(d, r.path) })
+		if !masked {
+			continue
+		}
+		if folds, evidence := caseFolds(r.path); folds {
+			key := keyReadOnly
+			if r.writable {
+				key = keyReadWrite
+			}
+			ps.addValue(key, r.given, "%q (%s) is on a file system that folds case (%s) where a mount over a name does not cover its other spellings: a sandbox could reach a protected or denied path as .GIT/hooks or .ENV; grant a directory on a case-sensitive file system (a case-sensitive volume or a container volume)", r.given, r.path, evidence)
+		}
+	}
 }
 
 // Rescan returns a copy of g whose read-write trees are scanned for
