@@ -405,6 +405,27 @@ measure_mcp() {
 	log "mcp read_file, each call after a 200 ms pause"
 	cell latency mcp_read_file_paused "airlock mcp" "$CB" -mode mcp -out "$CELLS" -dir "$WORK" \
 		-workload mcp_read_file_paused -file data.txt -n "$RUNS" -warmup "$WARMUP" -pause 200ms "${servers[@]}"
+	# The same through the official TypeScript SDK's client (the one most agents use), which
+	# the reference server installed: node spawns cat too, so direct is node's spawn.
+	local sdk=$PEERS/node_modules/@modelcontextprotocol/sdk w
+	if ((SMOKE)); then
+		for w in mcp_read_file_ts mcp_read_file_ts_paused; do
+			skip latency "$w" "airlock mcp" "smoke run: the TypeScript SDK comes with the npm peers, which are skipped"
+		done
+		return
+	elif [[ ! -f $sdk/package.json ]] || ! command -v node >/dev/null; then
+		for w in mcp_read_file_ts mcp_read_file_ts_paused; do
+			skip latency "$w" "airlock mcp" "the TypeScript SDK or node is not installed (npm install failed)"
+		done
+		return
+	fi
+	local ts=(-client ts -ts-script "$BENCH/tsclient/mcp_read.mjs" -ts-sdk "$sdk")
+	log "mcp read_file, the TypeScript SDK's client"
+	cell latency mcp_read_file_ts "airlock mcp" "$CB" -mode mcp "${ts[@]}" -out "$CELLS" -dir "$WORK" \
+		-workload mcp_read_file_ts -file data.txt -n "$((RUNS * 5))" -warmup "$WARMUP" "${servers[@]}"
+	log "mcp read_file, the TypeScript SDK's client, each call after a 200 ms pause"
+	cell latency mcp_read_file_ts_paused "airlock mcp" "$CB" -mode mcp "${ts[@]}" -out "$CELLS" -dir "$WORK" \
+		-workload mcp_read_file_ts_paused -file data.txt -n "$RUNS" -warmup "$WARMUP" -pause 200ms "${servers[@]}"
 }
 
 measure_bursts() {
@@ -516,6 +537,8 @@ versions() {
 		[[ -x $PEERS/node_modules/.bin/codex ]] && VERSIONS+="; $("$PEERS/node_modules/.bin/codex" --version)"
 		local fsjson=$PEERS/node_modules/@modelcontextprotocol/server-filesystem/package.json
 		[[ -f $fsjson ]] && VERSIONS+="; server-filesystem: $(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$fsjson" | head -1)"
+		local sdkjson=$PEERS/node_modules/@modelcontextprotocol/sdk/package.json
+		[[ -f $sdkjson ]] && VERSIONS+="; TypeScript MCP SDK: $(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$sdkjson" | head -1); node: $(node --version)"
 	fi
 	return 0
 }

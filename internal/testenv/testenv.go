@@ -6,6 +6,8 @@ package testenv
 import (
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -49,3 +51,45 @@ func CopyExecutable(t testing.TB, from, to string) {
 // tests' hostMountLines): tests of other packages mount and unmount them
 // while it counts.
 const FSSource = "airlock-test-fs"
+
+// TypeScriptSDKVersion pins the official TypeScript MCP SDK the tests
+// drive airlock with.
+const TypeScriptSDKVersion = "1.32.2"
+
+// TypeScriptSDK installs the TypeScript MCP SDK with npm, once per machine
+// (cached under $TMPDIR/airlock-npm/VERSION), and returns that directory:
+// its node_modules holds @modelcontextprotocol/sdk. A host without node
+// or npm lacks a feature (RequireFeature).
+func TypeScriptSDK(t testing.TB) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			RequireFeature(t, tool+" is not installed")
+		}
+	}
+	dir := filepath.Join(os.TempDir(), "airlock-npm", TypeScriptSDKVersion)
+	marker := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	if _, err := os.Stat(marker); err == nil {
+		return dir
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error",
+		"@modelcontextprotocol/sdk@"+TypeScriptSDKVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install @modelcontextprotocol/sdk@%s: %v\n%s", TypeScriptSDKVersion, err, out)
+	}
+	// Another run may have won the race; either copy is good.
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(marker); serr != nil {
+			t.Fatalf("caching the TypeScript SDK: %v", err)
+		}
+	}
+	return dir
+}

@@ -26,9 +26,6 @@ import (
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
-// sdkVersion pins the TypeScript SDK the interop test installs.
-const sdkVersion = "1.32.2"
-
 var (
 	buildOnce sync.Once
 	binPath   string
@@ -122,38 +119,11 @@ func auditClasses(t testing.TB, records string) (classes []string, opened, close
 	return classes, opened, closed
 }
 
-// nodeClient installs the TypeScript SDK (cached under
-// $TMPDIR/airlock-npm/VERSION) and returns the path of client.mjs beside it.
+// nodeClient installs the TypeScript SDK (testenv.TypeScriptSDK) and
+// returns the path of client.mjs beside it.
 func nodeClient(t testing.TB) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.RequireFeature(t, tool+" is not installed")
-		}
-	}
-	dir := filepath.Join(os.TempDir(), "airlock-npm", sdkVersion)
-	marker := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
-	if _, err := os.Stat(marker); err != nil {
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(tmp)
-		cmd := exec.Command("npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--loglevel=error",
-			"@modelcontextprotocol/sdk@"+sdkVersion)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm install @modelcontextprotocol/sdk@%s: %v\n%s", sdkVersion, err, out)
-		}
-		// Another run may have won the race; either copy is good.
-		if err := os.Rename(tmp, dir); err != nil {
-			if _, serr := os.Stat(marker); serr != nil {
-				t.Fatalf("caching the SDK: %v", err)
-			}
-		}
-	}
+	dir := testenv.TypeScriptSDK(t)
 	src, err := os.ReadFile("client.mjs")
 	if err != nil {
 		t.Fatal(err)

@@ -67,6 +67,42 @@ func mcpLatency(c *config, servers []string) error {
 		}
 		list = append(list, srv)
 	}
+	var samples [][]time.Duration
+	timer := "callbench mcp"
+	switch c.client {
+	case "go":
+		samples, err = goClientSamples(c, list, abs, want)
+	case "ts":
+		timer = "callbench mcp, TypeScript SDK client"
+		samples, err = tsClientSamples(c, list, abs, want)
+	default:
+		err = fmt.Errorf("-client %q: want go or ts", c.client)
+	}
+	if err != nil {
+		return err
+	}
+	client := "Go SDK client"
+	if c.client == "ts" {
+		client = "TypeScript SDK client (node)"
+	}
+	rows := []results.Row{{Section: results.Latency, Workload: c.workload, System: results.Floor, Timer: timer,
+		Note: "cat of the file, spawned by the MCP client's own process", Latency: ptr(stats.Summarise(samples[0]))}}
+	for j, s := range list {
+		rows = append(rows, results.Row{Section: results.Latency, Workload: c.workload, System: s.system, Timer: timer,
+			Note: strings.ReplaceAll(s.note, "Go SDK client", client), Latency: ptr(stats.Summarise(samples[j+1]))})
+	}
+	for _, r := range rows {
+		if err := results.Append(c.out, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// goClientSamples times the servers of list through the Go SDK's client
+// in this process, and cat spawned from it: samples[0] are cat's,
+// samples[j+1] list[j]'s.
+func goClientSamples(c *config, list []*mcpServer, abs string, want []byte) ([][]time.Duration, error) {
 	ctx := context.Background()
 	for _, s := range list {
 		cmd := exec.Command(s.argv[0], s.argv[1:]...)
@@ -74,7 +110,7 @@ func mcpLatency(c *config, servers []string) error {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "callbench", Version: "1"}, nil)
 		cs, err := cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
-			return fmt.Errorf("%s: connecting: %w", s.system, err)
+			return nil, fmt.Errorf("%s: connecting: %w", s.system, err)
 		}
 		defer cs.Close()
 		s.cs = cs
@@ -109,6 +145,7 @@ func mcpLatency(c *config, servers []string) error {
 			// back to back).
 			time.Sleep(c.pause)
 			start := time.Now()
+			var err error
 			if j == 0 {
 				err = spawn()
 			} else {
@@ -116,25 +153,79 @@ func mcpLatency(c *config, servers []string) error {
 			}
 			d := time.Since(start)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if i >= c.warmup {
 				samples[j] = append(samples[j], d)
 			}
 		}
 	}
-	rows := []results.Row{{Section: results.Latency, Workload: c.workload, System: results.Floor, Timer: "callbench mcp",
-		Note: "cat of the file, spawned by the MCP client's own process", Latency: ptr(stats.Summarise(samples[0]))}}
-	for j, s := range list {
-		rows = append(rows, results.Row{Section: results.Latency, Workload: c.workload, System: s.system, Timer: "callbench mcp",
-			Note: s.note, Latency: ptr(stats.Summarise(samples[j+1]))})
+	return samples, nil
+}
+
+// tsClientSamples times the servers of list as goClientSamples does,
+// through the TypeScript SDK's client: c.tsScript run by node, which
+// spawns cat too.
+func tsClientSamples(c *config, list []*mcpServer, abs string, want []byte) ([][]time.Duration, error) {
+	if c.tsScript == "" || c.tsSDK == "" {
+		return nil, errors.New("-client ts needs -ts-script and -ts-sdk")
 	}
-	for _, r := range rows {
-		if err := results.Append(c.out, r); err != nil {
-			return err
+	type server struct {
+		System string         `json:"system"`
+		Argv   []string       `json:"argv"`
+		Tool   string         `json:"tool"`
+		Args   map[string]any `json:"args"`
+	}
+	spec := struct {
+		SDK     string   `json:"sdk"`
+		Dir     string   `json:"dir"`
+		File    string   `json:"file"`
+		Want    string   `json:"want"`
+		N       int      `json:"n"`
+		Warmup  int      `json:"warmup"`
+		PauseMs int64    `json:"pause_ms"`
+		Servers []server `json:"servers"`
+	}{SDK: c.tsSDK, Dir: c.dir, File: abs, Want: string(want[:min(64, len(want))]), N: c.n, Warmup: c.warmup, PauseMs: c.pause.Milliseconds()}
+	for _, s := range list {
+		spec.Servers = append(spec.Servers, server{System: s.system, Argv: s.argv, Tool: s.tool, Args: s.args})
+	}
+	f, err := os.CreateTemp("", "callbench-ts-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if err := json.NewEncoder(f).Encode(spec); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("writing the TypeScript client's spec: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", c.tsScript, f.Name())
+	cmd.Dir, cmd.Stderr = c.dir, os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("the TypeScript client (node %s): %w", c.tsScript, err)
+	}
+	var got struct {
+		SamplesMs [][]float64 `json:"samples_ms"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		return nil, fmt.Errorf("the TypeScript client's answer %.200q: %w", out, err)
+	}
+	if len(got.SamplesMs) != len(list)+1 {
+		return nil, fmt.Errorf("the TypeScript client timed %d systems, want %d", len(got.SamplesMs), len(list)+1)
+	}
+	samples := make([][]time.Duration, len(got.SamplesMs))
+	for j, ms := range got.SamplesMs {
+		if len(ms) != c.n {
+			return nil, fmt.Errorf("the TypeScript client timed %d calls of system %d, want %d", len(ms), j, c.n)
+		}
+		for _, m := range ms {
+			samples[j] = append(samples[j], time.Duration(m*float64(time.Millisecond)))
 		}
 	}
-	return nil
+	return samples, nil
 }
 
 func ptr[T any](v T) *T { return &v }

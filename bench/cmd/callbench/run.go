@@ -23,6 +23,10 @@ type config struct {
 	dur                                                         time.Duration
 	file                                                        string
 	pause                                                       time.Duration
+	// client drives the mcp mode's servers: "go" (the Go SDK's client, in
+	// this process) or "ts" (the TypeScript SDK's, in node: tsScript run
+	// with the SDK package at tsSDK).
+	client, tsScript, tsSDK string
 }
 
 // multi is a repeatable string flag.
@@ -51,6 +55,9 @@ func run(argv []string) error {
 	fs.DurationVar(&c.dur, "d", 5*time.Second, "how long to run (rate)")
 	fs.StringVar(&c.file, "file", "", "file to read, relative to -dir (mcp)")
 	fs.DurationVar(&c.pause, "pause", 0, "idle pause before each call (mcp)")
+	fs.StringVar(&c.client, "client", "go", "MCP client of the mcp mode: go (the Go SDK's) or ts (the TypeScript SDK's, run by node)")
+	fs.StringVar(&c.tsScript, "ts-script", "", "the TypeScript client's driver, bench/tsclient/mcp_read.mjs (-client ts)")
+	fs.StringVar(&c.tsSDK, "ts-sdk", "", "`DIR` of the @modelcontextprotocol/sdk package (-client ts)")
 	var servers multi
 	fs.Var(&servers, "server", "`NAME=COMMAND ARGS` of an MCP server to time (mcp; repeatable)")
 	if err := fs.Parse(argv); err != nil {

@@ -15,6 +15,8 @@ var Workloads = []struct{ ID, Short, Title string }{
 	{"sh", "sh -c", "`sh -c 'echo hi; ls / >/dev/null'`"},
 	{"mcp_read_file", "MCP read_file", "sequential `read_file` of that file through an MCP server (stdio, the Go SDK's client); direct is `cat` of it spawned by that same client process, call by call in between"},
 	{"mcp_read_file_paused", "MCP read_file, 200 ms apart", "the same, each call after a 200 ms idle pause, as an agent's calls come between its model's turns"},
+	{"mcp_read_file_ts", "MCP read_file, TS client", "sequential `read_file` of that file through an MCP server, driven by the official TypeScript SDK's client (node, over stdio); direct is `cat` of it spawned by that node process, call by call in between"},
+	{"mcp_read_file_ts_paused", "MCP read_file, TS client, 200 ms apart", "the same through the TypeScript SDK's client, each call after a 200 ms idle pause"},
 	{"burst50", "50× true", "concurrent `true` (50 at once; 10 in a smoke run): time until all have finished"},
 }
 
