@@ -11,7 +11,10 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,7 +69,10 @@ type Env struct {
 // hidden reports whether the absolute path p is one of env.Hidden, or,
 // in a sandbox that marks placeholders (Env.IsPlaceholder), a candidate
 // that is one now or a placeholder still being made under its temporary
-// name (wire.PlaceholderTempPrefix), unmarked for a moment.
+// name (wire.PlaceholderTempPrefix), unmarked for a moment. Anything can
+// be named so, the sandbox's own files too: a name of that form is hidden
+// only while it is empty, as a placeholder always is, so no file with
+// something in it is kept from the model's sight by its name.
 func (e Env) hidden(p string) bool {
 	if len(e.Hidden) > 0 && slices.Contains(e.Hidden, p) {
 		return true
@@ -74,7 +80,28 @@ func (e Env) hidden(p string) bool {
 	if e.IsPlaceholder == nil {
 		return false
 	}
-	return strings.HasPrefix(filepath.Base(p), wire.PlaceholderTempPrefix) || e.Candidates[p] && e.IsPlaceholder(p)
+	return strings.HasPrefix(filepath.Base(p), wire.PlaceholderTempPrefix) && emptyEntry(p) || e.Candidates[p] && e.IsPlaceholder(p)
+}
+
+// emptyEntry reports whether p, not followed, is an empty regular file or
+// an empty directory.
+func emptyEntry(p string) bool {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		return false
+	case fi.Mode().IsRegular():
+		return fi.Size() == 0
+	case !fi.IsDir():
+		return false
+	}
+	d, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.Readdirnames(1)
+	return errors.Is(err, io.EOF)
 }
 
 // PathAccess is one path a call touches.
