@@ -279,6 +279,11 @@ func TestPoolStaleGrantPaths(t *testing.T) {
 	if o := callWith(t, b, pspec, "sh:true"); !warm(o) {
 		t.Fatalf("an unchanged tree's call was not served warm: %v", o.res.Isolation.Features)
 	}
+	// That call's placeholders go with its sandbox's teardown, after Run
+	// returns: a pool built over the same tree meanwhile sees them go
+	// during its setup and builds again (twice at most). Closing waits for
+	// the teardown.
+	b.Close()
 	b = warmPool(t, 2, pspec)
 	rc := filepath.Join(pd.W, ".bashrc")
 	if err := os.WriteFile(rc, []byte("echo hi\n"), 0o600); err != nil {
