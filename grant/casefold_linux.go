@@ -1,12 +1,18 @@
 package grant
 
 import (
+	"bufio"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
+	"unsafe"
 )
 
-// File systems whose names are exact unless a directory folds case, in
-// which case the kernel's directory cache folds them too.
+// File systems whose names are exact unless a directory has the casefold
+// flag.
 const (
 	ext4Magic  = 0xef53
 	xfsMagic   = 0x58465342
@@ -15,25 +21,106 @@ const (
 	f2fsMagic  = 0xf2f52010
 )
 
-// masksCoverAllSpellings reports whether dir is on a file system (ext4, xfs, btrfs,
-// f2fs, tmpfs) where a mount over a name covers every spelling that
-// reaches its file: names there are exact, or fold case in the directory
-// cache as well as on disk.
-func masksCoverAllSpellings(dir string) bool {
+// fsIocGetflags is FS_IOC_GETFLAGS, and fsCasefoldFL FS_CASEFOLD_FL.
+const (
+	fsIocGetflags = 0x80086601
+	fsCasefoldFL  = 0x40000000
+)
+
+// treeFolds reports whether a sandbox could reach a name below dir by
+// another spelling, and why: dir, or a file system mounted below it (a
+// bind mount takes those too), folds case (dirFolds).
+func treeFolds(dir string) (bool, string) {
+	if folds, why := dirFolds(dir); folds {
+		return true, why
+	}
+	below, err := mountsBelow(dir)
+	if err != nil {
+		return true, fmt.Sprintf("the mounts below %s cannot be listed: %v", dir, err)
+	}
+	for _, m := range below {
+		if folds, why := dirFolds(m); folds {
+			return true, why
+		}
+	}
+	return false, ""
+}
+
+// dirFolds reports whether the file system of directory dir may reach a
+// name by another spelling. On ext4, xfs, btrfs, f2fs and tmpfs names are
+// exact unless the directory has the casefold flag, which folds them in
+// the directory cache too, but the scans for protected names compare bytes
+// (a .GIT there would be found by git and missed by them): refused as
+// well. Elsewhere dirFoldsByProbe tells.
+func dirFolds(dir string) (bool, string) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return false
+		return true, fmt.Sprintf("%s's file system cannot be told: %v", dir, err)
 	}
 	switch uint32(st.Type) {
 	case ext4Magic, xfsMagic, btrfsMagic, tmpfsMagic, f2fsMagic:
-		return true
+		if casefolded(dir) {
+			return true, dir + " has the casefold attribute"
+		}
+		return false, ""
 	}
-	return false
+	return dirFoldsByProbe(dir)
 }
 
-// sameDevice reports whether a and b are on one device.
-func sameDevice(a, b os.FileInfo) bool {
-	sa, ok1 := a.Sys().(*syscall.Stat_t)
-	sb, ok2 := b.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && sa.Dev == sb.Dev
+// casefolded reports whether directory dir has the casefold flag.
+func casefolded(dir string) bool {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	var flags uint64 // the kernel writes an int
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), fsIocGetflags, uintptr(unsafe.Pointer(&flags))); e != 0 {
+		return false
+	}
+	return uint32(flags)&fsCasefoldFL != 0
+}
+
+// mountsBelow lists the mount points strictly below dir, from
+// /proc/self/mountinfo.
+func mountsBelow(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	prefix := strings.TrimSuffix(filepath.Clean(dir), "/") + "/"
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if strings.HasPrefix(mp, prefix) {
+			out = append(out, mp)
+		}
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

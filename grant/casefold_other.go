@@ -2,10 +2,9 @@
 
 package grant
 
-import "os"
+// treeFolds: masks are made on Linux alone, so elsewhere no tree is
+// refused for folding case.
+func treeFolds(string) (bool, string) { return false, "" }
 
-// masksCoverAllSpellings: masks are made on Linux alone, so elsewhere no directory is
-// checked (caseFolds reports false for every one).
-func masksCoverAllSpellings(string) bool { return true }
-
-func sameDevice(a, b os.FileInfo) bool { return false }
+// dirFolds is treeFolds for one directory.
+func dirFolds(dir string) (bool, string) { return treeFolds(dir) }

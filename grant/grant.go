@@ -571,8 +571,8 @@ func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 			switch {
 			case !ok:
 			case set.hide:
-				if folds, evidence := caseFolds(owner.path); folds && !owner.writable {
-					return nil, fmt.Errorf("the grant gives the sandbox %s (%s), which holds airlock's own %s, on a file system that folds case (%s): hiding it would not hide its other spellings; grant a directory that does not hold it", owner.given, owner.path, r.path, evidence)
+				if folds, evidence := treeFolds(owner.path); folds && !owner.writable {
+					return nil, fmt.Errorf("the grant gives the sandbox %s (%s), which holds airlock's own %s, on a file system that may fold case (%s): hiding it would not hide its other spellings; grant a directory that does not hold it", owner.given, owner.path, r.path, evidence)
 				}
 				c.deny = append(c.deny, r.path)
 			case owner.writable:
@@ -630,7 +630,7 @@ func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned 
 
 // refuseFoldingTrees refuses each granted directory whose masks or
 // protected paths a sandbox could pass by spelling a name in another case
-// (caseFolds): a read-write one (it always has protected paths) and a
+// (treeFolds): a read-write one (it always has protected paths) and a
 // read-only one holding a denied path.
 func (g *Grant) refuseFoldingTrees(ps *problems) {
 	for _, r := range g.roots {
@@ -641,12 +641,12 @@ func (g *Grant) refuseFoldingTrees(ps *problems) {
 		if !masked {
 			continue
 		}
-		if folds, evidence := caseFolds(r.path); folds {
+		if folds, evidence := treeFolds(r.path); folds {
 			key := keyReadOnly
 			if r.writable {
 				key = keyReadWrite
 			}
-			ps.addValue(key, r.given, "%q (%s) is on a file system that folds case (%s) where a mount over a name does not cover its other spellings: a sandbox could reach a protected or denied path as .GIT/hooks or .ENV; grant a directory on a case-sensitive file system (a case-sensitive volume or a container volume)", r.given, r.path, evidence)
+			ps.addValue(key, r.given, "%q (%s) is on a file system that may fold case (%s) where a mount over a name does not cover its other spellings: a sandbox could reach a protected or denied path as .GIT/hooks or .ENV; grant a directory on a case-sensitive file system (ext4, xfs, btrfs, tmpfs, or a container volume)", r.given, r.path, evidence)
 		}
 	}
 }

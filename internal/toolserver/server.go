@@ -86,6 +86,10 @@ type Server struct {
 	runs     atomic.Int64
 	// slots holds one token per call admitted to run, up to MaxSandboxes.
 	slots chan struct{}
+	// folding remembers, per mount source, grant.FoldingError of it: a
+	// broker's masks and protected paths in a tree the hands' own grant
+	// masks nothing in are checked at the first call that brings them.
+	folding sync.Map // string -> error (nil: none)
 }
 
 // Running is the number of sandboxes running now.
@@ -651,6 +655,23 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	spec.Masks = union(call.Masks, under(spec.Masks))
 	spec.ReadOnly = union(call.ReadOnly, under(spec.ReadOnly))
 	spec.ReadOnlyDirs = union(call.ReadOnlyDirs, under(spec.ReadOnlyDirs))
+	// A mask covers one spelling of its name: no tree whose file system
+	// may fold case takes any (grant.FoldingError).
+	for _, m := range spec.Mounts {
+		inside := func(p string) bool {
+			return p == m.Source || strings.HasPrefix(p, strings.TrimSuffix(m.Source, "/")+"/")
+		}
+		if !m.Writable && !slices.ContainsFunc(spec.Masks, inside) && !slices.ContainsFunc(spec.ReadOnly, inside) {
+			continue
+		}
+		v, ok := s.folding.Load(m.Source)
+		if !ok {
+			v, _ = s.folding.LoadOrStore(m.Source, grant.FoldingError(m.Source))
+		}
+		if err, _ := v.(error); err != nil {
+			return nil, nil, fmt.Errorf("mount %s: %w", m.Source, err)
+		}
+	}
 	// Every limit is the smaller of the broker's and the hands' grant's, a
 	// command's (exec, background work) as a tool call's: a broker narrows
 	// what the hands allow, never widens it. A command's output is its own

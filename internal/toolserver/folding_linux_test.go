@@ -1,0 +1,59 @@
+package toolserver_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
+)
+
+// TestHandsRefuseMasksInFoldingTree: the hands' own grant masks nothing in
+// a read-only tree, so loading it probed nothing; a broker's call that
+// masks a path there is checked when it comes. A file system that may
+// fold case (ramfs with .ENV a hard link to .env stands for one: this
+// kernel has none) takes no mask, for it would cover one spelling only.
+func TestHandsRefuseMasksInFoldingTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a file system needs root")
+	}
+	ram := t.TempDir()
+	if err := unix.Mount("ramfs", ram, "ramfs", 0, ""); err != nil {
+		t.Skipf("mounting ramfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(ram, unix.MNT_DETACH) })
+	secret := filepath.Join(ram, ".env")
+	if err := os.WriteFile(secret, []byte("CANARY-folding\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(ram, ".ENV")); err != nil {
+		t.Fatal(err)
+	}
+	hands, err := grant.Parse([]byte(`[paths]
+read_only = ["`+ram+`"]
+`), "hands.toml", ram)
+	if err != nil {
+		t.Fatalf("the hands' grant, which masks nothing there, was refused: %v", err)
+	}
+	_, url := serveGrant(t, hands)
+	b := remote(t, url, nil)
+	spec := broker.SpecFor(hands, hands.LimitsFor("shell"))
+	spec.Masks = append(spec.Masks, secret)
+	spec.Command = []string{"/bin/cat", filepath.Join(ram, ".ENV")}
+	spec.Cwd = ram
+	var stdout bytes.Buffer
+	spec.Stdout = &stdout
+	res, err := b.Run(context.Background(), spec)
+	if strings.Contains(stdout.String(), "CANARY") {
+		t.Fatalf("the masked file was read by another spelling: %q", stdout.String())
+	}
+	if err == nil || !strings.Contains(err.Error(), "fold case") {
+		t.Fatalf("Run = %+v, %v; want it refused for folding case", res, err)
+	}
+}
