@@ -31,6 +31,15 @@ func TestHidden(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(forgedDir, "payload"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A git commondir placeholder holds ".\n" from the start.
+	commondir := at(".airlock-placeholder-7.3-commondir")
+	if err := os.WriteFile(commondir, []byte(".\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherTwo := at(".airlock-placeholder-7.4-.env")
+	if err := os.WriteFile(otherTwo, []byte(".\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	marked := map[string]bool{at(".bashrc"): true}
 	sandboxed := Env{
 		Hidden:        []string{at(".vscode")},
@@ -49,6 +58,8 @@ func TestHidden(t *testing.T) {
 		{sandboxed, at("notes.txt"), false}, // no candidate: never asked
 		{sandboxed, temp, true},             // being made
 		{sandboxed, tempDir, true},          // a directory placeholder being made
+		{sandboxed, commondir, true},        // a commondir placeholder being made
+		{sandboxed, otherTwo, false},        // what only a commondir holds, elsewhere
 		{sandboxed, forged, false},          // the name, but something in it
 		{sandboxed, forgedDir, false},       // the name, but something in it
 		{sandboxed, at(".airlock-placeholder-gone"), false},

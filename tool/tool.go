@@ -71,8 +71,9 @@ type Env struct {
 // that is one now or a placeholder still being made under its temporary
 // name (wire.PlaceholderTempPrefix), unmarked for a moment. Anything can
 // be named so, the sandbox's own files too: a name of that form is hidden
-// only while it is empty, as a placeholder always is, so no file with
-// something in it is kept from the model's sight by its name.
+// only while it holds what a placeholder does (placeholderShaped: nothing,
+// or a commondir's two bytes), so no file with something of its own in it
+// is kept from the model's sight by its name.
 func (e Env) hidden(p string) bool {
 	if len(e.Hidden) > 0 && slices.Contains(e.Hidden, p) {
 		return true
@@ -80,16 +81,23 @@ func (e Env) hidden(p string) bool {
 	if e.IsPlaceholder == nil {
 		return false
 	}
-	return strings.HasPrefix(filepath.Base(p), wire.PlaceholderTempPrefix) && emptyEntry(p) || e.Candidates[p] && e.IsPlaceholder(p)
+	return strings.HasPrefix(filepath.Base(p), wire.PlaceholderTempPrefix) && placeholderShaped(p) || e.Candidates[p] && e.IsPlaceholder(p)
 }
 
-// emptyEntry reports whether p, not followed, is an empty regular file or
-// an empty directory.
-func emptyEntry(p string) bool {
+// commondirContent is what a placeholder for a git commondir file holds
+// (initproto.PlaceholderContent): every other placeholder is empty.
+const commondirContent = ".\n"
+
+// placeholderShaped reports whether p, not followed, is an empty regular
+// file or directory, or a commondir placeholder's file with its content.
+func placeholderShaped(p string) bool {
 	fi, err := os.Lstat(p)
 	switch {
 	case err != nil:
 		return false
+	case fi.Mode().IsRegular() && fi.Size() == int64(len(commondirContent)) && strings.HasSuffix(p, "-commondir"):
+		b, err := os.ReadFile(p)
+		return err == nil && string(b) == commondirContent
 	case fi.Mode().IsRegular():
 		return fi.Size() == 0
 	case !fi.IsDir():
