@@ -481,10 +481,13 @@ func readCounterFile(p string) ([]byte, error) {
 
 // readAllAt reads the whole of the open file fd (named p for errors) from
 // its start with pread(2), so a descriptor kept open is read afresh each
-// time (a seq_file of procfs or cgroupfs regenerates at offset 0). These
-// files are generated whole at each read, which returns all of it that
-// fits: a read shorter than asked is the end, with no second read to
-// find it (a system call on a warm call's clock per file).
+// time (a seq_file of procfs or cgroupfs regenerates at offset 0). A
+// seq_file read returns what its page-sized buffer gathered, whole records
+// only: a read that came back short with at most seqShortEnd bytes in all
+// stopped at the end (a record would have had to be longer than the rest
+// of the page), with no second read to find it (a system call on a warm
+// call's clock per file); a longer file is read on until a read returns
+// nothing, for there a short read may be the buffer's edge.
 func readAllAt(fd int, p string) ([]byte, error) {
 	buf := make([]byte, 0, 512)
 	for {
@@ -497,11 +500,15 @@ func readAllAt(fd int, p string) ([]byte, error) {
 			return nil, &os.PathError{Op: "read", Path: p, Err: err}
 		}
 		buf = buf[:len(buf)+n]
-		if n < want {
+		if n == 0 || n < want && len(buf) <= seqShortEnd {
 			return buf, nil
 		}
 	}
 }
+
+// seqShortEnd is the most a file may hold for readAllAt to take a short
+// read for its end: half of a seq_file's first buffer (a page).
+const seqShortEnd = 2048
 
 // counter reads "key N" from a flat keyed file.
 func (cg *cgroup) counter(p, key string) int64 {
