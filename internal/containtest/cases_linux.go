@@ -459,7 +459,7 @@ func (s *suite) ioUring() {
 // Case 41: the riskiest kernel surfaces answer EPERM or ENOSYS.
 func (s *suite) syscallSweep() {
 	names := []string{"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "open_by_handle_at",
-		"kexec_load", "finit_module", "swapon", "syslog", "acct", "personality"}
+		"kexec_load", "finit_module", "swapon", "syslog", "acct", "personality", "ioctl_setflags"}
 	got := s.sys()
 	if _, ok := got["iopl"]; ok {
 		names = append(names, "iopl", "modify_ldt")

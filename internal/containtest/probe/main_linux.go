@@ -127,6 +127,9 @@ func sweep() {
 		{"syslog", unix.SYS_SYSLOG, [6]uintptr{unix.SYSLOG_ACTION_READ_ALL, 1, 16}},
 		{"acct", unix.SYS_ACCT, [6]uintptr{1}},
 		{"personality", unix.SYS_PERSONALITY, [6]uintptr{0x0040000}}, // ADDR_NO_RANDOMIZE
+		// chattr: the casefold attribute of a directory (stdin is no file
+		// with flags: an unfiltered call fails with ENOTTY).
+		{"ioctl_setflags", unix.SYS_IOCTL, [6]uintptr{0, unix.FS_IOC_SETFLAGS, 0}},
 	}
 	calls = append(calls, archCalls()...)
 	for _, c := range calls {

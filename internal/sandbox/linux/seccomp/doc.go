@@ -44,6 +44,9 @@
 //     query): ADDR_NO_RANDOMIZE and friends switch off exploit mitigations.
 //   - ioctl TIOCSTI and TIOCLINUX: injecting input into a terminal
 //     (CVE-2017-5226).
+//   - ioctl FS_IOC_SETFLAGS (chattr): among the inode flags, the casefold
+//     attribute of a directory, where names fold case while the scans for
+//     protected names compare bytes.
 //
 // It refuses with EPERM every call that would give a file the set-user-ID or
 // set-group-ID bit: chmod, fchmod, fchmodat, fchmodat2, creat, mknod and

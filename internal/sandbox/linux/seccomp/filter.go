@@ -127,7 +127,9 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.label("ioctl")
 	p.load(argLow(1))
 	p.jump(opJeqK, ioctlTIOCSTI, "eperm", "")
-	p.jump(opJeqK, ioctlTIOCLINUX, "eperm", "allow")
+	p.jump(opJeqK, ioctlTIOCLINUX, "eperm", "")
+	p.jump(opJeqK, ioctlFSSetflags, "eperm", "")
+	p.jump(opJeqK, ioctlFSSetflags32, "eperm", "allow")
 
 	// socket(int family, ...) and socketpair(int family, ...).
 	p.label("socket")

@@ -119,6 +119,18 @@ const (
 	ioctlTIOCLINUX = 0x541c
 )
 
+// FS_IOC_SETFLAGS (and its 32-bit form) sets a file's inode flags, among
+// them the casefold attribute of an empty directory a sandbox made (ext4,
+// f2fs, tmpfs with casefold). Names in such a directory fold case, where
+// the scans for protected names (.git, nested repositories) compare bytes:
+// a .GIT made there would be missed by the next session's scan while git
+// finds it. The other flags need capabilities the sandbox lacks or are
+// hints (noatime, nodump, compression), so the request is refused whole.
+const (
+	ioctlFSSetflags   = 0x40086602
+	ioctlFSSetflags32 = 0x40046602
+)
+
 // Address families socket(2) and socketpair(2) may use.
 const (
 	afUnix  = 1
