@@ -59,7 +59,11 @@ func dirFolds(dir string) (bool, string) {
 	}
 	switch uint32(st.Type) {
 	case ext4Magic, xfsMagic, btrfsMagic, tmpfsMagic, f2fsMagic:
-		if casefolded(dir) {
+		folded, told := casefolded(dir)
+		switch {
+		case !told:
+			return dirFoldsByProbe(dir)
+		case folded:
 			return true, dir + " has the casefold attribute"
 		}
 		return false, ""
@@ -67,18 +71,20 @@ func dirFolds(dir string) (bool, string) {
 	return dirFoldsByProbe(dir)
 }
 
-// casefolded reports whether directory dir has the casefold flag.
-func casefolded(dir string) bool {
+// casefolded reports whether directory dir has the casefold flag; told is
+// false when that could not be read (the probe decides then). A file
+// system with no inode flags at all (ENOTTY) has no casefold.
+func casefolded(dir string) (folded, told bool) {
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer syscall.Close(fd)
 	var flags uint64 // the kernel writes an int
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), fsIocGetflags, uintptr(unsafe.Pointer(&flags))); e != 0 {
-		return false
+		return false, e == syscall.ENOTTY
 	}
-	return uint32(flags)&fsCasefoldFL != 0
+	return uint32(flags)&fsCasefoldFL != 0, true
 }
 
 // mountsBelow lists the mount points strictly below dir, from

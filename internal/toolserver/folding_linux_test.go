@@ -57,3 +57,39 @@ read_only = ["`+ram+`"]
 		t.Fatalf("Run = %+v, %v; want it refused for folding case", res, err)
 	}
 }
+
+// TestHandsTakeFileMountOnAnyFileSystem: a file granted read-write holds
+// no name to mask, so the hands do not probe it for folding (a probe of a
+// file could only fail, and the call would be refused for nothing).
+func TestHandsTakeFileMountOnAnyFileSystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a file system needs root")
+	}
+	ram := t.TempDir()
+	if err := unix.Mount("ramfs", ram, "ramfs", 0, ""); err != nil {
+		t.Skipf("mounting ramfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(ram, unix.MNT_DETACH) })
+	notes := filepath.Join(ram, "notes.txt")
+	if err := os.WriteFile(notes, []byte("a note\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	hands, err := grant.Parse([]byte(`[paths]
+read_write = ["`+work+`", "`+notes+`"]
+`), "hands.toml", work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := serveGrant(t, hands)
+	b := remote(t, url, nil)
+	spec := broker.SpecFor(hands, hands.LimitsFor("shell"))
+	spec.Command = []string{"/bin/cat", notes}
+	spec.Cwd = work
+	var stdout bytes.Buffer
+	spec.Stdout = &stdout
+	res, err := b.Run(context.Background(), spec)
+	if err != nil || res.ExitCode != 0 || stdout.String() != "a note\n" {
+		t.Fatalf("Run = %+v, %v, stdout %q; want the file read", res, err, stdout.String())
+	}
+}

@@ -86,10 +86,39 @@ type Server struct {
 	runs     atomic.Int64
 	// slots holds one token per call admitted to run, up to MaxSandboxes.
 	slots chan struct{}
-	// folding remembers, per mount source, grant.FoldingError of it: a
-	// broker's masks and protected paths in a tree the hands' own grant
+	// folding remembers the mount sources grant.FoldingError found fine:
+	// a broker's masks and protected paths in a tree the hands' own grant
 	// masks nothing in are checked at the first call that brings them.
-	folding sync.Map // string -> error (nil: none)
+	// A refusal is not kept (it may have been a passing error), and at
+	// most maxFoldingKept sources are.
+	foldingMu sync.Mutex
+	folding   map[string]bool
+}
+
+// maxFoldingKept is the most mount sources Server.folding keeps.
+const maxFoldingKept = 1024
+
+// foldingError is grant.FoldingError of the mount source src, checked once
+// while it is fine.
+func (s *Server) foldingError(src string) error {
+	s.foldingMu.Lock()
+	fine := s.folding[src]
+	s.foldingMu.Unlock()
+	if fine {
+		return nil
+	}
+	if err := grant.FoldingError(src); err != nil {
+		return err
+	}
+	s.foldingMu.Lock()
+	defer s.foldingMu.Unlock()
+	if s.folding == nil {
+		s.folding = map[string]bool{}
+	}
+	if len(s.folding) < maxFoldingKept {
+		s.folding[src] = true
+	}
+	return nil
 }
 
 // Running is the number of sandboxes running now.
@@ -656,7 +685,8 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	spec.ReadOnly = union(call.ReadOnly, under(spec.ReadOnly))
 	spec.ReadOnlyDirs = union(call.ReadOnlyDirs, under(spec.ReadOnlyDirs))
 	// A mask covers one spelling of its name: no tree whose file system
-	// may fold case takes any (grant.FoldingError).
+	// may fold case takes any (grant.FoldingError). A file mount holds
+	// no name to mask.
 	for _, m := range spec.Mounts {
 		inside := func(p string) bool {
 			return p == m.Source || strings.HasPrefix(p, strings.TrimSuffix(m.Source, "/")+"/")
@@ -664,11 +694,10 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 		if !m.Writable && !slices.ContainsFunc(spec.Masks, inside) && !slices.ContainsFunc(spec.ReadOnly, inside) {
 			continue
 		}
-		v, ok := s.folding.Load(m.Source)
-		if !ok {
-			v, _ = s.folding.LoadOrStore(m.Source, grant.FoldingError(m.Source))
+		if fi, err := os.Stat(m.Source); err == nil && !fi.IsDir() {
+			continue
 		}
-		if err, _ := v.(error); err != nil {
+		if err := s.foldingError(m.Source); err != nil {
 			return nil, nil, fmt.Errorf("mount %s: %w", m.Source, err)
 		}
 	}
