@@ -84,22 +84,28 @@ func (e Env) hidden(p string) bool {
 	return strings.HasPrefix(filepath.Base(p), wire.PlaceholderTempPrefix) && placeholderShaped(p) || e.Candidates[p] && e.IsPlaceholder(p)
 }
 
-// commondirContent is what a placeholder for a git commondir file holds
-// (initproto.PlaceholderContent): every other placeholder is empty.
-const commondirContent = ".\n"
-
-// placeholderShaped reports whether p, not followed, is an empty regular
-// file or directory, or a commondir placeholder's file with its content.
+// placeholderShaped reports whether p, not followed, is a directory that
+// is empty or a regular file that holds what a placeholder of its name
+// does (wire.PlaceholderContent: nothing but for a git commondir). A
+// temporary name ends in the placeholder's own, after a dash.
 func placeholderShaped(p string) bool {
 	fi, err := os.Lstat(p)
 	switch {
 	case err != nil:
 		return false
-	case fi.Mode().IsRegular() && fi.Size() == int64(len(commondirContent)) && strings.HasSuffix(p, "-commondir"):
-		b, err := os.ReadFile(p)
-		return err == nil && string(b) == commondirContent
 	case fi.Mode().IsRegular():
-		return fi.Size() == 0
+		var want []byte
+		if base := filepath.Base(p); strings.HasSuffix(base, "-commondir") {
+			want = wire.PlaceholderContent("commondir")
+		}
+		if fi.Size() != int64(len(want)) {
+			return false
+		}
+		if len(want) == 0 {
+			return true
+		}
+		b, err := os.ReadFile(p)
+		return err == nil && string(b) == string(want)
 	case !fi.IsDir():
 		return false
 	}

@@ -168,6 +168,19 @@ const PlaceholderList = "/run/airlock/placeholders"
 // process, and the tools in a sandbox, can tell it from the user's own.
 const PlaceholderXattr = "user.airlock.placeholder"
 
+// PlaceholderContent is what a file placeholder named name holds: nothing,
+// but for a repository's commondir, which git refuses to find empty (it
+// dies reading every command in the repository, the host's as well while a
+// call holds it): there "." names the repository's own .git, as when the
+// file is missing. The host writes it into the placeholders it makes, and
+// the init into one it makes itself.
+func PlaceholderContent(name string) []byte {
+	if name == "commondir" {
+		return []byte(".\n")
+	}
+	return nil
+}
+
 // PlaceholderTempPrefix begins the name airlock makes a placeholder under,
 // beside its own name, before it is marked and moved there: nobody but
 // airlock makes such a name, and tools never show one.

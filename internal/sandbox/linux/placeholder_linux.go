@@ -184,7 +184,7 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n hol
 			dir := i < len(parts)-1 || leafDir
 			// An empty file placeholder may come from the depot or a spare;
 			// a directory, or a file with content, is made each time.
-			plainFile := !dir && len(initproto.PlaceholderContent(parts[i])) == 0
+			plainFile := !dir && len(wire.PlaceholderContent(parts[i])) == 0
 			var h *heldDir
 			exists := false
 			if plainFile {
@@ -540,7 +540,7 @@ func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int,
 	if held.Mode&unix.S_IFMT == unix.S_IFREG && !untouchedFD(fd, name) {
 		return // written to: the user's now
 	}
-	if created && len(initproto.PlaceholderContent(name)) == 0 && p.toDepot(d.rawDir, name, fd, &held) {
+	if created && len(wire.PlaceholderContent(name)) == 0 && p.toDepot(d.rawDir, name, fd, &held) {
 		return
 	}
 	switch held.Mode & unix.S_IFMT {
@@ -576,7 +576,7 @@ func (p *placeholders) holding(path string, st *unix.Stat_t) bool {
 	}
 	var hs unix.Stat_t
 	return unix.Fstat(h.fd, &hs) == nil && hs.Dev == st.Dev && hs.Ino == st.Ino &&
-		(st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == int64(len(initproto.PlaceholderContent(filepath.Base(path)))))
+		(st.Mode&unix.S_IFMT == unix.S_IFDIR || st.Size == int64(len(wire.PlaceholderContent(filepath.Base(path)))))
 }
 
 // marked reports whether f carries the placeholder mark.
@@ -604,7 +604,7 @@ func untouchedFD(fd int, name string) bool {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return true
 	}
-	want := initproto.PlaceholderContent(name)
+	want := wire.PlaceholderContent(name)
 	if st.Size != int64(len(want)) {
 		return false
 	}
@@ -619,7 +619,7 @@ func untouchedFD(fd int, name string) bool {
 // writeContent writes into fd, a file placeholder named name just made,
 // what it holds (PlaceholderContent).
 func writeContent(fd int, name string) error {
-	c := initproto.PlaceholderContent(name)
+	c := wire.PlaceholderContent(name)
 	if len(c) == 0 {
 		return nil
 	}

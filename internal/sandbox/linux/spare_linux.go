@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // Spare file placeholders. Making a placeholder file is mostly the
@@ -82,7 +83,7 @@ func (p *placeholders) prepare(cfg *initproto.Config) {
 	type parent struct{ source, rel string } // a mount's host path, the directory below it
 	need := map[parent][]spareName{}
 	eachFilePlaceholder(cfg, func(m initproto.Mount, rel []string) {
-		if len(initproto.PlaceholderContent(rel[len(rel)-1])) != 0 {
+		if len(wire.PlaceholderContent(rel[len(rel)-1])) != 0 {
 			return // made with its content each time, never from a spare
 		}
 		h := p.refs[filepath.Join(m.Source, strings.Join(rel, "/"))]

@@ -45,16 +45,3 @@ func (m Mount) Rel(p string) string {
 // HostPath returns the host path behind sandbox path p, which must be
 // within m's target.
 func (m Mount) HostPath(p string) string { return filepath.Join(m.Source, m.Rel(p)) }
-
-// PlaceholderContent is what a file placeholder named name holds: nothing,
-// but for a repository's commondir, which git refuses to find empty (it
-// dies reading every command in the repository, the host's as well while a
-// call holds it): there "." names the repository's own .git, as when the
-// file is missing. The host writes it into the placeholders it makes, and
-// the init into one it makes itself.
-func PlaceholderContent(name string) []byte {
-	if name == "commondir" {
-		return []byte(".\n")
-	}
-	return nil
-}

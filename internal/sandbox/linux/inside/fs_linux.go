@@ -14,6 +14,7 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/internal/sandbox/peruser"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // stage is where the new root is assembled before pivot_root: a tmpfs
@@ -180,7 +181,7 @@ func (b *builder) target(p string, isDir, record bool) (int, error) {
 			if err == nil {
 				// A placeholder holds what one of its name is made with
 				// (a commondir git can read), as the host's do.
-				if c := initproto.PlaceholderContent(name); record && len(c) > 0 {
+				if c := wire.PlaceholderContent(name); record && len(c) > 0 {
 					_, err = unix.Pwrite(f, c, 0)
 				}
 				unix.Close(f)
