@@ -95,6 +95,11 @@ type Server struct {
 	folding   map[string]bool
 }
 
+// inTree reports whether path p is dir or lies below it.
+func inTree(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
 // maxFoldingKept is the most mount sources Server.folding keeps.
 const maxFoldingKept = 1024
 
@@ -672,11 +677,8 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	under := func(paths []string) []string {
 		var out []string
 		for _, p := range paths {
-			for _, m := range mounts {
-				if p == m || strings.HasPrefix(p, strings.TrimSuffix(m, "/")+"/") {
-					out = append(out, p)
-					break
-				}
+			if slices.ContainsFunc(mounts, func(m string) bool { return inTree(p, m) }) {
+				out = append(out, p)
 			}
 		}
 		return out
@@ -688,9 +690,7 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	// may fold case takes any (grant.FoldingError). A file mount holds
 	// no name to mask.
 	for _, m := range spec.Mounts {
-		inside := func(p string) bool {
-			return p == m.Source || strings.HasPrefix(p, strings.TrimSuffix(m.Source, "/")+"/")
-		}
+		inside := func(p string) bool { return inTree(p, m.Source) }
 		if !m.Writable && !slices.ContainsFunc(spec.Masks, inside) && !slices.ContainsFunc(spec.ReadOnly, inside) {
 			continue
 		}
