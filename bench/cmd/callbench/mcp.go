@@ -47,6 +47,14 @@ func mcpLatency(c *config, servers []string) error {
 	if err != nil {
 		return fmt.Errorf("reading the file to serve: %w", err)
 	}
+	clientSamples, timer, client := goClientSamples, "callbench mcp", "Go SDK client"
+	switch c.client {
+	case "go":
+	case "ts":
+		clientSamples, timer, client = tsClientSamples, "callbench mcp, TypeScript SDK client", "TypeScript SDK client (node)"
+	default:
+		return fmt.Errorf("-client %q: want go or ts", c.client)
+	}
 	var list []*mcpServer
 	for _, s := range servers {
 		name, argv, ok := strings.Cut(s, "=")
@@ -63,33 +71,19 @@ func mcpLatency(c *config, servers []string) error {
 		case strings.Contains(name, "mcpfloor"):
 			srv.note = "the Go SDK's server reading the file in-process, no sandbox: what the MCP round trip alone costs"
 		default:
-			srv.note = "warm: one `airlock mcp` session, Go SDK client over stdio"
+			srv.note = "warm: one `airlock mcp` session, " + client + " over stdio"
 		}
 		list = append(list, srv)
 	}
-	var samples [][]time.Duration
-	timer := "callbench mcp"
-	switch c.client {
-	case "go":
-		samples, err = goClientSamples(c, list, abs, want)
-	case "ts":
-		timer = "callbench mcp, TypeScript SDK client"
-		samples, err = tsClientSamples(c, list, abs, want)
-	default:
-		err = fmt.Errorf("-client %q: want go or ts", c.client)
-	}
+	samples, err := clientSamples(c, list, abs, want)
 	if err != nil {
 		return err
-	}
-	client := "Go SDK client"
-	if c.client == "ts" {
-		client = "TypeScript SDK client (node)"
 	}
 	rows := []results.Row{{Section: results.Latency, Workload: c.workload, System: results.Floor, Timer: timer,
 		Note: "cat of the file, spawned by the MCP client's own process", Latency: ptr(stats.Summarise(samples[0]))}}
 	for j, s := range list {
 		rows = append(rows, results.Row{Section: results.Latency, Workload: c.workload, System: s.system, Timer: timer,
-			Note: strings.ReplaceAll(s.note, "Go SDK client", client), Latency: ptr(stats.Summarise(samples[j+1]))})
+			Note: s.note, Latency: ptr(stats.Summarise(samples[j+1]))})
 	}
 	for _, r := range rows {
 		if err := results.Append(c.out, r); err != nil {
