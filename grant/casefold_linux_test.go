@@ -7,22 +7,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// mountAt mounts a file system of type typ on a new directory and returns
-// it, or skips the test where that cannot be done (not root).
-func mountAt(t *testing.T, typ string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a file system needs root")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount(typ, dir, typ, 0, ""); err != nil {
-		t.Skipf("mounting %s: %v", typ, err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	return dir
-}
+	"github.com/airlockhq/airlock/internal/testenv"
+)
 
 // TestFoldingTreeRefused: a granted directory whose file system answers a
 // name spelt in another case with the same file is refused, for its masks
@@ -32,7 +19,7 @@ func mountAt(t *testing.T, typ string) string {
 // (ramfs) stands for one, with .ENV a hard link to .env: the same file
 // under both spellings, which is what a folding file system shows.
 func TestFoldingTreeRefused(t *testing.T) {
-	dir := mountAt(t, "ramfs")
+	dir := testenv.MountFS(t, "ramfs")
 	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("S=1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +51,7 @@ func TestFoldingTreeRefused(t *testing.T) {
 // the directory is taken as folding; a name whose letters are not ASCII
 // (the Kelvin sign, which Go folds to k and SMB does not) tells nothing.
 func TestFoldingProbes(t *testing.T) {
-	tmp := mountAt(t, "tmpfs")
+	tmp := testenv.MountFS(t, "tmpfs")
 	if err := os.WriteFile(filepath.Join(tmp, "a"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +61,7 @@ func TestFoldingProbes(t *testing.T) {
 	if folds, _ := dirFolds(tmp); folds {
 		t.Error("tmpfs was probed and taken for folding")
 	}
-	ram := mountAt(t, "ramfs")
+	ram := testenv.MountFS(t, "ramfs")
 	if folds, why := dirFolds(ram); folds {
 		t.Errorf("an empty ramfs was taken for folding: %s", why)
 	}
@@ -99,7 +86,7 @@ func TestFoldingProbes(t *testing.T) {
 		t.Errorf("x and X one file on ramfs: dirFolds = %v %q, want folding", folds, why)
 	}
 	// Where nothing tells and no probe can be made, refused.
-	ro := mountAt(t, "ramfs")
+	ro := testenv.MountFS(t, "ramfs")
 	if err := os.WriteFile(filepath.Join(ro, "7"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +105,7 @@ func TestFoldingProbes(t *testing.T) {
 // mounts below it too, so a folding file system mounted inside a tree on
 // tmpfs is refused as if it were the tree's own.
 func TestFoldingMountBelowRefused(t *testing.T) {
-	root := mountAt(t, "tmpfs")
+	root := testenv.MountFS(t, "tmpfs")
 	share := filepath.Join(root, "share")
 	if err := os.Mkdir(share, 0o755); err != nil {
 		t.Fatal(err)

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestHandsRefuseMasksInFoldingTree: the hands' own grant masks nothing in
@@ -20,14 +19,7 @@ import (
 // fold case (ramfs with .ENV a hard link to .env stands for one: this
 // kernel has none) takes no mask, for it would cover one spelling only.
 func TestHandsRefuseMasksInFoldingTree(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a file system needs root")
-	}
-	ram := t.TempDir()
-	if err := unix.Mount("ramfs", ram, "ramfs", 0, ""); err != nil {
-		t.Skipf("mounting ramfs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(ram, unix.MNT_DETACH) })
+	ram := testenv.MountFS(t, "ramfs")
 	secret := filepath.Join(ram, ".env")
 	if err := os.WriteFile(secret, []byte("CANARY-folding\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -62,14 +54,7 @@ read_only = ["`+ram+`"]
 // no name to mask, so the hands do not probe it for folding (a probe of a
 // file could only fail, and the call would be refused for nothing).
 func TestHandsTakeFileMountOnAnyFileSystem(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a file system needs root")
-	}
-	ram := t.TempDir()
-	if err := unix.Mount("ramfs", ram, "ramfs", 0, ""); err != nil {
-		t.Skipf("mounting ramfs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(ram, unix.MNT_DETACH) })
+	ram := testenv.MountFS(t, "ramfs")
 	notes := filepath.Join(ram, "notes.txt")
 	if err := os.WriteFile(notes, []byte("a note\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestListNamesOnlyWhereNamesAreExact: samePaths takes a name missing from
@@ -16,19 +16,12 @@ import (
 // to list and every path is looked up instead; on ext4, xfs, btrfs, f2fs
 // or tmpfs without casefold it lists.
 func TestListNamesOnlyWhereNamesAreExact(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting file systems needs root")
-	}
 	for _, fs := range []struct {
 		typ    string
 		listed bool
 	}{{"tmpfs", true}, {"ramfs", false}} {
 		t.Run(fs.typ, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := unix.Mount(fs.typ, dir, fs.typ, 0, ""); err != nil {
-				t.Skipf("mounting %s: %v", fs.typ, err)
-			}
-			t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+			dir := testenv.MountFS(t, fs.typ)
 			if err := os.WriteFile(filepath.Join(dir, ".ENV"), nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
