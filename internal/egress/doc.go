@@ -34,6 +34,12 @@
 //   - NAT64: the well-known prefix 64:ff9b::/96 is unwrapped and judged by its
 //     IPv4 address, so a DNS64 network keeps working; the local-use prefix
 //     64:ff9b:1::/48 is denied outright. Teredo (2001::/32) is denied.
+//   - The default resolver asks for each granted name as fully qualified
+//     ("a.test."), with Go's own resolver, so the host's resolv.conf search
+//     list never replaces it with another name (a.test.corp.internal, tried
+//     first under Kubernetes' ndots:5): the name checked is the name whose
+//     addresses are vetted, dialled and audited. A single-label grant name
+//     is therefore not completed by the search list either.
 //   - IP literals need the policy to grant the canonical address text and
 //     port, and the address to be public or explicitly allowed. The other
 //     encodings inet_aton accepts are refused as malformed (SOCKS5 REP 01,

@@ -71,7 +71,10 @@ type Options struct {
 	Sandbox string
 	// Policy decides what may be reached. Nil denies everything.
 	Policy Policy
-	// Resolver resolves granted names. Nil means net.DefaultResolver.
+	// Resolver resolves granted names. Nil means Go's resolver (PreferGo)
+	// asked for each name as fully qualified, so the host's resolv.conf
+	// search list never turns a granted name into another (rooted.go). A
+	// Resolver given here is called with the normalised name as it is.
 	Resolver Resolver
 	// Dialer dials checked addresses. Nil means a net.Dialer whose Control
 	// hook re-checks that the address dialled is the one that was vetted.
@@ -122,7 +125,7 @@ func (o *Options) withDefaults() Options {
 		c.Policy = denyAll{}
 	}
 	if c.Resolver == nil {
-		c.Resolver = net.DefaultResolver
+		c.Resolver = newRootedResolver()
 	}
 	if c.Dialer == nil {
 		c.Dialer = &net.Dialer{ControlContext: controlCheck}
