@@ -116,12 +116,21 @@ func newInputQueue(max int) *inputQueue {
 	return q
 }
 
+// maxInputAhead bounds how far ahead of the next chunk of a command's
+// stdin a chunk may arrive: a broker sends them in order on one
+// connection, and an empty chunk, which the byte bound does not count,
+// still takes room while it waits.
+const maxInputAhead = 64
+
 // put adds a chunk; it reports false when the queue is over its bound.
 func (q *inputQueue) put(ch *Chunk) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if ch.Seq < q.next || q.pending[ch.Seq] != nil {
 		return true // a duplicate
+	}
+	if ch.Seq-q.next >= maxInputAhead {
+		return false
 	}
 	q.pending[ch.Seq] = ch
 	q.queued += len(ch.Data)

@@ -235,10 +235,13 @@ func (s *Server) HTTPServer(token string) *http.Server {
 // neither its call nor its broker.
 func (s *Server) ServeConn(ctx context.Context, c Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	sc := &serverConn{s: s, c: c, calls: map[string]*running{}}
+	// The connection's end kills its calls at once: cancel before waiting
+	// for them, never after (the heartbeat would otherwise be what finds
+	// the broker gone, up to a heartbeat interval later).
 	defer sc.wg.Wait()
 	defer c.Close()
+	defer cancel()
 	if err := sc.handshake(ctx); err != nil {
 		return err
 	}
@@ -459,7 +462,7 @@ func (sc *serverConn) input(id string, ch *Chunk) {
 		return
 	}
 	if !r.stdin.put(ch) {
-		sc.s.logger.Warn("a command's stdin outran it past the queue; killing it", "call", id)
+		sc.s.logger.Warn("a command's stdin outran it past the queue, or arrived too far out of order; killing it", "call", id)
 		r.cancel()
 	}
 }
