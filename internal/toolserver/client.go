@@ -162,9 +162,15 @@ func describeEndpoint(ep string) string {
 	if i := strings.IndexAny(ep, "?#"); i >= 0 {
 		ep = ep[:i]
 	}
-	if i := strings.Index(ep, "@"); i >= 0 {
-		if j := strings.Index(ep, "://"); j >= 0 && j < i {
-			ep = ep[:j+3] + ep[i+1:]
+	// The user info ends at the authority's last "@" (a password may hold
+	// more), as URL parsers take it; the authority ends at the first "/".
+	if j := strings.Index(ep, "://"); j >= 0 {
+		auth, path := ep[j+3:], ""
+		if k := strings.Index(auth, "/"); k >= 0 {
+			auth, path = auth[:k], auth[k:]
+		}
+		if i := strings.LastIndex(auth, "@"); i >= 0 {
+			ep = ep[:j+3] + auth[i+1:] + path
 		}
 	}
 	return ep
@@ -189,7 +195,11 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx conte
 		}
 		u, err := url.Parse(ep)
 		if err != nil {
-			return nil, nil, fmt.Errorf("remote %s: %w", describeEndpoint(ep), err)
+			// url's error quotes the whole endpoint, user info included.
+			return nil, nil, fmt.Errorf("remote %s: not a URL", describeEndpoint(ep))
+		}
+		if u.User != nil {
+			return nil, nil, fmt.Errorf("remote %s: user info (user:password@) in the endpoint is not accepted: the tool-server takes only its bearer token (--remote-token-file)", describeEndpoint(ep))
 		}
 		if u.Scheme == "ws" && !loopbackHost(u.Hostname()) {
 			return nil, nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
@@ -206,7 +216,16 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx conte
 // loopback must have its own reason (Options.Dial for hands it created).
 func DialWebSocket(ctx context.Context, url, token string, tc *tls.Config) (Conn, error) {
 	hdr := http.Header{"Authorization": {"Bearer " + token}}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: nil}}
+	client := &http.Client{
+		Transport: &http.Transport{TLSClientConfig: tc, Proxy: nil},
+		// The token goes to the endpoint given, over its scheme, and
+		// nowhere else: a redirect (which Go's client follows with the
+		// Authorization header to the same host, https:// to http://
+		// included) is refused, never followed.
+		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			return fmt.Errorf("the tool-server answered with a redirect to %s://%s; airlock follows none: give the endpoint it serves at", req.URL.Scheme, req.URL.Host)
+		},
+	}
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: hdr, HTTPClient: client})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
@@ -483,7 +502,10 @@ func (b *Backend) read(l *link) {
 			c := b.pending[f.ID]
 			b.mu.Unlock()
 			if c != nil && c.sink != nil {
-				c.sink.put(f.Output)
+				if err := c.sink.put(f.Output); err != nil {
+					b.logger.Error("the hands broke a command's output bounds; dropping the connection", "call", f.ID, "err", err)
+					return
+				}
 			}
 		case TypeControl:
 			if f.Control.Op == OpError {
@@ -651,7 +673,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}
 	p := &pending{id: id, frame: frame, retry: retry, done: make(chan struct{}), sent: make(chan struct{})}
 	if len(spec.Command) > 0 {
-		p.sink = newOutputSink(spec.Stdout, spec.Stderr)
+		p.sink = newOutputSink(spec.Stdout, spec.Stderr, spec.Limits.OutputBytes)
 		defer p.sink.close()
 	}
 
@@ -853,12 +875,19 @@ func (b *Backend) releaseSession() error {
 
 // outputSink writes a command's output chunks to its streams in sequence,
 // from a goroutine of its own so a slow reader never holds up the
-// connection (the hands' output cap bounds what waits here).
+// connection. What waits here is bounded by the broker itself, not left to
+// the hands: each stream at most the call's output cap (the hands cap each
+// stream at it, or less), and the chunks that arrived ahead of their turn
+// at most maxAhead of them and maxAheadBytes. Hands past a bound get an
+// error from put, and the broker drops their connection.
 type outputSink struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	next    int64
 	pending map[int64]*Chunk
+	ahead   int64 // bytes in pending
+	got     [3]int64
+	max     int64 // each stream's cap; 0: none known
 	ready   []*Chunk
 	written int64
 	closed  bool
@@ -866,18 +895,43 @@ type outputSink struct {
 	done    chan struct{}
 }
 
-func newOutputSink(stdout, stderr io.Writer) *outputSink {
-	s := &outputSink{pending: map[int64]*Chunk{}, w: [3]io.Writer{nil, stdout, stderr}, done: make(chan struct{})}
+// Bounds of the output chunks a sink holds ahead of their turn. The hands
+// send a command's chunks in order on one connection: only a proxy that
+// reorders a few has any reason to bring one ahead.
+const (
+	maxAhead      = 64
+	maxAheadBytes = wire.MaxFrameSize
+	// outputSlack is how far past the call's output cap a stream may go
+	// before the hands are taken to ignore the cap.
+	outputSlack = 64 << 10
+)
+
+func newOutputSink(stdout, stderr io.Writer, max int64) *outputSink {
+	s := &outputSink{pending: map[int64]*Chunk{}, max: max, w: [3]io.Writer{nil, stdout, stderr}, done: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
 	go s.loop()
 	return s
 }
 
-func (s *outputSink) put(c *Chunk) {
+// put takes a chunk, or says why the hands sent one they must not.
+func (s *outputSink) put(c *Chunk) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.Seq < s.next || s.pending[c.Seq] != nil {
-		return // a duplicate
+		return nil // a duplicate
+	}
+	if c.Seq-s.next >= maxAhead {
+		return fmt.Errorf("output chunk %d arrived while chunk %d is the next, more than %d ahead", c.Seq, s.next, maxAhead)
+	}
+	s.got[c.Stream] += int64(len(c.Data))
+	if s.max > 0 && s.got[c.Stream] > s.max+outputSlack {
+		return fmt.Errorf("stream %d passed the call's output cap of %d bytes", c.Stream, s.max)
+	}
+	if c.Seq != s.next {
+		if s.ahead+int64(len(c.Data)) > maxAheadBytes {
+			return fmt.Errorf("output chunks ahead of chunk %d hold more than %d bytes", s.next, maxAheadBytes)
+		}
+		s.ahead += int64(len(c.Data))
 	}
 	s.pending[c.Seq] = c
 	for {
@@ -885,11 +939,15 @@ func (s *outputSink) put(c *Chunk) {
 		if !ok {
 			break
 		}
+		if n != c {
+			s.ahead -= int64(len(n.Data))
+		}
 		delete(s.pending, s.next)
 		s.next++
 		s.ready = append(s.ready, n)
 	}
 	s.cond.Broadcast()
+	return nil
 }
 
 func (s *outputSink) loop() {
