@@ -76,23 +76,37 @@ type lineConn struct {
 	freed   chan struct{} // signalled when an answer frees bytes
 }
 
+// admission is what admit decided.
+type admission int
+
+const (
+	admitted  admission = iota
+	duplicate           // id is that of a request not yet answered
+	closing             // the connection closed while waiting
+)
+
 // admit waits until a request of n bytes fits the pending budget (or
-// nothing is pending) and counts it under id. It reports false once the
-// connection is closed.
-func (c *lineConn) admit(id any, n int64) bool {
+// nothing is pending) and counts it under id. A request whose id is that
+// of one not yet answered is not counted: its answer (the SDK's, or the
+// transport's refusal) would free the bytes of the one still in flight.
+func (c *lineConn) admit(id any, n int64) admission {
 	for {
 		c.pmu.Lock()
+		if _, dup := c.pending[id]; dup {
+			c.pmu.Unlock()
+			return duplicate
+		}
 		if c.held == 0 || c.held+n <= c.budget {
 			c.held += n
-			c.pending[id] += n
+			c.pending[id] = n
 			c.pmu.Unlock()
-			return true
+			return admitted
 		}
 		c.pmu.Unlock()
 		select {
 		case <-c.freed:
 		case <-c.closed:
-			return false
+			return closing
 		}
 	}
 }
@@ -137,8 +151,11 @@ func (c *lineConn) readLoop(r *bufio.Reader, limit int) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			msg, bad := checkMessage(line)
 			if req, ok := msg.(*jsonrpc.Request); bad == nil && ok && req.ID.IsValid() {
-				if !c.admit(req.ID.Raw(), int64(len(line))) {
+				switch c.admit(req.ID.Raw(), int64(len(line))) {
+				case closing:
 					return
+				case duplicate:
+					bad = invalidRequest(messageID(msg), "the id %.64s is already in use by a request not yet answered", messageID(msg))
 				}
 			}
 			if bad != nil {
@@ -216,11 +233,12 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
-	err = c.writeLine(data)
+	// The id is free again before the client can read the answer: a
+	// client may reuse it as soon as it has.
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
 		c.answered(resp.ID.Raw())
 	}
-	return err
+	return c.writeLine(data)
 }
 
 // encodeMessage is jsonrpc.EncodeMessage, which re-encodes a response's
