@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -9,19 +10,151 @@ import (
 // of the file shown as name, or "" when they are equal. Lines are compared
 // whole; the common start and end are trimmed first, and the rest is
 // aligned by a longest common subsequence when it is small enough
-// (maxDiffCells), otherwise shown as one replaced block: always a correct
-// diff, at worst a coarse one.
+// (maxDiffCells, maxDiffLines), otherwise shown as one replaced block:
+// always a correct diff, at worst a coarse one.
 func unifiedDiff(name string, old, new []byte) string {
-	a, b := splitLines(string(old)), splitLines(string(new))
-	ops := diffLines(a, b)
-	if len(ops) == 0 {
-		return ""
+	o := diffOut{keep: -1}
+	writeDiff(&o, name, old, new)
+	return o.b.String()
+}
+
+// cappedDiff is unifiedDiff cut at limit bytes, on a line, saying how much
+// was cut. It keeps only what it shows: its memory grows with the bytes of
+// the files, never with their number of lines, and the diff past the cut
+// is counted, not built.
+func cappedDiff(name string, old, new []byte, limit int) string {
+	o := diffOut{keep: limit}
+	writeDiff(&o, name, old, new)
+	if o.total <= int64(limit) {
+		return o.b.String()
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "--- %s\n+++ %s\n", name, name)
-	const context = 3
-	// Group the edit script into hunks: runs of changes with at most
-	// 2*context equal lines between them.
+	d := o.b.String()
+	cut := strings.LastIndexByte(d[:limit], '\n') + 1
+	return d[:cut] + fmt.Sprintf("[diff cut: %d more bytes]\n", o.total-int64(cut))
+}
+
+// diffOut collects a diff: its first keep bytes (all when keep < 0) and
+// the length of the whole.
+type diffOut struct {
+	b     strings.Builder
+	keep  int
+	total int64
+}
+
+func (o *diffOut) WriteString(s string) {
+	o.total += int64(len(s))
+	switch room := o.keep - o.b.Len(); {
+	case o.keep < 0:
+		o.b.WriteString(s)
+	case room > 0:
+		o.b.WriteString(s[:min(len(s), room)])
+	}
+}
+
+func (o *diffOut) Write(p []byte) {
+	o.total += int64(len(p))
+	switch room := o.keep - o.b.Len(); {
+	case o.keep < 0:
+		o.b.Write(p)
+	case room > 0:
+		o.b.Write(p[:min(len(p), room)])
+	}
+}
+
+// line writes one line of a hunk: its kind, its text, and the note a last
+// line without a newline gets.
+func (o *diffOut) line(kind byte, text []byte) {
+	o.Write([]byte{kind})
+	o.Write(text)
+	if len(text) == 0 || text[len(text)-1] != '\n' {
+		o.WriteString("\n\\ No newline at end of file\n")
+	}
+}
+
+// diffContext is the number of unchanged lines shown around a change.
+const diffContext = 3
+
+// maxDiffLines bounds the lines of a changed middle aligned line by line;
+// a larger one is shown as one replaced block, written from the bytes, so
+// a file of many short lines costs its bytes and not a slice entry, a
+// string and an edit operation for each of its lines.
+const maxDiffLines = 1 << 16
+
+// writeDiff writes the diff from old to new to o. The common start and end
+// are found on the bytes, so only the changed middle and its context are
+// ever split into lines.
+func writeDiff(o *diffOut, name string, old, new []byte) {
+	if bytes.Equal(old, new) {
+		return
+	}
+	// The common start, back to the start of its line.
+	p := 0
+	for p < len(old) && p < len(new) && old[p] == new[p] {
+		p++
+	}
+	p = bytes.LastIndexByte(old[:p], '\n') + 1
+	// The common end, forward to the start of a line in both.
+	s := 0
+	for s < len(old)-p && s < len(new)-p && old[len(old)-1-s] == new[len(new)-1-s] {
+		s++
+	}
+	lineStart := func(b []byte, i int) bool { return i == p || b[i-1] == '\n' }
+	for s > 0 && !(lineStart(old, len(old)-s) && lineStart(new, len(new)-s)) {
+		s--
+	}
+	midA, midB := old[p:len(old)-s], new[p:len(new)-s]
+	// Up to diffContext lines of context on each side.
+	before := p
+	for k := 0; k < diffContext && before > 0; k++ {
+		before = bytes.LastIndexByte(old[:before-1], '\n') + 1
+	}
+	after := len(old) - s // in old; the same bytes end new
+	for k := 0; k < diffContext && after < len(old); k++ {
+		after = lineEnd(old, after) + 1
+	}
+	after = min(after, len(old))
+	tail := len(old) - after                         // bytes after the context, the same in both
+	first := bytes.Count(old[:before], []byte{'\n'}) // 0-based line of the window's start
+
+	o.WriteString("--- " + name + "\n+++ " + name + "\n")
+	la, lb := countLines(midA), countLines(midB)
+	if la > 0 && lb > 0 && la+lb <= maxDiffLines && la*lb <= maxDiffCells {
+		a := splitLines(string(old[before:after]))
+		b := splitLines(string(new[before : len(new)-tail]))
+		writeHunks(o, diffLines(a, b), first)
+		return
+	}
+	// One replaced block: its context, every old line removed, every new
+	// line added.
+	ctxA, ctxB := old[before:p], old[len(old)-s:after]
+	nc := countLines(ctxA) + countLines(ctxB)
+	o.WriteString(fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(first, nc+la), hunkRange(first, nc+lb)))
+	for _, part := range []struct {
+		kind byte
+		text []byte
+	}{{' ', ctxA}, {'-', midA}, {'+', midB}, {' ', ctxB}} {
+		for b := part.text; len(b) > 0; {
+			end := min(lineEnd(b, 0)+1, len(b))
+			o.line(part.kind, b[:end])
+			b = b[end:]
+		}
+	}
+}
+
+// countLines is the number of lines in b (the last may lack its newline).
+func countLines(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// writeHunks groups the edit script ops into hunks (runs of changes with at
+// most 2*diffContext equal lines between them) and writes them; off is the
+// line of the file where ops start.
+func writeHunks(o *diffOut, ops []diffOp, off int) {
+	const context = diffContext
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {
 			i++
@@ -57,17 +190,12 @@ func unifiedDiff(name string, old, new []byte) string {
 				bLen++
 			}
 		}
-		fmt.Fprintf(&sb, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
+		o.WriteString(fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(off+aStart, aLen), hunkRange(off+bStart, bLen)))
 		for _, op := range ops[start:end] {
-			sb.WriteByte(op.kind)
-			sb.WriteString(op.text)
-			if !strings.HasSuffix(op.text, "\n") {
-				sb.WriteString("\n\\ No newline at end of file\n")
-			}
+			o.line(op.kind, []byte(op.text))
 		}
 		i = end
 	}
-	return sb.String()
 }
 
 // hunkRange is a unified diff range: 1-based start and length, "start"

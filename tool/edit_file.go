@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/airlockhq/airlock/wire"
 )
@@ -145,21 +144,24 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 		case n > 1 && !e.ReplaceAll:
 			return Failure("field %q: found %d times in %s; add surrounding text to make it unique, or set replace_all%s", field, n, t.shown, noneWritten(len(edits)))
 		}
-		updated = bytes.ReplaceAll(updated, []byte(e.OldString), []byte(*e.NewString))
-		k += n
-		if int64(len(updated)) > limit {
+		// The size the replacement makes, checked before it is built: n
+		// short matches each replaced by a long string would otherwise
+		// allocate n times its length only to be refused.
+		if size := int64(len(updated)) + int64(n)*(int64(len(*e.NewString))-int64(len(e.OldString))); size > limit {
 			nf := "new_string"
 			if len(a.Edits) > 0 {
 				nf = fmt.Sprintf("edits[%d].new_string", i)
 			}
-			return Failure("field %q: the edited file would be %d bytes, larger than the file-size limit of %d bytes", nf, len(updated), limit)
+			return Failure("field %q: the edited file would be %d bytes, larger than the file-size limit of %d bytes", nf, size, limit)
 		}
+		updated = bytes.ReplaceAll(updated, []byte(e.OldString), []byte(*e.NewString))
+		k += n
 	}
 	noun := "replacement"
 	if k > 1 {
 		noun = "replacements"
 	}
-	diff := capDiff(unifiedDiff(t.shown, old, updated))
+	diff := cappedDiff(t.shown, old, updated, maxDiffBytes)
 	meta := wire.Meta{Count: k, Bytes: int64(len(updated))}
 	if a.DryRun {
 		return wire.ToolOutput{
@@ -190,13 +192,4 @@ func noneWritten(edits int) string {
 		return "; nothing was written"
 	}
 	return ""
-}
-
-// capDiff cuts a diff at maxDiffBytes, on a line, saying how much was cut.
-func capDiff(d string) string {
-	if len(d) <= maxDiffBytes {
-		return d
-	}
-	cut := strings.LastIndexByte(d[:maxDiffBytes], '\n') + 1
-	return d[:cut] + fmt.Sprintf("[diff cut: %d more bytes]\n", len(d)-cut)
 }
