@@ -191,6 +191,7 @@ func (w *globWalk) render(base string, maxBytes int) wire.ToolOutput {
 		if strings.HasSuffix(p, "/") && line != "/" {
 			line += "/"
 		}
+		line = shownName(line)
 		if b.Len()+len(line)+1 > maxBytes {
 			break
 		}

@@ -80,6 +80,7 @@ type hit struct{ start, end, line int }
 // scan finds the matching lines of b and renders them for the output mode.
 func (s *grepSearch) scan(b []byte, shown string, scratch *[]byte) fileResult {
 	r := fileResult{shown: shown}
+	shown = shownName(shown)
 	switch s.mode {
 	case grepFiles:
 		s.m.each(b, scratch, func(int, int) bool { r.matches = 1; return false })
@@ -97,8 +98,8 @@ func (s *grepSearch) scan(b []byte, shown string, scratch *[]byte) fileResult {
 	// Content: every output line costs at least len(shown)+4 bytes, so keep
 	// no more hits than could fit in the output.
 	maxHits := s.maxOut/(len(shown)+4) + 1
-	if s.head > 0 {
-		maxHits = min(maxHits, s.head+1)
+	if s.head > 0 && s.head < maxHits {
+		maxHits = s.head + 1 // not min(maxHits, s.head+1): s.head may be the largest int
 	}
 	var hits []hit
 	line, last := 1, 0

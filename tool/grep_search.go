@@ -56,8 +56,15 @@ type fileResult struct {
 	binary  bool
 	large   bool
 	cut     bool // the file had more output than could be kept
-	shown   string
+	// again: a worker dropped the text, past the budget of results read
+	// ahead; the collector searches the file itself.
+	again bool
+	shown string
 }
+
+// maxPendingOutputs is how many output caps of text the results read
+// ahead of the collector may hold together.
+const maxPendingOutputs = 4
 
 type grepJob struct {
 	dir   *dirRef
@@ -108,19 +115,36 @@ func (s *grepSearch) searchTree(parent context.Context, top *os.Root, shown stri
 	jobs := make(chan *grepJob, 64)
 	order := make(chan *grepJob, 256)
 	var wg sync.WaitGroup
+	// The results read ahead of the collector hold at most
+	// maxPendingOutputs outputs' worth of text between them: a result past
+	// that is dropped and marked again, and the collector searches its
+	// file itself when it reaches it. Else the window of 256 files, each
+	// rendering up to the output cap (a long path on every short line),
+	// held 256 times the cap while a slow file ahead of them was read.
+	var pending atomic.Int64
+	budget := int64(maxPendingOutputs) * int64(s.maxOut)
 	for range max(2, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
 			w := grepWorker{s: s}
 			for j := range jobs {
 				if ctx.Err() != nil {
 					j.res <- fileResult{}
-				} else {
-					j.res <- w.file(j.dir.root, j.name, j.shown)
+					j.dir.release()
+					continue
 				}
+				r := w.file(j.dir.root, j.name, j.shown)
+				if n := int64(len(r.text)); n > 0 && pending.Add(n) > budget {
+					pending.Add(-n)
+					j.res <- fileResult{again: true} // j.dir stays held for the collector
+					continue
+				}
+				j.res <- r
 				j.dir.release()
 			}
 		})
 	}
+	own := grepWorker{s: s}
+	var left []*grepJob // jobs taken from order whose result was not read
 	wg.Go(func() {
 		defer close(jobs)
 		defer close(order)
@@ -130,10 +154,17 @@ collect:
 	for j := range order {
 		select {
 		case r := <-j.res:
+			if r.again {
+				r = own.file(j.dir.root, j.name, j.shown)
+				j.dir.release()
+			} else {
+				pending.Add(-int64(len(r.text)))
+			}
 			if !s.add(r) {
 				break collect
 			}
 		case <-ctx.Done():
+			left = append(left, j)
 			break collect
 		}
 	}
@@ -141,9 +172,22 @@ collect:
 		s.stoppedBy = err
 	}
 	cancel()
-	for range order {
+	for j := range order {
+		left = append(left, j)
 	}
 	wg.Wait()
+	// A result left unread whose file a worker left for the collector
+	// still holds its directory. (A job the walker never queued has no
+	// result: the walker released its directory.)
+	for _, j := range left {
+		select {
+		case r := <-j.res:
+			if r.again {
+				j.dir.release()
+			}
+		default:
+		}
+	}
 }
 
 // walk lists d in sorted order, queueing its files and descending into its
@@ -221,7 +265,7 @@ func (s *grepSearch) add(r fileResult) bool {
 		s.binary++
 		return true
 	case r.large:
-		s.large = append(s.large, r.shown)
+		s.large = append(s.large, shownName(r.shown))
 		return true
 	case r.matches == 0:
 		return true
