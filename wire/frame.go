@@ -19,6 +19,14 @@ import (
 // MaxFrameSize is the largest frame payload either side accepts (64 MiB).
 const MaxFrameSize = 64 << 20
 
+// SandboxOutputBytes is how much a tool call's sandbox may write to its
+// stdout, where the runner writes the result's frame, for a call whose
+// content is capped at output bytes: twice the cap (JSON escapes a
+// content's quotes, backslashes and line ends) and 64 KiB for the frame
+// around it, at least 1 MiB. The broker kills a sandbox past it, so the
+// runner cuts a content whose escapes would not fit.
+func SandboxOutputBytes(output int64) int64 { return max(output*2+64<<10, 1<<20) }
+
 // Frame errors that callers branch on.
 var (
 	// ErrEmptyFrame is returned for a frame whose length prefix is zero.

@@ -54,7 +54,7 @@ func SpecFor(g *grant.Grant, l grant.Limits) *sandbox.Spec {
 			Pids:        l.Processes,
 			// The runner caps the model's text itself; the sandbox cap bounds
 			// the frame around it and any stray output.
-			OutputBytes: max(l.Output*2+64<<10, 1<<20),
+			OutputBytes: wire.SandboxOutputBytes(l.Output),
 			FileBytes:   l.FileSize,
 			TmpBytes:    l.Tmp,
 			// Without it a backend refuses a call whose memory or process

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
@@ -109,7 +110,11 @@ func run(ctx context.Context, start func(func() error) error, hidden *[]string, 
 	// JSON carries only UTF-8: bytes that are not stay visible as \xNN
 	// rather than becoming U+FFFD in the encoder.
 	out.Content = wire.ValidUTF8(out.Content)
-	data, err := json.Marshal(out)
+	data, err := encodeOutput(out)
+	if err == nil && 4+len(data) > frameBudget(env.Limits) { // 4: the frame's length
+		fitContent(&out, contentBudget(env.Limits))
+		data, err = encodeOutput(out)
+	}
 	if err != nil {
 		return report(stderr, wire.ExitInternal, fmt.Errorf("encoding tool output: %w", err))
 	}
@@ -117,6 +122,73 @@ func run(ctx context.Context, start func(func() error) error, hidden *[]string, 
 		return report(stderr, wire.ExitWriteOutput, err)
 	}
 	return wire.ExitOK
+}
+
+// encodeOutput is the JSON of a result's frame. '<', '>' and '&' are
+// written as themselves, not as six-byte escapes for HTML: a frame is
+// never HTML, and an HTML file would cost six times its size.
+func encodeOutput(out wire.ToolOutput) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// frameSlack is what a frame may spend beside its content.
+const frameSlack = 64 << 10
+
+// frameBudget is the largest frame the runner writes for limits l: what the
+// broker lets the call's sandbox write (wire.SandboxOutputBytes, from the
+// same limit) and at most wire.MaxFrameSize. A tool caps its content's
+// bytes, but their JSON escapes cost up to six times as much (a control
+// character is \u00XX), so a result whose frame would pass it has its
+// content cut to fit, and says so.
+func frameBudget(l wire.ToolLimits) int {
+	return int(min(wire.SandboxOutputBytes(l.OutputBytes), wire.MaxFrameSize))
+}
+
+// contentBudget is what the encoded content of a cut result may cost,
+// leaving frameSlack for the rest of the frame.
+func contentBudget(l wire.ToolLimits) int { return frameBudget(l) - frameSlack }
+
+// fitContent cuts out.Content, at a character, to what encodes in at most
+// budget bytes of JSON with the note saying what was cut, and marks out
+// truncated.
+func fitContent(out *wire.ToolOutput, budget int) {
+	const note = "\n[truncated: %d more bytes not shown: with their JSON escapes they would not fit the output limit]"
+	room := budget - len(note) - 24 // the note, its count and their escapes
+	cost, cut := 0, len(out.Content)
+	for i, r := range out.Content {
+		c := jsonCost(r)
+		if cost+c > room {
+			cut = i
+			break
+		}
+		cost += c
+	}
+	omitted := len(out.Content) - cut
+	if omitted == 0 {
+		return
+	}
+	out.Content = out.Content[:cut] + fmt.Sprintf(note, omitted)
+	out.Truncated = true
+	out.Meta.OmittedBytes += int64(omitted)
+}
+
+// jsonCost is at least what encodeOutput spends on r in a string: two
+// bytes for the short escapes, six for \u00XX and for the line and
+// paragraph separators (and U+FFFD's escape, were r not valid).
+func jsonCost(r rune) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == utf8.RuneError:
+		return 6
+	}
+	return utf8.RuneLen(r)
 }
 
 func envFrom(c wire.CallContext, hidden *[]string, candidates []string) (tool.Env, error) {
@@ -192,7 +264,7 @@ func Warm() {
 	// (growing it on the call's clock cleared fresh pages, a page fault
 	// each: ~35 us of a 4 KiB read_file's answer).
 	n := 1
-	data, err := json.Marshal(wire.ToolOutput{Content: wire.ValidUTF8(strings.Repeat("warm\n", warmOutputBytes/5)), Meta: wire.Meta{ExitCode: &n, Bytes: 5}})
+	data, err := encodeOutput(wire.ToolOutput{Content: wire.ValidUTF8(strings.Repeat("warm\n", warmOutputBytes/5)), Meta: wire.Meta{ExitCode: &n, Bytes: 5}})
 	if err != nil {
 		return
 	}
