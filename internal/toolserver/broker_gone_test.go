@@ -3,7 +3,6 @@ package toolserver_test
 import (
 	"context"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 // blockingBackend is a sandbox backend whose every run lasts until its
 // context ends: it records when each run started and when it was stopped.
 type blockingBackend struct {
-	mu      sync.Mutex
 	started chan struct{}
 	stopped chan time.Time
 }
