@@ -55,10 +55,10 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 	o := &toolserver.Options{Endpoint: f.endpoint, Local: local, Heartbeat: f.heartbeat, Stderr: env.Stderr, Getenv: env.Getenv}
 	if strings.HasPrefix(f.endpoint, kubereq.Scheme) {
 		if f.tokenFile != "" || f.caFile != "" {
-			return nil, errors.New("--remote " + f.endpoint + ": a kube endpoint takes no --remote-token-file or --remote-ca: each session gets its own")
+			return nil, errors.New("--remote " + toolserver.DescribeEndpoint(f.endpoint) + ": a kube endpoint takes no --remote-token-file or --remote-ca: each session gets its own")
 		}
 		if f.grant == nil {
-			return nil, errors.New("--remote " + f.endpoint + ": no grant to build the hands' pod from")
+			return nil, errors.New("--remote " + toolserver.DescribeEndpoint(f.endpoint) + ": no grant to build the hands' pod from")
 		}
 		req, err := kubereq.FromGrant(f.endpoint, f.grant)
 		if err != nil {
@@ -89,7 +89,7 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 			*private = append(*private, f.tokenFile)
 		}
 		if tok == "" {
-			return nil, errors.New("--remote " + f.endpoint + ": a WebSocket tool-server needs its token: --remote-token-file FILE or $AIRLOCK_REMOTE_TOKEN")
+			return nil, errors.New("--remote " + toolserver.DescribeEndpoint(f.endpoint) + ": a WebSocket tool-server needs its token: --remote-token-file FILE or $AIRLOCK_REMOTE_TOKEN")
 		}
 		o.Token = tok
 	}

@@ -122,7 +122,7 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Backend{
-		opts: o, logger: logger, endpoint: describeEndpoint(o.Endpoint),
+		opts: o, logger: logger, endpoint: DescribeEndpoint(o.Endpoint),
 		pending: map[string]*pending{},
 		closing: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -149,9 +149,9 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	return b, nil
 }
 
-// describeEndpoint names an endpoint for records and messages: a stdio
+// DescribeEndpoint names an endpoint for records and messages: a stdio
 // command by its program, a URL without user info or query.
-func describeEndpoint(ep string) string {
+func DescribeEndpoint(ep string) string {
 	if cmd, ok := strings.CutPrefix(ep, "stdio:"); ok {
 		f := strings.Fields(cmd)
 		if len(f) > 0 {
@@ -191,23 +191,23 @@ func dialer(o *Options) (func(ctx context.Context) (Conn, error), func(ctx conte
 		return kubeDialer(o)
 	case strings.HasPrefix(ep, "ws://"), strings.HasPrefix(ep, "wss://"):
 		if o.Token == "" {
-			return nil, nil, fmt.Errorf("remote %s: a WebSocket tool-server needs its bearer token", describeEndpoint(ep))
+			return nil, nil, fmt.Errorf("remote %s: a WebSocket tool-server needs its bearer token", DescribeEndpoint(ep))
 		}
 		u, err := url.Parse(ep)
 		if err != nil {
 			// url's error quotes the whole endpoint, user info included.
-			return nil, nil, fmt.Errorf("remote %s: not a URL", describeEndpoint(ep))
+			return nil, nil, fmt.Errorf("remote %s: not a URL", DescribeEndpoint(ep))
 		}
 		if u.User != nil {
-			return nil, nil, fmt.Errorf("remote %s: user info (user:password@) in the endpoint is not accepted: the tool-server takes only its bearer token (--remote-token-file)", describeEndpoint(ep))
+			return nil, nil, fmt.Errorf("remote %s: user info (user:password@) in the endpoint is not accepted: the tool-server takes only its bearer token (--remote-token-file)", DescribeEndpoint(ep))
 		}
 		if u.Scheme == "ws" && !loopbackHost(u.Hostname()) {
-			return nil, nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", describeEndpoint(ep))
+			return nil, nil, fmt.Errorf("remote %s: plain ws:// would send the token in clear; only to a loopback address: use wss://", DescribeEndpoint(ep))
 		}
 		token, tc := o.Token, o.TLS
 		return func(ctx context.Context) (Conn, error) { return DialWebSocket(ctx, ep, token, tc) }, nil, nil
 	}
-	return nil, nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", describeEndpoint(ep))
+	return nil, nil, fmt.Errorf("remote %q: want stdio:CMD..., ws://HOST:PORT, wss://HOST:PORT or kube://NAMESPACE/TEMPLATE", DescribeEndpoint(ep))
 }
 
 // DialWebSocket connects to a tool-server's --listen at url (ws:// or
