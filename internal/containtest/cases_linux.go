@@ -40,6 +40,7 @@ var cases = []struct {
 	{"39-leaked-fds", (*suite).leakedFDs},
 	{"40-io-uring", (*suite).ioUring},
 	{"41-syscall-sweep", (*suite).syscallSweep},
+	{"41-no-leases-on-host-files", (*suite).noLeases},
 	{"42-setuid-and-caps", (*suite).setuidCaps},
 	{"42-no-setid-files", (*suite).noSetIDFiles},
 	{"51-per-user-kernel-counts", (*suite).perUserCounts},
@@ -465,6 +466,29 @@ func (s *suite) syscallSweep() {
 		names = append(names, "iopl", "modify_ldt")
 	}
 	s.errnos(got, names, eperm, enosys)
+}
+
+// Case 41's class, a kernel surface that reaches past the sandbox: no
+// lease on a host file (fcntl F_SETLEASE). While a sandbox held one, every
+// open of the file on the host (an exec mapping ld.so.cache, an editor,
+// the broker) would wait up to fs.lease-break-time for it to break, and
+// the sandbox could take it again at once. The files are the host's, in
+// the read-only and the read-write grant.
+func (s *suite) noLeases() {
+	ro, rw := s.R+"/f", filepath.Join(s.W, "lease-"+s.marker)
+	if err := os.WriteFile(rw, []byte("lease\n"), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	defer os.Remove(rw)
+	got := s.probeOut("lease", ro, rw)
+	for _, n := range []string{"lease_rd_1", "lease_wr_1", "lease_rd_2", "lease_wr_2"} {
+		switch v, ok := got[n]; {
+		case !ok:
+			s.t.Errorf("%s: the probe did not report it", n)
+		case v == "0":
+			s.t.Errorf("%s: the sandbox took a lease on a host file", n)
+		}
+	}
 }
 
 // Case 42: no capabilities, no_new_privs, and no privilege from a setuid

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | net PORT | mem MIB | memfd MIB | setid DIR")
+		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | net PORT | mem MIB | memfd MIB | setid DIR | lease FILE...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -32,6 +32,12 @@ func main() {
 			os.Exit(2)
 		}
 		dials(os.Args[2])
+	case "lease":
+		if len(os.Args) < 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe lease FILE...")
+			os.Exit(2)
+		}
+		leases(os.Args[2:])
 	case "setid":
 		if len(os.Args) != 3 {
 			fmt.Fprintln(os.Stderr, "usage: probe setid DIR")
@@ -238,4 +244,34 @@ func grow(n int) {
 		}
 	}
 	fmt.Fprintln(os.Stdout, "allocated", len(keep))
+}
+
+// leases tries a read lease and a write lease on each file, opened for
+// reading, and prints "lease_rd_N ERRNO" and "lease_wr_N ERRNO" (N counts
+// from 1). A lease a sandbox holds on a host file makes the host's opens
+// of it wait for the lease to break (hostile case 41's class: a kernel
+// surface that reaches past the sandbox).
+func leases(files []string) {
+	for i, f := range files {
+		fd, err := unix.Open(f, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "probe lease:", err)
+			os.Exit(1)
+		}
+		for _, l := range []struct {
+			name string
+			typ  int
+		}{{"rd", unix.F_RDLCK}, {"wr", unix.F_WRLCK}} {
+			_, err := unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, l.typ)
+			var errno unix.Errno
+			if err != nil && !errors.As(err, &errno) {
+				errno = unix.EINVAL
+			}
+			fmt.Fprintf(os.Stdout, "lease_%s_%d %d\n", l.name, i+1, errno)
+			if err == nil {
+				unix.FcntlInt(uintptr(fd), unix.F_SETLEASE, unix.F_UNLCK)
+			}
+		}
+		unix.Close(fd)
+	}
 }

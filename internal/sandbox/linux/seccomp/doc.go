@@ -47,6 +47,10 @@
 //   - ioctl FS_IOC_SETFLAGS (chattr): among the inode flags, the casefold
 //     attribute of a directory, where names fold case while the scans for
 //     protected names compare bytes.
+//   - fcntl F_SETLEASE and F_SETDELEG: a lease on a host file the sandbox
+//     can only read (ld.so.cache, a read-only grant) makes every open of
+//     it on the host wait up to fs.lease-break-time (45 s), again and
+//     again.
 //
 // It refuses with EPERM every call that would give a file the set-user-ID or
 // set-group-ID bit: chmod, fchmod, fchmodat, fchmodat2, creat, mknod and

@@ -104,6 +104,7 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	}
 	p.jump(opJeqK, nr(sysOpenat2), "enosys", "")
 	p.jump(opJeqK, nr(sysFallocate), "fallocate", "")
+	p.jump(opJeqK, nr(sysFcntl), "fcntl", "")
 	for _, name := range denyAlways {
 		if n, ok := a.sysnum[name]; ok {
 			p.jump(opJeqK, n, "eperm", "")
@@ -172,6 +173,13 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJsetK, fallocPunchHole, "allow", "")
 	p.jump(opJsetK, fallocKeepSize|fallocInsertRange, "eopnotsupp", "allow")
 
+	// fcntl(fd, unsigned int cmd, arg): the kernel reads cmd's low 32 bits.
+	// A lease or a delegation on a host file stalls the host's opens of it.
+	p.label("fcntl")
+	p.load(argLow(1))
+	p.jump(opJeqK, fcntlSetLease, "eperm", "")
+	p.jump(opJeqK, fcntlSetDeleg, "eperm", "allow")
+
 	p.label("allow")
 	p.ret(retAllow)
 	p.label("eperm")
@@ -194,15 +202,16 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 
 // Denied returns, sorted, the names of the syscalls the filter for the named
 // architecture may refuse, or nil for an unsupported architecture. clone,
-// ioctl, personality, socket, socketpair and the calls that set a file's
-// mode are refused only for some arguments (see the package comment);
+// ioctl, personality, socket, socketpair, fallocate, fcntl and the calls
+// that set a file's mode are refused only for some arguments (see the
+// package comment);
 // clone3 and openat2 always fail with ENOSYS.
 func Denied(archName string) []string {
 	a, ok := arches[archName]
 	if !ok {
 		return nil
 	}
-	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate}
+	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate, sysFcntl}
 	for _, m := range modeChecks {
 		if _, ok := a.sysnum[m.name]; ok {
 			names = append(names, m.name)

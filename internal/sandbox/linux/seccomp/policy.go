@@ -45,6 +45,7 @@ const (
 	sysSocketpair  = "socketpair"
 	sysOpenat2     = "openat2"
 	sysFallocate   = "fallocate"
+	sysFcntl       = "fcntl"
 )
 
 // fallocate(2) modes. FALLOC_FL_KEEP_SIZE allocates blocks past the end of
@@ -117,6 +118,22 @@ const (
 const (
 	ioctlTIOCSTI   = 0x5412
 	ioctlTIOCLINUX = 0x541c
+)
+
+// fcntl(2) commands that put a lease (F_SETLEASE) or a delegation
+// (F_SETDELEG, Linux 6.19) on a file. A lease needs only a descriptor open
+// for reading and a file owned by the caller's fsuid, which a sandbox's is
+// for the host's files under a root broker (/etc/ld.so.cache, /usr, the
+// read-only grants) and for the broker user's files otherwise. While a
+// sandbox holds a write lease, every open of the file on the host (an
+// exec that maps ld.so.cache, an editor, the broker) waits for the lease
+// to break, up to fs.lease-break-time (45 s), or fails with EWOULDBLOCK,
+// and the sandbox may take the lease again at once; a read lease does the
+// same to every open for writing. The filter refuses both commands, as the
+// kernel does a caller without CAP_LEASE on a file it does not own.
+const (
+	fcntlSetLease = 1024      // F_LINUX_SPECIFIC_BASE + 0
+	fcntlSetDeleg = 1024 + 16 // F_LINUX_SPECIFIC_BASE + 16
 )
 
 // FS_IOC_SETFLAGS (and its 32-bit form) sets a file's inode flags, among
