@@ -290,6 +290,19 @@ func build(s *spec, ps *problems) *Grant {
 				ps.add([]string{"secrets", sec.name, "from"}, "%s is inside %s, so the sandbox could read it", file, d.Rule)
 				continue
 			}
+			// The broker reads the file on the host whenever a session
+			// opens (and on first use): a symlink on its way that lies in a
+			// read-write tree is the sandbox's to point at any host file,
+			// which would then be sent, as the secret, to the secret's hosts.
+			res, err := resolve(file)
+			if err != nil {
+				ps.add([]string{"secrets", sec.name, "from"}, "%s cannot be resolved safely: %v", file, err)
+				continue
+			}
+			if l, w, bad := plantedLink(res.links, g.roots); bad {
+				ps.add([]string{"secrets", sec.name, "from"}, "%s passes through the symlink %s inside the read-write tree %q, which a sandbox could replace; name the file it points to (%s) directly", file, l, w.given, res.path)
+				continue
+			}
 		}
 		g.secrets = append(g.secrets, r)
 	}
