@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -117,6 +118,34 @@ type Limits struct {
 	Processes   int   `json:"processes,omitempty"`
 	OutputBytes int64 `json:"output_bytes,omitempty"`
 	FileBytes   int64 `json:"file_bytes,omitempty"`
+}
+
+// MaxText is the longest text field (a refusal's reason, a failure's
+// detail, a rule, a risk) a record keeps; a longer one is abridged as a
+// long argument string is (AbridgeText). Names and ids (the tool, the work,
+// a host) keep at most MaxArgString.
+const MaxText = 16 << 10
+
+// bound abridges r's text fields: a reason or a detail may echo what a
+// model sent (an unknown tool's name, a path, a field), which must not make
+// a record of megabytes, nor hide what follows behind padding, whoever
+// writes the record.
+func (r *Record) bound() {
+	for _, f := range []*string{&r.Reason, &r.Detail, &r.Rule} {
+		*f = AbridgeText(*f, MaxText)
+	}
+	for _, f := range []*string{&r.Kind, &r.Session, &r.CallID, &r.Tool, &r.Decision, &r.Backend, &r.Remote, &r.WorkID, &r.Host, &r.Addr} {
+		*f = AbridgeText(*f, MaxArgString)
+	}
+	copied := false
+	for i, s := range r.Risks {
+		if t := AbridgeText(s, MaxText); t != s {
+			if !copied { // the caller's slice is left alone
+				r.Risks, copied = slices.Clone(r.Risks), true
+			}
+			r.Risks[i] = t
+		}
+	}
 }
 
 // ErrClosed is returned by Write after Close.
@@ -218,6 +247,7 @@ func (l *Log) write(r Record, kick bool) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
 	}
+	r.bound()
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding audit record: %w", err)
