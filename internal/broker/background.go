@@ -47,6 +47,10 @@ const (
 	// the grant's output limit to stdout (and, separately, stderr), as a
 	// foreground shell command may, before the output limit ends it.
 	backgroundOutputFactor = 8
+	// maxEndedTails is how many ended works keep their tail in memory; an
+	// older one's tail is dropped (its log file keeps the output), so a
+	// session that starts work after work holds a bounded amount.
+	maxEndedTails = 256
 )
 
 // States of background work.
@@ -110,6 +114,8 @@ type background struct {
 	mu    sync.Mutex
 	works map[string]*work
 	wg    sync.WaitGroup
+	// ended are the ended works that still keep their tail, oldest first.
+	ended []*work
 }
 
 // requestStop asks the sandbox to SIGTERM all of its processes.
@@ -244,7 +250,10 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
 	w := &work{
-		id: id, callID: c.id, command: s.secrets.redact().String(a.Command), cwd: cwd, logPath: logPath,
+		// The command is kept for as long as the session (Background lists
+		// it): abridged as its record's is, so that what the session holds
+		// of each work is bounded, whatever the command's size.
+		id: id, callID: c.id, command: audit.AbridgeText(s.secrets.redact().String(a.Command), audit.MaxArgString), cwd: cwd, logPath: logPath,
 		started: time.Now(),
 		out:     newWorkOutput(f, s.opts.BackgroundLogCap),
 		stopCh:  make(chan struct{}),
@@ -321,12 +330,27 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		s.finish(w, res, err)
 		s.adm.endBackground(&s.bgHeld) // free once the work is seen to have ended
 		close(w.done)
+		s.keepTail(w)
 	}()
 	s.logger.Info("background work started", "work", id, "call", c.id)
 	return wire.ToolOutput{
 		Content: fmt.Sprintf("started background work %s; check, wait for or stop it with background_command (full log: %s)", id, logPath),
 		Meta:    wire.Meta{WorkID: id},
 	}, ClassOK, ""
+}
+
+// keepTail counts w among the ended works that keep their tail in memory,
+// dropping the tail of the oldest past maxEndedTails.
+func (s *Session) keepTail(w *work) {
+	s.bg.mu.Lock()
+	defer s.bg.mu.Unlock()
+	s.bg.ended = append(s.bg.ended, w)
+	if n := len(s.bg.ended) - maxEndedTails; n > 0 {
+		for _, old := range s.bg.ended[:n] {
+			old.out.dropTail()
+		}
+		s.bg.ended = append(s.bg.ended[:0], s.bg.ended[n:]...)
+	}
 }
 
 // grantedContaining returns the granted path that contains p, or "".

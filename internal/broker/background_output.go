@@ -68,6 +68,14 @@ func (o *workOutput) close() {
 	}
 }
 
+// dropTail frees the ring of an ended work's output: its status then shows
+// none of it, and its log file still holds it.
+func (o *workOutput) dropTail() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ring, o.next = nil, 0
+}
+
 // size is the bytes written so far and whether they passed the log cap.
 func (o *workOutput) size() (total int64, capped bool) {
 	o.mu.Lock()
