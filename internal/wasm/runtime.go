@@ -77,6 +77,9 @@ type Module struct {
 	// SHA256 is the hash of the module's bytes.
 	SHA256 [32]byte
 	minMem uint64 // bytes its memory starts with
+	// tableBytes is what its tables take at their maximum, allocated by
+	// wazero outside the linear memory: counted against the memory limit.
+	tableBytes uint64
 }
 
 // Compile compiles a module once; compiling the same bytes again returns
@@ -89,8 +92,15 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	if ok {
 		return m, nil
 	}
+	// Every table gets a maximum, so what the tables can take is known and
+	// counted against the memory limit (boundTables). The bytes compiled
+	// are a function of the bytes hashed, and nothing else.
+	bounded, entries, err := boundTables(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("reading the wasm module's tables: %w", err)
+	}
 	// Compiled afresh in every process, so on every core there is.
-	c, err := e.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), wasm)
+	c, err := e.rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), bounded)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the wasm module: %w", err)
 	}
@@ -106,7 +116,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		c.Close(ctx)
 		return nil, fmt.Errorf("reading the wasm module's memories: %w", err)
 	}
-	m = &Module{compiled: c, SHA256: sum, minMem: pages * PageSize}
+	m = &Module{compiled: c, SHA256: sum, minMem: pages * PageSize, tableBytes: entries * tableEntryBytes}
 	for _, d := range c.ExportedMemories() {
 		m.minMem = max(m.minMem, uint64(d.Min())*PageSize)
 	}
@@ -194,9 +204,9 @@ func (o *Outcome) Hit(limit wire.Limit) bool {
 	return false
 }
 
-// ErrMemory is returned by Run when the module's initial memory exceeds
-// the memory limit.
-var ErrMemory = errors.New("the module's initial memory exceeds the memory limit")
+// ErrMemory is returned by Run when the module's initial memory, with
+// what its tables can take at their maximum, exceeds the memory limit.
+var ErrMemory = errors.New("the module's initial memory and tables exceed the memory limit")
 
 // Run instantiates m afresh under cfg and runs its _start to the end.
 // The error is for runs that could not start (bad configuration, a
@@ -207,9 +217,12 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	if cfg.Memory > 0 && uint64(cfg.Memory) < limit {
 		limit = uint64(cfg.Memory) / PageSize * PageSize
 	}
-	if m.minMem > limit {
-		return nil, fmt.Errorf("%w: it needs %d bytes, the limit is %d", ErrMemory, m.minMem, limit)
+	if m.minMem > limit || m.tableBytes > limit-m.minMem {
+		return nil, fmt.Errorf("%w: it needs %d bytes of memory and %d of tables, the limit is %d", ErrMemory, m.minMem, m.tableBytes, limit)
 	}
+	// The tables, at their maximum, are charged to the limit first; the
+	// linear memory may grow into the rest.
+	limit -= m.tableBytes
 	out := &capWriter{w: cfg.Stdout, left: cfg.Output, capped: cfg.Output > 0}
 	errw := &capWriter{w: cfg.Stderr, shared: out}
 	mc := wazero.NewModuleConfig().

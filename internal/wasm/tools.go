@@ -113,8 +113,24 @@ func readRegular(p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
-	return io.ReadAll(f)
+	// Bounded before the hash can be checked: whoever could write there
+	// (a sandbox, when the module lies in a writable grant) would have the
+	// broker read as much as the file says.
+	if fi.Size() > maxModule {
+		return nil, fmt.Errorf("%s is larger than %d MiB", p, maxModule>>20)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxModule+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxModule {
+		return nil, fmt.Errorf("%s is larger than %d MiB", p, maxModule>>20)
+	}
+	return b, nil
 }
+
+// maxModule bounds the size of a wasm tool's module, as capsules' are.
+const maxModule = 256 << 20
 
 // Close closes the tools' directories. Calls must have ended.
 func (t *Tools) Close() {
