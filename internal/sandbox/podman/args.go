@@ -126,6 +126,11 @@ func Args(inv *Invocation) ([]string, error) {
 		"--cgroupns", "private",
 		"--read-only",
 		"--read-only-tmpfs=false",
+		// The image's VOLUMEs are not mounted: Podman made each a
+		// writable anonymous volume on the host's disk, a place to write
+		// besides the grants and /tmp, past the read-only root, the tmpfs
+		// size and the disk guard.
+		"--image-volume", "ignore",
 		"--cap-drop", "all",
 		"--security-opt", "no-new-privileges",
 		"--uidmap", fmt.Sprintf("0:%d:%d", IDBase, IDCount),
