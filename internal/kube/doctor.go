@@ -73,8 +73,9 @@ func Doctor(ctx context.Context, c *Clients, t Target, runtimeClass, podSecurity
 	default:
 		add("agent-sandbox API", false, false, "%s not installed: sessions get plain Pods, one each (install kubernetes-sigs/agent-sandbox with its extensions for warm pools)", SandboxGroupVersion)
 	}
-	// userns pods are plain Pods wherever warm pools are served.
-	if sandbox && podSecurity != grant.PodSecurityUserns {
+	// userns pods, and pods of a grant's runtime class, are plain Pods
+	// wherever warm pools are served.
+	if sandbox && podSecurity != grant.PodSecurityUserns && runtimeClass == "" {
 		_, err := c.Dynamic.Resource(TemplateResource).Namespace(t.Namespace).Get(ctx, t.Template, metav1.GetOptions{})
 		add("SandboxTemplate "+t.Namespace+"/"+t.Template, err == nil, true, "%s", errText(err, "kubectl apply -f deploy/sandbox/"))
 		_, err = c.Kube.CoreV1().Secrets(t.Namespace).Get(ctx, PoolSecret(t.Template), metav1.GetOptions{})

@@ -57,7 +57,7 @@ func Connect(ctx context.Context, req kubereq.Request, o *ConnectOptions, in io.
 		return fmt.Errorf("%s: %w", t, err)
 	}
 	sandbox := mode == ModeSandbox
-	if !sandbox && o.Mode == ModeAuto && h.WorkspaceSize != "" {
+	if !sandbox && o.Mode == ModeAuto && (h.WorkspaceSize != "" || h.userns() || h.RuntimeClass != "") {
 		sandbox, _ = HasSandboxAPI(o.Clients) // sweep the claims too
 	}
 	broker := o.Broker

@@ -118,11 +118,14 @@ func BrokerID() string {
 func hostLabel() string {
 	h, _ := os.Hostname()
 	h = sanitizeLabel(h, 31)
-	if k := hostKey(); k != "" {
+	if k := hostKeyOf(); k != "" {
 		h += "." + k
 	}
 	return h
 }
+
+// hostKeyOf is hostKey (tests name a system without one).
+var hostKeyOf = hostKey
 
 // ParentBrokerID is BrokerID of this process's parent: for the
 // airlock-kube helper, the broker that spawned it, whose session its
@@ -267,17 +270,21 @@ var sessionID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 // pickMode resolves ModeAuto: ModeSandbox when the cluster serves
 // SandboxClaims, unless h asks for a workspace claim, which only plain
 // Pods can mount (a warm pod was made before the session and its claim),
-// or the userns pod security (a warm pod's spec is its template's). An
-// explicit ModeSandbox with either is refused.
+// the userns pod security or a runtime class (a warm pod's spec, its
+// runtimeClassName included, is its template's, and a claim names no
+// runtime: the grant's stronger runtime would be dropped silently). An
+// explicit ModeSandbox with any of them is refused.
 func pickMode(c *Clients, m Mode, h *Hands) (Mode, error) {
 	switch {
 	case m == ModeSandbox && (h.WorkspaceSize != "" || h.Workspace != ""):
 		return "", errors.New("a workspace claim (the grant's remote.workspace_size): agent-sandbox warm pods cannot mount a per-session PersistentVolumeClaim (they are warmed before the session exists); use plain Pods or drop the workspace claim")
 	case m == ModeSandbox && h.userns():
 		return "", fmt.Errorf("remote.pod_security = %q: agent-sandbox warm pods are the SandboxTemplate's, made before the session; use plain Pods, whose spec the broker makes", grant.PodSecurityUserns)
+	case m == ModeSandbox && h.RuntimeClass != "":
+		return "", fmt.Errorf("remote.runtime_class = %q: agent-sandbox warm pods run under their SandboxTemplate's runtime, made before the session, and a claim cannot choose it; use plain Pods, whose spec the broker makes", h.RuntimeClass)
 	case m != ModeAuto:
 		return m, nil
-	case h.WorkspaceSize != "" || h.Workspace != "" || h.userns():
+	case h.WorkspaceSize != "" || h.Workspace != "" || h.userns() || h.RuntimeClass != "":
 		return ModePods, nil
 	}
 	ok, err := HasSandboxAPI(c)
@@ -536,8 +543,13 @@ func (s *Session) createPod(ctx context.Context) error {
 		// sweep may take them for garbage.
 		h.Expires = h.Expires.Add(-min(podMargin, s.o.TTL/10))
 	}
+	now := time.Now()
+	if !h.Expires.After(now) {
+		// Its deadline would be past: no pod outlives the session's expiry.
+		return fmt.Errorf("the session's hands expired at %s (the TTL, %s, bounds a session): start a new session", h.Expires.UTC().Format(time.RFC3339), s.o.TTL)
+	}
 	own := s.owner()
-	p := Pod(&h, time.Now(), &own)
+	p := Pod(&h, now, &own)
 	made, err := s.c.Kube.CoreV1().Pods(h.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating the hands' pod %s: %w", h.Name, err)

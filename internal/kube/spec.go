@@ -306,9 +306,9 @@ func Pod(h *Hands, now time.Time, owner *metav1.OwnerReference) *corev1.Pod {
 	if owner != nil {
 		p.OwnerReferences = []metav1.OwnerReference{*owner}
 	}
-	if d := int64(h.Expires.Sub(now).Seconds()); d > 0 {
-		p.Spec.ActiveDeadlineSeconds = &d
-	}
+	// Never without a deadline: a pod whose expiry has passed ends at once.
+	d := max(int64(h.Expires.Sub(now).Seconds()), 1)
+	p.Spec.ActiveDeadlineSeconds = &d
 	return p
 }
 

@@ -21,7 +21,9 @@ type Leftover struct {
 // Sweep removes from namespace what brokers left: every object labelled
 // app.kubernetes.io/managed-by=airlock whose expiry has passed, or whose
 // broker ran on this host, in this pid namespace (hostLabel), and is gone. Objects of live brokers, and of
-// other hosts' brokers before their expiry, are kept. claims says whether
+// other hosts' brokers before their expiry, are kept; where the host has
+// no key to tell it from another of the same name (hostKey), only the
+// expiry removes objects. claims says whether
 // the cluster serves SandboxClaims.
 func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Leftover, error) {
 	return sweep(ctx, c, namespace, claims, nil)
@@ -31,6 +33,11 @@ func Sweep(ctx context.Context, c *Clients, namespace string, claims bool) ([]Le
 // broker's own session, which it is about to take up).
 func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep func(metav1.Object) bool) ([]Leftover, error) {
 	host := hostLabel()
+	// Without a host key (hostKey: no boot id or pid namespace to read, as
+	// on macOS and Windows) a broker of another machine that shares the
+	// host name carries the same host label, and its pid, which does not
+	// run here, would look dead: then only the expiry removes objects.
+	keyed := hostKeyOf() != ""
 	now := time.Now()
 	var out []Leftover
 	var errs []error
@@ -43,7 +50,7 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 		}
 		b := m.GetLabels()[LabelBroker]
 		h, id, ok := strings.Cut(b, "_")
-		if ok && h == host && !procid.ID(id).Alive() {
+		if ok && keyed && h == host && !procid.ID(id).Alive() {
 			return "its broker (" + b + ") is gone", true
 		}
 		return "", false
