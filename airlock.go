@@ -136,11 +136,12 @@ func Open(opts *Options) (*Session, error) {
 	}
 	cfg := &session.Config{Grant: g, RecordsDir: o.RecordsDir, Getenv: os.Getenv, Unsandboxed: o.Unsandboxed, Secrets: o.Secrets}
 	if o.Remote != nil || g.Remote().Endpoint != "" {
-		cfg.Remote = func(local sandbox.Backend, _ *[]string) (sandbox.Backend, error) {
+		cfg.Remote = func(local sandbox.Backend, private *[]string) (sandbox.Backend, error) {
 			rb, err := remoteBackend(&o, g, local)
 			if err != nil {
 				return nil, err
 			}
+			*private = append(*private, remotePrivate(&o, g)...)
 			return rb, nil
 		}
 	}

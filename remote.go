@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/internal/session"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
@@ -75,4 +76,22 @@ func remoteBackend(o *Options, g *grant.Grant, local sandbox.Backend) (*toolserv
 		to.Kube = req.Encode()
 	}
 	return toolserver.New(context.Background(), to)
+}
+
+// remotePrivate are the files of the hands that remoteBackend reaches that
+// no sandbox may see, as the CLI's remote flags keep them: the grant's
+// token file (a sandbox that read it could drive the hands itself) and, for
+// a kube:// endpoint, the cluster's credentials.
+func remotePrivate(o *Options, g *grant.Grant) []string {
+	endpoint := g.Remote().Endpoint
+	var out []string
+	if o.Remote != nil {
+		endpoint = o.Remote.Endpoint
+	} else if p, ok := strings.CutPrefix(g.Remote().Token, "file:"); ok {
+		out = append(out, p)
+	}
+	if strings.HasPrefix(endpoint, kubereq.Scheme) {
+		out = append(out, session.KubeconfigFiles(os.Getenv)...)
+	}
+	return out
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/airlockhq/airlock/internal/kube/kubereq"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/secret"
+	"github.com/airlockhq/airlock/internal/session"
 	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
@@ -66,7 +66,7 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 		}
 		o.Kube = req.Encode()
 		// The cluster's credentials are no sandbox's business.
-		*private = append(*private, kubeconfigFiles(env.Getenv)...)
+		*private = append(*private, session.KubeconfigFiles(env.Getenv)...)
 	}
 	if strings.HasPrefix(f.endpoint, "ws://") || strings.HasPrefix(f.endpoint, "wss://") {
 		tok := env.Getenv("AIRLOCK_REMOTE_TOKEN")
@@ -105,20 +105,4 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 		return nil, err
 	}
 	return b, nil
-}
-
-// kubeconfigFiles are the existing files holding the cluster's
-// credentials: $KUBECONFIG's, else ~/.kube/config.
-func kubeconfigFiles(getenv func(string) string) []string {
-	var out []string
-	list := filepath.SplitList(getenv("KUBECONFIG"))
-	if len(list) == 0 && getenv("HOME") != "" {
-		list = []string{filepath.Join(getenv("HOME"), ".kube", "config")}
-	}
-	for _, p := range list {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && filepath.IsAbs(p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }

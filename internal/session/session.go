@@ -171,3 +171,20 @@ func RecordsDir(dir string, getenv func(string) string) (string, error) {
 	}
 	return filepath.Join(home, ".local", "state", "airlock", "sessions"), nil
 }
+
+// KubeconfigFiles are the existing files holding a Kubernetes cluster's
+// credentials: $KUBECONFIG's, else ~/.kube/config. A session whose hands
+// run in the cluster keeps them from its sandboxes (Config.Private).
+func KubeconfigFiles(getenv func(string) string) []string {
+	var out []string
+	list := filepath.SplitList(getenv("KUBECONFIG"))
+	if len(list) == 0 && getenv("HOME") != "" {
+		list = []string{filepath.Join(getenv("HOME"), ".kube", "config")}
+	}
+	for _, p := range list {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
