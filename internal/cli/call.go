@@ -122,7 +122,9 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 // sandbox's (Meta.LimitsHit) and the shell tool's own timeout and output
 // cap (Meta.Limit wire.LimitTime or LimitOutput, not among Meta.LimitsHit).
 func callLimitSentences(toolName, rawArgs string, meta wire.Meta, lim grant.Limits) []string {
-	out := limitSentences(toolName, meta.LimitsHit, meta.Limit, lim)
+	// A limit that ended a tool call ended its sandbox: the call did not
+	// complete (ClassMemory, ClassProcesses).
+	out := limitSentences(toolName, meta.LimitsHit, meta.Limit, meta.Limit != "", lim)
 	if slices.Contains(meta.LimitsHit, meta.Limit) {
 		return out
 	}

@@ -32,10 +32,12 @@ Runs CMD in a fresh sandbox. By default the current directory is read-write,
 system directories are read-only, nothing else of the host is visible, and
 there is no network. stdin, stdout and stderr pass through, a terminal passes
 through when stdin is one (as a new pseudo-terminal, never the host's own),
-and airlock exits with CMD's exit status (128+N when a signal N killed it).
+and airlock exits with CMD's exit status (128+N when a signal N killed it),
+or 125 when airlock itself fails before or instead of running CMD (bad
+usage, a grant that does not load, a sandbox that cannot be built).
 SIGTERM, SIGHUP and SIGINT sent to airlock are passed on to CMD (SIGTERM to
-every process of the sandbox), so its traps run; a second one kills the
-sandbox at once (status 137).
+every process of the sandbox), so its traps run; a second one, or SIGQUIT,
+kills the sandbox at once (status 137), and a terminal is restored.
 
 With --allow-host (or a grant that names hosts) the sandbox reaches those
 hosts, and only those, through airlock's egress proxy: HTTP_PROXY,
@@ -72,17 +74,21 @@ Examples:
 		fs.Var(&envs, "env", "set `K=V` in the sandbox (repeatable)")
 		fs.Var(&inherit, "inherit-env", "pass the host's variable `NAME` into the sandbox (repeatable)")
 		if code := parseFlags(c, env, fs, args); code >= 0 {
+			if code != exitOK {
+				// A bad flag: airlock's own failure, not the command's.
+				code = exitExecFailure
+			}
 			return code
 		}
 		cmdArgs := fs.Args()
 		if len(cmdArgs) == 0 {
 			fmt.Fprintln(env.Stderr, "airlock exec: no command; usage: airlock exec [flags] -- CMD [ARGS...]")
-			return exitUsage
+			return exitExecFailure
 		}
 		g, err := gf.load(env)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
-			return exitFailure
+			return exitExecFailure
 		}
 		warnScan(env, "airlock exec", g)
 		lim := g.LimitsFor("shell")
@@ -93,13 +99,13 @@ Examples:
 			n, err := grant.ParseSize(*memory)
 			if err != nil || n <= 0 {
 				fmt.Fprintf(env.Stderr, "airlock exec: --memory %q is not a size (e.g. 512MiB)\n", *memory)
-				return exitUsage
+				return exitExecFailure
 			}
 			lim.Memory = n
 		}
 		if *pids < 0 {
 			fmt.Fprintf(env.Stderr, "airlock exec: --pids %d: must be positive\n", *pids)
-			return exitUsage
+			return exitExecFailure
 		} else if *pids > 0 {
 			lim.Processes = *pids
 		}
@@ -110,12 +116,12 @@ Examples:
 		for _, name := range inherit {
 			if name == "" || strings.Contains(name, "=") {
 				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %q: want a variable's name\n", name)
-				return exitUsage
+				return exitExecFailure
 			}
 			v := env.Getenv(name)
 			if v == "" {
 				fmt.Fprintf(env.Stderr, "airlock exec: --inherit-env %s: the variable is not set here (or empty; --env %s= sets an empty one)\n", name, name)
-				return exitUsage
+				return exitExecFailure
 			}
 			cmdEnv = broker.SetEnv(cmdEnv, name+"="+v)
 		}
@@ -123,7 +129,7 @@ Examples:
 			k, _, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
 				fmt.Fprintf(env.Stderr, "airlock exec: --env %q: want K=V\n", kv)
-				return exitUsage
+				return exitExecFailure
 			}
 			cmdEnv = broker.SetEnv(cmdEnv, kv)
 		}
@@ -134,10 +140,10 @@ Examples:
 		signals := forwardSignals(env, cmdArgs[0], ran)
 		endSignals := sync.OnceFunc(func() { close(ran) })
 		defer endSignals()
-		s, closeExec, err := openExecSession(env, &gf, g, envs, lim)
+		s, closeExec, err := openExecSession(env, &gf, g, envs, inherit, lim)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
-			return exitFailure
+			return exitExecFailure
 		}
 		closeSession := closeOnce(env, "airlock exec", closeExec)
 		defer closeSession()
@@ -161,7 +167,7 @@ Examples:
 		switch {
 		case attachErr != nil:
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", attachErr)
-			return exitFailure
+			return exitExecFailure
 		case err != nil && res != nil && errors.Is(err, broker.ErrAudit):
 			// The command ran: its status stands, the lost record is said.
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
@@ -172,9 +178,9 @@ Examples:
 			} else {
 				fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			}
-			return 125
+			return exitExecFailure
 		}
-		for _, line := range limitSentences(cmdArgs[0], res.LimitsHit, res.Limit, lim) {
+		for _, line := range limitSentences(cmdArgs[0], res.LimitsHit, res.Limit, res.Signal != 0, lim) {
 			fmt.Fprintf(env.Stderr, "airlock exec: %s\n", line)
 		}
 		if u := res.Isolation.Unenforced; len(u) > 0 {
@@ -188,15 +194,25 @@ Examples:
 	return c
 }
 
+// exitExecFailure is airlock exec's status when airlock itself fails: bad
+// usage, a grant that does not load or refuses a path, a sandbox that
+// cannot be built. Like env's, timeout's, podman's and docker run's, it is
+// not a status a command commonly returns, so a script can tell airlock's
+// failure from the command's (grep's 1 for "no match", its 2 for an error).
+const exitExecFailure = 125
+
 // openExecSession opens the one broker session of airlock exec over g, and
 // returns it with what closes it and its backend. A command carries no
 // secret, so beside remote hands no local sandbox is built, and the hands
 // get no environment from the broker.
-func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs []string, lim grant.Limits) (*broker.Session, func() error, error) {
+func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs, inherit []string, lim grant.Limits) (*broker.Session, func() error, error) {
 	cfg := gf.config(env, g)
 	if cfg.Remote != nil {
-		if len(envs) > 0 {
+		switch {
+		case len(envs) > 0:
 			return nil, nil, errors.New("--env with --remote: the hands get no environment from the broker")
+		case len(inherit) > 0:
+			return nil, nil, errors.New("--inherit-env with --remote: the hands get no environment from the broker")
 		}
 		cfg.NoLocal = true
 	}
@@ -232,12 +248,15 @@ type prestarter interface {
 // forwardSignals passes SIGTERM, SIGHUP and SIGINT sent to airlock on to
 // the command (see sandbox.Spec.Signal), so its traps run and airlock exits
 // with its status. A second signal, for a command that ignores or outlives
-// the first, kills the sandbox at once (status 128+9). A signal that comes
+// the first, kills the sandbox at once (status 128+9), as SIGQUIT does. A signal that comes
 // while the sandbox is being built reaches the command as it starts. It
 // stops when done is closed.
 func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.Signal {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	// SIGQUIT too: left to Go it kills airlock with a stack dump, which
+	// leaves the caller's terminal raw. The sandbox passes on no SIGQUIT,
+	// so it kills the sandbox at once, and airlock restores the terminal.
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT)
 	fwd := make(chan syscall.Signal, 2)
 	go func() {
 		defer signal.Stop(sigs)
@@ -249,7 +268,11 @@ func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.
 				return
 			}
 			sig, _ := s.(syscall.Signal)
-			if n > 0 {
+			switch {
+			case sig == syscall.SIGQUIT:
+				fmt.Fprintf(env.Stderr, "airlock exec: %v: killing %s\n", s, name)
+				sig = syscall.SIGKILL
+			case n > 0:
 				fmt.Fprintf(env.Stderr, "airlock exec: second signal (%v): killing %s\n", s, name)
 				sig = syscall.SIGKILL
 			}
@@ -265,20 +288,21 @@ func forwardSignals(env *Env, name string, done <-chan struct{}) <-chan syscall.
 
 // limitSentences says, one sentence each, which limits what (a command or
 // a tool) hit, with their values: "sleep ran past its time limit (1s) and
-// was killed". ended is the limit that ended it, if any. exec and call
-// print the same sentences.
-func limitSentences(what string, hits []wire.Limit, ended wire.Limit, lim grant.Limits) []string {
+// was killed". ended is the limit that ended it, if any; killed says what
+// itself died of a signal. A memory or process limit that "ended" a
+// command which then exited on its own status did not kill it: the
+// memory limit killed one of its processes, the process limit refused a
+// fork (it never kills). exec and call print the same sentences.
+func limitSentences(what string, hits []wire.Limit, ended wire.Limit, killed bool, lim grant.Limits) []string {
 	var out []string
 	for _, hit := range hits {
 		switch {
 		case hit == sandbox.LimitTime:
 			out = append(out, fmt.Sprintf("%s ran past its time limit (%s) and was killed", what, lim.Time.Round(time.Millisecond)))
-		case hit == sandbox.LimitMemory && hit == ended:
+		case hit == sandbox.LimitMemory && hit == ended && killed:
 			out = append(out, fmt.Sprintf("%s ran out of memory (limit %s) and was killed", what, grant.FormatSize(lim.Memory)))
 		case hit == sandbox.LimitMemory:
 			out = append(out, fmt.Sprintf("%s hit its memory limit (%s): a process was killed", what, grant.FormatSize(lim.Memory)))
-		case hit == sandbox.LimitProcesses && hit == ended:
-			out = append(out, fmt.Sprintf("%s hit its process limit (%d) and was killed", what, lim.Processes))
 		case hit == sandbox.LimitProcesses:
 			out = append(out, fmt.Sprintf("%s hit its process limit (%d): a fork was refused", what, lim.Processes))
 		case hit == sandbox.LimitOutput:
