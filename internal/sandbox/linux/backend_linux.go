@@ -387,6 +387,9 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 			// The placeholders are made while the prestarted init may
 			// still be starting: it reads no config before they are.
 			if x.held, err = b.placeholders.hold(cfg); err != nil {
+				// hold returns what it made before the failure: release
+				// it, or it stays in the user's tree.
+				b.placeholders.release(x.held)
 				b.dropPrestarted(pre)
 				return nil, nil, err
 			}
