@@ -97,6 +97,9 @@ type heldDir struct {
 	// remove it while a sandbox of this one relies on it, but it is not
 	// listed as a placeholder, and removed only if it is one by then.
 	own bool
+	// parent is the directory it was found or made in, so a release finds
+	// it there after the tree was moved (removeHeld).
+	parent dirID
 }
 
 // hold makes sure that, for each denied or read-only path of cfg inside a
@@ -139,6 +142,7 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n hol
 	p.note(p.candidates(cfg))
 	roots := map[string]*os.Root{} // one per writable mount
 	dirs := map[string]*openDir{}  // the directories placeholders go in, by host path, each opened once
+	ids := map[int]dirID{}         // their identities, by descriptor, each read once
 	defer func() {
 		for _, d := range dirs {
 			d.f.Close()
@@ -209,6 +213,15 @@ func (p *placeholders) holdCounting(cfg *initproto.Config) (held []string, n hol
 			if h == nil {
 				break // not of the kind asked (a symlink, a file for a directory): the init binds or covers it
 			}
+			id, ok := ids[pd.fd]
+			if !ok {
+				var st unix.Stat_t
+				if unix.Fstat(pd.fd, &st) == nil {
+					id = dirID{uint64(st.Dev), st.Ino}
+				}
+				ids[pd.fd] = id
+			}
+			h.parent = id
 			p.refs[host] = h
 			held = append(held, host)
 			if !h.own {
@@ -491,7 +504,7 @@ func (p *placeholders) release(held []string) {
 		if p.refs[g.host] == g.h && g.h.n == 0 {
 			delete(p.refs, g.host)
 			if (g.h.created || markedFD(g.h.fd)) && flock(g.h.fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
-				p.removeHeld(dirs, g.host, g.h.fd, g.h.created)
+				p.removeHeld(dirs, g.host, g.h)
 			}
 			rawClose(g.h.raw, g.h.fd) // the inode is freed here, if it was removed
 		}
@@ -520,22 +533,45 @@ var afterRemove func()
 // parent's path, as os.OpenRoot would. A placeholder an airlock process
 // made (created) it moves into the depot where the depot can take it
 // (depot_linux.go); anything else it unlinks. p.mu is held.
-func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, fd int, created bool) {
-	parent, name := filepath.Dir(host), filepath.Base(host)
-	d, ok := dirs[parent]
-	if !ok {
-		if f, err := os.OpenFile(parent, os.O_RDONLY|unix.O_DIRECTORY, 0); err == nil {
-			d = &openDir{f: f, rawDir: newRawDir(int(f.Fd()))}
-		}
-		dirs[parent] = d
-	}
-	if d == nil {
+func (p *placeholders) removeHeld(dirs map[string]*openDir, host string, h *heldDir) {
+	fd, created := h.fd, h.created
+	name := filepath.Base(host)
+	var held unix.Stat_t
+	if unix.Fstat(fd, &held) != nil {
 		return
 	}
-	var held, cur unix.Stat_t
-	if unix.Fstat(fd, &held) != nil || unix.Fstatat(d.fd, name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
-		held.Dev != cur.Dev || held.Ino != cur.Ino {
-		return // not the placeholder any more
+	at := func(parent string) *openDir {
+		d, ok := dirs[parent]
+		if !ok {
+			if f, err := os.OpenFile(parent, os.O_RDONLY|unix.O_DIRECTORY, 0); err == nil {
+				d = &openDir{f: f, rawDir: newRawDir(int(f.Fd()))}
+			}
+			dirs[parent] = d
+		}
+		var cur unix.Stat_t
+		if d == nil || unix.Fstatat(d.fd, name, &cur, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			held.Dev != cur.Dev || held.Ino != cur.Ino {
+			return nil
+		}
+		return d
+	}
+	d := at(filepath.Dir(host))
+	if d == nil {
+		// Not at its path: the tree (or a directory above it) may have
+		// been moved while a sandbox held it. The kernel knows where the
+		// held inode is now; it is taken there only under its own name and
+		// in the very directory it was made or found in.
+		now, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		if err != nil || now == host || !filepath.IsAbs(now) || filepath.Base(now) != name || h.parent == (dirID{}) {
+			return // not the placeholder any more
+		}
+		if d = at(filepath.Dir(now)); d == nil {
+			return
+		}
+		var pst unix.Stat_t
+		if unix.Fstat(d.fd, &pst) != nil || (dirID{uint64(pst.Dev), pst.Ino}) != h.parent {
+			return
+		}
 	}
 	if held.Mode&unix.S_IFMT == unix.S_IFREG && !untouchedFD(fd, name) {
 		return // written to: the user's now
