@@ -554,15 +554,48 @@ func (cg *cgroup) memoryHit() bool {
 
 // pidsMaxHits reports how often a fork failed on a pids.max: the kernel
 // counts it in the cgroup of the process that forked (the payload's, or
-// the init's).
+// the init's). On cgroup v1 it counts there a fork refused by any
+// ancestor's pids.max too (the broker's own cgroup's: a systemd TasksMax,
+// a container's limit), which is not the call's limit: a cgroup's count is
+// taken only if its pids.peak reached its own pids.max (where the kernel
+// has no pids.peak, before Linux 6.1, it is taken as before).
 func (cg *cgroup) pidsMaxHits() int64 {
 	var n int64
 	for _, d := range []string{cg.pidsDir(), cg.payload} {
-		if d != "" {
-			n += cg.counter(filepath.Join(d, "pids.events"), "max")
+		if d == "" {
+			continue
 		}
+		hits := cg.counter(filepath.Join(d, "pids.events"), "max")
+		if hits > 0 && cg.host.version == 1 && !pidsPeakAtMax(d) {
+			continue // refused above the sandbox: not its limit
+		}
+		n += hits
 	}
 	return n
+}
+
+// pidsPeakAtMax reports whether the v1 pids cgroup d held as many
+// processes as its pids.max allows at some point, or cannot tell (no
+// pids.peak, an unreadable file).
+func pidsPeakAtMax(d string) bool {
+	read := func(name string) (string, bool) {
+		b, err := readCounterFile(filepath.Join(d, name))
+		return strings.TrimSpace(string(b)), err == nil
+	}
+	peakS, ok1 := read("pids.peak")
+	maxS, ok2 := read("pids.max")
+	if !ok1 || !ok2 {
+		return true
+	}
+	if maxS == "max" {
+		return false // no limit of its own
+	}
+	peak, err1 := strconv.ParseInt(peakS, 10, 64)
+	limit, err2 := strconv.ParseInt(maxS, 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return peak >= limit
 }
 
 func procsOf(dir string) []int {
