@@ -1,37 +1,48 @@
 package egress
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/egress/forward"
+	"golang.org/x/sys/unix"
 )
 
-// maxHandoffFDs is how many descriptors one first message may carry before
-// the kernel truncates it; any count but one is refused, so room for a few
-// more only lets the refusal see that there were several.
-const maxHandoffFDs = 4
+// maxHandoffFDs is how many descriptors one message may carry: the
+// kernel's own limit (SCM_MAX_FD). Any count but one is refused, but every
+// descriptor must be received to be closed here (releaseFD): those that did
+// not fit the buffer the kernel would close itself, in this thread, where a
+// sandbox's socket could make it wait.
+const maxHandoffFDs = 253
+
+// rightsSpace is the control buffer that holds maxHandoffFDs descriptors.
+var rightsSpace = syscall.CmsgSpace(4 * maxHandoffFDs)
 
 // firstBytes does the first read of a connection accepted on the Unix
-// socket, of at most max bytes. When it is the one byte forward.Handoff
-// carrying one descriptor of a connected TCP socket, it returns that
-// connection (the forwarder has handed it over: a plain *net.TCPConn when
-// the sender is a sandbox's init, which keeps no descriptor of it, else a
-// handedConn; see peer_linux.go) and no bytes; when it
-// carries no descriptor, it returns c and the bytes, the start of a
-// byte-stream handshake. Anything else is an error and every descriptor
-// received is closed. c must already have its deadline.
-func firstBytes(c net.Conn, max int) (net.Conn, []byte, error) {
-	uc, ok := c.(*net.UnixConn)
+// socket, of at most max bytes, and takes c over. When it is the one byte
+// forward.Handoff carrying one descriptor of a connected TCP socket, it
+// closes c and returns that connection (the forwarder has handed it over:
+// a plain *net.TCPConn when the sender is a sandbox's init, which keeps no
+// descriptor of it, else a handedConn; see peer_linux.go), no bytes and
+// handed; when it carries no descriptor, it returns the connection to read
+// the rest from (a unixClient, which refuses descriptors) and the bytes, the
+// start of a byte-stream handshake. Anything else is an error, c is closed
+// and every descriptor received is closed. c must already have its deadline.
+func firstBytes(c net.Conn, max int) (client net.Conn, first []byte, handed bool, err error) {
+	raw, ok := c.(*net.UnixConn)
 	if !ok {
-		return c, nil, nil
+		return c, nil, false, nil
 	}
+	uc := newUnixClient(raw)
 	b := make([]byte, max)
-	oob := make([]byte, syscall.CmsgSpace(4*maxHandoffFDs))
+	oob := make([]byte, rightsSpace)
 	n, oobn, flags, _, err := uc.ReadMsgUnix(b, oob)
 	if n == 0 && err == nil {
 		err = io.EOF
@@ -39,7 +50,17 @@ func firstBytes(c net.Conn, max int) (net.Conn, []byte, error) {
 	fds, perr := rights(oob[:oobn])
 	if err != nil || (oobn == 0 && flags&syscall.MSG_CTRUNC == 0) {
 		closeAll(fds)
-		return c, b[:n], err
+		if err != nil {
+			uc.Close()
+			return uc, b[:n], false, err
+		}
+		if noMoreRights(raw) {
+			// No descriptor is queued and none can come: the plain
+			// connection, which relays splice, is safe to read and close.
+			uc.g.drop()
+			return raw, b[:n], false, nil
+		}
+		return uc, b[:n], false, nil
 	}
 	switch {
 	case perr != nil:
@@ -51,14 +72,102 @@ func firstBytes(c net.Conn, max int) (net.Conn, []byte, error) {
 	}
 	if err != nil {
 		closeAll(fds)
-		return nil, nil, err
+		uc.Close()
+		return nil, nil, false, err
 	}
-	hc, err := adopt(fds[0], fromNestedInit(uc))
+	sole := fromNestedInit(raw)
+	// Messages queued after the handoff may carry descriptors too: the
+	// guard's release closes the connection, and them.
+	uc.Close()
+	hc, err := adopt(fds[0], sole)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return hc, nil, nil
+	return hc, nil, true, nil
 }
+
+// unixClient is a connection accepted on the proxy's Unix socket that
+// carries a byte stream (the Podman backend's forwarder, an unsandboxed
+// http_fetch, or a payload that dialled the socket). Its reads take any
+// descriptors sent along (a plain read would leave the kernel to close
+// them in this thread) and refuse them, and its Close releases a guard, so
+// that descriptors still queued are closed by releaseFD. It has no
+// ReadFrom or WriteTo, and relays copy it through a buffer: splice(2)
+// would drop descriptors just as a read does.
+type unixClient struct {
+	*net.UnixConn
+	g   *guard
+	oob []byte
+}
+
+// soPassRights is SO_PASSRIGHTS (Linux 6.16): cleared, the kernel refuses
+// SCM_RIGHTS sent to the socket (EPERM to the sender).
+const soPassRights = 83
+
+// noMoreRights reports whether c can no longer receive descriptors and
+// none is queued on it: it clears SO_PASSRIGHTS, waits out a sender that
+// passed that check already (getpeername takes the socket's state lock,
+// which a sender holds from the check until its message is queued), and
+// then reads the count of queued descriptors (scm_fds in fdinfo). False on
+// a kernel without SO_PASSRIGHTS.
+func noMoreRights(c *net.UnixConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	rc.Control(func(u uintptr) {
+		fd := int(u)
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, soPassRights, 0) != nil {
+			return
+		}
+		if _, err := unix.Getpeername(fd); err != nil {
+			return
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+		if err != nil {
+			return
+		}
+		for line := range bytes.Lines(info) {
+			if v, found := bytes.CutPrefix(line, []byte("scm_fds:")); found {
+				ok = string(bytes.TrimSpace(v)) == "0"
+			}
+		}
+	})
+	return ok
+}
+
+func newUnixClient(c *net.UnixConn) *unixClient {
+	return &unixClient{UnixConn: c, g: newGuard(c), oob: make([]byte, rightsSpace)}
+}
+
+func (c *unixClient) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, oobn, flags, _, err := c.ReadMsgUnix(b, c.oob)
+	if oobn > 0 || flags&syscall.MSG_CTRUNC != 0 {
+		fds, _ := rights(c.oob[:oobn])
+		closeAll(fds)
+		return 0, fmt.Errorf("%w: descriptors after the first message", errBadHandoff)
+	}
+	if (n == 0 && err == nil) || errors.Is(err, io.EOF) {
+		// ReadMsgUnix reports the end of a stream as an *OpError;
+		// io.Copy must see io.EOF itself to pass a half-close on.
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// Close closes the connection, then its last descriptor (with any
+// descriptors still queued on it) by releaseFD.
+func (c *unixClient) Close() error {
+	err := c.UnixConn.Close()
+	c.g.release()
+	return err
+}
+
+func (c *unixClient) relayBuffered() {}
 
 // rights returns every descriptor in the control messages of oob.
 func rights(oob []byte) ([]int, error) {
@@ -85,42 +194,49 @@ func rights(oob []byte) ([]int, error) {
 	return fds, bad
 }
 
-func closeAll(fds []int) {
-	for _, fd := range fds {
-		syscall.Close(fd)
-	}
-}
-
 // adopt turns a received descriptor into the client connection, after
 // checking it is what the forwarder sends: a connected TCP socket. sole
 // says no other process holds the socket (a sandbox's init sent it), so
 // its file's flags are the proxy's alone and a relay may splice it. It
-// always closes fd (the connection holds its own duplicate).
+// always closes fd, or keeps it as the connection's guard.
 func adopt(fd int, sole bool) (net.Conn, error) {
 	if err := checkHanded(fd); err != nil {
-		syscall.Close(fd)
+		releaseFD(fd)
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "handoff")
+	// net.FileConn takes a duplicate of its own; fd still holds the socket,
+	// so closing dup, or the connection, is never the last close.
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		releaseFD(fd)
+		return nil, fmt.Errorf("%w: %w", errBadHandoff, err)
+	}
+	f := os.NewFile(uintptr(dup), "handoff")
 	nc, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
+		releaseFD(fd)
 		return nil, fmt.Errorf("%w: %w", errBadHandoff, err)
 	}
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		nc.Close()
+		releaseFD(fd)
 		return nil, fmt.Errorf("%w: not a TCP connection", errBadHandoff)
 	}
 	if sole {
+		// No process but the proxy holds it: its options, SO_LINGER
+		// among them, are the forwarder's accepted socket's.
+		syscall.Close(fd)
 		return tc, nil
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
 		tc.Close()
+		releaseFD(fd)
 		return nil, fmt.Errorf("%w: %w", errBadHandoff, err)
 	}
-	return &handedConn{tc: tc, rc: rc}, nil
+	return &handedConn{tc: tc, rc: rc, g: &guard{fd: fd}}, nil
 }
 
 // checkHanded reports why fd is not a connected TCP socket, if it is not.
@@ -162,6 +278,7 @@ func checkHanded(fd int) error {
 type handedConn struct {
 	tc *net.TCPConn
 	rc syscall.RawConn
+	g  *guard // the received descriptor, closed last (release_linux.go)
 }
 
 func (c *handedConn) Read(b []byte) (int, error) {
@@ -220,10 +337,13 @@ func (c *handedConn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.tc.LocalAddr(), Addr: c.tc.RemoteAddr(), Err: os.NewSyscallError(op, err)}
 }
 
-// Close shuts the socket down, waking any call blocked on it, then closes it.
+// Close shuts the socket down, waking any call blocked on it, then closes
+// it, the last descriptor by releaseFD: the sandbox may have set SO_LINGER.
 func (c *handedConn) Close() error {
 	c.rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
-	return c.tc.Close()
+	err := c.tc.Close()
+	c.g.release()
+	return err
 }
 
 func (c *handedConn) relayBuffered() {}

@@ -62,7 +62,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 		select {
 		case p.sem <- struct{}{}:
 		default:
-			c.Close()
+			discard(c)
 			p.decide(Decision{Reason: fmt.Sprintf("connection cap of %d reached", p.o.MaxConns)})
 			continue
 		}
@@ -115,22 +115,19 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	defer stop()
 
 	c.SetDeadline(time.Now().Add(p.o.HandshakeTimeout))
-	client, first, err := firstBytes(c, min(handshakeBuf, p.o.MaxHandshakeBytes))
+	client, first, handed, err := firstBytes(c, min(handshakeBuf, p.o.MaxHandshakeBytes))
 	if err != nil {
 		if errors.Is(err, errBadHandoff) {
 			p.decide(Decision{Reason: "refused: " + err.Error()})
 		}
 		return
 	}
-	if client != c {
+	if handed {
 		// The forwarder handed the sandbox client's connection over; the
-		// Unix connection has done its job.
+		// Unix connection has done its job (firstBytes closed it).
 		p.o.Logger.Debug("egress connection handed over", "sandbox", p.o.Sandbox, "spliced", !needsBuffer(client))
-		c.Close()
-		p.handshake(ctx, client, nil)
-		return
 	}
-	p.handshake(ctx, c, first)
+	p.handshake(ctx, client, first)
 }
 
 // handshake reads the request on c (first holds the bytes already read from
