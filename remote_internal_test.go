@@ -25,25 +25,7 @@ func TestOpenRemote(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("remote hands\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := native.New(nil)
-	if err != nil {
-		t.Skipf("no native sandbox here: %v", err)
-	}
-	g, err := grant.FromFlags(dir, grant.Flags{ReadWrite: []string{dir}, AllowUnenforcedLimits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv.Handler("api-test-token-0123")}
-	go hs.Serve(ln)
-	defer hs.Close()
+	srv, ln := serveHands(t, dir, "api-test-token-0123")
 
 	read := func(o *Options) string {
 		t.Helper()
@@ -94,4 +76,31 @@ func TestRemoteKubeTarget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "airlock-kube helper") {
 		t.Fatalf("error %v, want the missing helper named", err)
 	}
+}
+
+// serveHands serves hands on loopback for the test's life: a native
+// backend over dir, read-write, taking token. It skips where there is no
+// native sandbox.
+func serveHands(t *testing.T, dir, token string) (*toolserver.Server, net.Listener) {
+	t.Helper()
+	b, err := native.New(nil)
+	if err != nil {
+		t.Skipf("no native sandbox here: %v", err)
+	}
+	g, err := grant.FromFlags(dir, grant.Flags{ReadWrite: []string{dir}, AllowUnenforcedLimits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler(token)}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return srv, ln
 }

@@ -3,16 +3,10 @@ package airlock
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/airlockhq/airlock/grant"
-	"github.com/airlockhq/airlock/internal/native"
-	"github.com/airlockhq/airlock/internal/toolserver"
 )
 
 // TestGoAPIHidesTheRemoteTokenFile: a grant whose [remote] token is a file
@@ -29,25 +23,7 @@ func TestGoAPIHidesTheRemoteTokenFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hands.token"), []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := native.New(nil)
-	if err != nil {
-		t.Skipf("no native sandbox here: %v", err)
-	}
-	hg, err := grant.FromFlags(dir, grant.Flags{ReadWrite: []string{dir}, AllowUnenforcedLimits: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: hg, Backend: b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv.Handler(token)}
-	go hs.Serve(ln)
-	defer hs.Close()
+	srv, ln := serveHands(t, dir, token)
 
 	gf := filepath.Join(dir, "grant.toml")
 	if err := os.WriteFile(gf, []byte(fmt.Sprintf(`[paths]
