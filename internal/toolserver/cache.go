@@ -116,11 +116,12 @@ func newInputQueue(max int) *inputQueue {
 	return q
 }
 
-// maxInputAhead bounds how far ahead of the next chunk of a command's
-// stdin a chunk may arrive: a broker sends them in order on one
-// connection, and an empty chunk, which the byte bound does not count,
-// still takes room while it waits.
-const maxInputAhead = 64
+// maxAhead bounds how far ahead of the next chunk of a command's stdin or
+// output a chunk may arrive, on either side: chunks are sent in order on
+// one connection (only a proxy that reorders a few brings one ahead), and
+// an empty chunk, which a byte bound does not count, still takes room
+// while it waits.
+const maxAhead = 64
 
 // put adds a chunk; it reports false when the queue is over its bound.
 func (q *inputQueue) put(ch *Chunk) bool {
@@ -129,7 +130,7 @@ func (q *inputQueue) put(ch *Chunk) bool {
 	if ch.Seq < q.next || q.pending[ch.Seq] != nil {
 		return true // a duplicate
 	}
-	if ch.Seq-q.next >= maxInputAhead {
+	if ch.Seq-q.next >= maxAhead {
 		return false
 	}
 	q.pending[ch.Seq] = ch

@@ -895,11 +895,9 @@ type outputSink struct {
 	done    chan struct{}
 }
 
-// Bounds of the output chunks a sink holds ahead of their turn. The hands
-// send a command's chunks in order on one connection: only a proxy that
-// reorders a few has any reason to bring one ahead.
+// Bounds of the output chunks a sink holds ahead of their turn, besides
+// their count (maxAhead).
 const (
-	maxAhead      = 64
 	maxAheadBytes = wire.MaxFrameSize
 	// outputSlack is how far past the call's output cap a stream may go
 	// before the hands are taken to ignore the cap.
