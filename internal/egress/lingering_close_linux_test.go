@@ -112,8 +112,8 @@ func TestHandedLingeringSocketDoesNotHoldTheProxy(t *testing.T) {
 	send(t, sock, []byte{forward.Handoff}, x)
 	syscall.Close(x)
 	time.Sleep(time.Second) // the handshake times out and the proxy closes x
-	stopWithin(t, stop, 10*time.Second)
-	noCloseStuck(t, 5*time.Second)
+	stopWithin(t, stop, 30*time.Second)
+	noCloseStuck(t, 20*time.Second)
 }
 
 // Descriptors a payload sends on the Unix connection after its first
@@ -186,8 +186,8 @@ func TestDescriptorsInFlightDoNotHoldTheProxy(t *testing.T) {
 					// none is in flight. (y first: its reset ends x's wait.)
 					syscall.Close(y)
 					syscall.Close(x)
-					stopWithin(t, stop, 10*time.Second)
-					noCloseStuck(t, 5*time.Second)
+					stopWithin(t, stop, 30*time.Second)
+					noCloseStuck(t, 20*time.Second)
 					return
 				}
 				t.Fatalf("sending descriptors: %v", err)
@@ -195,8 +195,8 @@ func TestDescriptorsInFlightDoNotHoldTheProxy(t *testing.T) {
 			// Only the message in flight holds x and y now.
 			syscall.Close(x)
 			syscall.Close(y)
-			stopWithin(t, stop, 10*time.Second)
-			noCloseStuck(t, 5*time.Second)
+			stopWithin(t, stop, 30*time.Second)
+			noCloseStuck(t, 20*time.Second)
 		})
 	}
 }
