@@ -17,6 +17,18 @@ const (
 
 var errBadHello = errors.New("malformed TLS ClientHello")
 
+// Extensions that hide the server name the server will use: Encrypted
+// Client Hello (draft-ietf-tls-esni, 0xfe0d) and its predecessor, encrypted
+// SNI (0xffce). Behind an address that serves several names (a CDN's
+// front), a ClientHello whose outer server_name is the checked host would
+// reach the inner one, which the proxy cannot read. GREASE ECH, which
+// Chromium sends by default, cannot be told from the real thing, so it is
+// refused too.
+const (
+	extEncryptedClientHello = 0xfe0d
+	extEncryptedServerName  = 0xffce
+)
+
 // readClientHello reads the first TLS handshake message from r if the client
 // speaks TLS (first byte 0x16), and returns the bytes it consumed (to be
 // forwarded verbatim) and the server_name it carries ("" if none). A client
@@ -133,6 +145,9 @@ func helloServerName(body []byte) (string, error) {
 		data := exts.bytes(exts.u16())
 		if !exts.ok {
 			return "", fmt.Errorf("extension framing: %w", errBadHello)
+		}
+		if typ == extEncryptedClientHello || typ == extEncryptedServerName {
+			return "", fmt.Errorf("the ClientHello uses Encrypted Client Hello (extension %#04x), whose server name cannot be checked", typ)
 		}
 		if typ != 0 {
 			continue

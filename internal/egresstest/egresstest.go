@@ -99,6 +99,10 @@ func NewCA(t testing.TB, names ...string) *CA {
 // Pool returns a pool holding the CA.
 func (ca *CA) Pool() *x509.CertPool { return ca.pool }
 
+// Leaf returns the leaf certificate for every name the CA was made with,
+// for a test's own TLS server.
+func (ca *CA) Leaf() tls.Certificate { return ca.leaf }
+
 // WriteFile writes the CA's PEM to dir/ca.pem and returns the path.
 func (ca *CA) WriteFile(t testing.TB, dir string) string {
 	t.Helper()
