@@ -56,7 +56,7 @@ type Dialer interface {
 type Decision struct {
 	Time    time.Time  // when the verdict was reached
 	Sandbox string     // Options.Sandbox
-	Proto   string     // "socks5", "connect" or "http"; "" if refused before the protocol was known
+	Proto   string     // "socks5", "connect", "http" or "socks4" (refused); "" if refused before the protocol was known
 	Host    string     // normalised name or canonical IP literal, as requested
 	Port    int        // requested port
 	Addr    netip.Addr // the address dialled, or the answer that caused a denial; zero if none

@@ -151,7 +151,8 @@ func (p *Proxy) handshake(ctx context.Context, c net.Conn, first []byte) {
 	case socksVersion:
 		p.socks5(ctx, c, br, hr)
 	case 0x04:
-		// SOCKS4 is not spoken; close without a reply.
+		// SOCKS4 is not spoken; close without a reply, on the record.
+		p.decide(Decision{Proto: "socks4", Reason: "SOCKS4 is not spoken; use SOCKS5"})
 	default:
 		p.httpProxy(ctx, c, br, hr)
 	}

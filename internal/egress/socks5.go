@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -22,16 +23,19 @@ import (
 //	tunnel bytes                        ↔
 //
 // Version other than 5: close without a reply. CMD other than CONNECT, or a
-// non-zero RSV byte: REP 07. ATYP other than 1, 3, 4: REP 08. A malformed
+// non-zero RSV byte: REP 07. Every refusal, whatever its reply (none
+// included), is reported as a Decision, as the HTTP side's are. ATYP other than 1, 3, 4: REP 08. A malformed
 // name or port 0: REP 01. Not granted: REP 02. Name did not resolve: REP 04.
 // Dial refused: 05; network unreachable: 03; host unreachable or timeout: 04;
 // any other dial error: 01. The bound address in every reply is 0.0.0.0:0,
 // so the broker's own address never reaches the sandbox.
 const (
-	socksVersion  = 0x05
-	socksNoAuth   = 0x00
-	socksNoMethod = 0xff
-	socksConnect  = 0x01
+	socksVersion      = 0x05
+	socksNoAuth       = 0x00
+	socksNoMethod     = 0xff
+	socksConnect      = 0x01
+	socksBind         = 0x02
+	socksUDPAssociate = 0x03
 
 	atypIPv4   = 0x01
 	atypDomain = 0x03
@@ -71,11 +75,12 @@ func socksRep(f fail) byte {
 }
 
 func (p *Proxy) socks5(ctx context.Context, c net.Conn, br *bufio.Reader, hr *handshakeReader) {
-	t, rep, ok := socksHandshake(c, br)
+	t, rep, why, ok := socksHandshake(c, br)
 	if !ok {
 		if rep != 0 {
 			socksReply(c, rep)
 		}
+		p.decide(Decision{Proto: "socks5", Reason: why})
 		return
 	}
 	if rep != repSuccess {
@@ -100,16 +105,18 @@ func (p *Proxy) socks5(ctx context.Context, c net.Conn, br *bufio.Reader, hr *ha
 }
 
 // socksHandshake reads the greeting and the request. ok false means stop:
-// send rep if it is non-zero and close. ok true with rep != 0 means the
-// request was well-framed but its target is malformed (t holds what was read).
-func socksHandshake(w io.Writer, br *bufio.Reader) (t target, rep byte, ok bool) {
+// send rep if it is non-zero and close; why says what was refused, for the
+// Decision. ok true with rep != 0 means the request was well-framed but its
+// target is malformed (t holds what was read).
+func socksHandshake(w io.Writer, br *bufio.Reader) (t target, rep byte, why string, ok bool) {
+	const malformed = "malformed request"
 	var hdr [2]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil || hdr[0] != socksVersion {
-		return t, 0, false
+		return t, 0, malformed, false
 	}
 	methods := make([]byte, hdr[1])
 	if _, err := io.ReadFull(br, methods); err != nil {
-		return t, 0, false
+		return t, 0, malformed, false
 	}
 	noAuth := false
 	for _, m := range methods {
@@ -117,18 +124,25 @@ func socksHandshake(w io.Writer, br *bufio.Reader) (t target, rep byte, ok bool)
 	}
 	if !noAuth {
 		w.Write([]byte{socksVersion, socksNoMethod})
-		return t, 0, false
+		return t, 0, "no authentication method the proxy speaks was offered (it takes none)", false
 	}
 	if _, err := w.Write([]byte{socksVersion, socksNoAuth}); err != nil {
-		return t, 0, false
+		return t, 0, "client went away before the reply", false
 	}
 
 	var req [4]byte
 	if _, err := io.ReadFull(br, req[:]); err != nil || req[0] != socksVersion {
-		return t, 0, false
+		return t, 0, malformed, false
 	}
-	if req[1] != socksConnect || req[2] != 0 {
-		return t, repCmdUnsupported, false
+	switch {
+	case req[1] == socksBind:
+		return t, repCmdUnsupported, "SOCKS5 command BIND is not supported", false
+	case req[1] == socksUDPAssociate:
+		return t, repCmdUnsupported, "SOCKS5 command UDP ASSOCIATE is not supported", false
+	case req[1] != socksConnect:
+		return t, repCmdUnsupported, fmt.Sprintf("SOCKS5 command %d is not supported", req[1]), false
+	case req[2] != 0:
+		return t, repCmdUnsupported, "SOCKS5 reserved byte is not zero", false
 	}
 	var host string
 	var ip netip.Addr
@@ -136,45 +150,45 @@ func socksHandshake(w io.Writer, br *bufio.Reader) (t target, rep byte, ok bool)
 	case atypIPv4:
 		var b [4]byte
 		if _, err := io.ReadFull(br, b[:]); err != nil {
-			return t, 0, false
+			return t, 0, malformed, false
 		}
 		ip = netip.AddrFrom4(b)
 	case atypIPv6:
 		var b [16]byte
 		if _, err := io.ReadFull(br, b[:]); err != nil {
-			return t, 0, false
+			return t, 0, malformed, false
 		}
 		ip = netip.AddrFrom16(b).Unmap()
 	case atypDomain:
 		n, err := br.ReadByte()
 		if err != nil {
-			return t, 0, false
+			return t, 0, malformed, false
 		}
 		name := make([]byte, n)
 		if _, err := io.ReadFull(br, name); err != nil {
-			return t, 0, false
+			return t, 0, malformed, false
 		}
 		host = string(name)
 	default:
-		return t, repAtypUnsupported, false
+		return t, repAtypUnsupported, fmt.Sprintf("SOCKS5 address type %d is not supported", req[3]), false
 	}
 	var pb [2]byte
 	if _, err := io.ReadFull(br, pb[:]); err != nil {
-		return t, 0, false
+		return t, 0, malformed, false
 	}
 	port := int(binary.BigEndian.Uint16(pb[:]))
 	if ip.IsValid() {
 		t = target{host: ip.String(), ip: ip, port: port}
 		if port == 0 {
-			return t, repGeneral, true
+			return t, repGeneral, "", true
 		}
-		return t, repSuccess, true
+		return t, repSuccess, "", true
 	}
 	pt, err := parseTarget(host, port)
 	if err != nil {
-		return target{host: loggable(host), port: port}, repGeneral, true
+		return target{host: loggable(host), port: port}, repGeneral, "", true
 	}
-	return pt, repSuccess, true
+	return pt, repSuccess, "", true
 }
 
 // loggable makes a client-sent name safe to log and to show: at most 255
