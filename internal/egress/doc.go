@@ -59,11 +59,10 @@
 //     its outer name may be the checked one while the server, a CDN's front
 //     serving many names, takes the encrypted inner one. GREASE ECH, which
 //     Chromium sends by default, cannot be told from it, so such a client
-//     must turn ECH off to work through the proxy. A
-//     client that does not start with a TLS record is passed through, but a
-//     protocol whose server speaks first is refused on port 443 after
-//     HandshakeTimeout, since the proxy waits for the client's first bytes. Residual
-//     risks: the Host header inside TLS cannot be seen, so fronting that keeps
+//     must turn ECH off to work through the proxy. A client that does not
+//     start with a TLS record is passed through, but a protocol whose server
+//     speaks first is refused on port 443 after HandshakeTimeout, since the
+//     proxy waits for the client's first bytes. Residual risks: the Host header inside TLS cannot be seen, so fronting that keeps
 //     SNI honest and lies only in the encrypted Host header is not caught; on
 //     other ports the tunnel is opaque.
 //   - Idle tunnels are closed between IdleTimeout and 1.5×IdleTimeout after the
