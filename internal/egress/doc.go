@@ -21,6 +21,8 @@
 //     default dialer's Control hook, so DNS rebinding cannot change it;
 //  5. on port 443, reads the TLS ClientHello and refuses a tunnel whose SNI
 //     names a different host than the one that was checked (domain fronting);
+//     on port 80, carries one HTTP/1.x request per tunnel with its Host
+//     header set to the checked name, and refuses anything else;
 //  6. reports a [Decision] for the audit log, allowed or not.
 //
 // Explicitly allowing a private address or CIDR ([Policy.AllowPrivate]) or a
@@ -64,7 +66,18 @@
 //     speaks first is refused on port 443 after HandshakeTimeout, since the
 //     proxy waits for the client's first bytes. Residual risks: the Host header inside TLS cannot be seen, so fronting that keeps
 //     SNI honest and lies only in the encrypted Host header is not caught; on
-//     other ports the tunnel is opaque.
+//     ports other than 80 and 443 (granted by name) the tunnel is opaque.
+//   - Port 80: a server that serves many names (a CDN's front) takes the
+//     site from each plain HTTP request's Host header, so a relay of the
+//     tunnel's bytes would let a granted name's address serve any site
+//     behind the same front. A tunnel to port 80 (CONNECT or SOCKS) is
+//     therefore an HTTP forward: its first request is read, sent with the
+//     checked name as its Host, hop-by-hop headers dropped and
+//     "Connection: close", and its response relayed; the tunnel then ends.
+//     Bytes that are not an HTTP/1.x request (TLS, HTTP/2's preface, a
+//     request line after blank lines, which some servers skip) are refused
+//     before a byte goes upstream, and the allow decision is reported once
+//     the request is read.
 //   - Idle tunnels are closed between IdleTimeout and 1.5×IdleTimeout after the
 //     last byte, because with splice(2) (or one long buffered copy) progress
 //     is only visible when a read deadline expires.

@@ -218,6 +218,10 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 			"a.test:80": true, "a.test:443": true, "rb.test:80": true, "mixed.test:80": true,
 			"lo.test:80": true, "gone.test:80": true, "priv.test:80": true, "v6.test:80": true,
 			"93.184.216.34:80": true, "127.0.0.1:80": true, "10.1.2.3:80": true, "[::1]:80": true,
+			// Port 7 (echo) for tests of the relay itself: a tunnel to port 80
+			// carries HTTP only.
+			"a.test:7": true, "rb.test:7": true, "v6.test:7": true, "priv.test:7": true,
+			"93.184.216.34:7": true,
 		}},
 		res: &fakeResolver{answers: map[string][][]netip.Addr{
 			"a.test":     {{netip.MustParseAddr("93.184.216.34")}},

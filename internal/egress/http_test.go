@@ -107,7 +107,7 @@ func TestHTTPConnect(t *testing.T) {
 	h := newHarness(t, nil)
 	c := h.conn()
 	// Request and early payload in one write.
-	io.WriteString(c, "CONNECT a.test:80 HTTP/1.1\r\nHost: a.test:80\r\nProxy-Authorization: x\r\n\r\nearly bytes")
+	io.WriteString(c, "CONNECT a.test:7 HTTP/1.1\r\nHost: a.test:7\r\nProxy-Authorization: x\r\n\r\nearly bytes")
 	c.CloseWrite()
 	got, err := io.ReadAll(c)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestHTTPForward(t *testing.T) {
 func TestHTTPDripFeed(t *testing.T) {
 	h := newHarness(t, nil)
 	c := h.conn()
-	for _, b := range []byte("CONNECT a.test:80 HTTP/1.1\r\nHost: a.test\r\n\r\n") {
+	for _, b := range []byte("CONNECT a.test:7 HTTP/1.1\r\nHost: a.test\r\n\r\n") {
 		if _, err := c.Write([]byte{b}); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -193,6 +194,10 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 			}
 		}
 	}
+	if t.port == 80 {
+		p.tunnelHTTP(c, up, br, hr, t, d)
+		return
+	}
 	p.decide(d)
 	c.SetDeadline(time.Time{})
 	if n := br.Buffered(); n > 0 {
@@ -202,6 +207,32 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 		}
 	}
 	p.relay(c, up)
+}
+
+// tunnelHTTP finishes a tunnel to port 80, which carries plain HTTP: a
+// server that serves many names (a CDN's front) takes the site from each
+// request's Host header, which a relay of the bytes would not check, so a
+// tunnel to a granted name could reach any site behind the same front. The
+// tunnel carries one HTTP/1.x request, forwarded as an absolute-form one is:
+// its Host set to the checked name, hop-by-hop headers dropped, the
+// connection closed after the response. Anything else is refused before a
+// byte goes upstream.
+func (p *Proxy) tunnelHTTP(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t target, d Decision) {
+	hr.n = p.o.MaxHandshakeBytes
+	c.SetReadDeadline(time.Now().Add(p.o.HandshakeTimeout))
+	req, err := http.ReadRequest(br)
+	switch {
+	case err != nil:
+		d.Allowed, d.Reason = false, "refused after connect: a tunnel to port 80 carries HTTP requests only, and this one did not start with one"
+	case req.ProtoMajor != 1 || req.Method == http.MethodConnect:
+		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port 80 carries HTTP/1.x requests only, not %s %s", loggable(req.Method), loggable(req.Proto))
+	}
+	if !d.Allowed {
+		p.decide(d)
+		return
+	}
+	p.decide(d)
+	p.forwardHTTP(c, up, req, hr, t)
 }
 
 func sniMatches(sni string, t target) bool {

@@ -17,7 +17,7 @@ func TestHalfClose(t *testing.T) {
 			io.WriteString(c, "got "+string(b))
 		}
 		c := h.conn()
-		socksOpen(t, c, socksName("a.test", 80))
+		socksOpen(t, c, socksName("a.test", 7))
 		io.WriteString(c, "ping")
 		c.CloseWrite()
 		b, err := io.ReadAll(c)
@@ -36,7 +36,7 @@ func TestHalfClose(t *testing.T) {
 			late <- string(b)
 		}
 		c := h.conn()
-		socksOpen(t, c, socksName("a.test", 80))
+		socksOpen(t, c, socksName("a.test", 7))
 		b, err := io.ReadAll(c) // EOF arrives while our side is still open
 		if err != nil || string(b) != "hello" {
 			t.Fatalf("read %q, %v", b, err)
@@ -102,14 +102,14 @@ func TestIdleTimeout(t *testing.T) {
 func TestConnCap(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.MaxConns = 2 })
 	c1 := h.conn()
-	socksOpen(t, c1, socksName("a.test", 80))
+	socksOpen(t, c1, socksName("a.test", 7))
 	c2 := h.conn()
-	socksOpen(t, c2, socksName("a.test", 80))
+	socksOpen(t, c2, socksName("a.test", 7))
 	h.next()
 	h.next()
 
 	c3 := h.conn()
-	c3.Write(cat(greeting, socksName("a.test", 80)))
+	c3.Write(cat(greeting, socksName("a.test", 7)))
 	b, _ := io.ReadAll(c3)
 	if len(b) != 0 {
 		t.Fatalf("over the cap, got %q", b)
@@ -121,7 +121,7 @@ func TestConnCap(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		c4 := h.conn()
-		c4.Write(cat(greeting, socksName("a.test", 80)))
+		c4.Write(cat(greeting, socksName("a.test", 7)))
 		buf := make([]byte, 2)
 		if _, err := io.ReadFull(c4, buf); err == nil {
 			break

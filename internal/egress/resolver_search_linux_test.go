@@ -87,21 +87,21 @@ func searchListChild(t *testing.T) {
 	})
 
 	h := newHarness(t, func(o *Options) { o.Resolver = nil })
-	h.policy.grant("x.a.test:80")
+	h.policy.grant("x.a.test:7")
 
 	// A name that exists is still found.
 	c := h.conn()
-	io.WriteString(c, "CONNECT a.test:80 HTTP/1.1\r\n\r\n")
+	io.WriteString(c, "CONNECT a.test:7 HTTP/1.1\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT a.test: %v %v", resp, err)
 	}
 	if d := h.next(); !d.Allowed || d.Addr != netip.MustParseAddr("93.184.216.34") {
-		t.Errorf("CONNECT a.test: dialled %v, want 93.184.216.34:80 (Decision %+v)", h.dial.dialed(), d)
+		t.Errorf("CONNECT a.test: dialled %v, want 93.184.216.34:7 (Decision %+v)", h.dial.dialed(), d)
 	}
 
 	c = h.conn()
-	io.WriteString(c, "CONNECT x.a.test:80 HTTP/1.1\r\n\r\n")
+	io.WriteString(c, "CONNECT x.a.test:7 HTTP/1.1\r\n\r\n")
 	resp, err = http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		t.Fatal(err)

@@ -160,10 +160,10 @@ func TestSOCKS5Success(t *testing.T) {
 		host   string
 		rule   string
 	}{
-		{"name", socksName("a.test", 80), "93.184.216.34:80", "a.test", "host a.test:80"},
-		{"name with dot and case", socksName("A.Test.", 80), "93.184.216.34:80", "a.test", "host a.test:80"},
-		{"IPv6 answer", socksName("v6.test", 80), "[2606:2800:220:1:248:1893:25c8:1946]:80", "v6.test", "host v6.test:80"},
-		{"granted public IP", socksIP("93.184.216.34", 80), "93.184.216.34:80", "93.184.216.34", "host 93.184.216.34:80"},
+		{"name", socksName("a.test", 7), "93.184.216.34:7", "a.test", "host a.test:7"},
+		{"name with dot and case", socksName("A.Test.", 7), "93.184.216.34:7", "a.test", "host a.test:7"},
+		{"IPv6 answer", socksName("v6.test", 7), "[2606:2800:220:1:248:1893:25c8:1946]:7", "v6.test", "host v6.test:7"},
+		{"granted public IP", socksIP("93.184.216.34", 7), "93.184.216.34:7", "93.184.216.34", "host 93.184.216.34:7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestSOCKS5Success(t *testing.T) {
 			socksOpen(t, c, tt.req)
 			assertEcho(t, c, "hello through the tunnel")
 			d := h.next()
-			want := Decision{Sandbox: "sb1", Proto: "socks5", Host: tt.host, Port: 80, Allowed: true,
+			want := Decision{Sandbox: "sb1", Proto: "socks5", Host: tt.host, Port: 7, Allowed: true,
 				Rule: tt.rule, Reason: "ok", Addr: netip.MustParseAddrPort(tt.dialed).Addr()}
 			d.Time = time.Time{}
 			if diff := cmp.Diff(want, d, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
@@ -207,16 +207,16 @@ func TestSOCKS5PrivateAllowed(t *testing.T) {
 	h := newHarness(t, nil)
 	h.policy.allowPrivate("10.1.2.0/24")
 	c := h.conn()
-	socksOpen(t, c, socksName("priv.test", 80))
+	socksOpen(t, c, socksName("priv.test", 7))
 	assertEcho(t, c, "x")
 	d := h.next()
-	if !d.Allowed || d.Rule != "host priv.test:80; private cidr 10.1.2.0/24" || !strings.Contains(d.Reason, "non-public") {
+	if !d.Allowed || d.Rule != "host priv.test:7; private cidr 10.1.2.0/24" || !strings.Contains(d.Reason, "non-public") {
 		t.Fatalf("Decision = %+v", d)
 	}
 	// The same allowance does not cover a private address outside it.
-	h.policy.grant("lo.test:80")
+	h.policy.grant("lo.test:7")
 	c2 := h.conn()
-	c2.Write(cat(greeting, socksName("lo.test", 80)))
+	c2.Write(cat(greeting, socksName("lo.test", 7)))
 	got, _ := io.ReadAll(c2)
 	if diff := cmp.Diff(afterGreet(2), got); diff != "" {
 		t.Fatalf("reply (-want +got):\n%s", diff)
@@ -226,7 +226,7 @@ func TestSOCKS5PrivateAllowed(t *testing.T) {
 func TestSOCKS5DripFeed(t *testing.T) {
 	h := newHarness(t, nil)
 	c := h.conn()
-	req := cat(greeting, socksName("a.test", 80))
+	req := cat(greeting, socksName("a.test", 7))
 	got := []byte{}
 	for i, b := range req {
 		if _, err := c.Write([]byte{b}); err != nil {
@@ -255,7 +255,7 @@ func TestSOCKS5EarlyPayload(t *testing.T) {
 	t.Run("allowed", func(t *testing.T) {
 		h := newHarness(t, nil)
 		c := h.conn()
-		c.Write(cat(greeting, socksName("a.test", 80), []byte("GET / HTTP/1.0\r\n\r\n")))
+		c.Write(cat(greeting, socksName("a.test", 7), []byte("GET / HTTP/1.0\r\n\r\n")))
 		c.CloseWrite()
 		got, err := io.ReadAll(c)
 		if err != nil {
@@ -270,7 +270,7 @@ func TestSOCKS5EarlyPayload(t *testing.T) {
 		upstream := make(chan []byte, 1)
 		h.dial.serve = func(c net.Conn) { b, _ := io.ReadAll(c); upstream <- b; c.Close() }
 		c := h.conn()
-		c.Write(cat(greeting, socksName("evil.test", 80), []byte("payload")))
+		c.Write(cat(greeting, socksName("evil.test", 7), []byte("payload")))
 		got, _ := io.ReadAll(c)
 		if diff := cmp.Diff(afterGreet(2), got); diff != "" {
 			t.Fatalf("reply (-want +got):\n%s", diff)
@@ -313,10 +313,10 @@ func TestSOCKS5HandshakeLimits(t *testing.T) {
 func TestDNSRebinding(t *testing.T) {
 	h := newHarness(t, nil)
 	c := h.conn()
-	socksOpen(t, c, socksName("rb.test", 80))
+	socksOpen(t, c, socksName("rb.test", 7))
 	assertEcho(t, c, "first")
 	c2 := h.conn()
-	c2.Write(cat(greeting, socksName("rb.test", 80)))
+	c2.Write(cat(greeting, socksName("rb.test", 7)))
 	got, _ := io.ReadAll(c2)
 	if diff := cmp.Diff(afterGreet(2), got); diff != "" {
 		t.Fatalf("second reply (-want +got):\n%s", diff)
@@ -324,7 +324,7 @@ func TestDNSRebinding(t *testing.T) {
 	if n := h.res.callCount(); n != 2 {
 		t.Fatalf("resolver called %d times, want once per connection (2)", n)
 	}
-	if diff := cmp.Diff([]string{"93.184.216.34:80"}, h.dial.dialed()); diff != "" {
+	if diff := cmp.Diff([]string{"93.184.216.34:7"}, h.dial.dialed()); diff != "" {
 		t.Fatalf("dialled (-want +got):\n%s", diff)
 	}
 }

@@ -59,9 +59,9 @@ func TestSandboxEndClosesBothSides(t *testing.T) {
 			c := h.conn()
 			switch proto {
 			case "socks5":
-				socksOpen(t, c, socksName("a.test", 80))
+				socksOpen(t, c, socksName("a.test", 7))
 			case "connect":
-				io.WriteString(c, "CONNECT a.test:80 HTTP/1.1\r\nHost: a.test:80\r\n\r\n")
+				io.WriteString(c, "CONNECT a.test:7 HTTP/1.1\r\nHost: a.test:7\r\n\r\n")
 				if _, err := io.ReadFull(c, make([]byte, len("HTTP/1.1 200 Connection established\r\n\r\n"))); err != nil {
 					t.Fatal(err)
 				}
