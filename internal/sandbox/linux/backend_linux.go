@@ -333,6 +333,9 @@ type box struct {
 	killOnce sync.Once
 	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain", "disk"
 	paths    []pathState  // host grant paths as built (pooled sandboxes)
+	// counts are the sandbox's share of the user's per-user kernel
+	// objects (userCounts), given back once it is gone.
+	counts []initproto.UserCount
 
 	rows, cols uint16 // initial terminal size with cfg.TTY
 
@@ -345,6 +348,13 @@ func (x *box) kill(reason string) {
 		x.why.Store(reason)
 		_ = x.c.proc.Kill()
 	})
+}
+
+// releaseCounts gives the sandbox's share of the user's kernel objects
+// back to userCounts, once its processes are gone.
+func (x *box) releaseCounts() {
+	userCounts.release(x.counts)
+	x.counts = nil
 }
 
 func (x *box) reason() string {
@@ -363,6 +373,7 @@ func (b *Backend) teardown(x *box) error {
 	x.c.closeHost()
 	err := x.cg.destroy()
 	b.placeholders.release(x.held)
+	x.releaseCounts()
 	b.log.Debug("sandbox done", "cgroup_teardown_ns", time.Since(tDown).Nanoseconds())
 	return err
 }
@@ -427,6 +438,8 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		cfg.Claim = true
 		x.paths = b.grantPaths(cfg)
 	}
+	x.counts = userCounts.reserve()
+	cfg.UserCounts = x.counts
 	res, err := b.setup(ctx, x, deadline, start, hold, pre)
 	if err != nil || res != nil {
 		if x.c != nil {
@@ -434,6 +447,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 				res, err = nil, terr
 			}
 		} else {
+			x.releaseCounts()
 			b.placeholders.release(x.held)
 			if cerr := x.cg.destroy(); cerr != nil {
 				b.log.Debug("cgroup teardown", "err", cerr)

@@ -359,9 +359,12 @@ func TestRootOnlyProcFilesMasked(t *testing.T) {
 // machine's, a sandbox used up before (red team).
 func TestPerUserKernelCountsBounded(t *testing.T) {
 	o := sh(t, "cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches /proc/sys/user/max_user_namespaces; grep '^Max pending signals' /proc/self/limits")
+	// (At most peruser's values: less when the user's own limits are low,
+	// or other sandboxes hold their share: see userCounts.)
 	f := strings.Fields(o.stdout)
-	if len(f) < 9 || f[0] != "32" || f[1] != "65536" || f[2] != "0" || f[6] != "1024" || f[7] != "1024" {
-		t.Errorf("counts in the sandbox: %q (stderr %q); want 32, 65536, 0 and a signal limit of 1024", o.stdout, o.stderr)
+	within := func(s string, max int) bool { n, err := strconv.Atoi(s); return err == nil && n >= 1 && n <= max }
+	if len(f) < 9 || !within(f[0], 32) || !within(f[1], 65536) || f[2] != "0" || f[6] != "1024" || f[7] != "1024" {
+		t.Errorf("counts in the sandbox: %q (stderr %q); want at most 32 and 65536 (and some), 0 and a signal limit of 1024", o.stdout, o.stderr)
 	}
 	needPython(t)
 	nr := map[string]int{"amd64": 206, "arm64": 0}[runtime.GOARCH]

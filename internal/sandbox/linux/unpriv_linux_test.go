@@ -34,8 +34,15 @@ func TestUnprivileged(t *testing.T) {
 // added to its environment, and fails unless it passes.
 func runUnprivChild(t *testing.T, name string, env ...string) {
 	t.Helper()
+	runChildAs(t, 65534, name, env...)
+}
+
+// runChildAs runs the test binary's test name as uid and gid id, with env
+// added to its environment, and fails unless it passes.
+func runChildAs(t *testing.T, id int, name string, env ...string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to switch to uid 65534 (already unprivileged: the other tests cover it)")
+		t.Skipf("needs root to switch to uid %d (already unprivileged: the other tests cover it)", id)
 	}
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil {
@@ -51,7 +58,7 @@ func runUnprivChild(t *testing.T, name string, env ...string) {
 	}
 	bin := filepath.Join(dir, "sandbox.test")
 	testenv.CopyExecutable(t, os.Args[0], bin)
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
+	cmd := exec.Command(setpriv, "--reuid="+strconv.Itoa(id), "--regid="+strconv.Itoa(id), "--clear-groups", bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
 	cmd.Env = append([]string{"AIRLOCK_UNPRIV_CHILD=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "AIRLOCK_REQUIRE_FEATURES=" + os.Getenv("AIRLOCK_REQUIRE_FEATURES"),
 		separateInitEnv + "=" + separateInitExe(t)}, env...)
 	cmd.Dir = "/"

@@ -166,11 +166,25 @@ type Config struct {
 	// it whenever the init binary has one.
 	Seccomp bool `json:"seccomp"`
 
+	// UserCounts are the bounds the init writes to /proc/sys/user in the
+	// sandbox's user namespace: this sandbox's share of what the host
+	// lets the broker's user make of those kernel objects (package
+	// peruser), which the sandboxes running at once divide between them.
+	// Empty means peruser.Counts.
+	UserCounts []UserCount `json:"user_counts,omitempty"`
+
 	// Claim makes the init stop after the grant mounts, report Staged and
 	// wait for a Claim on ConfigFD before it protects the sandbox and
 	// locks it down (a warm sandbox of the pool). Placeholders then come
 	// with the Claim.
 	Claim bool `json:"claim,omitempty"`
+}
+
+// A UserCount is one bound of /proc/sys/user: the file's name and the
+// value written to it.
+type UserCount struct {
+	Name string `json:"name"`
+	Max  int    `json:"max"`
 }
 
 // Claim is what the host sends on ConfigFD, after Config, when a call

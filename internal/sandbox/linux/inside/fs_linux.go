@@ -609,11 +609,21 @@ func (b *builder) mountProc() error {
 	return nil
 }
 
-// boundUserCounts writes peruser.Counts through the sandbox's new /proc,
-// before /proc/sys is made read-only. A kernel without one of the knobs
-// has nothing of it to count.
+// boundUserCounts writes the sandbox's bounds of /proc/sys/user
+// (cfg.UserCounts, or peruser.Counts) through its new /proc, before
+// /proc/sys is made read-only. A kernel without one of the knobs has
+// nothing of it to count.
 func (b *builder) boundUserCounts() error {
-	for _, c := range peruser.Counts {
+	counts := b.cfg.UserCounts
+	if len(counts) == 0 {
+		for _, c := range peruser.Counts {
+			counts = append(counts, initproto.UserCount{Name: c.Name, Max: c.Max})
+		}
+	}
+	for _, c := range counts {
+		if c.Name == "" || strings.ContainsRune(c.Name, '/') || c.Max < 0 {
+			return fmt.Errorf("bounding %q to %d: not a /proc/sys/user knob and value", c.Name, c.Max)
+		}
 		fd, err := b.walkPath("/proc/sys/user/" + c.Name)
 		if errors.Is(err, unix.ENOENT) {
 			continue
