@@ -333,8 +333,8 @@ type box struct {
 	killOnce sync.Once
 	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain", "disk"
 	paths    []pathState  // host grant paths as built (pooled sandboxes)
-	// counts are the sandbox's share of the user's per-user kernel
-	// objects (userCounts), given back once it is gone.
+	// counts are the sandbox's shares of the user's per-user kernel
+	// objects and rlimits (userCounts), given back once it is gone.
 	counts []initproto.UserCount
 
 	rows, cols uint16 // initial terminal size with cfg.TTY
@@ -439,7 +439,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		x.paths = b.grantPaths(cfg)
 	}
 	x.counts = userCounts.reserve()
-	cfg.UserCounts = x.counts
+	applyShares(cfg, x.counts)
 	res, err := b.setup(ctx, x, deadline, start, hold, pre)
 	if err != nil || res != nil {
 		if x.c != nil {

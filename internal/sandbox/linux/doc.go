@@ -22,10 +22,11 @@
 //     counted per user are bounded in the sandbox's own user namespace
 //     (/proc/sys/user: inotify, fanotify, user namespaces) and by
 //     RLIMIT_SIGPENDING, so a sandbox cannot use up the broker's host
-//     user's allowance; the /proc/sys/user bounds are shares of half the
-//     user's own limits, which the sandboxes alive in one broker process
-//     divide (usercounts_linux.go: each new one gets its bound or half of
-//     what is left, so parallel calls cannot use the user's up either);
+//     user's allowance; these bounds are shares of half the user's own
+//     limits, which the sandboxes alive in one broker process divide
+//     (usercounts_linux.go: each new one gets its bound or half of what is
+//     left, so parallel and background calls together cannot use the
+//     user's up either);
 //     io_setup is refused (kernel AIO is one pool for the machine). Epoll watches are counted per host user with no
 //     per-namespace bound; their memory is the sandbox's, so its memory
 //     limit bounds them.

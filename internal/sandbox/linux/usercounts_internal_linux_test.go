@@ -13,7 +13,7 @@ import (
 // releasing them gives it all back.
 func TestCountLedgerKeepsHalf(t *testing.T) {
 	bound := peruser.Counts[0]
-	l := countLedger{budget: map[string]int{bound.Name: 64}, used: map[string]int{}}
+	l := countLedger{bounds: userBounds, budget: map[string]int{bound.Name: 64}, used: map[string]int{}}
 	var shares []int
 	var all [][]initproto.UserCount
 	total := 0

@@ -1,40 +1,74 @@
 package linux
 
 import (
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 	"github.com/airlockhq/airlock/internal/sandbox/peruser"
 )
 
 // userCounts divides the broker's host user's per-user kernel objects
-// (inotify instances and watches, fanotify groups and marks: the knobs of
-// /proc/sys/user that peruser.Counts bounds) among the sandboxes of this
-// process. The kernel charges a sandbox's objects to its own user
-// namespace and to every one above it, up to the host user's limit there,
-// so each sandbox's bound alone did not keep the user's allowance: four
-// sandboxes at 32 inotify instances apiece, a model's parallel calls,
-// took all 128 of the user's (host root's, under a root broker), and
-// inotify_init failed for every process of the user while they ran.
-var userCounts countLedger
+// among the sandboxes of this process: inotify instances and watches and
+// fanotify groups and marks (the knobs of /proc/sys/user that
+// peruser.Counts bounds), queued signals and the bytes of POSIX message
+// queues (RLIMIT_SIGPENDING and RLIMIT_MSGQUEUE). The kernel charges a
+// sandbox's objects to its own user namespace and to every one above it,
+// up to the host user's limit there, so each sandbox's bound alone did not
+// keep the user's allowance: four sandboxes at 32 inotify instances
+// apiece, a model's parallel calls, took all 128 of the user's (host
+// root's, under a root broker), and fourteen at 64 KiB of message queues,
+// background calls that may run for a day, all of its 800 KiB; the
+// user's own processes got none while they ran.
+var userCounts = countLedger{bounds: userBounds}
 
-// countLedger is the share of the user's limits that the sandboxes alive
-// hold. Together they hold at most half of each limit; each new sandbox
-// gets its peruser.Counts value or, when less is left, half of what is
-// left (rounded up), so later sandboxes still get some while earlier ones
-// run, and one may get none when the budget is spent.
-type countLedger struct {
-	mu     sync.Mutex
-	budget map[string]int // half the user's limit; absent: the limit is unknown
-	used   map[string]int
+// A userBound is one per-user kernel object a sandbox is bounded in.
+type userBound struct {
+	name  string             // the /proc/sys/user knob, or rlimitSigPending or rlimitMsgQueue
+	want  int                // a sandbox's bound when enough is left
+	limit func() (int, bool) // the user's own limit, if known and finite
 }
+
+// The names of the two rlimits among a sandbox's shares.
+const (
+	rlimitSigPending = "RLIMIT_SIGPENDING"
+	rlimitMsgQueue   = "RLIMIT_MSGQUEUE"
+)
 
 // userLimitDir is where the broker's user's limits are read (the knobs
 // of the broker's own user namespace).
 const userLimitDir = "/proc/sys/user/"
+
+// userBounds are peruser's bounds, each with where the user's own limit
+// is read: the knobs of /proc/sys/user, and the broker's own rlimits for
+// the two whose count the kernel checks against the rlimit of the
+// process that made the sandbox's user namespace.
+var userBounds = func() []userBound {
+	var out []userBound
+	for _, c := range peruser.Counts {
+		out = append(out, userBound{c.Name, c.Max, func() (int, bool) { return readLimit(userLimitDir + c.Name) }})
+	}
+	return append(out,
+		userBound{rlimitSigPending, peruser.SigPending, func() (int, bool) { return ownRlimit(unix.RLIMIT_SIGPENDING) }},
+		userBound{rlimitMsgQueue, peruser.MsgQueueBytes, func() (int, bool) { return ownRlimit(unix.RLIMIT_MSGQUEUE) }})
+}()
+
+// countLedger is the share of the user's limits that the sandboxes alive
+// hold. Together they hold at most half of each limit; each new sandbox
+// gets its bound or, when less is left, half of what is left (rounded
+// up), so later sandboxes still get some while earlier ones run, and one
+// may get none when the budget is spent.
+type countLedger struct {
+	bounds []userBound
+	mu     sync.Mutex
+	budget map[string]int // half the user's limit; absent: the limit is unknown
+	used   map[string]int
+}
 
 // reserve returns the bounds of one more sandbox, taken from the budget
 // until release gives them back.
@@ -43,31 +77,48 @@ func (l *countLedger) reserve() []initproto.UserCount {
 	defer l.mu.Unlock()
 	if l.budget == nil {
 		l.budget, l.used = map[string]int{}, map[string]int{}
-		for _, c := range peruser.Counts {
-			if n, ok := readLimit(userLimitDir + c.Name); ok {
-				l.budget[c.Name] = n / 2
+		for _, b := range l.bounds {
+			if n, ok := b.limit(); ok {
+				l.budget[b.name] = n / 2
 			}
 		}
 	}
-	out := make([]initproto.UserCount, 0, len(peruser.Counts))
-	for _, c := range peruser.Counts {
-		n := c.Max
-		if b, ok := l.budget[c.Name]; ok {
-			n = min(n, (max(b-l.used[c.Name], 0)+1)/2)
-			l.used[c.Name] += n
+	out := make([]initproto.UserCount, 0, len(l.bounds))
+	for _, b := range l.bounds {
+		n := b.want
+		if budget, ok := l.budget[b.name]; ok {
+			n = min(n, (max(budget-l.used[b.name], 0)+1)/2)
+			l.used[b.name] += n
 		}
-		out = append(out, initproto.UserCount{Name: c.Name, Max: n})
+		out = append(out, initproto.UserCount{Name: b.name, Max: n})
 	}
 	return out
 }
 
 // release gives back what reserve returned, once the sandbox is gone.
-func (l *countLedger) release(counts []initproto.UserCount) {
+func (l *countLedger) release(shares []initproto.UserCount) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, c := range counts {
+	for _, c := range shares {
 		if _, ok := l.budget[c.Name]; ok {
 			l.used[c.Name] -= c.Max
+		}
+	}
+}
+
+// applyShares puts a sandbox's shares (reserve) in its config: the
+// rlimits as such, the rest as the knobs of /proc/sys/user.
+func applyShares(cfg *initproto.Config, shares []initproto.UserCount) {
+	cfg.UserCounts = nil
+	for _, c := range shares {
+		v := uint64(c.Max)
+		switch c.Name {
+		case rlimitSigPending:
+			cfg.SigPending = &v
+		case rlimitMsgQueue:
+			cfg.MsgQueueBytes = &v
+		default:
+			cfg.UserCounts = append(cfg.UserCounts, c)
 		}
 	}
 }
@@ -80,4 +131,13 @@ func readLimit(path string) (int, bool) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n, err == nil && n >= 0
+}
+
+// ownRlimit is this process's soft limit of resource, when finite.
+func ownRlimit(resource int) (int, bool) {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(resource, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur > math.MaxInt32 {
+		return 0, false
+	}
+	return int(rl.Cur), true
 }

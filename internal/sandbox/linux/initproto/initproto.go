@@ -172,6 +172,12 @@ type Config struct {
 	// peruser), which the sandboxes running at once divide between them.
 	// Empty means peruser.Counts.
 	UserCounts []UserCount `json:"user_counts,omitempty"`
+	// SigPending and MsgQueueBytes, when set, are the sandbox's
+	// RLIMIT_SIGPENDING and RLIMIT_MSGQUEUE: its share, like UserCounts,
+	// of the signals and message queue bytes the broker's user may have.
+	// Nil means peruser.SigPending and peruser.MsgQueueBytes.
+	SigPending    *uint64 `json:"sig_pending,omitempty"`
+	MsgQueueBytes *uint64 `json:"msg_queue_bytes,omitempty"`
 
 	// Claim makes the init stop after the grant mounts, report Staged and
 	// wait for a Claim on ConfigFD before it protects the sandbox and

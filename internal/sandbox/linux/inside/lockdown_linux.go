@@ -55,10 +55,20 @@ func setRlimits(cfg *initproto.Config) error {
 	// host user (the sandbox's uid 0 is it): without a bound, a sandbox
 	// queued the user's whole allowance, and the host's own timer_create
 	// and sigqueue failed.
-	if err := set("RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, peruser.SigPending); err != nil {
+	// The host gives each sandbox its share of the user's (see
+	// initproto.Config.SigPending), since the user's own processes count
+	// what all of them queue.
+	sigPending, msgQueue := uint64(peruser.SigPending), uint64(peruser.MsgQueueBytes)
+	if cfg.SigPending != nil {
+		sigPending = *cfg.SigPending
+	}
+	if cfg.MsgQueueBytes != nil {
+		msgQueue = *cfg.MsgQueueBytes
+	}
+	if err := set("RLIMIT_SIGPENDING", unix.RLIMIT_SIGPENDING, sigPending); err != nil {
 		return err
 	}
-	if err := set("RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, peruser.MsgQueueBytes); err != nil {
+	if err := set("RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, msgQueue); err != nil {
 		return err
 	}
 	if cfg.AddressSpace > 0 {
