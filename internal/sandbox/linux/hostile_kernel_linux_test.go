@@ -351,6 +351,23 @@ func TestRootOnlyProcFilesMasked(t *testing.T) {
 	}
 }
 
+// TestNoRaisedSchedulingPriority: a sandbox may not raise its scheduling
+// priority, whatever the broker's own limits allow (RLIMIT_RTPRIO and
+// RLIMIT_NICE of an audio group's user would let SCHED_FIFO starve the
+// host). It can fail only where the broker runs with either above 0.
+func TestNoRaisedSchedulingPriority(t *testing.T) {
+	o := sh(t, "grep -E '^Max (nice|realtime) priority' /proc/self/limits")
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("limits %q (stderr %q)", o.stdout, o.stderr)
+	}
+	for _, line := range lines {
+		if f := strings.Fields(line); len(f) < 5 || f[3] != "0" || f[4] != "0" {
+			t.Errorf("the sandbox's limit %q, want 0 and 0", line)
+		}
+	}
+}
+
 // TestPerUserKernelCountsBounded: kernel objects the kernel counts per
 // user (inotify instances and watches, fanotify groups and marks, queued
 // signals, user namespaces) are bounded in the sandbox's own user

@@ -51,6 +51,16 @@ func setRlimits(cfg *initproto.Config) error {
 	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
 		return err
 	}
+	// No scheduling priority above the ordinary: a broker whose user may
+	// raise it (an audio group's limits.conf grants rtprio and nice) would
+	// otherwise pass that on, and a payload at SCHED_FIFO starves the
+	// host's CPUs, which no cgroup limit of a call bounds.
+	if err := set("RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, 0); err != nil {
+		return err
+	}
+	if err := set("RLIMIT_NICE", unix.RLIMIT_NICE, 0); err != nil {
+		return err
+	}
 	// Queued signals and message queues' bytes count against the broker's
 	// host user (the sandbox's uid 0 is it): without a bound, a sandbox
 	// queued the user's whole allowance, and the host's own timer_create
