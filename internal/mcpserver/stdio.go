@@ -30,17 +30,26 @@ type StdioTransport struct {
 	// MaxLineBytes caps a line; a longer one is refused and skipped. Zero
 	// means DefaultMaxLineBytes.
 	MaxLineBytes int
-	// MaxPendingBytes bounds the requests read but not yet answered: while
-	// they hold more, the next line is not read (a request larger than the
-	// bound is still read when nothing else is pending). It bounds the
-	// memory a client's large calls can take, since each is held several
-	// times over while it is decoded and run. Zero means
-	// DefaultMaxPendingBytes.
+	// MaxPendingBytes bounds the requests read whose answers are not yet
+	// written: while they hold more, the next line is not read (a request
+	// larger than the bound is still read when nothing else is pending).
+	// A request counts its length, at least 8 KiB (what it costs while
+	// pending), until its answer is written, so a client that sends and
+	// does not read its answers stops being read. It bounds the memory a
+	// client's calls can take, since each is held several times over while
+	// it is decoded and run. Zero means DefaultMaxPendingBytes.
 	MaxPendingBytes int64
 }
 
 // DefaultMaxPendingBytes is StdioTransport.MaxPendingBytes's default.
 const DefaultMaxPendingBytes = 32 << 20
+
+// minRequestCost is the least a request read counts against
+// MaxPendingBytes, whatever its length: each holds a goroutine and the
+// SDK's state until its answer is written, about 5 KiB (measured with
+// pings whose answers could not be written), so a client's tiny requests
+// are bounded in number as its large ones are in bytes.
+const minRequestCost = 8 << 10
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -68,12 +77,13 @@ type lineConn struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	// Requests read and not yet answered, by id, and their bytes.
+	// Requests read and not yet answered, by id, and what they count; held
+	// sums what the requests read count until their answers are written.
 	pmu     sync.Mutex
 	budget  int64
 	held    int64
 	pending map[any]int64
-	freed   chan struct{} // signalled when an answer frees bytes
+	freed   chan struct{} // signalled when a written answer frees bytes
 }
 
 // admission is what admit decided.
@@ -85,11 +95,13 @@ const (
 	closing             // the connection closed while waiting
 )
 
-// admit waits until a request of n bytes fits the pending budget (or
-// nothing is pending) and counts it under id. A request whose id is that
-// of one not yet answered is not counted: its answer (the SDK's, or the
-// transport's refusal) would free the bytes of the one still in flight.
+// admit waits until a request of n bytes (counted as at least
+// minRequestCost) fits the pending budget (or nothing is pending) and
+// counts it under id. A request whose id is that of one not yet answered
+// is not counted: its answer (the SDK's, or the transport's refusal) would
+// free the bytes of the one still in flight.
 func (c *lineConn) admit(id any, n int64) admission {
+	n = max(n, minRequestCost)
 	for {
 		c.pmu.Lock()
 		if _, dup := c.pending[id]; dup {
@@ -111,18 +123,27 @@ func (c *lineConn) admit(id any, n int64) admission {
 	}
 }
 
-// answered releases the bytes of the request id.
-func (c *lineConn) answered(id any) {
+// answered frees the id of the request id for a new request and returns
+// what the request counts, to release once its answer is written.
+func (c *lineConn) answered(id any) int64 {
 	c.pmu.Lock()
-	n, ok := c.pending[id]
+	defer c.pmu.Unlock()
+	n := c.pending[id]
 	delete(c.pending, id)
+	return n
+}
+
+// release frees n bytes of the pending budget: an answer is written.
+func (c *lineConn) release(n int64) {
+	if n == 0 {
+		return
+	}
+	c.pmu.Lock()
 	c.held -= n
 	c.pmu.Unlock()
-	if ok {
-		select {
-		case c.freed <- struct{}{}:
-		default:
-		}
+	select {
+	case c.freed <- struct{}{}:
+	default:
 	}
 }
 
@@ -234,10 +255,14 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
 	// The id is free again before the client can read the answer: a
-	// client may reuse it as soon as it has.
+	// client may reuse it as soon as it has. The request's bytes stay
+	// counted until the answer is written: a client that does not read
+	// its answers must not have more requests read.
+	var n int64
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
-		c.answered(resp.ID.Raw())
+		n = c.answered(resp.ID.Raw())
 	}
+	defer c.release(n)
 	return c.writeLine(data)
 }
 

@@ -1,0 +1,109 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stuckWriter is a client's stdin that nobody reads: every Write blocks
+// until the test ends.
+type stuckWriter struct{ release chan struct{} }
+
+func (w stuckWriter) Write(p []byte) (int, error) {
+	<-w.release
+	return 0, errors.New("closed")
+}
+
+// connTransport hands the SDK a connection made beforehand, so the test
+// can look at the lineConn it serves.
+type connTransport struct{ c mcp.Connection }
+
+func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// TestStdioRequestsStayBoundedWhileAnswersAreNotRead: a client that writes
+// requests and never reads its answers (a buggy client, or a hostile one)
+// must not make airlock read, and hold a goroutine and the SDK's state
+// for, every request it sends: the requests read and not yet answered stay
+// within MaxPendingBytes until their answers are written, and a small
+// request counts as what it costs, not as its few bytes. On main the
+// bytes of a request were freed before its answer was written, so 200,000
+// pings were all read and each held a blocked goroutine (about 1.1 GB).
+func TestStdioRequestsStayBoundedWhileAnswersAreNotRead(t *testing.T) {
+	srv, err := New(&Options{Open: func(context.Context) (*broker.Session, error) {
+		return nil, errors.New("no session in this test")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 256 << 10
+	out := stuckWriter{release: make(chan struct{})}
+	pr, pw := io.Pipe()
+	tr := &StdioTransport{Reader: pr, Writer: out, MaxPendingBytes: budget}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := conn.(*lineConn)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, connTransport{c: conn}) }()
+	defer func() {
+		cancel()
+		close(out.release)
+		pw.Close()
+		<-served
+	}()
+
+	const n = 200_000
+	goroutines := runtime.NumGoroutine()
+	fed := make(chan int, 1)
+	go func() {
+		for id := 1; id <= n; id++ {
+			if _, err := fmt.Fprintf(pw, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", id); err != nil {
+				fed <- id - 1
+				return
+			}
+		}
+		fed <- n
+	}()
+	// Either the reader stops, the budget full of requests whose answers
+	// cannot be written, or it reads every request.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case got := <-fed:
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			t.Logf("heap %d MB stacks %d MB sys %d MB", ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20)
+			t.Fatalf("airlock read all %d requests while none of their answers could be written (MaxPendingBytes %d); goroutines %d -> %d",
+				got, budget, goroutines, runtime.NumGoroutine())
+		default:
+		}
+		lc.pmu.Lock()
+		full := lc.held+minRequestCost > lc.budget
+		held, pending := lc.held, len(lc.pending)
+		lc.pmu.Unlock()
+		if full {
+			if max := budget / minRequestCost; pending > max {
+				t.Fatalf("%d requests are held (%d bytes), want at most %d", pending, held, max)
+			}
+			if d := runtime.NumGoroutine() - goroutines; d > 4*budget/minRequestCost+100 {
+				t.Fatalf("%d more goroutines with %d requests pending", d, pending)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("neither were all requests read nor was the budget filled: held %d of %d, %d pending", held, budget, pending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
