@@ -37,7 +37,9 @@ type HTTPServerOptions struct {
 
 // NewHTTPServer returns the http.Server that serves h, to serve on a
 // connlimit.Listener (its ConnContext lets Handler mark the connections
-// that show the token). It has no read or write timeout for a whole
+// that show the token). It serves HTTP/1.1 only, one request at a time on a
+// connection, so the connection cap bounds the requests in flight. It has
+// no read or write timeout for a whole
 // request, since a tool call may run for minutes and its answer streams:
 // the header timeout, the idle timeout, the body timeout of Handler, the
 // close after a refusal and the connection cap bound what a client that
@@ -57,7 +59,14 @@ func NewHTTPServer(h http.Handler, o *HTTPServerOptions) *http.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// HTTP/1.1 only, over HTTPS too: an HTTP/2 connection carries up to
+	// 250 requests at once, which would make the connection cap (and the
+	// body cap with it) no bound on the requests, and their bodies, that a
+	// client holds.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	return &http.Server{
+		Protocols:         &protocols,
 		Handler:           h,
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
