@@ -35,9 +35,11 @@ type StdioTransport struct {
 	// larger than the bound is still read when nothing else is pending).
 	// A request counts its length, at least 8 KiB (what it costs while
 	// pending), until its answer is written, so a client that sends and
-	// does not read its answers stops being read. It bounds the memory a
-	// client's calls can take, since each is held several times over while
-	// it is decoded and run. Zero means DefaultMaxPendingBytes.
+	// does not read its answers stops being read; a notification read
+	// while an answer is unwritten counts too (admitNotification). It
+	// bounds the memory a client's calls can take, since each is held
+	// several times over while it is decoded and run. Zero means
+	// DefaultMaxPendingBytes.
 	MaxPendingBytes int64
 }
 
@@ -50,6 +52,11 @@ const DefaultMaxPendingBytes = 32 << 20
 // pings whose answers could not be written), so a client's tiny requests
 // are bounded in number as its large ones are in bytes.
 const minRequestCost = 8 << 10
+
+// minNotificationCost is the least a notification read counts against
+// MaxPendingBytes while a request's answer is unwritten (see
+// admitNotification): about 270 bytes in the SDK's queue, measured.
+const minNotificationCost = 1 << 10
 
 // Connect implements mcp.Transport.
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -78,12 +85,16 @@ type lineConn struct {
 	closeOnce sync.Once
 
 	// Requests read and not yet answered, by id, and what they count; held
-	// sums what the requests read count until their answers are written.
-	pmu     sync.Mutex
-	budget  int64
-	held    int64
-	pending map[any]int64
-	freed   chan struct{} // signalled when a written answer frees bytes
+	// sums what the requests read count until their answers are written,
+	// and what the notifications read since unwritten was last zero count
+	// (notes).
+	pmu       sync.Mutex
+	budget    int64
+	held      int64
+	pending   map[any]int64
+	unwritten int           // requests read whose answers are not yet written
+	notes     int64         // what the notifications in held count
+	freed     chan struct{} // signalled when a written answer frees bytes
 }
 
 // admission is what admit decided.
@@ -111,6 +122,36 @@ func (c *lineConn) admit(id any, n int64) admission {
 		if c.held == 0 || c.held+n <= c.budget {
 			c.held += n
 			c.pending[id] = n
+			c.unwritten++
+			c.pmu.Unlock()
+			return admitted
+		}
+		c.pmu.Unlock()
+		select {
+		case <-c.freed:
+		case <-c.closed:
+			return closing
+		}
+	}
+}
+
+// admitNotification waits until a notification of n bytes fits the pending
+// budget while a request's answer is unwritten, and counts it (as at least
+// minNotificationCost) until every answer owed is written. The SDK handles
+// initialize, and a call it refuses before running it, in order with the
+// notifications: while such an answer cannot be written, every message
+// read after it waits in the SDK's queue, which has no bound. With no
+// answer owed, nothing can hold that queue up, and a notification is not
+// counted.
+func (c *lineConn) admitNotification(n int64) admission {
+	n = max(n, minNotificationCost)
+	for {
+		c.pmu.Lock()
+		if c.unwritten == 0 || c.held+n <= c.budget {
+			if c.unwritten > 0 {
+				c.held += n
+				c.notes += n
+			}
 			c.pmu.Unlock()
 			return admitted
 		}
@@ -140,6 +181,13 @@ func (c *lineConn) release(n int64) {
 	}
 	c.pmu.Lock()
 	c.held -= n
+	c.unwritten--
+	if c.unwritten == 0 {
+		// Every answer owed is written: the SDK's queue is not held up,
+		// and the notifications before it have been handled.
+		c.held -= c.notes
+		c.notes = 0
+	}
 	c.pmu.Unlock()
 	select {
 	case c.freed <- struct{}{}:
@@ -177,6 +225,10 @@ func (c *lineConn) readLoop(r *bufio.Reader, limit int) {
 					return
 				case duplicate:
 					bad = invalidRequest(messageID(msg), "the id %.64s is already in use by a request not yet answered", messageID(msg))
+				}
+			} else if bad == nil && ok {
+				if c.admitNotification(int64(len(line))) == closing {
+					return
 				}
 			}
 			if bad != nil {

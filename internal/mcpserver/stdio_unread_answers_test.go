@@ -107,3 +107,76 @@ func TestStdioRequestsStayBoundedWhileAnswersAreNotRead(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStdioNotificationsStayBoundedBehindAnUnwrittenAnswer: the SDK handles
+// initialize (and a call it refuses before running it) in order with the
+// notifications, so while that answer cannot be written every message read
+// after it waits in the SDK's queue, which has no bound. Notifications read
+// while a request's answer is unwritten count against MaxPendingBytes too:
+// a client that sends an initialize, never reads, and sends notifications
+// without end stops being read. On main 200,000 notifications were all read
+// and queued (53 MB, and growing with every one).
+func TestStdioNotificationsStayBoundedBehindAnUnwrittenAnswer(t *testing.T) {
+	srv, err := New(&Options{Open: func(context.Context) (*broker.Session, error) {
+		return nil, errors.New("no session in this test")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 256 << 10
+	out := stuckWriter{release: make(chan struct{})}
+	pr, pw := io.Pipe()
+	tr := &StdioTransport{Reader: pr, Writer: out, MaxPendingBytes: budget}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := conn.(*lineConn)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, connTransport{c: conn}) }()
+	defer func() {
+		cancel()
+		close(out.release)
+		pw.Close()
+		<-served
+	}()
+
+	const n = 200_000
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fed := make(chan int, 1)
+	go func() {
+		fmt.Fprintln(pw, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+		for id := 1; id <= n; id++ {
+			if _, err := fmt.Fprintf(pw, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`+"\n", id); err != nil {
+				fed <- id - 1
+				return
+			}
+		}
+		fed <- n
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case got := <-fed:
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			t.Fatalf("airlock read all %d notifications behind an answer it could not write (MaxPendingBytes %d); heap in use %d -> %d MB",
+				got, budget, before.HeapInuse>>20, ms.HeapInuse>>20)
+		default:
+		}
+		lc.pmu.Lock()
+		full := lc.held+minNotificationCost > lc.budget
+		held := lc.held
+		lc.pmu.Unlock()
+		if full {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("neither were all notifications read nor was the budget filled: held %d of %d", held, budget)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
