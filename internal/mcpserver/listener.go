@@ -20,6 +20,12 @@ const (
 	// DefaultMaxConnections caps the connections open at once (see
 	// connlimit: those that have not shown the token give way to new ones).
 	DefaultMaxConnections = 256
+	// MaxHeaderBytes caps a request's header block; a larger one is
+	// answered 431 and its connection closed. MCP's headers (a bearer
+	// token, Mcp-Session-Id, Accept...) take a few hundred bytes; net/http's
+	// default of 1 MiB let each connection, before it shows the token,
+	// make the server hold 1 MiB for the header timeout.
+	MaxHeaderBytes = 64 << 10
 )
 
 // HTTPServerOptions configure NewHTTPServer.
@@ -69,6 +75,7 @@ func NewHTTPServer(h http.Handler, o *HTTPServerOptions) *http.Server {
 		Protocols:         &protocols,
 		Handler:           h,
 		ReadHeaderTimeout: opts.HeaderTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		IdleTimeout:       opts.IdleTimeout,
 		TLSConfig:         opts.TLS,
 		ConnContext:       connlimit.ConnContext,
