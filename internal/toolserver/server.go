@@ -210,6 +210,10 @@ const (
 	IdleTimeout = 30 * time.Second
 	// DefaultMaxConnections caps the connections open at once.
 	DefaultMaxConnections = 128
+	// MaxHeaderBytes caps a request's header block: a broker's upgrade
+	// sends a few hundred bytes, and net/http's default (1 MiB) let every
+	// connection without the token hold that much for HeaderTimeout.
+	MaxHeaderBytes = 64 << 10
 )
 
 // HTTPServer returns the http.Server that serves Handler(token), to serve
@@ -220,8 +224,15 @@ const (
 // write timeout for a whole request: a broker's connection lasts as long as
 // its session.
 func (s *Server) HTTPServer(token string) *http.Server {
+	// HTTP/1.1 only: a broker's connection is a WebSocket, HTTP/1.1's, and
+	// an HTTP/2 connection carries many requests at once, past what the
+	// connection cap bounds.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	return &http.Server{
+		Protocols:         &protocols,
 		Handler:           s.Handler(token),
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ReadHeaderTimeout: HeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		ConnContext:       connlimit.ConnContext,
