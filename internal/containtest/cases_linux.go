@@ -30,6 +30,7 @@ var cases = []struct {
 	{"11-fork-bomb", (*suite).forkBomb},
 	{"12-memory-bomb", (*suite).memoryBomb},
 	{"13-disk-fill", (*suite).diskFill},
+	{"13-disk-fill-below-a-mount-in-a-grant", (*suite).diskFillSubmount},
 	{"14-processes-left-behind", (*suite).leftBehind},
 	{"19-no-network", (*suite).noNetwork},
 	{"30-environment", (*suite).environment},
@@ -324,6 +325,20 @@ func (s *suite) diskFill() {
 	res = s.call("shell", map[string]any{"cwd": s.disk, "command": `rm -f f*; seq 1 19500 | xargs touch 2>/dev/null; echo made all; sleep 60`})
 	if !slices.Contains(res.Output.Meta.LimitsHit, wire.LimitDisk) || res.Output.Meta.Limit != wire.LimitDisk {
 		s.t.Errorf("using up the grant's inodes: class %s, limit %q, limits hit %v; want the disk limit: %q", res.Class, res.Output.Meta.Limit, res.Output.Meta.LimitsHit, res.Output.Content)
+	}
+}
+
+// Case 13, a file system mounted inside a writable grant: the grant's
+// tree holds it (a home directory with a data disk under it), the sandbox
+// may write it as it may the grant, so the guard watches it too and a
+// fill there is stopped, as one of the grant's own file system is.
+func (s *suite) diskFillSubmount() {
+	if s.vol == "" {
+		s.t.Skip("needs root to mount a small file system inside the grant (CI runs as root)")
+	}
+	res := s.call("shell", map[string]any{"cwd": s.vol, "command": `i=0; while [ $i -lt 120 ]; do head -c 1048576 /dev/zero > f$i 2>/dev/null; i=$((i+1)); done; echo wrote all; sleep 60`})
+	if !slices.Contains(res.Output.Meta.LimitsHit, wire.LimitDisk) || res.Output.Meta.Limit != wire.LimitDisk {
+		s.t.Errorf("filling a file system mounted in the grant: class %s, limit %q, limits hit %v; want the disk limit: %q", res.Class, res.Output.Meta.Limit, res.Output.Meta.LimitsHit, res.Output.Content)
 	}
 }
 

@@ -105,6 +105,7 @@ type suite struct {
 	secrets    []string
 	sweep      map[string]string // the probe's syscall sweep
 	disk       string            // a small file system granted read-write (case 13), or ""
+	vol        string            // a small file system mounted at $W/vol (case 13), or ""
 }
 
 func newSuite(t *testing.T, o *Options) *suite {
@@ -160,6 +161,9 @@ func newSuite(t *testing.T, o *Options) *suite {
 	t.Setenv("SSH_AUTH_SOCK", "/run/"+s.envCanary+".sock")
 	s.sentinel = newSentinel(t)
 	rw := []string{s.W}
+	// Mounted before the session opens, so that every sandbox, warm ones
+	// too, has it in its view of $W.
+	s.vol = smallDisk(t, filepath.Join(s.W, "vol"))
 	if s.disk = smallDisk(t, filepath.Join(base, "disk")); s.disk != "" {
 		rw = append(rw, s.disk)
 	}
@@ -474,8 +478,8 @@ const smallDiskSize = "96m"
 // inode floor on it is 4096.
 const smallDiskInodes = "20000"
 
-// smallDisk mounts a tmpfs of smallDiskSize at dir for case 13 and returns
-// dir, or "" where this process may not mount.
+// smallDisk mounts a tmpfs of smallDiskSize at dir, which it makes, for
+// case 13 and returns dir, or "" where this process may not mount.
 func smallDisk(t *testing.T, dir string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {

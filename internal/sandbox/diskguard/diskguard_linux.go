@@ -1,6 +1,12 @@
 package diskguard
 
 import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,14 +58,16 @@ type Guard struct {
 }
 
 // Open records the space of the file systems of sources, the host paths a
-// call may write, and their floors (set: see Floor; and InodeFloor). Call
-// it before anything of the call runs, so that what the call writes counts
-// as its own; then Watch, or Close. It returns nil when no source can be
-// opened.
+// call may write, and of every writable file system mounted beneath them
+// (a sandbox's grant is a recursive bind: a disk mounted inside a granted
+// tree is written through it), and their floors (set: see Floor; and
+// InodeFloor). Call it before anything of the call runs, so that what the
+// call writes counts as its own; then Watch, or Close. It returns nil when
+// no source can be opened.
 func Open(sources []string, set int64) *Guard {
 	var fss []guarded
 	seen := map[uint64]bool{}
-	for _, src := range sources {
+	for _, src := range slices.Concat(sources, mountsBeneath(sources)) {
 		fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
@@ -124,4 +132,64 @@ func (g *Guard) Watch(kill func()) (stop func()) {
 		<-stopped
 		g.Close()
 	})
+}
+
+// mountsBeneath returns the mount points of this process's mount namespace
+// that lie strictly beneath one of dirs and are mounted read-write: the
+// file systems a recursive bind of dirs lets a sandbox write besides
+// their own.
+func mountsBeneath(dirs []string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		// id parent major:minor root mount-point options ...
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || readOnly(fields[5]) {
+			continue
+		}
+		point := unescapeMountinfo(fields[4])
+		for _, d := range dirs {
+			if d = filepath.Clean(d); strings.HasPrefix(point, d+"/") || d == "/" && point != "/" {
+				out = append(out, point)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// readOnly reports whether a mountinfo line's per-mount options say ro.
+func readOnly(opts string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == "ro" {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space,
+// \011, \012, \134) in a path.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -46,3 +46,41 @@ func TestWatchCountsFromOpen(t *testing.T) {
 	<-killed
 	stop()
 }
+
+// A file system mounted beneath a guarded source is written through it
+// (a sandbox's grant is a recursive bind), so it is guarded too; one
+// mounted read-only is not.
+func TestOpenGuardsMountsBeneath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small file system (CI runs as root)")
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "a b", "sub")
+	ro := filepath.Join(dir, "ro")
+	for _, d := range []string{sub, ro} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount(testenv.FSSource, sub, "tmpfs", 0, "size=16m"); err != nil {
+		t.Skipf("mounting a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(sub, unix.MNT_DETACH) })
+	if err := unix.Mount(testenv.FSSource, ro, "tmpfs", unix.MS_RDONLY, "size=16m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(ro, unix.MNT_DETACH) })
+
+	if got := mountsBeneath([]string{dir + "/"}); len(got) != 1 || got[0] != sub {
+		t.Errorf("mountsBeneath(%s) = %q, want [%s] (the read-write one, its name unescaped)", dir, got, sub)
+	}
+	g := Open([]string{dir}, 64<<20)
+	defer g.Close()
+	if err := os.WriteFile(filepath.Join(sub, "f"), make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	killed := make(chan struct{}, 1)
+	stop := g.Watch(func() { killed <- struct{}{} })
+	<-killed
+	stop()
+}
