@@ -88,6 +88,11 @@ type WorkInfo struct {
 	LogPath   string
 	LogCap    int64
 	LogCapped bool
+	// LogFull reports that the log stopped short of its cap, holding the
+	// first LogFullAt bytes, because the records' file system reached its
+	// floor of free space (see diskguard.Floor).
+	LogFull   bool
+	LogFullAt int64
 	// Detail explains a failure or a stop (for logs, not the model).
 	Detail string
 }
@@ -142,8 +147,15 @@ func (w *work) snapshot() WorkInfo {
 	w.mu.Lock()
 	info := w.info
 	w.mu.Unlock()
-	info.Bytes, info.LogCapped = w.out.size()
+	info.setSize(w.out)
 	return info
+}
+
+// setSize sets i's byte count and the state of its log from o.
+func (i *WorkInfo) setSize(o *workOutput) {
+	var at int64
+	i.Bytes, i.LogCapped, at = o.size()
+	i.LogFull, i.LogFullAt = at >= 0, max(at, 0)
 }
 
 // Background lists the session's background commands, oldest first.
@@ -410,7 +422,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 	}
 	final := *info
 	w.mu.Unlock()
-	final.Bytes, final.LogCapped = w.out.size()
+	final.setSize(w.out)
 
 	rec := audit.Record{
 		Kind: audit.KindBackgroundEnd, Session: s.id, CallID: w.callID, Tool: "shell", WorkID: w.id,
@@ -421,7 +433,7 @@ func (s *Session) finish(w *work, res *sandbox.Result, err error) {
 		Duration: ms(final.Ended.Sub(final.Started)),
 		BytesOut: int(min(final.Bytes, int64(^uint(0)>>1))),
 	}
-	rec.Truncated = final.LogCapped
+	rec.Truncated = final.LogCapped || final.LogFull
 	if res != nil {
 		rec.Backend, rec.Isolation = res.Isolation.Backend, res.Isolation.Features
 		rec.SetupMS = ms(res.Setup)
@@ -450,6 +462,9 @@ func endDetail(i WorkInfo) string {
 	fmt.Fprintf(&b, " after %.1fs; %d bytes of output", i.Ended.Sub(i.Started).Seconds(), i.Bytes)
 	if i.LogCapped {
 		fmt.Fprintf(&b, "; log capped at %d bytes", i.LogCap)
+	}
+	if i.LogFull {
+		fmt.Fprintf(&b, "; log stopped at %d bytes: the records' disk is nearly full", i.LogFullAt)
 	}
 	if i.Detail != "" {
 		b.WriteString("; " + i.Detail)
@@ -610,7 +625,10 @@ func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, no
 		out.Truncated = true
 		out.Meta.OmittedBytes = i.Bytes - int64(len(tail.data))
 	}
-	if i.LogCapped {
+	switch {
+	case i.LogFull:
+		fmt.Fprintf(&b, "log stopped at %d bytes, the disk it is on being nearly full: the log file holds only the first %d bytes of the output\n", i.LogFullAt, i.LogFullAt)
+	case i.LogCapped:
 		fmt.Fprintf(&b, "log capped at %d bytes: the log file holds only the first %d bytes of the output\n", i.LogCap, i.LogCap)
 	}
 	if len(tail.data) > 0 {

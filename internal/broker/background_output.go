@@ -9,12 +9,16 @@ import (
 // workOutput is where a background command's stdout and stderr both go: a
 // log file holding the first logCap bytes, a count of every byte, and a ring
 // of the last TailBytes. The sandbox relays the two streams concurrently, so
-// Write is serialised. It never fails: a log write error only stops the log.
+// Write is serialised. It never fails: a log write error only stops the log,
+// and so does a write that would take the log's file system below its floor
+// of free space (logRoom): the records directory is the host's disk, which
+// no grant's disk guard watches, and a session's audit records share it.
 type workOutput struct {
 	mu      sync.Mutex
 	f       *os.File // nil once closed or failed
 	logCap  int64
 	logged  int64
+	full    bool // the log stopped at its file system's floor
 	total   int64
 	ring    []byte // the last len(ring) bytes, oldest at next once full
 	next    int
@@ -32,11 +36,16 @@ func (o *workOutput) Write(p []byte) (int, error) {
 	o.total += int64(n)
 	if o.f != nil && o.logged < o.logCap {
 		k := int(min(int64(n), o.logCap-o.logged))
-		w, err := o.f.Write(p[:k])
-		o.logged += int64(w)
-		if err != nil {
+		if !logRoom(o.f, k) {
+			o.full = true
 			o.f.Close()
 			o.f = nil
+		} else if w, err := o.f.Write(p[:k]); err != nil {
+			o.logged += int64(w)
+			o.f.Close()
+			o.f = nil
+		} else {
+			o.logged += int64(w)
 		}
 	}
 	if n >= o.ringCap {
@@ -76,11 +85,17 @@ func (o *workOutput) dropTail() {
 	o.ring, o.next = nil, 0
 }
 
-// size is the bytes written so far and whether they passed the log cap.
-func (o *workOutput) size() (total int64, capped bool) {
+// size is the bytes written so far, whether they passed the log cap, and
+// how many the log holds when it stopped short of the cap at its file
+// system's floor (else -1).
+func (o *workOutput) size() (total int64, capped bool, fullAt int64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.total, o.total > o.logCap
+	fullAt = -1
+	if o.full {
+		fullAt = o.logged
+	}
+	return o.total, o.total > o.logCap, fullAt
 }
 
 // tailOutput is the end of the output; all reports that it is all of it.
