@@ -1,8 +1,8 @@
 package diskguard
 
 import (
-	"bufio"
-	"os"
+	"bytes"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -137,23 +137,36 @@ func (g *Guard) Watch(kill func()) (stop func()) {
 // mountsBeneath returns the mount points of this process's mount namespace
 // that lie strictly beneath one of dirs and are mounted read-write: the
 // file systems a recursive bind of dirs lets a sandbox write besides
-// their own.
+// their own. It reads mountinfo with open and read alone (no poller, no
+// scanner): it runs before every call.
 func mountsBeneath(dirs []string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	b, err := readMountinfo()
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
 		// id parent major:minor root mount-point options ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || readOnly(fields[5]) {
+		var f [6][]byte
+		n := 0
+		for n < len(f) && len(line) > 0 {
+			i := bytes.IndexByte(line, ' ')
+			if i < 0 {
+				i = len(line)
+			}
+			f[n], n = line[:i], n+1
+			line = line[min(i+1, len(line)):]
+		}
+		if n < len(f) || readOnly(string(f[5])) {
 			continue
 		}
-		point := unescapeMountinfo(fields[4])
+		point := unescapeMountinfo(string(f[4]))
 		for _, d := range dirs {
 			if d = filepath.Clean(d); strings.HasPrefix(point, d+"/") || d == "/" && point != "/" {
 				out = append(out, point)
@@ -162,6 +175,32 @@ func mountsBeneath(dirs []string) []string {
 		}
 	}
 	return out
+}
+
+// readMountinfo returns this process's /proc/self/mountinfo.
+func readMountinfo() ([]byte, error) {
+	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 16<<10)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, cap(b))
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
 }
 
 // readOnly reports whether a mountinfo line's per-mount options say ro.
