@@ -27,9 +27,12 @@
 //     (usercounts_linux.go: each new one gets its bound or half of what is
 //     left, so parallel and background calls together cannot use the
 //     user's up either);
-//     io_setup is refused (kernel AIO is one pool for the machine). Epoll watches are counted per host user with no
-//     per-namespace bound; their memory is the sandbox's, so its memory
-//     limit bounds them.
+//     io_setup is refused (kernel AIO is one pool for the machine). Epoll
+//     watches are counted per host user with no per-namespace bound; their
+//     memory is the sandbox's, but at about 200 bytes a watch the memory
+//     limit does not keep a sandbox from using up the host user's
+//     fs.epoll.max_user_watches while it runs (the README says so); only a
+//     host user of its own would.
 //   - Cgroups: v2 when the broker's cgroup has memory and pids delegated,
 //     else v1 memory+pids where the broker may write both. On v2 the
 //     broker enables the two controllers for its cgroup's children; since a
