@@ -29,10 +29,11 @@
 //     user's up either);
 //     io_setup is refused (kernel AIO is one pool for the machine). Epoll
 //     watches are counted per host user with no per-namespace bound; their
-//     memory is the sandbox's, but at about 200 bytes a watch the memory
-//     limit does not keep a sandbox from using up the host user's
-//     fs.epoll.max_user_watches while it runs (the README says so); only a
-//     host user of its own would.
+//     memory is the sandbox's, but the kernel sizes
+//     fs.epoll.max_user_watches at 4% of the RAM, so a memory limit above
+//     about 5% of it (the default 1 GiB on a host of 20 GB or less) does
+//     not keep a sandbox from using up the host user's watches while it
+//     runs (the README says so); only a host user of its own would.
 //   - Cgroups: v2 when the broker's cgroup has memory and pids delegated,
 //     else v1 memory+pids where the broker may write both. On v2 the
 //     broker enables the two controllers for its cgroup's children; since a
