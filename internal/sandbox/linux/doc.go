@@ -33,7 +33,12 @@
 //     fs.epoll.max_user_watches at 4% of the RAM, so a memory limit above
 //     about 5% of it (the default 1 GiB on a host of 20 GB or less) does
 //     not keep a sandbox from using up the host user's watches while it
-//     runs (the README says so); only a host user of its own would.
+//     runs (the README says so); only a host user of its own would. Open
+//     files are counted for the whole host (fs.file-max, one per 10 KiB of
+//     RAM) and a mapped file stays open once its descriptor is closed, so
+//     RLIMIT_NOFILE does not bound them either: at about 570 bytes each,
+//     the memory limit does only when it is small against the RAM (the
+//     README says so too).
 //   - Cgroups: v2 when the broker's cgroup has memory and pids delegated,
 //     else v1 memory+pids where the broker may write both. On v2 the
 //     broker enables the two controllers for its cgroup's children; since a
