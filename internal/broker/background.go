@@ -51,6 +51,9 @@ const (
 	// older one's tail is dropped (its log file keeps the output), so a
 	// session that starts work after work holds a bounded amount.
 	maxEndedTails = 256
+	// backgroundLogsKeptFactor: by default a session keeps this many times
+	// BackgroundLogCap of its ended works' logs on disk.
+	backgroundLogsKeptFactor = 4
 )
 
 // States of background work.
@@ -93,6 +96,10 @@ type WorkInfo struct {
 	// floor of free space (see diskguard.Floor).
 	LogFull   bool
 	LogFullAt int64
+	// LogRemoved reports that the log file was removed after the work
+	// ended: a session keeps only its latest ended works' logs, up to
+	// Options.BackgroundLogsKept bytes.
+	LogRemoved bool
 	// Detail explains a failure or a stop (for logs, not the model).
 	Detail string
 }
@@ -121,6 +128,10 @@ type background struct {
 	wg    sync.WaitGroup
 	// ended are the ended works that still keep their tail, oldest first.
 	ended []*work
+	// logs are the ended works whose log file is still on disk, oldest
+	// first, and logBytes what those files hold.
+	logs     []*work
+	logBytes int64
 }
 
 // requestStop asks the sandbox to SIGTERM all of its processes.
@@ -156,6 +167,7 @@ func (i *WorkInfo) setSize(o *workOutput) {
 	var at int64
 	i.Bytes, i.LogCapped, at = o.size()
 	i.LogFull, i.LogFullAt = at >= 0, max(at, 0)
+	_, i.LogRemoved = o.logState()
 }
 
 // Background lists the session's background commands, oldest first.
@@ -341,8 +353,10 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		stopEgress()
 		s.finish(w, res, err)
 		s.adm.endBackground(&s.bgHeld) // free once the work is seen to have ended
+		// Retired before a wait answers, so that what the session keeps
+		// is within its bounds whenever the model reads that work ended.
+		s.retire(w)
 		close(w.done)
-		s.keepTail(w)
 	}()
 	s.logger.Info("background work started", "work", id, "call", c.id)
 	return wire.ToolOutput{
@@ -351,9 +365,13 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 	}, ClassOK, ""
 }
 
-// keepTail counts w among the ended works that keep their tail in memory,
-// dropping the tail of the oldest past maxEndedTails.
-func (s *Session) keepTail(w *work) {
+// retire counts the ended work w among those that keep their tail in
+// memory and their log on disk, dropping the tail of the oldest past
+// maxEndedTails and removing the logs of the oldest while the logs kept
+// hold more than Options.BackgroundLogsKept: each log is capped, but a
+// session that starts work after work would otherwise fill the records'
+// disk, and with it every session's audit records.
+func (s *Session) retire(w *work) {
 	s.bg.mu.Lock()
 	defer s.bg.mu.Unlock()
 	s.bg.ended = append(s.bg.ended, w)
@@ -363,6 +381,24 @@ func (s *Session) keepTail(w *work) {
 		}
 		s.bg.ended = append(s.bg.ended[:0], s.bg.ended[n:]...)
 	}
+	logged, _ := w.out.logState()
+	s.bg.logs = append(s.bg.logs, w)
+	s.bg.logBytes += logged
+	n := 0
+	for ; n < len(s.bg.logs) && s.bg.logBytes > s.opts.BackgroundLogsKept; n++ {
+		old := s.bg.logs[n]
+		freed, err := old.out.removeLog(old.logPath)
+		if err != nil {
+			// Counted as gone all the same: one file that cannot be
+			// removed must not make the session remove every other.
+			s.logger.Warn("removing an ended background work's log", "work", old.id, "err", err)
+			freed, _ = old.out.logState()
+		} else {
+			s.logger.Info("removed an ended background work's log: the session keeps only its latest", "work", old.id, "bytes", freed)
+		}
+		s.bg.logBytes -= freed
+	}
+	s.bg.logs = append(s.bg.logs[:0], s.bg.logs[n:]...)
 }
 
 // grantedContaining returns the granted path that contains p, or "".
@@ -618,14 +654,19 @@ func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, no
 	if note != "" {
 		b.WriteString(note + "\n")
 	}
+	log := "full log: " + i.LogPath
+	if i.LogRemoved {
+		log = "its log was removed: the session keeps only the logs of its latest ended works"
+	}
 	if tail.all {
-		fmt.Fprintf(&b, "output: %d bytes, all shown (full log: %s)\n", i.Bytes, i.LogPath)
+		fmt.Fprintf(&b, "output: %d bytes, all shown (%s)\n", i.Bytes, log)
 	} else {
-		fmt.Fprintf(&b, "output: %d bytes, last %d shown (full log: %s)\n", i.Bytes, len(tail.data), i.LogPath)
+		fmt.Fprintf(&b, "output: %d bytes, last %d shown (%s)\n", i.Bytes, len(tail.data), log)
 		out.Truncated = true
 		out.Meta.OmittedBytes = i.Bytes - int64(len(tail.data))
 	}
 	switch {
+	case i.LogRemoved:
 	case i.LogFull:
 		fmt.Fprintf(&b, "log stopped at %d bytes, the disk it is on being nearly full: the log file holds only the first %d bytes of the output\n", i.LogFullAt, i.LogFullAt)
 	case i.LogCapped:

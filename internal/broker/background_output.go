@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"unicode/utf8"
@@ -23,6 +25,9 @@ type workOutput struct {
 	ring    []byte // the last len(ring) bytes, oldest at next once full
 	next    int
 	ringCap int
+	// removed reports that the log file was removed (see
+	// Session.retire): the session keeps only its latest ended logs.
+	removed bool
 }
 
 func newWorkOutput(f *os.File, logCap int64) *workOutput {
@@ -83,6 +88,28 @@ func (o *workOutput) dropTail() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ring, o.next = nil, 0
+}
+
+// removeLog removes the log file at path, which the work no longer writes,
+// and returns the bytes it held.
+func (o *workOutput) removeLog(path string) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.removed {
+		return 0, nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("removing background log %s: %w", path, err)
+	}
+	o.removed = true
+	return o.logged, nil
+}
+
+// logState is the bytes the log file holds and whether it was removed.
+func (o *workOutput) logState() (logged int64, removed bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.logged, o.removed
 }
 
 // size is the bytes written so far, whether they passed the log cap, and

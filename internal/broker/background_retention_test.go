@@ -88,9 +88,6 @@ func TestBackgroundEndedTailsAreBounded(t *testing.T) {
 			t.Fatalf("work %d: %q", i, w.Output.Content)
 		}
 	}
-	// The last ended work's tail is dropped only after its wait answered;
-	// give the last goroutines their moment.
-	time.Sleep(100 * time.Millisecond)
 	grew := int64(heap()) - int64(before)
 	if most := int64(works * broker.TailBytes / 2); grew > most {
 		t.Errorf("after %d ended works of 20000 bytes of output each the broker's heap grew by %d bytes (want at most %d): it keeps every tail", works, grew, most)

@@ -86,6 +86,11 @@ type Options struct {
 	// BackgroundLogCap caps each background command's log file (default
 	// DefaultBackgroundLogCap); past it the output is only counted.
 	BackgroundLogCap int64
+	// BackgroundLogsKept is how many bytes of its ended background
+	// commands' logs a session keeps on disk (default 4 times
+	// BackgroundLogCap): past it the oldest ended work's log is removed, so
+	// a session that starts work after work cannot fill the records' disk.
+	BackgroundLogsKept int64
 	// BackgroundWall is the wall-time limit of background commands (default
 	// DefaultBackgroundWall); their other limits are the shell tool's.
 	BackgroundWall time.Duration
@@ -223,6 +228,9 @@ func Open(opts *Options) (*Session, error) {
 	}
 	if o.BackgroundLogCap <= 0 {
 		o.BackgroundLogCap = DefaultBackgroundLogCap
+	}
+	if o.BackgroundLogsKept <= 0 {
+		o.BackgroundLogsKept = backgroundLogsKeptFactor * o.BackgroundLogCap
 	}
 	if o.BackgroundWall <= 0 {
 		o.BackgroundWall = DefaultBackgroundWall
