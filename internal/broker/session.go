@@ -204,6 +204,9 @@ type Session struct {
 	live *audit.Live
 	// inflight is the bytes of arguments of the calls running now.
 	inflight atomic.Int64
+	// calls counts the session's calls in flight, against maxCalls.
+	calls    atomic.Int64
+	maxCalls int64
 	// searches counts the session's web searches, against limits.searches.
 	searches atomic.Int64
 	// cost sums what the session's calls spent.
@@ -281,6 +284,7 @@ func Open(opts *Options) (*Session, error) {
 		secrets:   newSecretStore(o.Secrets, o.LoadSecret),
 		logger:    logger.With("session", o.ID),
 		adm:       o.Admission,
+		maxCalls:  int64(o.Admission.max + o.Admission.queue + maxBrokerCalls),
 		bg:        background{works: map[string]*work{}},
 		ctx:       ctx,
 		cancel:    cancel,
@@ -423,6 +427,11 @@ func (s *Session) enter(ctx context.Context) (context.Context, func(), error) {
 	return ctx, func() { stop(); cancel(); s.wg.Done() }, nil
 }
 
+// maxBrokerCalls is how many calls a session may have in flight past the
+// calls its admission budget runs and queues: background_command's (a
+// wait holds no call slot) and background starts.
+const maxBrokerCalls = 64
+
 // largeCall is the argument size past which a call's memory is returned to
 // the system when it ends.
 const largeCall = 4 << 20
@@ -474,6 +483,15 @@ func (s *Session) run(ctx context.Context, c *call) *Result {
 		return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: the calls in flight carry %s of arguments, the most it holds at once; try again when they finish", grant.FormatSize(int64(s.opts.MaxInFlightBytes))))
 	}
 	defer s.inflight.Add(-n)
+	// Each call in flight holds an in-flight mark (an open file in the
+	// records directory), and the broker's own calls (background_command's
+	// waits, up to 600 s) and wasm calls are held by no queue: the calls a
+	// session has in flight at once are bounded here, before any is marked.
+	if k := s.calls.Add(1); k > s.maxCalls {
+		s.calls.Add(-1)
+		return refuse(grant.Decision{Rule: "admission"}, fmt.Sprintf("airlock is busy: this session has %d calls in flight, the most one session holds at once; try again when one has answered", k-1))
+	}
+	defer s.calls.Add(-1)
 	if !s.opts.Grant.ToolEnabled(c.tool) {
 		return refuse(grant.Decision{Rule: "tools.enabled"}, fmt.Sprintf("tool %q is not enabled by the grant", c.tool))
 	}
