@@ -180,6 +180,65 @@ func NeverMounted(p string) bool {
 	return false
 }
 
+// The host's shared runtime and temporary directories, where programs of
+// every session keep their Unix sockets: the Docker daemon's, D-Bus's and
+// systemd's in /run, the user's own in $XDG_RUNTIME_DIR, tmux's, X11's and
+// ssh-agent's in /tmp. A sandbox that sees a socket can connect to it and
+// have its program act outside the sandbox (docker run, systemd-run, tmux
+// send-keys), and a read-only mount does not stop that: connect(2) is not
+// a write the mount's mode refuses, and a path socket is reached across
+// network namespaces. So no grant, read-only or read-write, may be one of
+// these directories, lie in a runtime one, or hold one; a directory made
+// inside /tmp (mktemp -d) holds only what is put there.
+var (
+	runtimeDirs = []string{"/run"}
+	sharedTemp  = []string{"/tmp", "/var/tmp"}
+)
+
+// socketDirOverlap says why the resolved path p may not be granted because
+// of the host's sockets (see runtimeDirs), or returns "".
+func socketDirOverlap(p string) string {
+	type dir struct{ path, what string }
+	var dirs []dir
+	for _, d := range runtimeDirs {
+		dirs = append(dirs, dir{d, "runtime"})
+	}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		dirs = append(dirs, dir{x, "xdg"})
+	}
+	for _, d := range sharedTemp {
+		dirs = append(dirs, dir{d, "temp"})
+	}
+	for i := range dirs {
+		res, err := resolve(filepath.Clean(dirs[i].path))
+		if err != nil || res.missing > 0 {
+			dirs[i].path = ""
+			continue
+		}
+		dirs[i].path = res.path
+	}
+	// Being or lying in one first, then holding one, so each gets the
+	// sentence that fits it best.
+	for _, d := range dirs {
+		at := d.path
+		switch {
+		case at == "":
+		case d.what == "runtime" && within(p, at):
+			return fmt.Sprintf("%s holds the host's sockets (the Docker daemon's, D-Bus's, systemd's), which a sandbox could connect to whatever the mount's mode; copy what the calls need to a directory outside it and grant that", at)
+		case d.what == "xdg" && within(p, at):
+			return fmt.Sprintf("it lies in the session's runtime directory ($XDG_RUNTIME_DIR, %s), which holds the user's sockets (D-Bus, systemd --user, ssh-agent, gpg-agent), which a sandbox could connect to whatever the mount's mode; grant a directory elsewhere", at)
+		case d.what == "temp" && p == at:
+			return "it is the host's shared temporary directory, where other programs keep their sockets (tmux, X11, ssh-agent), which a sandbox could connect to whatever the mount's mode; grant a directory of its own inside it (mktemp -d)"
+		}
+	}
+	for _, d := range dirs {
+		if at := d.path; at != "" && within(at, p) {
+			return fmt.Sprintf("it holds %s, where other programs keep their sockets (tmux, X11, ssh-agent, D-Bus, Docker), which a sandbox could connect to whatever the mount's mode; grant the directories inside it that are needed", at)
+		}
+	}
+	return ""
+}
+
 // passesThroughProc reports whether resolution visited /proc, whose magic
 // links do not name real paths.
 func (r resolved) passesThroughProc() bool {
@@ -240,6 +299,9 @@ func resolveRoot(given, base string, writable bool) (root, error) {
 		if within(r.path, n) {
 			return root{}, refuse("%s is a kernel file system", n)
 		}
+	}
+	if why := socketDirOverlap(r.path); why != "" {
+		return root{}, refuse("%s", why)
 	}
 	if writable {
 		for _, n := range neverWritable {
