@@ -130,12 +130,23 @@ type Options struct {
 
 // OwnFiles returns what a session keeps from its sandboxes, for
 // grant.Guard: hidden are the records directory, the grant's secret files
-// and private; kept read-only are the grant files, the running binary and
+// and private (a relative one taken from the working directory); kept read-only are the grant files, the running binary and
 // the separate init beside it (held while missing). A sandbox that could
 // rewrite the grant, read a token or replace the binary or its init would
 // widen its own next call.
 func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []string) {
-	hide = append([]string{records}, private...)
+	if abs, err := filepath.Abs(records); records != "" && err == nil {
+		records = abs
+	}
+	hide = []string{records}
+	for _, p := range private {
+		// A file named relative to the working directory (--token-file
+		// tok) is that directory's, which a grant may well hold.
+		if abs, err := filepath.Abs(p); p != "" && err == nil {
+			p = abs
+		}
+		hide = append(hide, p)
+	}
 	for _, r := range g.Secrets() {
 		if f, ok := strings.CutPrefix(r.Source, "file:"); ok && filepath.IsAbs(f) {
 			hide = append(hide, f)

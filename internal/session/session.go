@@ -173,7 +173,9 @@ func RecordsDir(dir string, getenv func(string) string) (string, error) {
 }
 
 // KubeconfigFiles are the existing files holding a Kubernetes cluster's
-// credentials: $KUBECONFIG's, else ~/.kube/config. A session whose hands
+// credentials, absolute: $KUBECONFIG's (a relative entry taken from the
+// working directory, as the cluster's client takes it), else
+// ~/.kube/config. A session whose hands
 // run in the cluster keeps them from its sandboxes (Config.Private).
 func KubeconfigFiles(getenv func(string) string) []string {
 	var out []string
@@ -182,8 +184,14 @@ func KubeconfigFiles(getenv func(string) string) []string {
 		list = []string{filepath.Join(getenv("HOME"), ".kube", "config")}
 	}
 	for _, p := range list {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && filepath.IsAbs(p) {
-			out = append(out, p)
+		// A relative entry is read from the working directory, as the
+		// cluster's client reads it: the sandboxes' default grant.
+		abs, err := filepath.Abs(p)
+		if p == "" || err != nil {
+			continue
+		}
+		if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
+			out = append(out, abs)
 		}
 	}
 	return out
