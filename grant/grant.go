@@ -120,6 +120,7 @@ func build(s *spec, ps *problems) *Grant {
 
 	// Paths.
 	seen := map[string][]string{}
+	mounts := readMounts()
 	for _, set := range []struct {
 		key      []string
 		list     []string
@@ -129,6 +130,14 @@ func build(s *spec, ps *problems) *Grant {
 			r, err := resolveRoot(p, g.base, set.writable)
 			if err != nil {
 				ps.addValue(set.key, p, "%v", err)
+				continue
+			}
+			if point, typ, ok := kernelMount(r.path, mounts); ok {
+				mode := "read-only"
+				if set.writable {
+					mode = "read-write"
+				}
+				ps.addValue(set.key, p, "cannot mount %q %s: the %s file system mounted at %s would come with it, the kernel's own interface to the host (its processes, devices or settings), not files; grant directories that hold no such mount, or unmount it", p, mode, typ, point)
 				continue
 			}
 			if k, dup := seen[r.path]; dup {

@@ -1,0 +1,73 @@
+package grant
+
+import (
+	"bytes"
+	"os"
+	"strings"
+)
+
+// kernelFS are the file system types that are the kernel's interfaces
+// rather than files: the processes of the host (proc), its devices and
+// settings (sysfs, devtmpfs, devpts, debugfs, tracefs, securityfs,
+// configfs, efivarfs, pstore), its cgroups, BPF objects, namespaces,
+// message queues and binary formats. /proc, /sys and /dev are never
+// granted; these are refused wherever else they are mounted.
+var kernelFS = map[string]bool{
+	"proc": true, "sysfs": true, "devtmpfs": true, "devpts": true, "debugfs": true, "tracefs": true,
+	"securityfs": true, "configfs": true, "efivarfs": true, "pstore": true, "cgroup": true, "cgroup2": true,
+	"bpf": true, "nsfs": true, "mqueue": true, "binfmt_misc": true, "fusectl": true, "selinuxfs": true,
+	"hugetlbfs": true, "rpc_pipefs": true, "nfsd": true,
+}
+
+// mountEntry is one line of /proc/self/mountinfo: where, and what type.
+type mountEntry struct{ point, fstype string }
+
+// readMounts returns the mounts of the broker's mount namespace, which a
+// sandbox's granted trees are cloned from (recursively, so with every
+// mount inside them); nil where they cannot be read.
+func readMounts() []mountEntry {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []mountEntry
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER
+		f := strings.Fields(string(line))
+		if len(f) < 7 {
+			continue
+		}
+		for i := 6; i+1 < len(f); i++ {
+			if f[i] == "-" {
+				out = append(out, mountEntry{point: unescapeMount(f[4]), fstype: f[i+1]}) // casefold_linux.go
+				break
+			}
+		}
+	}
+	return out
+}
+
+// kernelMount returns a mount of a kernel file system (kernelFS) that the
+// resolved path p is, lies in or holds, with its type: the sandbox would
+// get it with p. mounts is readMounts'.
+func kernelMount(p string, mounts []mountEntry) (point, fstype string, ok bool) {
+	// The mount p lies on: the last of those holding it (a later mount
+	// over the same point hides an earlier one).
+	holder := -1
+	for i, m := range mounts {
+		if within(p, m.point) {
+			if holder < 0 || len(m.point) >= len(mounts[holder].point) {
+				holder = i
+			}
+		}
+	}
+	if holder >= 0 && kernelFS[mounts[holder].fstype] {
+		return mounts[holder].point, mounts[holder].fstype, true
+	}
+	for _, m := range mounts {
+		if kernelFS[m.fstype] && within(m.point, p) && m.point != p {
+			return m.point, m.fstype, true
+		}
+	}
+	return "", "", false
+}
