@@ -247,6 +247,16 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 					overridden = append(overridden, name)
 					risks = append(risks, fmt.Sprintf("writes protected path %s, allowed by paths.writable_protected %q", loc, name))
 				}
+			case name == ownName:
+				return pathResult{
+					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
+					reason: fmt.Sprintf("%s is airlock's own (a grant file, or the airlock binary and its init) and stays read-only: a sandbox that changed it would widen its own next calls; no grant setting makes it writable", loc),
+				}
+			case name == pathDirRule:
+				return pathResult{
+					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
+					reason: fmt.Sprintf("%s is in a directory on PATH and stays read-only: a program put there would run, outside any sandbox, in place of the command of its name; no grant setting makes it writable", loc),
+				}
 			case name == setIDRule || name == homeLinkRule:
 				return pathResult{
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),

@@ -187,6 +187,17 @@ func build(s *spec, ps *problems) *Grant {
 		}
 	}
 
+	// So would one of a directory on PATH, where the user's next command
+	// is looked up (one inside a read-write tree stays read-only instead:
+	// pathDirsIn).
+	for _, d := range pathDirs() {
+		for _, r := range g.roots {
+			if r.writable && r.path == d {
+				ps.addValue(keyReadWrite, r.given, "%q (%s) is on PATH: a program a sandbox put there would run, outside any sandbox, in place of the command of its name (git, ls, airlock itself); grant it read-only", r.given, r.path)
+			}
+		}
+	}
+
 	for _, n := range s.writableProtected {
 		if !slices.Contains(ProtectedNames(), n) {
 			ps.addValue(keyWritable, n, "%q is not a protected name (names: %s)", n, strings.Join(ProtectedNames(), ", "))
@@ -633,6 +644,7 @@ func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned 
 			}
 		}
 	}
+	protected = append(protected, g.pathDirsIn(pathDirs())...)
 	homeHeld := false
 	home := userHome()
 	for _, r := range g.roots {

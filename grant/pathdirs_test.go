@@ -1,0 +1,64 @@
+package grant
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPathDirsInWritableTreeStayReadOnly: a directory on the user's PATH
+// inside a read-write tree (a project's activated .venv/bin, a
+// direnv-added bin) is where the user's next command is looked up: a
+// program the sandbox puts there (git, ls, airlock itself) runs in place
+// of the real one, outside any sandbox, the next time the user or an MCP
+// client starts it. So it stays read-only like a protected path, with no
+// opt-out, and a read-write grant of a PATH directory itself is refused.
+func TestPathDirsInWritableTreeStayReadOnly(t *testing.T) {
+	T := fixture(t, "ws/.venv/bin/python", "ws/src/main.go", "bin/tool")
+	t.Setenv("PATH", T+"/ws/.venv/bin:"+T+"/bin:/usr/bin:/bin")
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	for _, p := range []string{T + "/ws/.venv/bin/git", T + "/ws/.venv/bin/python", T + "/ws/.venv/bin/airlock"} {
+		d := g.CheckPath(p, true)
+		if d.Allowed {
+			t.Errorf("writing %s allowed: its directory is on PATH", p)
+			continue
+		}
+		if !strings.Contains(d.Reason, "PATH") || strings.Contains(d.Reason, "writable_protected can allow") {
+			t.Errorf("writing %s: reason %q, want it to name PATH and no opt-out", p, d.Reason)
+		}
+	}
+	if !slices.Contains(g.Protected(), T+"/ws/.venv/bin") || !slices.Contains(g.ProtectedDirs(), T+"/ws/.venv/bin") {
+		t.Errorf("%s/ws/.venv/bin is not mounted read-only: protected %v", T, g.Protected())
+	}
+	if d := g.CheckPath(T+"/ws/src/main.go", true); !d.Allowed {
+		t.Errorf("writing the project's own file refused: %s", d.Reason)
+	}
+	if d := g.CheckPath(T+"/ws/.venv/bin/python", false); !d.Allowed {
+		t.Errorf("reading a PATH directory's program refused: %s", d.Reason)
+	}
+	_, err := Parse([]byte("[paths]\nread_write = [\"bin\"]\n"), "grant.toml", T)
+	if err == nil || !strings.Contains(err.Error(), "on PATH") {
+		t.Errorf("a read-write grant of the PATH directory %s/bin: err %v, want a refusal naming PATH", T, err)
+	}
+	mustParse(t, T, "[paths]\nread_only = [\"bin\"]\n")
+}
+
+// TestOwnFileRefusalOffersNoOptOut: a write to one of airlock's own files
+// kept read-only in a read-write tree (Guard: the grant file, the binary)
+// is refused with a reason that does not send the user to
+// paths.writable_protected, which cannot open it.
+func TestOwnFileRefusalOffersNoOptOut(t *testing.T) {
+	T := fixture(t, "ws/grant.toml")
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	gg, err := g.Guard(nil, []string{T + "/ws/grant.toml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := gg.CheckPath(T+"/ws/grant.toml", true)
+	if d.Allowed {
+		t.Fatal("writing the grant file allowed")
+	}
+	if strings.Contains(d.Reason, "writable_protected") || !strings.Contains(d.Reason, "airlock's own") {
+		t.Errorf("reason %q: want it to say the file is airlock's own, with no paths.writable_protected opt-out", d.Reason)
+	}
+}
