@@ -574,8 +574,9 @@ const ownName = "airlock's own file"
 // grant files, the running binary) that lies in a read-write tree stays
 // read-only, like a protected path that paths.writable_protected cannot
 // open. Paths outside every grant are left alone. A path that is a granted
-// root itself, or holds one, cannot be kept this way: that is an error
-// naming it. g is unchanged.
+// root itself, or holds one, cannot be kept this way, nor one reached
+// through a symlink inside a read-write tree (which a sandbox could
+// replace): that is an error naming it. g is unchanged.
 func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 	c := *g
 	c.deny = slices.Clone(g.deny)
@@ -594,6 +595,12 @@ func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 			r, err := resolve(filepath.Clean(p))
 			if err != nil {
 				return nil, fmt.Errorf("airlock's own path %q: %w", p, err)
+			}
+			// A symlink on its way inside a read-write tree is the
+			// sandbox's to replace: the next session would load its grant,
+			// read its token or write its records where it points.
+			if l, w, bad := plantedLink(r.links, g.roots); bad {
+				return nil, fmt.Errorf("airlock's own %s passes through the symlink %s inside the read-write tree %q, which a sandbox could replace; name the path it leads to (%s) directly", p, l, w.given, r.path)
 			}
 			for _, x := range g.roots {
 				if within(x.path, r.path) && (set.hide || x.writable) {
