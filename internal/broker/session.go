@@ -130,8 +130,10 @@ type Options struct {
 
 // OwnFiles returns what a session keeps from its sandboxes, for
 // grant.Guard: hidden are the records directory, the grant's secret files
-// and private (a relative one taken from the working directory); kept read-only are the grant files, the running binary and
-// the separate init beside it (held while missing). A sandbox that could
+// and remote token file, and private (a relative one taken from the
+// working directory); kept read-only are the grant files, the grant's
+// remote CA, the running binary and the separate init beside it (held
+// while missing). A sandbox that could
 // rewrite the grant, read a token or replace the binary or its init would
 // widen its own next call.
 func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []string) {
@@ -152,7 +154,15 @@ func OwnFiles(g *grant.Grant, records string, private []string) (hide, keep []st
 			hide = append(hide, f)
 		}
 	}
+	// The grant's remote hands: the token file is a secret, and the CA
+	// decides whom a later session trusts with it.
+	if f, ok := strings.CutPrefix(g.Remote().Token, "file:"); ok && filepath.IsAbs(f) {
+		hide = append(hide, f)
+	}
 	keep = g.Files()
+	if ca := g.Remote().CA; filepath.IsAbs(ca) {
+		keep = append(keep, ca)
+	}
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real

@@ -94,6 +94,9 @@ func (f *remoteFlags) wrap(ctx context.Context, env *Env, local sandbox.Backend,
 		o.Token = tok
 	}
 	if f.caFile != "" {
+		// It decides whom later sessions trust with the token: no
+		// sandbox may rewrite it (nor needs to see it).
+		*private = append(*private, f.caFile)
 		tc, err := toolserver.CAConfig(f.caFile)
 		if err != nil {
 			return nil, fmt.Errorf("--remote-ca: %w", err)
