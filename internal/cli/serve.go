@@ -140,9 +140,11 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		}
 		ln := connlimit.New(tcp, *maxConns, &lo)
 
-		if *tokenFile != "" {
-			// The token file is airlock's own: no sandbox may read it.
-			if abs, err := filepath.Abs(*tokenFile); err == nil {
+		// The token file and the TLS private key are airlock's own: no
+		// sandbox may read them (with the key it could pose as this
+		// server and take the clients' token).
+		for _, f := range []string{*tokenFile, *tlsKey} {
+			if abs, err := filepath.Abs(f); f != "" && err == nil {
 				gf.private = append(gf.private, abs)
 			}
 		}
