@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // opt-out, and a read-write grant of a PATH directory itself is refused.
 func TestPathDirsInWritableTreeStayReadOnly(t *testing.T) {
 	T := fixture(t, "ws/.venv/bin/python", "ws/src/main.go", "bin/tool")
-	t.Setenv("PATH", T+"/ws/.venv/bin:"+T+"/bin:/usr/bin:/bin")
+	t.Setenv("PATH", strings.Join([]string{T + "/ws/.venv/bin", T + "/bin", "/usr/bin", "/bin"}, string(os.PathListSeparator)))
 	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
 	for _, p := range []string{T + "/ws/.venv/bin/git", T + "/ws/.venv/bin/python", T + "/ws/.venv/bin/airlock"} {
 		d := g.CheckPath(p, true)
