@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -203,7 +204,9 @@ func socketDirOverlap(p string) string {
 	for _, d := range runtimeDirs {
 		dirs = append(dirs, dir{d, "runtime"})
 	}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+	// A runtime directory set to a shared temporary one (or to "/") is
+	// ruled as that, not as a tree no grant may lie in.
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && filepath.Clean(x) != "/" && !slices.Contains(sharedTemp, filepath.Clean(x)) {
 		dirs = append(dirs, dir{x, "xdg"})
 	}
 	for _, d := range sharedTemp {

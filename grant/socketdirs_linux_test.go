@@ -55,6 +55,10 @@ func TestHostSocketDirsRefused(t *testing.T) {
 	if _, err := Parse([]byte("[paths]\nread_write = [\"/tmp/"+filepath.Base(T)+"\"]\n"), "grant.toml", T); err != nil && filepath.Dir(T) == "/tmp" {
 		t.Errorf("a directory inside /tmp refused: %v", err)
 	}
+	// A runtime directory set to /tmp itself (some containers do) is
+	// ruled as /tmp: what is made inside stays grantable.
+	t.Setenv("XDG_RUNTIME_DIR", "/tmp")
+	mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
 }
 
 // TestDefaultGrantRefusesHostSocketDir: airlock exec, call and mcp grant
