@@ -118,6 +118,18 @@ workspace_class = "Fast_SSD"`, grant.Remote{}, `remote.workspace_class: "Fast_SS
 			if diff := cmp.Diff(want, g.Remote()); diff != "" {
 				t.Fatalf("Remote() (-want +got):\n%s", diff)
 			}
+			// Widening the grant (flags on top of a grant file, or
+			// airlock.Options.AllowUnenforcedLimits) keeps where its
+			// sandboxes run, its relative paths still from the file's
+			// directory: dropping [remote] would run the calls on this
+			// host, where the token file is no longer hidden.
+			w, err := g.With(t.TempDir(), grant.Flags{AllowUnenforcedLimits: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, w.Remote()); diff != "" {
+				t.Fatalf("With().Remote() (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

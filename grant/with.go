@@ -10,7 +10,8 @@ import (
 // when a user passes both a grant file and flags. Lists (paths, hosts,
 // private, plain_http, writable_protected) are added to; Tools, when set,
 // replaces the enabled tools; each limit set in f replaces that limit for
-// every tool. Relative paths in f start from cwd, which also becomes the
+// every tool. Where the calls run (g's [runner] and [remote] tables) stays
+// as g says. Relative paths in f start from cwd, which also becomes the
 // grant's BaseDir. g is unchanged; errors name the flag's key in "flags".
 func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 	if !filepath.IsAbs(cwd) {
@@ -49,6 +50,10 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 		searchesSet:       old.searchesSet,
 		wasmTools:         absWasmTools(old.wasmTools, old.base),
 		runner:            old.runner,
+		// Where the sandboxes run is the grant's, not the flags': its
+		// paths were resolved against the grant's own directory already.
+		remote:    g.remote,
+		remoteSet: old.remoteSet,
 	}
 	for t, l := range old.toolLimits {
 		s.toolLimits[t] = l.over(f.Limits)
