@@ -35,7 +35,8 @@ func (m Missing) String() string {
 // stay read-only, its denied and protected paths stay denied and
 // protected), only the asked hosts, only the asked tools, the asked limits
 // (g's where a sets none), and those of g's secrets whose tools and hosts
-// remain. The result never allows what g does not: a path it lets be read
+// remain; its calls run where g's do (g's [runner] and [remote] tables).
+// The result never allows what g does not: a path it lets be read
 // or written, g lets be read or written. When a asks for anything g does
 // not give, the grant is nil and missing lists every such item with the
 // flag that would give it. g is unchanged.
@@ -117,6 +118,11 @@ func (g *Grant) Intersect(cwd string, a Ask) (narrowed *Grant, missing []Missing
 		toolLimits:        map[string]Limits{},
 		toolsSet:          true,
 		tools:             []string{},
+		// The capsule's calls run where g's do: in g's container image,
+		// on g's remote hands (its paths resolved already).
+		runner:    old.runner,
+		remote:    g.remote,
+		remoteSet: old.remoteSet,
 	}
 	for _, t := range a.Tools {
 		if slices.Contains(toolNames, t) {
