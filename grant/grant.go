@@ -50,7 +50,7 @@ type Grant struct {
 // spec is a grant as written, before validation: from TOML or from Flags.
 type spec struct {
 	source, base                                 string
-	files                                        []string // grant files behind an earlier grant (With)
+	files                                        []string // the grant files behind it, absolute: its own (Load, Parse), an earlier grant's (With)
 	readWrite, readOnly, deny, writableProtected []string
 	hosts, private, plainHTTP                    []string
 	limits                                       Limits
@@ -96,11 +96,6 @@ func build(s *spec, ps *problems) *Grant {
 	g := &Grant{source: s.source, spec: s, writableProtected: map[string]bool{}, toolLimits: map[string]Limits{}}
 	g.files = slices.Clone(s.files)
 	g.runner = s.runner
-	if s.source != "" && s.source != "flags" {
-		if abs, err := filepath.Abs(s.source); err == nil && !slices.Contains(g.files, abs) {
-			g.files = append(g.files, abs)
-		}
-	}
 	if !filepath.IsAbs(s.base) {
 		ps.add(nil, "base directory %q is not absolute", s.base)
 		return nil

@@ -35,14 +35,25 @@ func Load(path string) (*Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locating grant %q: %w", path, err)
 	}
-	return Parse(data, path, filepath.Dir(abs))
+	return parse(data, path, filepath.Dir(abs), abs)
 }
 
 // Parse parses and validates a grant. name labels errors (usually the file
 // name); relative paths in the grant are resolved against baseDir, which must
-// be absolute. Every problem found is reported, each as an *Error naming the
-// key and its line.
+// be absolute. name is also taken for the grant's file (Files), which
+// sessions keep read-only to their sandboxes: a relative name as a file in
+// baseDir, where the grant's own relative paths start. Every problem found
+// is reported, each as an *Error naming the key and its line.
 func Parse(data []byte, name, baseDir string) (*Grant, error) {
+	file := name
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(baseDir, file)
+	}
+	return parse(data, name, baseDir, file)
+}
+
+// parse is Parse, with file the grant's file, absolute.
+func parse(data []byte, name, baseDir, file string) (*Grant, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("grant file is larger than %d bytes", MaxFileSize)}
 	}
@@ -74,6 +85,9 @@ func Parse(data []byte, name, baseDir string) (*Grant, error) {
 	s := specFromTOML(tree, &ps)
 	s.source = name
 	s.base = baseDir
+	if filepath.IsAbs(file) {
+		s.files = []string{filepath.Clean(file)}
+	}
 	var g *Grant
 	if len(ps.list) == 0 {
 		g = build(s, &ps)
