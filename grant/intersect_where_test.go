@@ -46,3 +46,20 @@ token = "file:hands.token"
 		})
 	}
 }
+
+// TestIntersectFilesAreTheGrants: the grant a capsule runs under is built
+// from the same grant files as the grant it narrows, and from no other:
+// its label ("capsule") is no file, which sessions would otherwise keep
+// read-only (a placeholder in the working directory, if missing).
+func TestIntersectFilesAreTheGrants(t *testing.T) {
+	T := fixture(t, "ws/f")
+	t.Chdir(T + "/ws")
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	n, missing, err := g.Intersect(T+"/ws", Ask{ReadWrite: []string{"."}, Tools: []string{"read_file"}})
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("Intersect: %v %v", err, missing)
+	}
+	if diff := cmp.Diff(g.Files(), n.Files()); diff != "" {
+		t.Errorf("Intersect().Files() (-grant +capsule's):\n%s", diff)
+	}
+}
