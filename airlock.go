@@ -89,6 +89,30 @@ type Options struct {
 	Remote *Remote
 }
 
+// String describes o for people, as fmt's %v and %+v print it, without the
+// values of Secrets (their names stay) or of the remote token: a program
+// that prints or logs how it opened a session leaks none of them.
+func (o Options) String() string {
+	type plain Options // no String method: printed field by field
+	c := plain(o)
+	if o.Secrets != nil {
+		c.Secrets = make(map[string]string, len(o.Secrets))
+		for name := range o.Secrets {
+			c.Secrets[name] = redacted
+		}
+	}
+	return fmt.Sprintf("%+v", c) // Remote prints itself (Remote.String)
+}
+
+// GoString is String, for %#v.
+func (o Options) GoString() string { return o.String() }
+
+// LogValue is String, for log/slog's handlers (the JSON one included).
+func (o Options) LogValue() slog.Value { return slog.StringValue(o.String()) }
+
+// redacted stands for a secret value where Options and Remote are printed.
+const redacted = "[redacted]"
+
 // Session runs tool calls under one grant. It is safe for concurrent use.
 type Session struct {
 	s *broker.Session

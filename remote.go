@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,23 @@ type Remote struct {
 	// silent for three intervals are taken for dead and reconnected to.
 	Heartbeat time.Duration
 }
+
+// String describes r for people, as fmt's %v and %+v print it, without the
+// token's value.
+func (r Remote) String() string {
+	type plain Remote // no String method: printed field by field
+	c := plain(r)
+	if c.Token != "" {
+		c.Token = redacted
+	}
+	return fmt.Sprintf("%+v", c)
+}
+
+// GoString is String, for %#v.
+func (r Remote) GoString() string { return r.String() }
+
+// LogValue is String, for log/slog's handlers (the JSON one included).
+func (r Remote) LogValue() slog.Value { return slog.StringValue(r.String()) }
 
 // remoteBackend connects to the hands that o.Remote, or else the grant's
 // [remote] table, names; nil when neither names any.
