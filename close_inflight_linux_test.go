@@ -73,8 +73,8 @@ func treeNames(t *testing.T, dir string) []string {
 // each cancelled at a random moment (before it starts, while its sandbox
 // is built, while it runs), and Close called from several goroutines while
 // they are in flight: no call panics, each ends with a Result or
-// ErrClosed, and once Close returns no process, cgroup or placeholder of
-// the session is left.
+// ErrClosed, each Result has its audit record, and once Close returns no
+// process, cgroup or placeholder of the session is left.
 func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -84,7 +84,8 @@ func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := treeNames(t, dir)
-	s, err := airlock.Open(&airlock.Options{Dir: dir, RecordsDir: t.TempDir(), AllowUnenforcedLimits: true})
+	records := t.TempDir()
+	s, err := airlock.Open(&airlock.Options{Dir: dir, RecordsDir: records, AllowUnenforcedLimits: true})
 	if err != nil {
 		t.Skipf("no session here: %v", err)
 	}
@@ -95,6 +96,8 @@ func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 
 	const workers = 12
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var calls []string
 	started := make(chan struct{}, workers)
 	for i := range workers {
 		wg.Add(1)
@@ -102,11 +105,10 @@ func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 			defer wg.Done()
 			for n := 0; ; n++ {
 				ctx, cancel := context.WithCancel(context.Background())
-				switch rand.IntN(3) {
-				case 0:
+				if rand.IntN(4) == 0 {
 					cancel()
-				case 1:
-					time.AfterFunc(time.Duration(rand.IntN(200))*time.Millisecond, cancel)
+				} else {
+					time.AfterFunc(time.Duration(rand.IntN(300))*time.Millisecond, cancel)
 				}
 				args := map[string]any{"command": "sleep 30"}
 				tool := "shell"
@@ -115,7 +117,7 @@ func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 				} else if i%3 == 1 {
 					tool, args = "write_file", map[string]any{"path": "w" + strconv.Itoa(i) + ".txt", "content": "x"}
 				}
-				if n == 0 {
+				if n == 2 {
 					started <- struct{}{}
 				}
 				res, err := s.Call(ctx, tool, args)
@@ -127,6 +129,9 @@ func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 					t.Errorf("%s: %v %+v", tool, err, res)
 					return
 				}
+				mu.Lock()
+				calls = append(calls, res.CallID)
+				mu.Unlock()
 			}
 		}()
 	}
@@ -155,6 +160,16 @@ func TestCloseWithCallsInFlightLeavesNothing(t *testing.T) {
 	}
 	if len(children) > 0 {
 		t.Errorf("processes left after Close: %v", children)
+	}
+	// Every call that returned a Result has its record, however it ended.
+	log, err := os.ReadFile(filepath.Join(records, s.ID(), "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range calls {
+		if !strings.Contains(string(log), `"call_id":"`+id+`"`) {
+			t.Errorf("call %s returned a Result but has no audit record", id)
+		}
 	}
 	after := slicesWithout(treeNames(t, dir), func(n string) bool { return strings.HasPrefix(n, "/w") && strings.HasSuffix(n, ".txt") })
 	if strings.Join(after, "\n") != strings.Join(before, "\n") {
