@@ -79,7 +79,9 @@ type Options struct {
 	// warm sandbox holds nothing in the tree while it waits, and the empty
 	// placeholders for missing protected paths (.git, .bashrc, .vscode,
 	// ...) are made only while the call that takes it runs. Positive
-	// keeps that many; negative keeps none.
+	// keeps that many, but never more than MaxConcurrent (warm sandboxes
+	// past the calls that run at once would never be taken); negative
+	// keeps none.
 	Pool int
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger

@@ -39,6 +39,10 @@ func (s *Session) openPool() {
 	if n == 0 {
 		n = DefaultPool
 	}
+	// No more per shape than calls run at once: one past those is never
+	// taken before another is built, and the backend starts building
+	// them all at once (an unbounded Pool, unbounded sandboxes).
+	n = min(n, s.adm.max) // set once, by newAdmission
 	s.releasePool = p.Pool(max(n, 0))
 	if n <= 0 {
 		return

@@ -102,7 +102,9 @@ type Options struct {
 	Egress *EgressOptions
 	// Pool is the number of warm sandboxes kept per shape when the backend
 	// can keep them (see pool.go): zero means DefaultPool, negative means
-	// none. A waiting warm sandbox holds no placeholder in the tree.
+	// none, and never more than the calls that run at once (MaxConcurrent,
+	// or the shared Admission's). A waiting warm sandbox holds no
+	// placeholder in the tree.
 	Pool int
 	// OneCall says the session is closed as soon as its call returns
 	// (airlock exec and airlock call run one call, then exit): each call's
