@@ -136,6 +136,14 @@ Examples:
 		// Signals are taken over before the session opens: enabling each is
 		// a round trip to the Go runtime's signal thread, which would wait
 		// for a core behind the sandbox's init starting (Prestart).
+		// A write to a reader that went away (airlock exec -- yes | head
+		// -1) fails with EPIPE instead of killing airlock with SIGPIPE
+		// (Go's default for standard output and error): the command meets
+		// the broken pipe itself (sandbox.CopyCapped), and airlock records
+		// the call, restores a terminal and exits with its status.
+		brokenPipe := make(chan os.Signal, 1)
+		signal.Notify(brokenPipe, syscall.SIGPIPE)
+		defer signal.Stop(brokenPipe)
 		ran := make(chan struct{})
 		signals := forwardSignals(env, cmdArgs[0], ran)
 		endSignals := sync.OnceFunc(func() { close(ran) })

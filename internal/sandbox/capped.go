@@ -8,8 +8,12 @@ import (
 // CopyCapped copies src to dst until src ends or limit bytes have been copied.
 // When src holds more than limit bytes it calls onLimit once (typically to kill
 // the sandbox), stops writing, and keeps draining src without storing it so
-// the writer is never blocked on a full pipe. It returns the bytes written to
-// dst and whether the limit was hit. A nil dst discards.
+// the writer is never blocked on a full pipe. When dst fails (its reader went
+// away: `airlock exec -- yes | head -1`), src is closed if it is an
+// io.Closer and the copy ends, so that the writer meets the broken pipe as
+// it would writing to dst itself (os/exec does the same); a src that cannot
+// be closed is drained instead. It returns the bytes written to dst and
+// whether the limit was hit. A nil dst discards.
 func CopyCapped(dst io.Writer, src io.Reader, limit int64, onLimit func()) (written int64, truncated bool, err error) {
 	if dst == nil {
 		dst = io.Discard
@@ -33,6 +37,10 @@ func CopyCapped(dst io.Writer, src io.Reader, limit int64, onLimit func()) (writ
 				written += int64(w)
 				if werr != nil && err == nil {
 					err = werr
+					if c, ok := src.(io.Closer); ok {
+						_ = c.Close()
+						return written, truncated, err
+					}
 					dst = io.Discard
 				}
 			}
