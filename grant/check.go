@@ -212,9 +212,13 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 	locations := append(slices.Clip(res.trail), res.path)
 	for _, loc := range locations {
 		for _, d := range g.deny {
-			if within(loc, d) {
-				return pathResult{rule: fmt.Sprintf("paths.deny %q", d), reason: fmt.Sprintf("%s is denied by the grant", d)}
+			if !within(loc, d) {
+				continue
 			}
+			if name, ok := g.credentials[d]; ok {
+				return pathResult{rule: credentialRule, reason: credentialReason(d, name)}
+			}
+			return pathResult{rule: fmt.Sprintf("paths.deny %q", d), reason: fmt.Sprintf("%s is denied by the grant", d)}
 		}
 	}
 	owner, ok := g.rootOf(res.path)

@@ -21,7 +21,10 @@
 //     never granted read-write, nor /var and /home themselves. Grants may
 //     nest; the most specific one rules a path.
 //   - deny: sub-paths of granted trees hidden from the sandbox and refused to
-//     every tool, existing or not. A denied path wins over any grant.
+//     every tool, existing or not. A denied path wins over any grant. In
+//     every home directory the grant reaches, the user's existing
+//     credential stores (CredentialTable: .ssh, .aws, .netrc, ...) are
+//     denied too, unless a granted path is one of them or lies inside it.
 //   - writable_protected: protected names (see below) the sandbox may write.
 //
 // Protected paths stay read-only inside read-write trees, whether or not they

@@ -20,8 +20,11 @@ type Grant struct {
 	spec   *spec    // what it was built from, for With
 	base   string   // resolved directory relative paths start from
 
-	roots             []root   // most specific first
-	deny              []string // resolved
+	roots []root   // most specific first
+	deny  []string // resolved
+	// credentials are the paths of deny that hideCredentials added, each
+	// with its credentialTable name.
+	credentials       map[string]string
 	writableProtected map[string]bool
 	protected         []protectedPath
 	// unscanned are the read-write trees whose scan for protected paths
@@ -243,6 +246,7 @@ func build(s *spec, ps *problems) *Grant {
 			g.deny = append(g.deny, r.path)
 		}
 	}
+	g.hideCredentials()
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
 	g.protected, g.unscanned = g.scanTrees(gl)

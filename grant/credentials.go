@@ -1,0 +1,139 @@
+package grant
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// CredentialEntry is one row of the credential table: a file or directory
+// of a home directory that holds the user's credentials (keys, tokens,
+// passwords, session cookies).
+type CredentialEntry struct {
+	// Name is the path relative to the home directory (".ssh",
+	// ".config/gh", ".docker/config.json").
+	Name string
+	// Dir says the entry is a directory (hidden whole).
+	Dir bool
+	// Holds says whose credentials it holds.
+	Holds string
+}
+
+// The credential table. In every home directory a grant reaches (granted
+// itself, read-only or read-write, or inside a granted tree: this user's,
+// /root, one directly in /home or in a granted directory that looks like a
+// home directory, isHomeDir), each existing entry is denied as paths.deny
+// would deny it, hidden from the sandbox and refused to its tools, unless a
+// granted path is the entry or lies inside it. docs/protected-paths.md
+// shows this table; a test keeps the two the same.
+var credentialTable = []CredentialEntry{
+	{".ssh", true, "ssh: private keys, known hosts, agent configuration"},
+	{".gnupg", true, "GnuPG: private keys"},
+	{".aws", true, "AWS CLI and SDKs: access keys, SSO tokens"},
+	{".azure", true, "Azure CLI: tokens"},
+	{".config/gcloud", true, "Google Cloud SDK: tokens, service-account keys"},
+	{".kube", true, "kubectl: cluster credentials"},
+	{".docker/config.json", false, "Docker: registry credentials"},
+	{".netrc", false, "curl, git, ftp: passwords for hosts"},
+	{".git-credentials", false, "git's credential store"},
+	{".config/git/credentials", false, "git's credential store (XDG)"},
+	{".config/gh", true, "GitHub CLI: tokens"},
+	{".npmrc", false, "npm: registry tokens"},
+	{".yarnrc.yml", false, "yarn 2+: registry tokens"},
+	{".pypirc", false, "twine: PyPI tokens"},
+	{".cargo/credentials", false, "cargo: registry tokens"},
+	{".cargo/credentials.toml", false, "cargo: registry tokens"},
+	{".gem/credentials", false, "RubyGems: API keys"},
+	{".m2/settings.xml", false, "Maven: repository passwords"},
+	{".gradle/gradle.properties", false, "Gradle: repository passwords, signing keys"},
+	{".terraform.d/credentials.tfrc.json", false, "Terraform: HCP and registry tokens"},
+	{".vault-token", false, "HashiCorp Vault: token"},
+	{".config/op", true, "1Password CLI: sessions"},
+	{".password-store", true, "pass: the password store"},
+	{".local/share/keyrings", true, "GNOME Keyring: keyrings"},
+	{".mozilla", true, "Firefox: cookies, saved passwords"},
+	{".config/google-chrome", true, "Chrome: cookies, saved passwords"},
+	{".config/chromium", true, "Chromium: cookies, saved passwords"},
+}
+
+// CredentialTable returns the credential table, in order.
+func CredentialTable() []CredentialEntry { return slices.Clone(credentialTable) }
+
+// credentialRule is the rule name of a denied credential store.
+const credentialRule = "a home directory's credentials"
+
+// grantedHomes returns the home directories g's granted directories reach
+// (isHomeDir): a granted directory that is one, this user's and /root
+// inside a granted directory, and each directory directly in a granted
+// directory that is one (which holds those directly in /home when /home
+// is granted).
+func (g *Grant) grantedHomes() []string {
+	home := userHome()
+	var out []string
+	for _, r := range g.roots {
+		if !r.dir {
+			continue
+		}
+		if isHomeDir(r.path, home) {
+			out = append(out, r.path)
+		}
+		for _, c := range []string{home, "/root"} {
+			if c != "" && within(c, r.path) {
+				out = append(out, c)
+			}
+		}
+		entries, err := os.ReadDir(r.path)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if c := filepath.Join(r.path, e.Name()); e.IsDir() && isHomeDir(c, home) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// hideCredentials denies each existing entry of credentialTable in every
+// home directory g reaches, as paths.deny does, unless a granted path is
+// that entry or lies inside it (the user asked for it by name). What a
+// symlink entry leads to is denied, where a grant reaches it. It records
+// the denied paths in g.credentials.
+func (g *Grant) hideCredentials() {
+	for _, h := range g.grantedHomes() {
+		for _, e := range credentialTable {
+			p := filepath.Join(h, filepath.FromSlash(e.Name))
+			if _, err := os.Lstat(p); err != nil {
+				continue
+			}
+			r, err := resolve(p)
+			if err != nil {
+				// Not resolvable here, so not to the sandbox either; hide
+				// the name itself where a grant reaches it.
+				r = resolved{path: p}
+			}
+			explicit := slices.ContainsFunc(g.roots, func(x root) bool { return within(x.path, p) || within(x.path, r.path) })
+			if explicit {
+				continue
+			}
+			owner, ok := g.rootOf(r.path)
+			if !ok || owner.path == r.path || slices.Contains(g.deny, r.path) {
+				continue
+			}
+			if g.credentials == nil {
+				g.credentials = map[string]string{}
+			}
+			g.deny = append(g.deny, r.path)
+			g.credentials[r.path] = e.Name
+		}
+	}
+}
+
+// credentialReason says why the credential store d (denied by
+// hideCredentials as the table's name) is refused, and how to grant it.
+func credentialReason(d, name string) string {
+	return fmt.Sprintf("%s is a home directory's credential store (%s), hidden from the sandbox unless granted by name; to give it, grant it explicitly: paths.read_only = [%q] in the grant, or --ro %s", d, name, d, d)
+}
