@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -695,9 +696,15 @@ func (g *Grant) refuseFoldingTrees(ps *problems) {
 // protected paths again, keeping what g protects already: a long-lived
 // server (airlock serve) opens each session with it, so a repository one
 // session made (git init) is protected from the next session on, as it is
-// for the next airlock process.
+// for the next airlock process. A home directory's credential store made
+// since (gh auth login) is hidden from then on too.
 func (g *Grant) Rescan() *Grant {
 	c := *g
+	c.deny = slices.Clone(g.deny)
+	c.credentials = maps.Clone(g.credentials)
+	c.hideCredentials()
+	slices.Sort(c.deny)
+	c.deny = slices.Compact(c.deny)
 	found, unscanned := g.scanTrees(readGitGlobals())
 	c.protected = append(slices.Clone(g.protected), found...)
 	c.protected = sortProtected(c.protected)

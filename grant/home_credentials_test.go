@@ -1,6 +1,7 @@
 package grant
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,5 +133,34 @@ func TestHomeCredentialsGrantedByName(t *testing.T) {
 	}
 	if d := g.CheckPath(filepath.Join(home, ".netrc"), false); !d.Allowed {
 		t.Errorf("a .netrc granted by name refused: %s", d.Reason)
+	}
+}
+
+// TestRescanHidesNewHomeCredentials checks that a credential store made in
+// a granted home directory after the grant was built (gh auth login while
+// airlock serve runs) is hidden from the sessions opened after it.
+func TestRescanHidesNewHomeCredentials(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	home := fixture(t, ".bashrc", ".profile", ".ssh/id_rsa")
+	g, err := FromFlags(home, Flags{ReadOnly: []string{home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := filepath.Join(home, ".config", "gh", "hosts.yml")
+	if err := os.MkdirAll(filepath.Dir(hosts), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hosts, []byte(fileContent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := g.Rescan()
+	if d := r.CheckPath(hosts, false); d.Allowed {
+		t.Errorf("after Rescan, a new %s is readable", hosts)
+	}
+	if !slices.Contains(r.Masks(), filepath.Dir(hosts)) {
+		t.Errorf("after Rescan, masks %v lack %s", r.Masks(), filepath.Dir(hosts))
+	}
+	if d := g.CheckPath(filepath.Join(home, ".ssh", "id_rsa"), false); d.Allowed {
+		t.Errorf(".ssh readable before Rescan")
 	}
 }
