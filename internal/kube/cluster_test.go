@@ -80,7 +80,7 @@ func newCluster(t testing.TB, sandboxAPI bool) *cluster {
 	}
 	tpl := &corev1.PodTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "hands", Namespace: testNS},
-		Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "hands", Image: "registry.example/airlock-hands@sha256:0123"}}}},
+		Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "hands", Image: "registry.example/airlock-hands@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}}},
 	}
 	c := &cluster{
 		t: t, kube: fake.NewClientset(tpl), port: freePort(t), root: root, grant: g,

@@ -63,8 +63,10 @@ type Hands struct {
 	Session   string // session id (label value)
 	Broker    string // broker id (label value)
 	Template  string
-	Image     string
-	Port      int // the tool-server's port; 0 means DefaultPort
+	// Image is the hands' image, pinned by digest (NAME@sha256:HEX,
+	// grant.CheckImage): validateHands refuses a tag.
+	Image string
+	Port  int // the tool-server's port; 0 means DefaultPort
 	// Secret is the Secret holding the tool-server's token and TLS key.
 	Secret  string
 	Expires time.Time
@@ -492,6 +494,10 @@ func validateHands(h *Hands) error {
 	var bad []string
 	if h.Image == "" {
 		bad = append(bad, "no image (the template's first container names none)")
+	} else if err := grant.CheckImage(h.Image); err != nil {
+		// The pod gets the calls' secrets and the workspace: what runs
+		// there must not change with a registry's tag.
+		bad = append(bad, err.Error()+" (the PodTemplate's first container: a tag lets the registry change what runs with the calls' secrets)")
 	}
 	if len(h.Mounts) == 0 {
 		bad = append(bad, "no granted path to mount")

@@ -35,7 +35,7 @@ func goldenHands(hosts ...string) *Hands {
 	return &Hands{
 		Name: "airlock-0123456789ab-1", Namespace: "agents", Session: "0123456789ab",
 		Broker: "broker-host_4242-98765", Template: "hands",
-		Image: "registry.example/airlock-hands@sha256:0123", Secret: "airlock-0123456789ab",
+		Image: "registry.example/airlock-hands@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Secret: "airlock-0123456789ab",
 		Expires: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC),
 		Mounts:  []Mount{{Path: "/work/project", Writable: true}, {Path: "/opt/reference"}},
 		Hosts:   hosts, Limits: l, RuntimeClass: "gvisor",
@@ -429,7 +429,7 @@ func TestPodSecurityFromGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := HandsFor(r)
-		h.Image = "x"
+		h.Image = goldenHands().Image
 		if err := validateHands(&h); err != nil {
 			t.Fatal(err)
 		}

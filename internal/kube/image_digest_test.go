@@ -1,0 +1,47 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestPodTemplateImageMustBePinnedByDigest: the hands' pod runs the image
+// the PodTemplate names, and that pod receives the calls' secrets and the
+// workspace. A tag (or a bare name, or a malformed digest) lets whoever
+// can push to the registry change what runs there; like the podman
+// backend's image (grant.CheckImage), the template's image must be pinned
+// by digest, or the session is refused naming the template and the fix,
+// before any Secret, policy or pod is made.
+func TestPodTemplateImageMustBePinnedByDigest(t *testing.T) {
+	c := newCluster(t, false)
+	ctx := context.Background()
+	for _, img := range []string{
+		"ghcr.io/airlockhq/airlock-hands:latest",
+		"registry.example/airlock-hands",
+		"registry.example/airlock-hands@sha256:0123",
+	} {
+		pt, err := c.kube.CoreV1().PodTemplates(testNS).Get(ctx, "hands", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt.Template.Spec.Containers[0].Image = img
+		if _, err := c.kube.CoreV1().PodTemplates(testNS).Update(ctx, pt, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.acquireWith(ModePods, nil)
+		if err == nil {
+			_ = s.Release(ctx)
+			t.Errorf("image %q: the session was acquired, want it refused (not pinned by digest)", img)
+			continue
+		}
+		if !strings.Contains(err.Error(), "pinned by digest") || !strings.Contains(err.Error(), "PodTemplate") {
+			t.Errorf("image %q: %v, want an error naming the PodTemplate and the digest pin", img, err)
+		}
+		if l := left(t, c, ""); len(l) != 0 {
+			t.Errorf("image %q: the refused session left %v", img, l)
+		}
+	}
+}
