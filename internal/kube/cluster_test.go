@@ -88,7 +88,14 @@ func newCluster(t testing.TB, sandboxAPI bool) *cluster {
 		hands:   map[string]*hands{}, started: make(chan string, 16),
 	}
 	scheme := runtime.NewScheme()
-	c.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{ClaimResource: "SandboxClaimList"})
+	// The warm pool's template: its image is what a claim's pod runs.
+	st, err := SandboxTemplate(&Hands{Namespace: testNS, Template: "hands", Image: tpl.Template.Spec.Containers[0].Image,
+		Mounts: []Mount{{Path: root, Writable: true}}, Limits: grant.DefaultLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{ClaimResource: "SandboxClaimList", TemplateResource: "SandboxTemplateList"}, st)
 	// The API server gives each object it creates a UID of its own.
 	uids := func(a ktesting.Action) (bool, runtime.Object, error) {
 		if m, err := meta.Accessor(a.(ktesting.CreateAction).GetObject()); err == nil && m.GetUID() == "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestPodTemplateImageMustBePinnedByDigest: the hands' pod runs the image
@@ -43,5 +44,46 @@ func TestPodTemplateImageMustBePinnedByDigest(t *testing.T) {
 		if l := left(t, c, ""); len(l) != 0 {
 			t.Errorf("image %q: the refused session left %v", img, l)
 		}
+	}
+}
+
+// TestSandboxTemplateImageMustBePinnedByDigest: the same for warm pools:
+// a claim binds a pod of the SandboxTemplate, which runs its image; a
+// template whose image is a tag is refused, naming it, and nothing is
+// claimed.
+func TestSandboxTemplateImageMustBePinnedByDigest(t *testing.T) {
+	c := newCluster(t, true)
+	ctx := context.Background()
+	rc := c.dyn.Resource(TemplateResource).Namespace(testNS)
+	u, err := rc.Get(ctx, "hands", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.acquireWith(ModeSandbox, nil)
+	if err != nil {
+		t.Fatalf("a template pinned by digest: %v", err)
+	}
+	c.waitStarted() // the fake controller has served the claim
+	if err := s.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "podTemplate", "spec", "containers")
+	cs[0].(map[string]any)["image"] = "ghcr.io/airlockhq/airlock-hands:latest"
+	if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "podTemplate", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = c.acquireWith(ModeSandbox, nil)
+	if err == nil {
+		_ = s.Release(ctx)
+		t.Fatal("a SandboxTemplate whose image is a tag: the session was acquired, want it refused (not pinned by digest)")
+	}
+	if !strings.Contains(err.Error(), "pinned by digest") || !strings.Contains(err.Error(), "SandboxTemplate") {
+		t.Errorf("%v, want an error naming the SandboxTemplate and the digest pin", err)
+	}
+	if l := left(t, c, ""); len(l) != 0 {
+		t.Errorf("the refused session left %v", l)
 	}
 }
