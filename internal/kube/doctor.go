@@ -81,8 +81,18 @@ func Doctor(ctx context.Context, c *Clients, t Target, runtimeClass, podSecurity
 		_, err = c.Kube.CoreV1().Secrets(t.Namespace).Get(ctx, PoolSecret(t.Template), metav1.GetOptions{})
 		add("Secret "+t.Namespace+"/"+PoolSecret(t.Template), err == nil, true, "%s", errText(err, "see docs/kubernetes.md, warm pools"))
 	} else {
-		_, err := c.Kube.CoreV1().PodTemplates(t.Namespace).Get(ctx, t.Template, metav1.GetOptions{})
+		pt, err := c.Kube.CoreV1().PodTemplates(t.Namespace).Get(ctx, t.Template, metav1.GetOptions{})
 		add("PodTemplate "+t.Namespace+"/"+t.Template, err == nil, true, "%s", errText(err, "kubectl apply -f deploy/pods/podtemplate.yaml"))
+		if err == nil && len(pt.Template.Spec.Containers) > 0 {
+			// The broker refuses a tag (validateHands): say so before a session.
+			img := pt.Template.Spec.Containers[0].Image
+			detail := img
+			ierr := grant.CheckImage(img)
+			if ierr != nil {
+				detail = ierr.Error() + ": the broker refuses it"
+			}
+			add("PodTemplate image", ierr == nil, true, "%s", detail)
+		}
 	}
 	if _, err := c.Kube.Discovery().ServerResourcesForGroupVersion("networking.k8s.io/v1"); err != nil {
 		add("NetworkPolicy API", false, true, "networking.k8s.io/v1: %v", err)

@@ -87,3 +87,30 @@ func TestSandboxTemplateImageMustBePinnedByDigest(t *testing.T) {
 		t.Errorf("the refused session left %v", l)
 	}
 }
+
+// TestDoctorNamesAnUnpinnedImage: the doctor says, before any session,
+// that the broker will refuse the template's image.
+func TestDoctorNamesAnUnpinnedImage(t *testing.T) {
+	c := newCluster(t, false)
+	ctx := context.Background()
+	doctor := func() string {
+		var out, errb strings.Builder
+		mainWith(ctx, []string{"doctor", "kube://" + testNS + "/hands"}, nil, &out, &errb, func(string) string { return "" },
+			func() (*Clients, error) { return c.clients, nil })
+		return out.String() + errb.String()
+	}
+	if out := doctor(); !strings.Contains(out, "ok      PodTemplate image: registry.example/airlock-hands@sha256:") {
+		t.Errorf("a pinned image: the report lacks it as ok:\n%s", out)
+	}
+	pt, err := c.kube.CoreV1().PodTemplates(testNS).Get(ctx, "hands", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt.Template.Spec.Containers[0].Image = "ghcr.io/airlockhq/airlock-hands:latest"
+	if _, err := c.kube.CoreV1().PodTemplates(testNS).Update(ctx, pt, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := doctor(); !strings.Contains(out, "MISSING PodTemplate image: image \"ghcr.io/airlockhq/airlock-hands:latest\" is not pinned by digest") {
+		t.Errorf("a tag: the report lacks it as MISSING:\n%s", out)
+	}
+}
