@@ -172,13 +172,40 @@ func Open(dir string) (*Log, error) {
 		return nil, fmt.Errorf("creating records directory %q: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
+	}
+	if err := endTornLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening audit log %s: %w", path, err)
 	}
 	l := &Log{f: f, file: f, path: path, sync: (*os.File).Sync, kick: make(chan struct{}, 1), synced: make(chan struct{})}
 	go l.syncer()
 	return l, nil
+}
+
+// endTornLine ends the file's last line with a newline when it has none: a
+// writer that died mid-record (kill -9 during a long write, a write cut
+// short by a full disk) left it torn, and the next record appended (the
+// interrupted call Recover writes for it, a reopened session's) would
+// otherwise be glued onto it and read back as one corrupt line with it.
+func endTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return fmt.Errorf("reading its last line: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("ending its torn last line: %w", err)
+	}
+	return nil
 }
 
 // syncer fsyncs the file whenever a record was written since its last
@@ -328,6 +355,10 @@ func Decode(r io.Reader, first int, fn func(Record) error, bad func(line int, to
 		if text := strings.TrimSpace(string(line)); text != "" {
 			var rec Record
 			if err := json.Unmarshal([]byte(text), &rec); err != nil {
+				// A line that ends mid-value is torn too: Open ended it
+				// with a newline so that the records after it stay whole.
+				var se *json.SyntaxError
+				torn = torn || errors.As(err, &se) && se.Offset >= int64(len(text))
 				bad(n, torn, err)
 			} else if err := fn(rec); err != nil {
 				return err
