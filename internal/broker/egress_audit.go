@@ -13,13 +13,14 @@ import (
 // The egress records of one proxy (a call's, or background work's for its
 // lifetime) are bounded, so that a sandbox opening connections as fast as
 // it can (each one refused, say) cannot fill the records' disk: the first
-// egressSingles decisions get a record each; every later one is counted
-// into a record that stands for all the decisions alike (same decision,
-// rule, host and port: audit.Record.Count, from Time to Until), at most
-// egressGroups of them, and those records are written when the proxy stops
-// and egressFlushEvery after the first of them was counted (background work
-// runs for hours). Nothing is dropped: every decision is in a record, alone
-// or counted.
+// egressSingles decisions get a record each; after them, the first of its
+// kind (same decision, rule, host and port) gets one too, written at once,
+// and every later one alike is counted into a record that stands for them
+// all (audit.Record.Count, from Time to Until), at most egressGroups kinds,
+// and those records are written when the proxy stops and egressFlushEvery
+// after the first of them was counted (background work runs for hours).
+// Nothing is dropped: every decision is in a record, alone or counted; a
+// broker that dies loses only the counts not yet written.
 const (
 	egressSingles    = 256
 	egressGroups     = 64
@@ -85,7 +86,11 @@ func (a *egressAudit) record(d egress.Decision) audit.Record {
 	return rec
 }
 
-// decide records one decision of the proxy.
+// decide records one decision of the proxy. Past the singles, the first
+// decision of its kind is still written at once, as a record of its own,
+// and only the decisions alike that follow are counted: a broker killed
+// before the counted records are written (kill -9, a crash) loses the count
+// of repeats, never that a host was reached or refused.
 func (a *egressAudit) decide(d egress.Decision) {
 	rec := a.record(d)
 	a.mu.Lock()
@@ -97,26 +102,34 @@ func (a *egressAudit) decide(d egress.Decision) {
 	}
 	k := egressKey{rec.Decision, rec.Rule, rec.Host, rec.Port}
 	g, ok := a.groups[k]
+	other := false
 	if !ok && len(a.groups) >= egressGroups {
 		// Past the groups too: one more stands for every other host.
-		k = egressKey{decision: rec.Decision, rule: rec.Rule}
-		if g, ok = a.groups[k]; !ok {
-			rec.Host, rec.Port, rec.Addr = "", 0, ""
-			rec.Reason = fmt.Sprintf("decisions on hosts past the first %d of this record's kind, each with its own reason; the first: %s", egressGroups, rec.Reason)
-		}
+		k, other = egressKey{decision: rec.Decision, rule: rec.Rule}, true
+		g, ok = a.groups[k]
 	}
-	if !ok {
-		if a.groups == nil {
-			a.groups = map[egressKey]*audit.Record{}
-			a.timer = time.AfterFunc(egressFlushEvery, a.flush)
+	if ok {
+		if g.Count == 0 {
+			g.Time = rec.Time
 		}
-		g = &rec
-		a.groups[k] = g
-		a.order = append(a.order, k)
+		g.Count++
+		g.Until = rec.Time
+		a.mu.Unlock()
+		return
 	}
-	g.Count++
-	g.Until = rec.Time
+	group := rec // counts the decisions alike after this one
+	if other {
+		group.Host, group.Port, group.Addr = "", 0, ""
+		group.Reason = fmt.Sprintf("decisions on hosts past the first %d of this record's kind, each with its own reason; the first: %s", egressGroups, rec.Reason)
+	}
+	if a.groups == nil {
+		a.groups = map[egressKey]*audit.Record{}
+		a.timer = time.AfterFunc(egressFlushEvery, a.flush)
+	}
+	a.groups[k] = &group
+	a.order = append(a.order, k)
 	a.mu.Unlock()
+	a.write(rec)
 }
 
 // flush writes the counted records so far and starts them over.
@@ -130,7 +143,9 @@ func (a *egressAudit) flush() {
 	}
 	a.mu.Unlock()
 	for _, k := range order {
-		a.write(*groups[k])
+		if g := groups[k]; g.Count > 0 {
+			a.write(*g)
+		}
 	}
 }
 
