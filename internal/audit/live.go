@@ -328,13 +328,22 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 	if err != nil {
 		return err
 	}
+	recorded, closed, err := recordedAlready(filepath.Join(root, session, FileName))
+	if err != nil {
+		return err
+	}
 	lg, err := Open(filepath.Join(root, session))
 	if err != nil {
 		return err
 	}
 	defer lg.Close() // after a failed write; the records are synced below
 	why := "the broker (pid " + strconv.Itoa(o.Process.PID()) + ") ended before this was recorded as finished"
+	var left []InFlight
 	for _, f := range flights {
+		if recorded[inflightName(f)] {
+			continue // recorded, and the broker died before it blanked the slot
+		}
+		left = append(left, f)
 		rec := Record{Session: session, Tool: f.Tool, Class: ClassInterrupted, Detail: why}
 		switch f.Kind {
 		case KindBackgroundStart:
@@ -346,8 +355,10 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 			return err
 		}
 	}
-	if err := lg.Write(Record{Kind: KindSession, Session: session, Decision: "close", Class: ClassInterrupted, Detail: why}); err != nil {
-		return err
+	if !closed {
+		if err := lg.Write(Record{Kind: KindSession, Session: session, Decision: "close", Class: ClassInterrupted, Detail: why}); err != nil {
+			return err
+		}
 	}
 	// The records are on disk before the live directory that stood for
 	// them goes.
@@ -355,9 +366,44 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 		return err
 	}
 	if interrupted != nil {
-		for _, f := range flights {
+		for _, f := range left {
 			interrupted(f)
 		}
 	}
 	return os.RemoveAll(dir)
+}
+
+// recordedAlready reads a session's records file for what its broker
+// recorded before it died but after the last change to its live directory:
+// the calls and background works that ended (by inflightName) and whether
+// the session's close was written. The broker writes a record before it
+// blanks the slot that stood for it, and the close before it removes the
+// live directory, so Recover must not record them a second time. A
+// session with no records file yet has none.
+func recordedAlready(path string) (map[string]bool, bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the records of a session whose broker died: %w", err)
+	}
+	defer f.Close()
+	done := map[string]bool{}
+	closed := false
+	err = Decode(f, 1, func(r Record) error {
+		switch {
+		case r.Kind == KindCall && r.CallID != "":
+			done[inflightName(InFlight{CallID: r.CallID})] = true
+		case r.Kind == KindBackgroundEnd && r.WorkID != "":
+			done[inflightName(InFlight{WorkID: r.WorkID})] = true
+		case r.Kind == KindSession && r.Decision == "close":
+			closed = true
+		}
+		return nil
+	}, func(int, bool, error) {})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the records of a session whose broker died: %w", err)
+	}
+	return done, closed, nil
 }
