@@ -306,15 +306,19 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 			Processes: c.limits.Processes, OutputBytes: spec.Limits.OutputBytes, FileBytes: c.limits.FileSize},
 	}
 	rec.SetArgs(redactJSON(s.secrets.redact(), c.args))
-	if err := s.log.Write(rec); err != nil {
-		// The call's own record fails the same way and the caller sees ErrAudit.
-		f.Close()
-		s.logger.Error("audit record lost; background work not started", "work", id, "err", err)
-		return failure(SentenceCannotRun), ClassSandbox, ""
-	}
-	if err := s.live.Begin(audit.InFlight{Kind: audit.KindBackgroundStart, WorkID: id, CallID: c.id, Tool: c.tool}); err != nil {
+	// In flight first, then the start record: a work whose mark cannot be
+	// written never starts, and must have no record saying it runs.
+	inflight := audit.InFlight{Kind: audit.KindBackgroundStart, WorkID: id, CallID: c.id, Tool: c.tool}
+	if err := s.live.Begin(inflight); err != nil {
 		f.Close()
 		s.logger.Error("cannot record background work in flight; not started", "work", id, "err", err)
+		return failure(SentenceCannotRun), ClassSandbox, ""
+	}
+	if err := s.log.Write(rec); err != nil {
+		// The call's own record fails the same way and the caller sees ErrAudit.
+		s.live.End(inflight)
+		f.Close()
+		s.logger.Error("audit record lost; background work not started", "work", id, "err", err)
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
 	// The network is the grant's, as for a foreground command: an egress
