@@ -260,23 +260,46 @@ func Recover(root string, interrupted func(InFlight)) ([]string, error) {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue // being opened
 		}
+		session, claimer, claimed := strings.Cut(e.Name(), recovering)
+		if claimed && procid.ID(claimer).Alive() {
+			continue // being recovered
+		}
 		dir := filepath.Join(root, LiveDir, e.Name())
-		var o owner
-		if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil {
-			if json.Unmarshal(b, &o) == nil && o.Process.Alive() {
+		if !claimed {
+			var o owner
+			if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil {
+				if json.Unmarshal(b, &o) == nil && o.Process.Alive() {
+					continue
+				}
+			} else if !errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		}
+		// One recovery takes each dead session: the one whose rename
+		// of its directory succeeds (several starts of airlock may
+		// recover at once). A recovery that dies too leaves it named
+		// for a dead process, and the next takes it over.
+		mine := filepath.Join(root, LiveDir, session+recovering+string(procid.Self()))
+		if os.Rename(dir, mine) != nil {
 			continue
 		}
-		if err := recoverSession(root, e.Name(), dir, o, interrupted); err != nil {
+		var o owner
+		if b, err := os.ReadFile(filepath.Join(mine, ownerFile)); err == nil {
+			_ = json.Unmarshal(b, &o) // the dead broker's pid, only named
+		}
+		if err := recoverSession(root, session, mine, o, interrupted); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		done = append(done, e.Name())
+		done = append(done, session)
 	}
 	return done, errors.Join(errs...)
 }
+
+// recovering joins a session's id and the process recovering it in the
+// name of its live directory while Recover writes its records (a session's
+// id has no '.').
+const recovering = ".recovering."
 
 // InFlightUnder lists what the live sessions under the records root have
 // in flight, live or dead, oldest first: what Recover would record as
