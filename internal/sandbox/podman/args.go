@@ -14,9 +14,9 @@ import (
 const (
 	// ExeTarget is where the static airlock binary is mounted read-only.
 	ExeTarget = "/.airlock/airlock"
-	// ProxyTarget is where the directory of the egress proxy's socket is
-	// mounted.
-	ProxyTarget = "/.airlock/proxy"
+	// ProxyTarget is where the egress proxy's socket is mounted, alone
+	// and read-only.
+	ProxyTarget = "/.airlock/proxy.sock"
 	// Mode is the argument that starts the airlock binary as the
 	// container's init (package inside).
 	Mode = inside.Mode
@@ -70,19 +70,19 @@ type Invocation struct {
 	Image    string // NAME@sha256:...
 	Exe      string // host path of the static airlock binary
 	Binds    []Bind
-	// ProxyDir is the host directory (staged) holding the proxy socket
-	// ProxySock (a base name); empty for no egress.
-	ProxyDir, ProxySock string
-	ProxyPort           int
-	Wall                time.Duration
-	MemoryBytes         int64
-	Pids                int
-	FileBytes           int64
-	TmpBytes            int64
-	OpenFiles           int
-	Env                 []string
-	Cwd                 string
-	Command             []string // empty: the runner (tool mode)
+	// ProxySocket is the host path (staged) of the egress proxy's
+	// socket; empty for no egress.
+	ProxySocket string
+	ProxyPort   int
+	Wall        time.Duration
+	MemoryBytes int64
+	Pids        int
+	FileBytes   int64
+	TmpBytes    int64
+	OpenFiles   int
+	Env         []string
+	Cwd         string
+	Command     []string // empty: the runner (tool mode)
 }
 
 // unsafeInMount reports whether p cannot be carried by Podman's --mount
@@ -99,7 +99,7 @@ func (e *MountPathError) Error() string {
 // Args returns the arguments of `podman` for inv. It is the only place
 // the container's isolation flags are decided.
 func Args(inv *Invocation) ([]string, error) {
-	for _, p := range []string{inv.Exe, inv.Cwd, inv.ProxyDir} {
+	for _, p := range []string{inv.Exe, inv.Cwd, inv.ProxySocket} {
 		if unsafeInMount(p) {
 			return nil, &MountPathError{Path: p}
 		}
@@ -166,8 +166,8 @@ func Args(inv *Invocation) ([]string, error) {
 		a = append(a, "--workdir", inv.Cwd)
 	}
 	a = append(a, "--mount", "type=bind,src="+inv.Exe+",dst="+ExeTarget+",ro")
-	if inv.ProxyDir != "" {
-		a = append(a, "--mount", "type=bind,src="+inv.ProxyDir+",dst="+ProxyTarget)
+	if inv.ProxySocket != "" {
+		a = append(a, "--mount", "type=bind,src="+inv.ProxySocket+",dst="+ProxyTarget+",ro")
 	}
 	for _, b := range inv.Binds {
 		if unsafeInMount(b.Source) {
@@ -186,8 +186,8 @@ func Args(inv *Invocation) ([]string, error) {
 	}
 	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10),
 		"--control", strconv.Itoa(ControlFD), "--report", strconv.Itoa(ReportFD))
-	if inv.ProxyDir != "" {
-		a = append(a, "--proxy", ProxyTarget+"/"+inv.ProxySock, "--proxy-port", strconv.Itoa(inv.ProxyPort))
+	if inv.ProxySocket != "" {
+		a = append(a, "--proxy", ProxyTarget, "--proxy-port", strconv.Itoa(inv.ProxyPort))
 	}
 	if len(inv.Command) > 0 {
 		a = append(a, "--")

@@ -32,7 +32,7 @@ func baseInvocation() *Invocation {
 // the container's isolation flags shows in review (-update rewrites).
 func TestArgsGolden(t *testing.T) {
 	egress := baseInvocation()
-	egress.ProxyDir, egress.ProxySock, egress.ProxyPort = "/state/airlock-podman-1/call-1/5", "proxy.sock", 3128
+	egress.ProxySocket, egress.ProxyPort = "/state/airlock-podman-1/call-1/5", 3128
 	command := baseInvocation()
 	command.Command = []string{"make", "test"}
 	for _, tc := range []struct {

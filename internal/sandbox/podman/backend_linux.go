@@ -280,11 +280,8 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	}()
 	name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
 	inv := &Invocation{Runtime: b.runtime, HooksDir: b.hooks, Name: name, Broker: b.broker, Image: b.image, Exe: st.exe, Binds: st.binds,
-		ProxyDir: st.proxy, ProxyPort: spec.Network.ProxyPort, Wall: l.wall, MemoryBytes: l.mem, Pids: l.pids,
+		ProxySocket: st.proxy, ProxyPort: spec.Network.ProxyPort, Wall: l.wall, MemoryBytes: l.mem, Pids: l.pids,
 		FileBytes: l.fsz, TmpBytes: l.tmp, OpenFiles: l.files, Env: spec.Env, Cwd: spec.Cwd, Command: spec.Command}
-	if st.proxy != "" {
-		inv.ProxySock = filepath.Base(spec.Network.ProxySocket)
-	}
 	args, err := Args(inv)
 	if err != nil {
 		return nil, err

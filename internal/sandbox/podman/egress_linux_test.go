@@ -1,11 +1,16 @@
 package podman
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/broker"
@@ -67,5 +72,71 @@ private = [%q]
 	}
 	if len(bsrv.Requests()) != 0 {
 		t.Errorf("b.test, not granted, received %d requests", len(bsrv.Requests()))
+	}
+}
+
+// TestLiveProxySocketAloneAndReadOnly: the container reaches the egress
+// proxy's socket and nothing else of the host directory that holds it.
+// The directory was mounted read-write (and idmapped, so container root
+// was its owner): a call wrote 300 MB there, on the host, outside every
+// grant, the tmp size and the disk guard, and could remove or replace
+// the socket. As on the native backend, the socket alone is mounted,
+// read-only; a connection through the forwarder still reaches it.
+func TestLiveProxySocketAloneAndReadOnly(t *testing.T) {
+	b := newLive(t)
+	sockDir := t.TempDir()
+	sock := filepath.Join(sockDir, "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		got <- line
+	}()
+	spec := baseSpec(t.TempDir())
+	spec.Network.ProxySocket, spec.Network.ProxyPort = sock, 3128
+	out, res := sh(t, b, spec, `echo through-the-proxy | nc -w 5 127.0.0.1 3128
+s=$(find /.airlock -type s | head -1); d=$(dirname "$s"); echo "socket $s"
+echo x > $d/planted 2>/dev/null && echo "wrote $d"
+mkdir $d/planted-dir 2>/dev/null && echo "made a directory in $d"
+dd if=/dev/zero of=$d/fill bs=1M count=8 2>/dev/null && echo "filled $d"
+mv $s $s.x 2>/dev/null && echo "moved $s"
+rm $s 2>/dev/null && echo "removed $s"
+echo done`)
+	if !strings.Contains(out, "socket /.airlock/") || !strings.Contains(out, "done") {
+		t.Fatalf("the script did not run, or found no socket: %q %+v", out, res)
+	}
+	for _, bad := range []string{"wrote ", "made a directory", "removed ", "moved ", "filled "} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the container changed the proxy's directory on the host:\n%s", out)
+			break
+		}
+	}
+	ents, err := os.ReadDir(sockDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 || len(names) != 1 {
+		t.Errorf("the proxy's directory on the host holds %v (socket: %v, %v), want the socket alone", names, fi, err)
+	}
+	select {
+	case line := <-got:
+		if line != "through-the-proxy\n" {
+			t.Errorf("the proxy received %q", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("nothing reached the proxy's socket through the forwarder:\n%s", out)
 	}
 }

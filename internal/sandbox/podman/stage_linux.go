@@ -37,7 +37,7 @@ type stage struct {
 	mounted []string // staged paths to unmount, in order
 	binds   []Bind
 	exe     string
-	proxy   string // staged proxy directory, or ""
+	proxy   string // staged proxy socket, or ""
 	held    []string
 	hidden  []string // container paths of the placeholders this call relies on
 }
@@ -184,7 +184,7 @@ type protectedPath struct {
 
 // build stages spec's mounts under dir: the airlock binary, the grants,
 // the protected paths (with the placeholders they need), the list of
-// placeholders, and the proxy's directory.
+// placeholders, and the proxy's socket.
 func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 	st = &stage{dir: dir}
 	s := &staging{b: b, st: st, targets: map[string]int{}}
@@ -487,7 +487,11 @@ func sortBinds(binds []Bind) {
 	})
 }
 
-// stageProxy stages the directory of the egress proxy's socket p, if any.
+// stageProxy stages the egress proxy's socket p, if any: the socket
+// alone, read-only (connect(2) needs no writable mount), as on the
+// native backend. Not its directory: mounted read-write, and idmapped so
+// that container root was its owner, it let a call write without bound
+// on the host outside every grant, and remove or replace the socket.
 func (s *staging) stageProxy(p string) error {
 	if p == "" {
 		return nil
@@ -495,14 +499,17 @@ func (s *staging) stageProxy(p string) error {
 	if !cleanAbs(p) {
 		return fmt.Errorf("proxy socket %q must be a clean absolute path", p)
 	}
-	fd, err := openNoFollow(unix.AT_FDCWD, filepath.Dir(p), false)
+	fd, err := openNoFollow(unix.AT_FDCWD, p, false)
 	if err != nil {
-		return fmt.Errorf("opening the proxy's directory: %w", err)
+		return fmt.Errorf("opening the proxy's socket: %w", err)
 	}
 	defer unix.Close(fd)
+	if _, mode, err := isDirFD(fd); err != nil || mode != unix.S_IFSOCK {
+		return fmt.Errorf("the proxy's socket %q is not a socket", p)
+	}
 	s.st.proxy = s.next()
-	if err := s.st.attach(fd, s.b.userns, s.st.proxy, true, true, false); err != nil {
-		return fmt.Errorf("staging the proxy's directory: %w", err)
+	if err := s.st.attach(fd, s.b.userns, s.st.proxy, false, false, false); err != nil {
+		return fmt.Errorf("staging the proxy's socket: %w", err)
 	}
 	return nil
 }
