@@ -33,6 +33,12 @@ const (
 	// Report names) when its payload has ended; podman run passes it on
 	// second.
 	ReportFD = 4
+	// EnvFD is the init's descriptor of the broker's environment pipe,
+	// which carries the container's environment (inside.EncodeEnv):
+	// Podman's --env would put every value on the podman client's
+	// command line, which every local user can read. Podman passes it on
+	// third.
+	EnvFD = 5
 )
 
 // IDMap is the user namespace mapping of every container: container ids
@@ -80,7 +86,6 @@ type Invocation struct {
 	FileBytes   int64
 	TmpBytes    int64
 	OpenFiles   int
-	Env         []string
 	Cwd         string
 	Command     []string // empty: the runner (tool mode)
 }
@@ -153,15 +158,10 @@ func Args(inv *Invocation) ([]string, error) {
 		"--systemd", "false",
 		"--unsetenv-all",
 		// The broker's control pipe (ControlFD): its stop and signals;
-		// and its report pipe (ReportFD): the limits the container hit.
-		"--preserve-fds", "2",
+		// its report pipe (ReportFD): the limits the container hit; and
+		// its environment pipe (EnvFD): the container's environment.
+		"--preserve-fds", "3",
 	)
-	for _, kv := range inv.Env {
-		if !strings.Contains(kv, "=") || strings.HasPrefix(kv, "=") {
-			return nil, fmt.Errorf("environment entry %q is not KEY=VALUE", kv)
-		}
-		a = append(a, "--env", kv)
-	}
 	if inv.Cwd != "" {
 		a = append(a, "--workdir", inv.Cwd)
 	}
@@ -185,7 +185,7 @@ func Args(inv *Invocation) ([]string, error) {
 		a = append(a, "--mount", m)
 	}
 	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10),
-		"--control", strconv.Itoa(ControlFD), "--report", strconv.Itoa(ReportFD))
+		"--control", strconv.Itoa(ControlFD), "--report", strconv.Itoa(ReportFD), "--env", strconv.Itoa(EnvFD))
 	if inv.ProxySocket != "" {
 		a = append(a, "--proxy", ProxyTarget, "--proxy-port", strconv.Itoa(inv.ProxyPort))
 	}

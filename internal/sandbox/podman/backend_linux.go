@@ -281,21 +281,27 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	name := fmt.Sprintf("airlock-%d-%d", os.Getpid(), b.seq.Add(1))
 	inv := &Invocation{Runtime: b.runtime, HooksDir: b.hooks, Name: name, Broker: b.broker, Image: b.image, Exe: st.exe, Binds: st.binds,
 		ProxySocket: st.proxy, ProxyPort: spec.Network.ProxyPort, Wall: l.wall, MemoryBytes: l.mem, Pids: l.pids,
-		FileBytes: l.fsz, TmpBytes: l.tmp, OpenFiles: l.files, Env: spec.Env, Cwd: spec.Cwd, Command: spec.Command}
+		FileBytes: l.fsz, TmpBytes: l.tmp, OpenFiles: l.files, Cwd: spec.Cwd, Command: spec.Command}
 	args, err := Args(inv)
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.run(ctx, spec, args, name, dir, l, start)
+	env, err := inside.EncodeEnv(spec.Env)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.run(ctx, spec, args, env, name, dir, l, start)
 	b.log.Debug("podman call done", "name", name, "stage_ns", staged.Nanoseconds(), "run_ns", b.ran.Load(), "total_ns", time.Since(start).Nanoseconds())
 	return res, err
 }
 
-// run starts podman and relays, enforces and classifies. dir is the
+// run starts podman and relays, enforces and classifies; env is the
+// container's environment (inside.EncodeEnv), written on the init's
+// environment pipe. dir is the
 // call's own staging directory: podman runs there, so conmon's record of
 // an OOM kill in the container (a file "oom" in its working directory)
 // lands there, and only for this call.
-func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, name, dir string, l limits, start time.Time) (*sandbox.Result, error) {
+func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, env []byte, name, dir string, l limits, start time.Time) (*sandbox.Result, error) {
 	// The disk guard's record of the writable grants' space comes before
 	// the container runs, so that all it writes counts.
 	var writable []string
@@ -338,15 +344,34 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, na
 		ctlW.Close()
 		return nil, fmt.Errorf("making the report pipe: %w", err)
 	}
-	cmd.ExtraFiles = []*os.File{ctlR, repW} // ControlFD, ReportFD
+	// The container's environment goes to the init on a pipe of its
+	// own, not on podman's command line.
+	envR, envW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		repR.Close()
+		repW.Close()
+		return nil, fmt.Errorf("making the environment pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{ctlR, repW, envR} // ControlFD, ReportFD, EnvFD
 	err = cmd.Start()
 	ctlR.Close()
 	repW.Close()
+	envR.Close()
 	if err != nil {
 		ctlW.Close()
 		repR.Close()
+		envW.Close()
 		return nil, &RunError{Reason: err.Error(), Fix: fixInstall}
 	}
+	// Written while the container starts (more than a pipe holds would
+	// block until the init reads it); a container that never starts
+	// closes the pipe's other end, which ends the write.
+	go func() {
+		defer envW.Close()
+		_, _ = envW.Write(env)
+	}()
 	reported := make(chan []string, 1)
 	go func() {
 		defer repR.Close()

@@ -35,7 +35,12 @@ func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdo
 	port := fs.Int("proxy-port", 0, "forwarder port")
 	ctlFD := fs.Int("control", -1, "descriptor of the broker's control pipe")
 	repFD := fs.Int("report", -1, "descriptor of the broker's report pipe")
+	envFD := fs.Int("env", -1, "descriptor of the broker's environment pipe")
 	if err := fs.Parse(args); err != nil {
+		return ExitSetup
+	}
+	if err := setEnv(*envFD); err != nil {
+		fmt.Fprintf(os.Stderr, "airlock container init: %v\n", err)
 		return ExitSetup
 	}
 	ctl := control(*ctlFD)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +33,27 @@ func TestCommandStatus(t *testing.T) {
 		if got := command(tc.argv, nil); got != tc.want {
 			t.Errorf("command(%q) = %d, want %d", tc.argv, got, tc.want)
 		}
+	}
+}
+
+// TestEnvRoundTrip: the environment pipe carries any value (a newline, an
+// '=' included) as one variable, and refuses what is no KEY=VALUE.
+func TestEnvRoundTrip(t *testing.T) {
+	env := []string{"A=1", "MULTI=a\nb=c", "EMPTY=", "EQ==x="}
+	data, err := EncodeEnv(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeEnv(data)
+	if err != nil || !slices.Equal(got, env) {
+		t.Errorf("DecodeEnv(EncodeEnv(%q)) = %q, %v", env, got, err)
+	}
+	for _, bad := range []string{"NOEQUALS", "=x", "A=b\x00C=d"} {
+		if _, err := EncodeEnv([]string{bad}); err == nil || !strings.Contains(err.Error(), "environment entry") {
+			t.Errorf("EncodeEnv(%q): err = %v, want one naming the entry", bad, err)
+		}
+	}
+	if _, err := DecodeEnv([]byte("A=1")); err == nil {
+		t.Error("DecodeEnv took an entry without its NUL")
 	}
 }
