@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,7 +110,7 @@ func New(opts *Options) (*Backend, error) {
 	sweepStages(parent, b.log)
 	sweepPlaceholders(parent, b.log)
 	b.holds.journalDir = filepath.Join(parent, journalDir)
-	if b.stage, err = os.MkdirTemp(parent, stagePrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+	if b.stage, err = os.MkdirTemp(parent, stageName(procid.Self())); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("making the staging directory: %w", err)
 	}

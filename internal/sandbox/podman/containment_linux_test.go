@@ -261,7 +261,7 @@ func TestLiveBrokerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage := stagePrefix + strconv.Itoa(cmd.Process.Pid) + "-"
+	stage := stagePrefix + strconv.Itoa(cmd.Process.Pid) + "-" // either form of stageName
 	if bytes.Contains(mounts, []byte(stage)) {
 		t.Errorf("staged mounts of the killed broker remain after the next start:\n%s", grepLines(mounts, stage))
 	}

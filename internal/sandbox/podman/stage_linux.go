@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/wire"
@@ -557,8 +558,26 @@ func (b *Backend) placeholder(dirfd int, sub string, dir bool) error {
 
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 
-// stagePrefix names a backend's staging directory: PREFIX PID-RANDOM.
+// stagePrefix names a backend's staging directory: PREFIX PID-START-RANDOM
+// (stageName; PREFIX PID-RANDOM where the start time is unknown, and from
+// earlier versions).
 const stagePrefix = "airlock-podman-"
+
+// stageName is the MkdirTemp pattern of the staging directory of the
+// backend in process id. The start time tells a dead backend's directory
+// from a live one's once its pid is reused.
+func stageName(id procid.ID) string { return stagePrefix + string(id) + "-" }
+
+// stageOwnerAlive reports whether the process that made the staging
+// directory named stagePrefix+rest still runs.
+func stageOwnerAlive(rest string) bool {
+	f := strings.Split(rest, "-")
+	if len(f) == 3 {
+		return procid.ID(f[0] + "-" + f[1]).Alive()
+	}
+	pid, err := strconv.Atoi(f[0])
+	return err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil
+}
 
 // removeStage removes a staging directory without ever descending into a
 // mount: each entry is removed on its own (a directory only if empty), so
@@ -577,7 +596,8 @@ func removeStage(dir string) {
 
 // sweepStages unmounts and removes the staging directories under parent
 // of backends whose process is gone (a broker killed with SIGKILL leaves
-// its staged mounts attached).
+// its staged mounts attached), judged by pid and start time: by pid
+// alone, a directory whose pid had been reused stayed mounted for good.
 func sweepStages(parent string, log interface{ Debug(string, ...any) }) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -589,9 +609,7 @@ func sweepStages(parent string, log interface{ Debug(string, ...any) }) {
 		if !ok || !e.IsDir() {
 			continue
 		}
-		pidS, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidS)
-		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || pid == os.Getpid() {
+		if stageOwnerAlive(rest) {
 			continue // not ours, or its backend's process lives
 		}
 		dir := filepath.Join(parent, e.Name())
