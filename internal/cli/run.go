@@ -167,7 +167,9 @@ Examples:
 			Memory: l.Memory,
 			Time:   l.Time,
 			Output: 1 << 40, // the capsule's output is the user's, as with exec
-			Tools:  tools,
+			// Its files are bounded as a sandboxed command's are.
+			FileSize: l.FileSize,
+			Tools:    tools,
 		}
 		out, err := eng.Run(ctx, mod, cfg)
 		if err != nil {

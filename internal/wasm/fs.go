@@ -58,11 +58,16 @@ type rootFS struct {
 	// borrowed says root belongs to the caller (a wasm tool's directory,
 	// opened once when it was loaded): close leaves it open.
 	borrowed bool
+	// fileSize, when positive, is the largest a write may make a file
+	// (the grant's limits.file_size, which RLIMIT_FSIZE enforces for a
+	// sandboxed command): see rootFile.fit.
+	fileSize int64
 }
 
 // newRootFS opens dir (see openDir: no symlink may lead to it) as a
 // preopen; a non-nil root is dir opened already, which it borrows.
-func newRootFS(dir string, root *os.Root, readOnly bool, g *grant.Grant) (*rootFS, error) {
+// fileSize, when positive, bounds the files written through it.
+func newRootFS(dir string, root *os.Root, readOnly bool, g *grant.Grant, fileSize int64) (*rootFS, error) {
 	borrowed := root != nil
 	if !borrowed {
 		r, err := openDir(dir)
@@ -71,7 +76,7 @@ func newRootFS(dir string, root *os.Root, readOnly bool, g *grant.Grant) (*rootF
 		}
 		root = r
 	}
-	f := &rootFS{root: root, dir: dir, readOnly: readOnly, grant: g, borrowed: borrowed}
+	f := &rootFS{root: root, dir: dir, readOnly: readOnly, grant: g, borrowed: borrowed, fileSize: fileSize}
 	if g != nil {
 		var keep []string
 		keep = append(keep, g.Masks()...)
@@ -909,7 +914,11 @@ func (r *rootFile) Write(buf []byte) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
-	n, err := r.file.Write(buf)
+	k, e := r.fit(len(buf), -1)
+	if e != 0 {
+		return 0, e
+	}
+	n, err := r.file.Write(buf[:k])
 	if err != nil {
 		return n, r.fileErr(err)
 	}
@@ -924,7 +933,14 @@ func (r *rootFile) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
-	n, err := r.file.WriteAt(buf, off)
+	if off < 0 {
+		return 0, experimentalsys.EINVAL
+	}
+	k, e := r.fit(len(buf), off)
+	if e != 0 {
+		return 0, e
+	}
+	n, err := r.file.WriteAt(buf[:k], off)
 	if err != nil {
 		return n, r.fileErr(err)
 	}
@@ -938,6 +954,9 @@ func (r *rootFile) Truncate(size int64) experimentalsys.Errno {
 	}
 	if size < 0 {
 		return experimentalsys.EINVAL
+	}
+	if r.fs.fileSize > 0 && size > r.fs.fileSize {
+		return errFileSize
 	}
 	if err := r.file.Truncate(size); err != nil {
 		return r.fileErr(err)
@@ -987,6 +1006,42 @@ func (r *rootFile) Utimens(atim, mtim int64) experimentalsys.Errno {
 func (f *rootFS) protectedOrDenied(p string) bool {
 	_, _, e := f.check(p, true, true)
 	return e != 0
+}
+
+// errFileSize is what a write past the file size limit gets: EIO, since
+// WASI preview 1 as wazero passes errors on has no EFBIG (every errno it
+// does not know becomes EIO anyway).
+const errFileSize = experimentalsys.EIO
+
+// fit bounds a write of n bytes at off (negative: where the file's offset
+// is, or at its end when it appends) by the file size limit, as
+// RLIMIT_FSIZE does for a sandboxed command: it returns how many bytes may
+// be written (a short write when only some fit), and errFileSize when
+// none may. Without it a wasm tool or capsule under file_size = 64KiB
+// wrote a 1 GiB file (red team).
+func (r *rootFile) fit(n int, off int64) (int, experimentalsys.Errno) {
+	limit := r.fs.fileSize
+	if limit <= 0 {
+		return n, 0
+	}
+	if off < 0 {
+		var err error
+		if r.IsAppend() {
+			var fi fs.FileInfo
+			if fi, err = r.file.Stat(); err == nil {
+				off = fi.Size()
+			}
+		} else {
+			off, err = r.file.Seek(0, io.SeekCurrent)
+		}
+		if err != nil {
+			return 0, r.fileErr(err)
+		}
+	}
+	if off >= limit {
+		return 0, errFileSize
+	}
+	return int(min(int64(n), limit-off)), 0
 }
 
 // writeErr refuses a write through a file not opened for writing (the

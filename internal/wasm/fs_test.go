@@ -110,7 +110,7 @@ func TestReadOnlyRootRefusesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	f, err := newRootFS(dir, nil, true, nil)
+	f, err := newRootFS(dir, nil, true, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestSwapBetweenCheckAndOpen(t *testing.T) {
 	write(t, filepath.Join(dir, "a", "key"), "fine")
 	write(t, filepath.Join(dir, "a", "pre-commit"), "fine")
 	g := testGrant(t, dir, "[paths]\nread_write = [\".\"]\ndeny = [\"private\"]\n")
-	fs, err := newRootFS(dir, nil, false, g)
+	fs, err := newRootFS(dir, nil, false, g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAncestorsOfProtectedPathsStay(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := newRootFS(dir, nil, false, testGrant(t, dir, "[paths]\nread_write = [\".\"]\n"))
+	fs, err := newRootFS(dir, nil, false, testGrant(t, dir, "[paths]\nread_write = [\".\"]\n"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestMetadataCallsHoldAgainstASwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := testGrant(t, dir, "[paths]\nread_write = [\".\"]\ndeny = [\"sec\"]\n")
-	fs, err := newRootFS(dir, nil, false, g)
+	fs, err := newRootFS(dir, nil, false, g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

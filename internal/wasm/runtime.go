@@ -173,6 +173,11 @@ type Config struct {
 	// Output caps the bytes written to stdout and stderr together; zero
 	// means no cap. Past it the rest is counted, not written.
 	Output int64
+	// FileSize is the largest a write may make a file in Dirs (the
+	// grant's limits.file_size): a write, a write at an offset or a
+	// truncate past it fails (EIO), as RLIMIT_FSIZE makes one fail for a
+	// sandboxed command. Zero means no limit.
+	FileSize int64
 	// Tools serves the module's calls of the airlock host module; nil
 	// refuses them all.
 	Tools ToolFunc
@@ -249,7 +254,7 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		}
 	}()
 	for _, d := range cfg.Dirs {
-		r, err := newRootFS(d.Host, d.Root, d.ReadOnly, d.Grant)
+		r, err := newRootFS(d.Host, d.Root, d.ReadOnly, d.Grant, cfg.FileSize)
 		if err != nil {
 			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
 		}

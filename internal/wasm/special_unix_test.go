@@ -140,7 +140,7 @@ func TestSpecialFilesAreRefusedWithoutBlocking(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w.t = t
-			fsys, err := newRootFS(dir, nil, tc.readOnly, tc.grant)
+			fsys, err := newRootFS(dir, nil, tc.readOnly, tc.grant, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestSpecialFilesAreRefusedWithoutBlocking(t *testing.T) {
 	// Files opened as regular ones are reopened by name to turn on append
 	// and to list a directory again from its start; a FIFO put in their
 	// place is not opened, or not waited on.
-	fsys, err := newRootFS(dir, nil, false, g)
+	fsys, err := newRootFS(dir, nil, false, g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

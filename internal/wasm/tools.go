@@ -179,6 +179,8 @@ func (t *Tools) Call(ctx context.Context, g *grant.Grant, name string, args json
 		Memory: w.def.Limits.Memory,
 		Time:   w.def.Limits.Time,
 		Output: w.def.Limits.Output,
+		// The tool's files are bounded as a sandboxed command's are.
+		FileSize: w.def.Limits.FileSize,
 	})
 	if err != nil {
 		return nil, err
