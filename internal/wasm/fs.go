@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -62,7 +63,22 @@ type rootFS struct {
 	// (the grant's limits.file_size, which RLIMIT_FSIZE enforces for a
 	// sandboxed command): see rootFile.fit.
 	fileSize int64
+	// files counts the files open in every preopen of the run, bounded
+	// by maxOpenFiles; nil leaves them unbounded (tests).
+	files *atomic.Int64
 }
+
+// maxOpenFiles bounds the files one run may hold open at once, in all its
+// preopens together. Each is a descriptor of the broker's own process,
+// which every session shares: a module opening one file in a loop held
+// all 20,000 the process could have, and the broker's own opens failed
+// with "too many open files" while it ran (red team). A Go program keeps a
+// handful open; the standard library's own os tests pass under this.
+const maxOpenFiles = 1024
+
+// errTooManyFiles is what an open past maxOpenFiles gets: EIO, since WASI
+// preview 1 as wazero passes errors on has no EMFILE.
+const errTooManyFiles = experimentalsys.EIO
 
 // newRootFS opens dir (see openDir: no symlink may lead to it) as a
 // preopen; a non-nil root is dir opened already, which it borrows.
@@ -361,9 +377,21 @@ func forWriting(oflag experimentalsys.Oflag) bool {
 }
 
 // OpenFile implements experimentalsys.FS.
-func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+func (f *rootFS) OpenFile(p string, oflag experimentalsys.Oflag, perm fs.FileMode) (_ experimentalsys.File, e experimentalsys.Errno) {
 	if f.readOnly && writes(oflag) {
 		return nil, experimentalsys.EROFS
+	}
+	if f.files != nil {
+		if f.files.Add(1) > maxOpenFiles {
+			f.files.Add(-1)
+			return nil, errTooManyFiles
+		}
+		// Given back unless the file is handed to the module.
+		defer func() {
+			if e != 0 {
+				f.files.Add(-1)
+			}
+		}()
 	}
 	p, real, e := f.check(p, writes(oflag), oflag&experimentalsys.O_NOFOLLOW == 0)
 	if e != 0 {
@@ -1065,5 +1093,8 @@ func (r *rootFile) Close() experimentalsys.Errno {
 		return 0
 	}
 	r.closed = true
+	if r.fs.files != nil {
+		r.fs.files.Add(-1)
+	}
 	return errno(r.file.Close())
 }

@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
@@ -253,11 +254,13 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 			r.close()
 		}
 	}()
+	files := new(atomic.Int64) // shared: maxOpenFiles bounds the run
 	for _, d := range cfg.Dirs {
 		r, err := newRootFS(d.Host, d.Root, d.ReadOnly, d.Grant, cfg.FileSize)
 		if err != nil {
 			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
 		}
+		r.files = files
 		roots = append(roots, r)
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(r, d.Guest)
 	}

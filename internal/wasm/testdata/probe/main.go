@@ -133,6 +133,26 @@ func main() {
 		}
 		b, _ := json.Marshal(out)
 		fmt.Println("ok", string(b))
+	case "fds":
+		// fds PATH TOOL: opens PATH, keeping every file open, until an open
+		// fails, then calls TOOL: how far the module got, and whether the
+		// host could still open a file of its own.
+		var keep []*os.File
+		var err error
+		for len(keep) < 1<<20 {
+			var f *os.File
+			if f, err = os.Open(args[0]); err != nil {
+				break
+			}
+			keep = append(keep, f)
+		}
+		fmt.Println("opened", len(keep), err)
+		out, err := guest.Call(args[1], json.RawMessage(`{}`))
+		if err != nil {
+			fmt.Println("err", err)
+			return
+		}
+		fmt.Println("tool", out.Content)
 	case "exit":
 		var n int
 		fmt.Sscan(args[0], &n)
