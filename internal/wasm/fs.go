@@ -210,6 +210,14 @@ func (f *rootFS) holds(p string) bool {
 // maxLinks bounds the symlinks followed in one path, as the kernel does.
 const maxLinks = 40
 
+// maxPath bounds the length of a path (and of a symlink's target) the
+// guest gives, as Linux's PATH_MAX bounds one a sandboxed command gives:
+// longer ones are refused (ENAMETOOLONG) before any work. A host function
+// is not stopped at the run's deadline, and resolving a path for the grant
+// takes time that grows with the square of its components: one open of a
+// 2 MB path kept the broker busy for minutes past a 1 s limit (red team).
+const maxPath = 4096
+
 // resolved follows p inside the root as the kernel would, every symlink at
 // every component (as far as the path exists; the rest is appended as
 // given), and returns every location it passed through on the way (links
@@ -262,6 +270,9 @@ func (f *rootFS) resolved(p string, follow bool) (trail []string, end string, e 
 // be visible, and, for a write, the path as given and where it leads must
 // both be writable. It returns the path for os.Root and where it leads.
 func (f *rootFS) check(p string, write, follow bool) (string, string, experimentalsys.Errno) {
+	if len(p) >= maxPath {
+		return "", "", experimentalsys.ENAMETOOLONG
+	}
 	p = clean(p)
 	if f.grant == nil {
 		return p, p, 0
@@ -637,6 +648,9 @@ func (f *rootFS) Symlink(target, link string) experimentalsys.Errno {
 	}
 	if path.IsAbs(target) {
 		return experimentalsys.EPERM
+	}
+	if len(target) >= maxPath {
+		return experimentalsys.ENAMETOOLONG
 	}
 	link, _, e := f.check(link, true, false)
 	if e != 0 {

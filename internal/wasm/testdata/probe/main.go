@@ -153,6 +153,12 @@ func main() {
 			return
 		}
 		fmt.Println("tool", out.Content)
+	case "longpath":
+		// longpath DIR N: opens DIR/a/a/.../a, N components.
+		var n int
+		fmt.Sscan(args[1], &n)
+		_, err := os.Open(args[0] + "/" + strings.Repeat("a/", n) + "x")
+		fmt.Println("opened", err)
 	case "exit":
 		var n int
 		fmt.Sscan(args[0], &n)
