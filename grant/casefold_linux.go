@@ -1,9 +1,7 @@
 package grant
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,26 +88,18 @@ func casefolded(dir string) (folded, told bool) {
 // mountsBelow lists the mount points strictly below dir, from
 // /proc/self/mountinfo.
 func mountsBelow(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := parseMountinfo() // kernelfs_linux.go
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	prefix := strings.TrimSuffix(filepath.Clean(dir), "/") + "/"
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
+	for _, m := range mounts {
+		if strings.HasPrefix(m.point, prefix) {
+			out = append(out, m.point)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).

@@ -26,9 +26,15 @@ type mountEntry struct{ point, fstype string }
 // sandbox's granted trees are cloned from (recursively, so with every
 // mount inside them); nil where they cannot be read.
 func readMounts() []mountEntry {
+	mounts, _ := parseMountinfo()
+	return mounts
+}
+
+// parseMountinfo reads /proc/self/mountinfo: each mount's point and type.
+func parseMountinfo() ([]mountEntry, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []mountEntry
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
@@ -44,7 +50,7 @@ func readMounts() []mountEntry {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // kernelMount returns a mount of a kernel file system (kernelFS) that the
