@@ -28,6 +28,36 @@ type connTransport struct{ c mcp.Connection }
 
 func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
+// serveUnread serves a stdio transport with a pending budget of budget
+// bytes whose answers cannot be written until the test ends; it returns
+// the connection and the client's end to write requests to.
+func serveUnread(t *testing.T, budget int) (*lineConn, *io.PipeWriter) {
+	t.Helper()
+	srv, err := New(&Options{Open: func(context.Context) (*broker.Session, error) {
+		return nil, errors.New("no session in this test")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := stuckWriter{release: make(chan struct{})}
+	pr, pw := io.Pipe()
+	tr := &StdioTransport{Reader: pr, Writer: out, MaxPendingBytes: int64(budget)}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, connTransport{c: conn}) }()
+	t.Cleanup(func() {
+		cancel()
+		close(out.release)
+		pw.Close()
+		<-served
+	})
+	return conn.(*lineConn), pw
+}
+
 // TestStdioRequestsStayBoundedWhileAnswersAreNotRead: a client that writes
 // requests and never reads its answers (a buggy client, or a hostile one)
 // must not make airlock read, and hold a goroutine and the SDK's state
@@ -37,30 +67,8 @@ func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return
 // bytes of a request were freed before its answer was written, so 200,000
 // pings were all read and each held a blocked goroutine (about 1.1 GB).
 func TestStdioRequestsStayBoundedWhileAnswersAreNotRead(t *testing.T) {
-	srv, err := New(&Options{Open: func(context.Context) (*broker.Session, error) {
-		return nil, errors.New("no session in this test")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const budget = 256 << 10
-	out := stuckWriter{release: make(chan struct{})}
-	pr, pw := io.Pipe()
-	tr := &StdioTransport{Reader: pr, Writer: out, MaxPendingBytes: budget}
-	conn, err := tr.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := conn.(*lineConn)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, connTransport{c: conn}) }()
-	defer func() {
-		cancel()
-		close(out.release)
-		pw.Close()
-		<-served
-	}()
+	lc, pw := serveUnread(t, budget)
 
 	const n = 200_000
 	goroutines := runtime.NumGoroutine()
@@ -117,30 +125,8 @@ func TestStdioRequestsStayBoundedWhileAnswersAreNotRead(t *testing.T) {
 // without end stops being read. On main 200,000 notifications were all read
 // and queued (53 MB, and growing with every one).
 func TestStdioNotificationsStayBoundedBehindAnUnwrittenAnswer(t *testing.T) {
-	srv, err := New(&Options{Open: func(context.Context) (*broker.Session, error) {
-		return nil, errors.New("no session in this test")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const budget = 256 << 10
-	out := stuckWriter{release: make(chan struct{})}
-	pr, pw := io.Pipe()
-	tr := &StdioTransport{Reader: pr, Writer: out, MaxPendingBytes: budget}
-	conn, err := tr.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := conn.(*lineConn)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, connTransport{c: conn}) }()
-	defer func() {
-		cancel()
-		close(out.release)
-		pw.Close()
-		<-served
-	}()
+	lc, pw := serveUnread(t, budget)
 
 	const n = 200_000
 	var before runtime.MemStats
