@@ -218,6 +218,9 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 			if name, ok := g.credentials[d]; ok {
 				return pathResult{rule: credentialRule, reason: credentialReason(d, name)}
 			}
+			if g.sockets[d] {
+				return pathResult{rule: socketRule, reason: socketReason(d)}
+			}
 			return pathResult{rule: fmt.Sprintf("paths.deny %q", d), reason: fmt.Sprintf("%s is denied by the grant", d)}
 		}
 	}

@@ -25,12 +25,18 @@ type Grant struct {
 	deny  []string // resolved
 	// credentials are the paths of deny that hideCredentials added, each
 	// with its credentialTable name.
-	credentials       map[string]string
+	credentials map[string]string
+	// sockets are the paths of deny that hideSockets added: Unix sockets
+	// found in read-write trees.
+	sockets           map[string]bool
 	writableProtected map[string]bool
 	protected         []protectedPath
 	// unscanned are the read-write trees whose scan for protected paths
 	// was incomplete (unscannedRisk).
 	unscanned []string
+	// socketsUnscanned are the read-only trees whose scan for Unix
+	// sockets was incomplete (unscannedSocketsRisk).
+	socketsUnscanned []string
 
 	hosts     []hostPattern
 	private   []hostPattern
@@ -248,9 +254,11 @@ func build(s *spec, ps *problems) *Grant {
 		}
 	}
 	g.hideCredentials()
+	sc := g.scanTrees(gl)
+	g.protected, g.unscanned, g.socketsUnscanned = sc.protected, sc.unscanned, sc.socketsUnscanned
+	g.hideSockets(sc.sockets)
 	slices.Sort(g.deny)
 	g.deny = slices.Compact(g.deny)
-	g.protected, g.unscanned = g.scanTrees(gl)
 	g.refuseFoldingTrees(ps)
 
 	// Network.
@@ -467,13 +475,17 @@ func (g *Grant) Risks() []string {
 }
 
 // ScanRisks returns those of Risks that say a read-write tree was not
-// scanned whole for protected paths. Unlike the others, which a grant asks
+// scanned whole for protected paths, or a read-only one for Unix sockets.
+// Unlike the others, which a grant asks
 // for, these come from the trees themselves (one a sandbox filled, say),
 // so a front end shows them as warnings when a session starts.
 func (g *Grant) ScanRisks() []string {
 	var out []string
 	for _, t := range g.unscanned {
 		out = append(out, unscannedRisk(t))
+	}
+	for _, t := range g.socketsUnscanned {
+		out = append(out, unscannedSocketsRisk(t))
 	}
 	return out
 }
@@ -627,10 +639,20 @@ func (g *Grant) Guard(hide, keep []string) (*Grant, error) {
 	return &c, nil
 }
 
+// treeScan is what scanTrees finds.
+type treeScan struct {
+	protected        []protectedPath // sorted
+	sockets          []string        // Unix sockets in granted trees (hideSockets)
+	unscanned        []string        // read-write trees not scanned whole
+	socketsUnscanned []string        // read-only trees not scanned whole for sockets
+}
+
 // scanTrees finds the protected paths of g's read-write trees (and the
-// links of home directories' read-only tops), sorted, and the trees not
-// scanned whole.
-func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned []string) {
+// links of home directories' read-only tops), the Unix sockets in every
+// granted tree, and the trees not scanned whole.
+func (g *Grant) scanTrees(gl *gitGlobals) treeScan {
+	var protected []protectedPath
+	var unscanned []string
 	// The scan of a read-write tree leaves out the trees nested in it that
 	// have scans of their own, and home directories' read-only tops.
 	var writableDirs []string
@@ -665,8 +687,14 @@ func (g *Grant) scanTrees(gl *gitGlobals) (protected []protectedPath, unscanned 
 	if home != "" && !homeHeld && len(writableDirs) > 0 {
 		protected = append(protected, g.homeStartupRefs(home)...)
 	}
-	protected = sortProtected(protected)
-	return protected, unscanned
+	protected, sockets := splitSockets(protected)
+	roSockets, socketsUnscanned := g.readOnlySockets()
+	return treeScan{
+		protected:        sortProtected(protected),
+		sockets:          append(sockets, roSockets...),
+		unscanned:        unscanned,
+		socketsUnscanned: socketsUnscanned,
+	}
 }
 
 // refuseFoldingTrees refuses each granted directory whose masks or
@@ -697,18 +725,21 @@ func (g *Grant) refuseFoldingTrees(ps *problems) {
 // server (airlock serve) opens each session with it, so a repository one
 // session made (git init) is protected from the next session on, as it is
 // for the next airlock process. A home directory's credential store made
-// since (gh auth login) is hidden from then on too.
+// since (gh auth login) is hidden from then on too, as is a Unix socket
+// a host service made in a read-write tree.
 func (g *Grant) Rescan() *Grant {
 	c := *g
 	c.deny = slices.Clone(g.deny)
 	c.credentials = maps.Clone(g.credentials)
+	c.sockets = maps.Clone(g.sockets)
 	c.hideCredentials()
+	sc := g.scanTrees(readGitGlobals())
+	c.hideSockets(sc.sockets)
 	slices.Sort(c.deny)
 	c.deny = slices.Compact(c.deny)
-	found, unscanned := g.scanTrees(readGitGlobals())
-	c.protected = append(slices.Clone(g.protected), found...)
+	c.protected = append(slices.Clone(g.protected), sc.protected...)
 	c.protected = sortProtected(c.protected)
-	c.unscanned = unscanned
+	c.unscanned, c.socketsUnscanned = sc.unscanned, sc.socketsUnscanned
 	return &c
 }
 

@@ -33,6 +33,7 @@ type scanEntry struct {
 	off, n int
 	dir    bool
 	setID  bool // a regular file with S_ISUID or S_ISGID
+	sock   bool // a Unix socket
 }
 
 // nestedScan is the state of one scanNested: stacks of the names and
@@ -115,6 +116,9 @@ func (s *nestedScan) walk(fd, depth int) bool {
 		descend := e.dir
 		if e.setID {
 			s.found(string(s.path), setIDRule, false)
+		}
+		if e.sock {
+			s.found(string(s.path), socketRule, false)
 		}
 		switch {
 		case depth == 1 && s.rootIsGit:
@@ -220,7 +224,7 @@ func (s *nestedScan) list(fd int) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			dir, setID := typ == syscall.DT_DIR, false
+			dir, setID, sock := typ == syscall.DT_DIR, false, typ == syscall.DT_SOCK
 			if typ == syscall.DT_UNKNOWN || typ == syscall.DT_REG || scanForceLstat {
 				// A regular file's mode tells whether it is set-user-ID
 				// or set-group-ID (setIDRule).
@@ -233,10 +237,11 @@ func (s *nestedScan) list(fd int) {
 				}
 				dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 				setID = st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0
+				sock = st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
 			}
 			var key [8]byte
 			copy(key[:], name)
-			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID})
+			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID, sock: sock})
 			s.names = append(s.names, name...)
 		}
 	}

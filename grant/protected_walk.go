@@ -49,6 +49,9 @@ func walkNested(r string, rootIsGit bool, others []string, found nestedFound) bo
 				found(p, setIDRule, false)
 			}
 		}
+		if d.Type()&fs.ModeSocket != 0 {
+			found(p, socketRule, false)
+		}
 		rel := relParts(p, r)
 		// A directory git takes for a repository is held whole, as a
 		// nested .git is, whatever its name, unless its name is protected

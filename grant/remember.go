@@ -2,6 +2,7 @@ package grant
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,7 @@ import (
 // as a session records it for the next one (NestedProtected, Remember).
 type ProtectedPath struct {
 	Path string `json:"path"` // absolute and resolved
-	Name string `json:"name"` // the rule: a protected name, or the set-ID rule
+	Name string `json:"name"` // the rule: a protected name, the set-ID rule or the socket rule
 	Dir  bool   `json:"dir"`
 }
 
@@ -44,6 +45,11 @@ func (g *Grant) NestedProtected(r string) []ProtectedPath {
 		}
 		out = append(out, ProtectedPath{Path: p.path, Name: p.name, Dir: p.dir})
 	}
+	for _, p := range slices.Sorted(maps.Keys(g.sockets)) {
+		if owner, ok := g.rootOf(p); ok && owner.path == r {
+			out = append(out, ProtectedPath{Path: p, Name: socketRule})
+		}
+	}
 	return out
 }
 
@@ -51,7 +57,8 @@ func (g *Grant) NestedProtected(r string) []ProtectedPath {
 // session recorded (NestedProtected) that still exist as they were: inside
 // a read-write tree of g (not the tree itself), with no symlink on the way,
 // under a rule g does not let the sandbox write, and, for a set-ID file,
-// still set-ID. It ignores any other.
+// still set-ID. A recorded Unix socket that is still one is hidden, as the
+// scan hides those it finds (hideSockets). It ignores any other.
 func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 	c := *g
 	c.protected = slices.Clone(g.protected)
@@ -63,11 +70,12 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 		own[p.path] = true
 	}
 	names := ProtectedNames()
+	var sockets []string
 	for _, p := range paths {
 		if own[p.Path] || !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
 			continue
 		}
-		if !slices.Contains(names, p.Name) && p.Name != setIDRule && p.Name != homeLinkRule || g.writableProtected[p.Name] {
+		if !slices.Contains(names, p.Name) && p.Name != setIDRule && p.Name != homeLinkRule && p.Name != socketRule || g.writableProtected[p.Name] {
 			continue
 		}
 		owner, ok := g.rootOf(p.Path)
@@ -85,9 +93,20 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 		if p.Name == setIDRule && (!fi.Mode().IsRegular() || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) == 0) {
 			continue
 		}
+		if p.Name == socketRule {
+			if fi.Mode()&fs.ModeSocket != 0 {
+				sockets = append(sockets, p.Path)
+			}
+			continue
+		}
 		c.protected = append(c.protected, protectedPath{path: p.Path, name: p.Name, dir: fi.IsDir()})
 	}
 	c.protected = sortProtected(c.protected)
+	c.deny = slices.Clone(g.deny)
+	c.sockets = maps.Clone(g.sockets)
+	c.hideSockets(sockets)
+	slices.Sort(c.deny)
+	c.deny = slices.Compact(c.deny)
 	return &c
 }
 
