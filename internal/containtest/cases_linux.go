@@ -33,6 +33,7 @@ var cases = []struct {
 	{"13-disk-fill-below-a-mount-in-a-grant", (*suite).diskFillSubmount},
 	{"14-processes-left-behind", (*suite).leftBehind},
 	{"19-no-network", (*suite).noNetwork},
+	{"28-host-unix-sockets-in-granted-trees", (*suite).hostSockets},
 	{"30-environment", (*suite).environment},
 	{"34-home-credentials", (*suite).homeCredentials},
 	{"35-nested-userns", (*suite).nestedUserns},
@@ -189,12 +190,14 @@ func (s *suite) protectedPaths() {
 }
 
 // Case 10: no home directories, host sockets or ungranted siblings are
-// visible; the secret outside the grant cannot be read.
+// visible; the secret outside the grant cannot be read. (A socket hidden
+// by a mount keeps its type in its directory's listing, which find reads:
+// what counts is what a stat, and so a connect, finds there.)
 func (s *suite) hiddenHost() {
 	home, _ := os.UserHomeDir()
 	out := s.sh(`for d in /home /root /run/user ` + home + `; do echo "dir $d: $(ls -A $d 2>/dev/null | tr '\n' ' ')"; done
 for p in /var/run/docker.sock /run/docker.sock /run/podman/podman.sock /run/containerd/containerd.sock /run/dbus/system_bus_socket /dev/log /run/systemd/private; do [ -e $p ] && echo "present $p"; done
-find /run /var/run /tmp /dev -type s 2>/dev/null | sed 's/^/socket /'
+find /run /var/run /tmp /dev -type s 2>/dev/null | while read -r p; do [ -S "$p" ] && echo "socket $p"; done
 cat ` + s.O + `/canary ` + s.base + `/w-evil/s 2>&1
 echo "siblings: $(ls -A ` + s.base + ` | tr '\n' ' ')"`)
 	for _, line := range strings.Split(out, "\n") {
@@ -385,6 +388,29 @@ func (s *suite) noNetwork() {
 	}
 	if v := got["raw_icmp"]; v == "ok" {
 		s.t.Errorf("raw_icmp: a raw socket opened")
+	}
+}
+
+// Case 28: a host service's Unix socket inside a granted tree, read-write
+// or read-only, is not reachable, by a connect or by a tool: connecting
+// needs only write permission on the socket, which a read-only mount does
+// not take away, so the socket itself is hidden.
+func (s *suite) hostSockets() {
+	before := s.sockets.accept.Load()
+	got := s.probeOut(append([]string{"unix"}, s.sockets.paths...)...)
+	for i, p := range s.sockets.paths {
+		switch k := "unix_" + strconv.Itoa(i+1); got[k] {
+		case "":
+			s.t.Errorf("%s (%s): the probe reported nothing", k, p)
+		case "connected":
+			s.t.Errorf("the sandbox connected to the host's socket %s", p)
+		}
+	}
+	if n := s.sockets.accept.Load() - before; n > 0 {
+		s.t.Errorf("the host's sockets in granted trees took %d connections from the sandbox", n)
+	}
+	for _, p := range s.sockets.paths {
+		s.refused("read_file", map[string]any{"path": p})
 	}
 }
 

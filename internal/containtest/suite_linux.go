@@ -99,6 +99,7 @@ type suite struct {
 	canary     string // the secret of the files outside the grant
 	envCanary  string // the value of the broker's secret environment
 	sentinel   *sentinel
+	sockets    *unixSentinel // host services' sockets in $W (case 28)
 	unenforced []wire.Limit
 	isolation  wire.Isolation
 	marker     string // unique digits naming this run's leftover processes
@@ -160,6 +161,9 @@ func newSuite(t *testing.T, o *Options) *suite {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s.envCanary)
 	t.Setenv("SSH_AUTH_SOCK", "/run/"+s.envCanary+".sock")
 	s.sentinel = newSentinel(t)
+	// Host services' sockets in $W, there before the grant is built (case
+	// 28): one at the top, one deep, one in a directory granted read-only.
+	s.sockets = newUnixSentinel(t, filepath.Join(s.W, "host.sock"), filepath.Join(s.W, "sub", "deep", "dir", "host.sock"), filepath.Join(s.R, "sub", "host.sock"))
 	rw := []string{s.W}
 	// Mounted before the session opens, so that every sandbox, warm ones
 	// too, has it in its view of $W.
@@ -431,6 +435,44 @@ func newSentinel(t *testing.T) *sentinel {
 			}
 		}()
 		t.Cleanup(func() { l.Close() })
+	}
+	return s
+}
+
+// unixSentinel counts connections to Unix sockets a host service
+// listens on (case 28).
+type unixSentinel struct {
+	paths  []string
+	accept atomic.Int64
+}
+
+func newUnixSentinel(t *testing.T, paths ...string) *unixSentinel {
+	t.Helper()
+	s := &unixSentinel{paths: paths}
+	for _, p := range paths {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Anyone may connect, as to a service's socket made for every
+		// user (a sandbox's user is not the host's).
+		if err := os.Chmod(p, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				s.accept.Add(1)
+				c.Close()
+			}
+		}()
+		t.Cleanup(func() { ln.Close() })
 	}
 	return s
 }

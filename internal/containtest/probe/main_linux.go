@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | net PORT | mem MIB | memfd MIB | setid DIR | lease FILE...")
+		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | net PORT | unix PATH... | mem MIB | memfd MIB | setid DIR | lease FILE...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -32,6 +32,12 @@ func main() {
 			os.Exit(2)
 		}
 		dials(os.Args[2])
+	case "unix":
+		if len(os.Args) < 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe unix PATH...")
+			os.Exit(2)
+		}
+		unixDials(os.Args[2:])
 	case "lease":
 		if len(os.Args) < 3 {
 			fmt.Fprintln(os.Stderr, "usage: probe lease FILE...")
@@ -147,6 +153,20 @@ func sweep() {
 // dials tries the network a sandbox must not have (hostile case 19):
 // the host's loopback listener on port, and, only when the sandbox has no
 // interface but lo (so nothing can leave it), addresses off this machine.
+// unixDials connects to each path as a Unix stream socket and reports,
+// per path (unix_1, unix_2, ...), "connected" or why not.
+func unixDials(paths []string) {
+	for i, p := range paths {
+		c, err := net.DialTimeout("unix", p, 2*time.Second)
+		if err == nil {
+			c.Close()
+			fmt.Fprintf(os.Stdout, "unix_%d connected\n", i+1)
+			continue
+		}
+		fmt.Fprintf(os.Stdout, "unix_%d %s\n", i+1, word(err))
+	}
+}
+
 func dials(port string) {
 	tcp := func(name, addr string) {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
