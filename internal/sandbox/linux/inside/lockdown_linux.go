@@ -38,6 +38,15 @@ func loopbackUp() error {
 	return nil
 }
 
+// coreLimit is the sandbox's RLIMIT_CORE, which its seccomp filter keeps
+// (no process in it may change it). Exactly 1, not 0: where the host's
+// core_pattern pipes cores to a helper (systemd-coredump, apport), the
+// kernel runs that helper as root on the host for every crash whatever
+// the limit, unless it is 1, its mark of a crash it must not pipe; a
+// file pattern writes no core under a page either. So a crash in the
+// sandbox starts nothing on the host and writes nothing outside it.
+const coreLimit = 1
+
 // setRlimits applies the per-process limits. RLIMIT_AS is generous (see
 // the host side): runtimes such as Go and the JVM reserve far more
 // address space than they touch, and the memory cgroup is the real bound.
@@ -48,7 +57,7 @@ func setRlimits(cfg *initproto.Config) error {
 		}
 		return nil
 	}
-	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0); err != nil {
+	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, coreLimit); err != nil {
 		return err
 	}
 	// No scheduling priority above the ordinary: a broker whose user may

@@ -105,6 +105,8 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, nr(sysOpenat2), "enosys", "")
 	p.jump(opJeqK, nr(sysFallocate), "fallocate", "")
 	p.jump(opJeqK, nr(sysFcntl), "fcntl", "")
+	p.jump(opJeqK, nr(sysSetrlimit), "setrlimit", "")
+	p.jump(opJeqK, nr(sysPrlimit64), "prlimit64", "")
 	for _, name := range denyAlways {
 		if n, ok := a.sysnum[name]; ok {
 			p.jump(opJeqK, n, "eperm", "")
@@ -180,8 +182,32 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, fcntlSetLease, "eperm", "")
 	p.jump(opJeqK, fcntlSetDeleg, "eperm", "allow")
 
+	// setrlimit(unsigned int resource, new) and prlimit64(pid, unsigned
+	// int resource, new, old): the core size limit stays at the 1 the init
+	// sets (coreLimit). A change of it is answered as done and not made;
+	// one that also asks for the old value, which would be left unwritten,
+	// is refused.
+	p.label("setrlimit")
+	p.load(argLow(0))
+	p.jump(opJeqK, rlimitCore, "ok", "allow")
+	p.label("prlimit64")
+	p.load(argLow(1))
+	p.jump(opJeqK, rlimitCore, "", "allow")
+	p.load(argLow(2))
+	p.jump(opJeqK, 0, "", "prlimit_set")
+	p.load(argHigh(2))
+	p.jump(opJeqK, 0, "allow", "")
+	p.label("prlimit_set")
+	p.load(argLow(3))
+	p.jump(opJeqK, 0, "", "eperm")
+	p.load(argHigh(3))
+	p.jump(opJeqK, 0, "ok", "eperm")
+
 	p.label("allow")
 	p.ret(retAllow)
+	p.label("ok")
+	p.ret(retErrno) // errno 0: the call returns 0, done
+
 	p.label("eperm")
 	p.ret(retErrno | errnoEPERM)
 	p.label("enosys")
@@ -202,16 +228,16 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 
 // Denied returns, sorted, the names of the syscalls the filter for the named
 // architecture may refuse, or nil for an unsupported architecture. clone,
-// ioctl, personality, socket, socketpair, fallocate, fcntl and the calls
-// that set a file's mode are refused only for some arguments (see the
-// package comment);
+// ioctl, personality, socket, socketpair, fallocate, fcntl, prlimit64 and
+// the calls that set a file's mode are refused only for some arguments
+// (see the package comment);
 // clone3 and openat2 always fail with ENOSYS.
 func Denied(archName string) []string {
 	a, ok := arches[archName]
 	if !ok {
 		return nil
 	}
-	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate, sysFcntl}
+	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate, sysFcntl, sysPrlimit64}
 	for _, m := range modeChecks {
 		if _, ok := a.sysnum[m.name]; ok {
 			names = append(names, m.name)

@@ -47,6 +47,7 @@ func action(k uint32) string {
 var (
 	allow        = action(retAllow)
 	kill         = action(retKillProcess)
+	done         = action(retErrno) // errno 0: answered as done, not made
 	eperm        = action(retErrno | errnoEPERM)
 	enosys       = action(retErrno | errnoENOSYS)
 	eafnosupport = action(retErrno | errnoEAFNOSUPPORT)
@@ -126,6 +127,15 @@ func TestFilterCalls(t *testing.T) {
 				{"ioctl TIOCSTI with high bits", Options{}, call{name: "ioctl", args: [6]uint64{0, 0xffffffff00005412}}, eperm},
 				{"ioctl TIOCLINUX with one high bit", Options{}, call{name: "ioctl", args: [6]uint64{0, 0x000000010000541c}}, eperm},
 				{"ioctl TIOCSTI as fd", Options{}, call{name: "ioctl", args: [6]uint64{ioctlTIOCSTI, 0x5401}}, allow},
+				{"setrlimit RLIMIT_NOFILE", Options{}, call{name: "setrlimit", args: [6]uint64{7, 0xdead}}, allow},
+				{"setrlimit RLIMIT_CORE", Options{}, call{name: "setrlimit", args: [6]uint64{rlimitCore, 0xdead}}, done},
+				{"setrlimit RLIMIT_CORE with high bits", Options{}, call{name: "setrlimit", args: [6]uint64{0xffffffff00000000 | rlimitCore, 0xdead}}, done},
+				{"prlimit64 get RLIMIT_CORE", Options{}, call{name: "prlimit64", args: [6]uint64{0, rlimitCore, 0, 0xdead}}, allow},
+				{"prlimit64 set RLIMIT_CORE", Options{}, call{name: "prlimit64", args: [6]uint64{0, rlimitCore, 0xdead, 0}}, done},
+				{"prlimit64 set RLIMIT_CORE, pointer in the high half", Options{}, call{name: "prlimit64", args: [6]uint64{0, rlimitCore, 0x7fff00000000, 0}}, done},
+				{"prlimit64 set and get RLIMIT_CORE", Options{}, call{name: "prlimit64", args: [6]uint64{0, rlimitCore, 0xdead, 0xbeef}}, eperm},
+				{"prlimit64 set and get RLIMIT_CORE, old in the high half", Options{}, call{name: "prlimit64", args: [6]uint64{0, rlimitCore, 0xdead, 0x7fff00000000}}, eperm},
+				{"prlimit64 set RLIMIT_NOFILE", Options{}, call{name: "prlimit64", args: [6]uint64{0, 7, 0xdead, 0xbeef}}, allow},
 				{"socket AF_INET", Options{}, call{name: "socket", args: [6]uint64{afInet, 1}}, allow},
 				{"socket AF_INET6", Options{}, call{name: "socket", args: [6]uint64{afInet6, 2}}, allow},
 				{"socket AF_UNIX", Options{}, call{name: "socket", args: [6]uint64{afUnix, 1}}, allow},

@@ -46,7 +46,17 @@ const (
 	sysOpenat2     = "openat2"
 	sysFallocate   = "fallocate"
 	sysFcntl       = "fcntl"
+	sysSetrlimit   = "setrlimit"
+	sysPrlimit64   = "prlimit64"
 )
+
+// rlimitCore is RLIMIT_CORE (the same on x86_64 and aarch64). The init
+// sets it to 1 (inside.coreLimit) and the filter keeps it there: with
+// core_pattern a pipe (systemd-coredump, apport) the kernel runs that
+// helper as root on the host for each crash, whatever the limit, unless
+// the limit is exactly 1; with a file pattern, a limit below a page
+// writes no core either.
+const rlimitCore = 4
 
 // fallocate(2) modes. FALLOC_FL_KEEP_SIZE allocates blocks past the end of
 // the file without changing its size, and FALLOC_FL_INSERT_RANGE grows it
@@ -181,3 +191,6 @@ const (
 
 // argLow returns the offset of the low 32 bits of argument i.
 func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
+
+// argHigh returns the offset of the high 32 bits of argument i.
+func argHigh(i int) uint32 { return argLow(i) + 4 }
