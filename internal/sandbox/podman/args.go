@@ -146,7 +146,7 @@ func Args(inv *Invocation) ([]string, error) {
 		"--ulimit", fmt.Sprintf("nofile=%d:%d", inv.OpenFiles, inv.OpenFiles),
 		"--ulimit", fmt.Sprintf("fsize=%d:%d", inv.FileBytes, inv.FileBytes),
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
-		"--ulimit", "core=0:0",
+		"--ulimit", "core=1:1", // 1: where core_pattern is a pipe, the kernel pipes no core (see inside.coreLimit)
 		// Queued signals and message queues' bytes are charged to host
 		// root (which made the container's user namespace), as on the
 		// native backend (peruser).
