@@ -43,6 +43,7 @@ var cases = []struct {
 	{"40-io-uring", (*suite).ioUring},
 	{"41-syscall-sweep", (*suite).syscallSweep},
 	{"41-no-leases-on-host-files", (*suite).noLeases},
+	{"41-core-limit-fixed", (*suite).coreLimit},
 	{"42-setuid-and-caps", (*suite).setuidCaps},
 	{"42-no-setid-files", (*suite).noSetIDFiles},
 	{"51-per-user-kernel-counts", (*suite).perUserCounts},
@@ -412,6 +413,39 @@ func (s *suite) hostSockets() {
 	for _, p := range s.sockets.paths {
 		s.refused("read_file", map[string]any{"path": p})
 	}
+}
+
+// Case 41 (the kernel's surfaces): a crash in the sandbox starts nothing
+// on the host and writes no core. Where core_pattern pipes cores to a
+// helper (systemd-coredump, apport), the kernel runs it as root on the
+// host for each crash whatever RLIMIT_CORE is, unless it is exactly 1; so
+// the limit is 1 and no process in the sandbox may change it: a change
+// is answered as done and not made (or refused, when it also asks for
+// the old value, which it could not be given). A crash writes no core.
+func (s *suite) coreLimit() {
+	got := s.probeOut("core")
+	if got["core_0"] != "1/1" {
+		s.t.Errorf("RLIMIT_CORE at start is %q, want 1/1", got["core_0"])
+	}
+	for i := 1; i <= 4; i++ {
+		if v := got["core_"+strconv.Itoa(i)]; v != "1/1" {
+			if s.opts.CoreLimitMayChange != "" {
+				s.t.Logf("after try %d, RLIMIT_CORE is %q: %s", i, v, s.opts.CoreLimitMayChange)
+				continue
+			}
+			s.t.Errorf("after try %d, RLIMIT_CORE is %q, want it kept at 1/1 (the call returned errno %s)", i, v, got["core_"+strconv.Itoa(i)+"_call"])
+		}
+	}
+	dir := filepath.Join(s.W, "crash-"+s.marker)
+	s.sh("mkdir -p " + dir + " && cd " + dir + " && ulimit -c unlimited 2>/dev/null; sh -c 'kill -SEGV $$'; echo crashed")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		s.t.Fatalf("reading %s: %v", dir, err)
+	}
+	for _, e := range ents {
+		s.t.Errorf("a crash in the sandbox left %s in %s", e.Name(), dir)
+	}
+	os.RemoveAll(dir)
 }
 
 // Case 30: the sandbox's environment is built, not inherited: none of

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | net PORT | unix PATH... | mem MIB | memfd MIB | setid DIR | lease FILE...")
+		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | core | net PORT | unix PATH... | mem MIB | memfd MIB | setid DIR | lease FILE...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -32,6 +32,8 @@ func main() {
 			os.Exit(2)
 		}
 		dials(os.Args[2])
+	case "core":
+		coreLimit()
 	case "unix":
 		if len(os.Args) < 3 {
 			fmt.Fprintln(os.Stderr, "usage: probe unix PATH...")
@@ -153,6 +155,42 @@ func sweep() {
 // dials tries the network a sandbox must not have (hostile case 19):
 // the host's loopback listener on port, and, only when the sandbox has no
 // interface but lo (so nothing can leave it), addresses off this machine.
+// coreLimit tries to lower and raise RLIMIT_CORE each way a process
+// can, and reports the limit after each (core_N SOFT/HARD) with what the
+// call returned (core_N_call ERRNO).
+func coreLimit() {
+	report := func(i int, err error) {
+		var errno unix.Errno
+		if err != nil && !errors.As(err, &errno) {
+			errno = unix.EINVAL
+		}
+		var r unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_CORE, &r); err != nil {
+			fmt.Fprintf(os.Stdout, "core_%d getrlimit-%s\n", i, word(err))
+			return
+		}
+		fmt.Fprintf(os.Stdout, "core_%d %d/%d\n", i, r.Cur, r.Max)
+		fmt.Fprintf(os.Stdout, "core_%d_call %d\n", i, errno)
+	}
+	report(0, nil)
+	zero := unix.Rlimit{}
+	_, _, e := unix.RawSyscall(unix.SYS_SETRLIMIT, unix.RLIMIT_CORE, uintptr(unsafe.Pointer(&zero)), 0)
+	report(1, errnoErr(e))
+	report(2, unix.Prlimit(0, unix.RLIMIT_CORE, &zero, nil))
+	var old unix.Rlimit
+	report(3, unix.Prlimit(0, unix.RLIMIT_CORE, &zero, &old))
+	big := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	report(4, unix.Prlimit(0, unix.RLIMIT_CORE, &big, nil))
+}
+
+// errnoErr is e as an error, nil for 0.
+func errnoErr(e unix.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
 // unixDials connects to each path as a Unix stream socket and reports,
 // per path (unix_1, unix_2, ...), "connected" or why not.
 func unixDials(paths []string) {
