@@ -59,13 +59,20 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 	zero := int64(0)
 	bg := metav1.DeletePropagationBackground
 	del := metav1.DeleteOptions{PropagationPolicy: &bg}
-	sweep := func(kind string, items []metav1.Object, remove func(name string) error) {
+	sweep := func(kind string, items []metav1.Object, remove func(name string, opts metav1.DeleteOptions) error) {
 		for _, m := range items {
 			why, ok := stale(m)
 			if !ok {
 				continue
 			}
-			if err := remove(m.GetName()); err != nil && !apierrors.IsNotFound(err) {
+			// Only the object judged stale: one made since under its name
+			// (a broker taking its session up again) has another UID, and
+			// the API server refuses the delete with a conflict.
+			err := remove(m.GetName(), onlyThis(m))
+			switch {
+			case apierrors.IsConflict(err):
+				continue
+			case err != nil && !apierrors.IsNotFound(err):
 				errs = append(errs, fmt.Errorf("removing %s %s: %w", kind, m.GetName(), err))
 				continue
 			}
@@ -83,7 +90,7 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 			for i := range l.Items {
 				ms = append(ms, &l.Items[i])
 			}
-			sweep("SandboxClaim", ms, func(n string) error { return rc.Delete(ctx, n, del) })
+			sweep("SandboxClaim", ms, func(n string, o metav1.DeleteOptions) error { return rc.Delete(ctx, n, with(del, o)) })
 		}
 	}
 	if l, err := core.Pods(namespace).List(ctx, sel); err != nil {
@@ -93,8 +100,8 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 		for i := range l.Items {
 			ms = append(ms, &l.Items[i])
 		}
-		sweep("Pod", ms, func(n string) error {
-			return core.Pods(namespace).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		sweep("Pod", ms, func(n string, o metav1.DeleteOptions) error {
+			return core.Pods(namespace).Delete(ctx, n, with(metav1.DeleteOptions{GracePeriodSeconds: &zero}, o))
 		})
 	}
 	if l, err := core.PersistentVolumeClaims(namespace).List(ctx, sel); err != nil {
@@ -104,7 +111,9 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 		for i := range l.Items {
 			ms = append(ms, &l.Items[i])
 		}
-		sweep("PersistentVolumeClaim", ms, func(n string) error { return core.PersistentVolumeClaims(namespace).Delete(ctx, n, del) })
+		sweep("PersistentVolumeClaim", ms, func(n string, o metav1.DeleteOptions) error {
+			return core.PersistentVolumeClaims(namespace).Delete(ctx, n, with(del, o))
+		})
 	}
 	if l, err := net.NetworkPolicies(namespace).List(ctx, sel); err != nil {
 		errs = append(errs, fmt.Errorf("listing NetworkPolicies: %w", err))
@@ -113,7 +122,9 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 		for i := range l.Items {
 			ms = append(ms, &l.Items[i])
 		}
-		sweep("NetworkPolicy", ms, func(n string) error { return net.NetworkPolicies(namespace).Delete(ctx, n, del) })
+		sweep("NetworkPolicy", ms, func(n string, o metav1.DeleteOptions) error {
+			return net.NetworkPolicies(namespace).Delete(ctx, n, with(del, o))
+		})
 	}
 	if l, err := core.Secrets(namespace).List(ctx, sel); err != nil {
 		errs = append(errs, fmt.Errorf("listing Secrets: %w", err))
@@ -122,7 +133,26 @@ func sweep(ctx context.Context, c *Clients, namespace string, claims bool, keep 
 		for i := range l.Items {
 			ms = append(ms, &l.Items[i])
 		}
-		sweep("Secret", ms, func(n string) error { return core.Secrets(namespace).Delete(ctx, n, del) })
+		sweep("Secret", ms, func(n string, o metav1.DeleteOptions) error {
+			return core.Secrets(namespace).Delete(ctx, n, with(del, o))
+		})
 	}
 	return out, errors.Join(errs...)
+}
+
+// onlyThis returns delete options whose preconditions name m's UID, so a
+// delete removes m and not an object made since under its name. (Not its
+// resource version: a pod's status changes it all the time.)
+func onlyThis(m metav1.Object) metav1.DeleteOptions {
+	var o metav1.DeleteOptions
+	if uid := m.GetUID(); uid != "" {
+		o.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	return o
+}
+
+// with returns base with the preconditions of o.
+func with(base, o metav1.DeleteOptions) metav1.DeleteOptions {
+	base.Preconditions = o.Preconditions
+	return base
 }
