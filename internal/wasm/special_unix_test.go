@@ -157,8 +157,14 @@ func TestSpecialFilesAreRefusedWithoutBlocking(t *testing.T) {
 					if file != nil {
 						file.Close()
 					}
-					if e != experimentalsys.EACCES {
-						t.Errorf("%s: errno %v, want EACCES", what, e)
+					want := experimentalsys.EACCES
+					if p == "sock" && tc.grant != nil {
+						// The grant hides a host's socket in its tree
+						// (masked): not there at all.
+						want = experimentalsys.ENOENT
+					}
+					if e != want {
+						t.Errorf("%s: errno %v, want %v", what, e, want)
 					}
 				}
 			}
