@@ -430,19 +430,25 @@ func newSentinel(t *testing.T) *sentinel {
 		lns = append(lns, ln6)
 	}
 	for _, l := range lns {
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				s.accept.Add(1)
-				c.Close()
-			}
-		}()
-		t.Cleanup(func() { l.Close() })
+		countAccepts(t, l, &s.accept)
 	}
 	return s
+}
+
+// countAccepts accepts and closes every connection to l, counting them in
+// n, until the test ends.
+func countAccepts(t *testing.T, l net.Listener, n *atomic.Int64) {
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
 }
 
 // unixSentinel counts connections to Unix sockets a host service
@@ -468,17 +474,7 @@ func newUnixSentinel(t *testing.T, paths ...string) *unixSentinel {
 		if err := os.Chmod(p, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				s.accept.Add(1)
-				c.Close()
-			}
-		}()
-		t.Cleanup(func() { ln.Close() })
+		countAccepts(t, ln, &s.accept)
 	}
 	return s
 }
