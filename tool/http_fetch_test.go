@@ -449,3 +449,25 @@ func TestHTTPFetchClippedEchoHidesSecret(t *testing.T) {
 		}
 	}
 }
+
+// A server may echo the secret a request carried spelled as its own
+// encoder writes it, not only as Go, JavaScript, Python or PHP would: .NET's
+// JSON writer spells "+" as \u002B, its URL encoder uses lower-case hex, Go's
+// html/template writes "+" as &#43;. Each of those is the secret for anyone
+// who reads it, so none may reach the model (red team: a token of the
+// base64 alphabet, as AWS keys are, echoed by such a server was shown).
+func TestHTTPFetchEchoInAnyEncoderSpelling(t *testing.T) {
+	const value = "tok+5ecret/Value=42"
+	w := newFetchWorld(t)
+	w.env.Secrets = map[string]string{"TOKEN": value}
+	for name, enc := range egresstest.EchoEncoders {
+		spelled := enc("Bearer " + value)
+		out := w.fetch(t, map[string]string{"url": w.a.URL("/echo-auth?pad=1&enc=" + name)})
+		if out.IsError {
+			t.Fatalf("%s: %s", name, out.Content)
+		}
+		if strings.Contains(out.Content, spelled[len(enc("Bearer ")):]) || !strings.Contains(out.Content, "[secret TOKEN]") {
+			t.Errorf("%s: the echo %q reads %q, want the secret redacted", name, spelled, out.Content)
+		}
+	}
+}

@@ -254,7 +254,8 @@ func Handler(name string) http.Handler {
 	})
 	// /echo-auth?pad=N&json=1: N bytes of "A", then the request's
 	// Authorization header, as a server that echoes what it was sent does
-	// (JSON-escaped with json=1).
+	// (JSON-escaped with json=1; spelled as another encoder writes it with
+	// enc=, see EchoEncoders).
 	mux.HandleFunc("/echo-auth", func(w http.ResponseWriter, r *http.Request) {
 		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
 		w.Header().Set("Content-Type", "text/plain")
@@ -263,6 +264,9 @@ func Handler(name string) http.Handler {
 		if r.URL.Query().Get("json") != "" {
 			b, _ := json.Marshal(v)
 			v = string(b)
+		}
+		if enc, ok := EchoEncoders[r.URL.Query().Get("enc")]; ok {
+			v = enc(v)
 		}
 		fmt.Fprintf(w, "auth=%s\n", v)
 	})

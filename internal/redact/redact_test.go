@@ -111,17 +111,30 @@ func TestRedactorEncodedForms(t *testing.T) {
 }
 
 func TestRedactorCutSuffix(t *testing.T) {
-	// The longest form is the URL-encoded one, "sk-live-7f3a%2F9c1e" (19
-	// bytes): CutSuffix drops the last 18 bytes of any text, whatever they are.
+	// A value may be spelled with escapes, up to maxSpelled bytes for each
+	// of its bytes ("&#x0000002F;" for "/"): CutSuffix drops the last
+	// 12*17-1 = 203 bytes of any text, whatever they are.
 	r := NewAs(map[string]string{"TOK": "sk-live-7f3a/9c1e", "B": "xyz"}, func(n string) string { return "[secret " + n + "]" })
+	const window = maxSpelled*len("sk-live-7f3a/9c1e") - 1
+	head := "auth=Bearer "
+	for _, tail := range []string{
+		"sk-live-7f3a/9c1",                    // the value, cut
+		"sk-live-7f3a\\/9c",                   // the JSON form, cut
+		"sk-live-7f3a%2F9",                    // the URL form, cut
+		"sk-live-7f3a%2f9",                    // lower-case hex, cut
+		"sk-live-7f3a\\u002F9c",               // .NET's JSON, cut
+		"&#x73;&#x6b;&#x2d;&#x6c;&#x69;&#x76", // every byte a reference, cut
+		"~~~~~~~~~~~~~~~",                     // the same, whatever the bytes
+		"s and more text",                     // not only what begins a value
+	} {
+		in := head + strings.Repeat("~", window-len(tail)) + tail
+		if got := r.CutSuffix(in); got != head {
+			t.Errorf("CutSuffix(%q) = %q, want %q", in, got, head)
+		}
+	}
 	for _, tt := range []struct{ in, want string }{
-		{"auth=Bearer sk-live-7f3a/9c1", "auth=Beare"},
-		{"auth=Bearer sk-live-7f3a\\/9c", "auth=Beare"}, // the JSON form, cut
-		{"auth=Bearer sk-live-7f3a%2F9", "auth=Beare"},  // the URL form, cut
-		{"auth=Bearer ~~~~~~~~~~~~~~~", "auth=Bear"},    // the same, whatever the bytes
-		{"ends with s and more text", "ends wi"},        // not only what begins a value
 		{"nothing here", ""},
-		{"aaaaaaaaa€bbbbbbbbbbbbbbbbb", "aaaaaaaaa"}, // back to a rune's start
+		{"aaaaaaaaa€" + strings.Repeat("b", window-1), "aaaaaaaaa"}, // back to a rune's start
 		{"", ""},
 	} {
 		if got := r.CutSuffix(tt.in); got != tt.want {
@@ -134,5 +147,52 @@ func TestRedactorCutSuffix(t *testing.T) {
 	var nilR *Redactor
 	if got := nilR.CutSuffix("sk-"); got != "sk-" {
 		t.Errorf("nil Redactor changed %q", got)
+	}
+}
+
+// A value is the value however each of its characters is spelled: every
+// escape an encoder may choose, in either case, mixed with plain characters.
+func TestRedactorSpelledValue(t *testing.T) {
+	r := New(map[string]string{"T": "tok+5ecret/Value=42", "U": "pässwörd😀"})
+	for _, text := range []string{
+		`"tok\u002B5ecret/Value=42"`,                  // .NET's System.Text.Json
+		`"tok\u002b5ecret\u002FValue\u003D42"`,        // any escape, any case
+		`tok%2b5ecret%2fValue%3d42`,                   // .NET's HttpUtility.UrlEncode
+		`tok&#43;5ecret/Value=42`,                     // Go's html/template
+		`tok&#x2B;5ecret&sol;Value&equals;42`,         // hex and named references
+		`&#116;&#x6F;&#X6b;\x2b5ecret\/Value=4\u{32}`, // every kind at once
+		`p\u00e4ssw\u00F6rd\ud83d\ude00`,              // UTF-16 escapes
+		`p%C3%A4ssw%c3%b6rd%F0%9F%98%80`,              // percent-encoded UTF-8
+		`p&auml;` + "ssw\u00f6rd&#128512;",            // unknown name: not U's spelling
+	} {
+		got := r.String(text)
+		want := !strings.Contains(text, "&auml;")
+		if has := strings.Contains(got, "[redacted:"); has != want {
+			t.Errorf("String(%q) = %q; redacted %v, want %v", text, got, has, want)
+		}
+		if string(r.Bytes([]byte(text))) != got {
+			t.Errorf("Bytes(%q) and String differ", text)
+		}
+	}
+	// Only the value is replaced, and text that merely looks escaped stays.
+	for in, want := range map[string]string{
+		`a "tok\u002B5ecret/Value=42" b`:   `a "[redacted:T]" b`,
+		`x=tok%2B5ecret%2FValue%3D42&y=1`:  `x=[redacted:T]&y=1`,
+		`tok\u002B5ecret/Value=4`:          `tok\u002B5ecret/Value=4`,
+		`%zz &#; &#x; &#99999999999; \u12`: `%zz &#; &#x; &#99999999999; \u12`,
+		`\ud83d alone, &bogus; and 100%`:   `\ud83d alone, &bogus; and 100%`,
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func BenchmarkRedactorSpelled(b *testing.B) {
+	r := New(map[string]string{"A": "tok+5ecret/Value=42", "B": "another-secret-value-0123456789"})
+	text := strings.Repeat(`{"k":"v\u0026w","p":"100%","h":"&amp;t+o"} `, 1<<14) // 700 KiB
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		r.String(text)
 	}
 }
