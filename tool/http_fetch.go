@@ -9,7 +9,7 @@ import (
 )
 
 const httpFetchDescription = `Fetches a URL with GET (or HEAD) through airlock's egress proxy and returns the response body, then a last line "[http STATUS]".
-url must be https:// (http:// only for hosts the grant allows plain HTTP) and its host must be granted; no user:password@ in the URL. Redirects are followed, at most 5, and every one is checked again: only http(s), never from https down to http, and the host must be granted. Credentials the grant attaches go only to their own host, in their own header, and are dropped when a redirect changes scheme, host or port.
+url must be https:// (http:// only for hosts the grant allows plain HTTP) and its host must be granted; no user:password@ in the URL. Redirects are followed, at most 5, and every one is checked again: only http(s), never from https down to http, and the host must be granted. Credentials the grant attaches go only to their own host, in their own header, over https only, and are dropped when a redirect changes scheme, host or port.
 Limits: the response headers are capped at 64 KiB, the body at 5 MiB (decompressed and compressed alike), the whole fetch at 30 seconds (or the call's time limit, if shorter); the text returned is capped (1 MiB by default) with a note of what was cut. A binary body is summarised by its type and size, not returned. A refusal says which rule refused it.`
 
 // HTTPFetchArgs are http_fetch's arguments.

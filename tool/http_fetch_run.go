@@ -166,8 +166,13 @@ func isRedirect(code int) bool {
 }
 
 // addSecrets sets the header of every secret whose hosts include t, and
-// reports how many it set.
+// reports how many it set. A secret goes over TLS only: on plain http it
+// would cross every network on the way in clear text, so an http:// target
+// gets none, whatever network.plain_http allows.
 func (f *fetcher) addSecrets(req *http.Request, t fetchTarget) int {
+	if t.scheme != "https" {
+		return 0
+	}
 	n := 0
 	for _, su := range f.env.Egress.Secrets {
 		v, ok := f.env.Secrets[su.Name]

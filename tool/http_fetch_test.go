@@ -471,3 +471,44 @@ func TestHTTPFetchEchoInAnyEncoderSpelling(t *testing.T) {
 		}
 	}
 }
+
+// A secret goes only over TLS: a grant that lets a host be fetched over
+// plain http too (network.plain_http) and names it among a secret's hosts
+// let the model pick http:// and have the secret cross the network in
+// clear text, readable by every hop on the way (red team). The fetch
+// still runs, without the secret.
+func TestHTTPFetchSecretNeverInClearText(t *testing.T) {
+	p := egresstest.Serve(t, nil, "p.test", nil)
+	ca := egresstest.NewCA(t, "p.test")
+	g, err := grant.Parse(fmt.Appendf(nil, `
+[paths]
+read_only = ["."]
+[network]
+hosts = [%[1]q]
+private = [%[1]q]
+plain_http = [%[1]q]
+[secrets.TOKEN]
+from = "env:TOKEN"
+tools = ["http_fetch"]
+hosts = [%[1]q]
+`, p.HostPort()), "plain.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Root: "/", Cwd: "/", Secrets: map[string]string{"TOKEN": testSecret},
+		Egress: serveEgress(t, ca, g, egress.Options{Resolver: egresstest.NewResolver("p.test")})}
+	def, _ := Lookup("http_fetch")
+	a, err := def.Parse([]byte(`{"url":"` + p.URL("/auth") + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := def.Run(context.Background(), env, a)
+	if out.IsError || !strings.Contains(out.Content, "authorization present: false") {
+		t.Errorf("a plain-http fetch of a secret's host: %q, want it fetched without the secret", out.Content)
+	}
+	for _, r := range p.Requests() {
+		if v := r.Header.Get("Authorization"); v != "" {
+			t.Errorf("the secret went over plain http: Authorization %q", v)
+		}
+	}
+}
