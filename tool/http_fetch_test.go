@@ -512,3 +512,26 @@ hosts = [%[1]q]
 		}
 	}
 }
+
+// Where a text is cut, how much is dropped must not tell the secret's
+// length: the model reads the end of the text it placed at the cut, and
+// the "[... N bytes cut ...]" note, so a drop that grew with the value
+// gave its length away (red team). Secrets of 8, 21 and 60 bytes drop the
+// same; the body holds none of them.
+func TestHTTPFetchCutTellsNoLength(t *testing.T) {
+	w := newFetchWorld(t)
+	w.env.Limits.OutputBytes = 4096
+	var first string
+	for _, v := range []string{"8-bytes!", testSecret, strings.Repeat("sixty-bytes.", 5)} {
+		w.env.Secrets = map[string]string{"TOKEN": v}
+		out := w.fetch(t, map[string]string{"url": w.a.URL("/echo?pad=8000&text=end")})
+		if out.IsError {
+			t.Fatalf("%s", out.Content)
+		}
+		if first == "" {
+			first = out.Content
+		} else if out.Content != first {
+			t.Errorf("a %d-byte secret: the cut reads %q, a %d-byte one %q", len(v), out.Content[max(0, len(out.Content)-60):], 8, first[max(0, len(first)-60):])
+		}
+	}
+}

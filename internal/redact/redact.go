@@ -229,6 +229,9 @@ func matchSpelled(s string, i int, v string) (int, bool) {
 	return i, true
 }
 
+// minCut is the least CutSuffix drops, for a Redactor of any value.
+const minCut = 1023
+
 // maxSpelled is the most bytes that spell one byte of a value: "&#x" and
 // eight hex digits and ";" for an ASCII character (unescapeAt reads no
 // longer reference), fewer per byte for any other.
@@ -384,9 +387,11 @@ func hexRune(s string) (rune, bool) {
 	return c, len(s) > 0 && c <= utf8.MaxRune
 }
 
-// CutSuffix returns s less its last bytes, as many as the longest spelling
-// of any value has less one (maxSpelled bytes for each of its bytes, and
-// back to the start of a rune), whatever those bytes are: all that a text cut short (at an output cap, a read limit) can
+// CutSuffix returns s less its last bytes, at least as many as the longest
+// spelling of any value has less one (maxSpelled bytes for each of its
+// bytes; rounded up to one less than a power of two, at least minCut, so
+// the count tells no value's length; and back to the start of a rune),
+// whatever those bytes are: all that a text cut short (at an output cap, a read limit) can
 // hold of a value it was cut inside, which String, matching whole values
 // only, leaves. It does not look at what it drops: where the end of a text
 // is the reader's to choose (a server that reflects the URL, padded to put
@@ -406,6 +411,15 @@ func (r *Redactor) CutSuffix(s string) string {
 	if n == 0 {
 		return s
 	}
+	// What is dropped must not follow the values' lengths either, which a
+	// reader who chose the text's end would measure: one less than a power
+	// of two, at least minCut, so every value of up to 85 bytes drops the
+	// same.
+	w := minCut + 1
+	for w-1 < n {
+		w *= 2
+	}
+	n = w - 1
 	if n >= len(s) {
 		return ""
 	}

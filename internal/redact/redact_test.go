@@ -112,10 +112,11 @@ func TestRedactorEncodedForms(t *testing.T) {
 
 func TestRedactorCutSuffix(t *testing.T) {
 	// A value may be spelled with escapes, up to maxSpelled bytes for each
-	// of its bytes ("&#x0000002F;" for "/"): CutSuffix drops the last
-	// 12*17-1 = 203 bytes of any text, whatever they are.
+	// of its bytes ("&#x0000002F;" for "/"): CutSuffix drops at least the
+	// last 12*17-1 = 203 bytes of any text, whatever they are, and as many
+	// for any value that short, minCut.
 	r := NewAs(map[string]string{"TOK": "sk-live-7f3a/9c1e", "B": "xyz"}, func(n string) string { return "[secret " + n + "]" })
-	const window = maxSpelled*len("sk-live-7f3a/9c1e") - 1
+	const window = minCut
 	head := "auth=Bearer "
 	for _, tail := range []string{
 		"sk-live-7f3a/9c1",                    // the value, cut
@@ -143,6 +144,14 @@ func TestRedactorCutSuffix(t *testing.T) {
 	}
 	if got := r.String("a sk-live-7f3a/9c1e b"); got != "a [secret TOK] b" {
 		t.Errorf("String with a label = %q", got)
+	}
+	// The count tells no length: values up to 85 bytes drop minCut, longer
+	// ones the next power of two less one.
+	for _, tt := range []struct{ n, drop int }{{1, minCut}, {85, minCut}, {86, 2047}, {170, 2047}, {171, 4095}} {
+		text := strings.Repeat("~", 5000)
+		if got := len(text) - len(New(map[string]string{"V": strings.Repeat("v", tt.n)}).CutSuffix(text)); got != tt.drop {
+			t.Errorf("a %d-byte value: CutSuffix dropped %d bytes, want %d", tt.n, got, tt.drop)
+		}
 	}
 	var nilR *Redactor
 	if got := nilR.CutSuffix("sk-"); got != "sk-" {
