@@ -51,6 +51,13 @@ const (
 	// older one's tail is dropped (its log file keeps the output), so a
 	// session that starts work after work holds a bounded amount.
 	maxEndedTails = 256
+	// maxEndedWorks is how many ended works a session keeps: past it the
+	// oldest is forgotten (background_command no longer knows its id,
+	// Background no longer lists it) and its log file removed. Each is
+	// small, but a session that starts work after work would otherwise
+	// hold every work it ever started, in memory and on the records' disk.
+	// The audit records keep every one.
+	maxEndedWorks = 1024
 	// backgroundLogsKeptFactor: by default a session keeps this many times
 	// BackgroundLogCap of its ended works' logs on disk.
 	backgroundLogsKeptFactor = 4
@@ -128,6 +135,9 @@ type background struct {
 	wg    sync.WaitGroup
 	// ended are the ended works that still keep their tail, oldest first.
 	ended []*work
+	// kept are the ended works the session still knows (in works), oldest
+	// first: at most maxEndedWorks.
+	kept []*work
 	// logs are the ended works whose log file is still on disk, oldest
 	// first, and logBytes what those files hold.
 	logs     []*work
@@ -211,7 +221,7 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 		w := s.bg.works[a.WorkID]
 		s.bg.mu.Unlock()
 		if w == nil {
-			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q was started in this session", c.tool, "work_id", a.WorkID))
+			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q is known to this session: none was started in it with that id, or it ended long ago (a session keeps only its latest %d ended works; the audit log records every one)", c.tool, "work_id", a.WorkID, maxEndedWorks))
 		}
 		out, iso = s.backgroundCommand(ctx, w, a)
 		if iso != nil {
@@ -311,6 +321,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 	inflight := audit.InFlight{Kind: audit.KindBackgroundStart, WorkID: id, CallID: c.id, Tool: c.tool}
 	if err := s.live.Begin(inflight); err != nil {
 		f.Close()
+		os.Remove(logPath) // a work that never started leaves no file
 		s.logger.Error("cannot record background work in flight; not started", "work", id, "err", err)
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
@@ -318,6 +329,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		// The call's own record fails the same way and the caller sees ErrAudit.
 		s.live.End(inflight)
 		f.Close()
+		os.Remove(logPath) // a work that never started leaves no file
 		s.logger.Error("audit record lost; background work not started", "work", id, "err", err)
 		return failure(SentenceCannotRun), ClassSandbox, ""
 	}
@@ -339,6 +351,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		if err != nil {
 			s.logger.Error("starting the egress proxy of background work", "work", id, "err", err)
 			s.finish(w, nil, err) // its end record, after the start's
+			os.Remove(logPath)    // the session never lists it: nothing reads its log
 			close(w.done)
 			return failure(SentenceCannotRun), ClassSandbox, ""
 		}
@@ -403,6 +416,32 @@ func (s *Session) retire(w *work) {
 		s.bg.logBytes -= freed
 	}
 	s.bg.logs = append(s.bg.logs[:0], s.bg.logs[n:]...)
+	s.bg.kept = append(s.bg.kept, w)
+	n = len(s.bg.kept) - maxEndedWorks
+	for _, old := range s.bg.kept[:max(n, 0)] {
+		s.forget(old)
+	}
+	if n > 0 {
+		s.bg.kept = append(s.bg.kept[:0], s.bg.kept[n:]...)
+	}
+}
+
+// forget drops the ended work w, the oldest the session keeps: its id is
+// no longer known and its log file is removed. s.bg.mu is held.
+func (s *Session) forget(w *work) {
+	delete(s.bg.works, w.id)
+	// Works end into logs and kept in the same order, and w is the oldest
+	// kept: if its log is still on disk, it is the oldest there.
+	if len(s.bg.logs) > 0 && s.bg.logs[0] == w {
+		freed, err := w.out.removeLog(w.logPath)
+		if err != nil {
+			s.logger.Warn("removing a forgotten background work's log", "work", w.id, "err", err)
+			freed, _ = w.out.logState()
+		}
+		s.bg.logBytes -= freed
+		s.bg.logs = append(s.bg.logs[:0], s.bg.logs[1:]...)
+	}
+	s.logger.Info("forgot an ended background work: the session keeps only its latest", "work", w.id)
 }
 
 // grantedContaining returns the granted path that contains p, or "".

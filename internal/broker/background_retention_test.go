@@ -92,9 +92,13 @@ func TestBackgroundEndedTailsAreBounded(t *testing.T) {
 	if most := int64(works * broker.TailBytes / 2); grew > most {
 		t.Errorf("after %d ended works of 20000 bytes of output each the broker's heap grew by %d bytes (want at most %d): it keeps every tail", works, grew, most)
 	}
-	// The oldest still answers, with its log.
-	st := workCall(t, s, "status", first, "")
+	// The oldest the session keeps still answers, with its log; the
+	// first, past the works a session keeps, is forgotten.
+	st := workCall(t, s, "status", s.Background()[0].ID, "")
 	if st.Output.Meta.WorkState != broker.WorkExited || !strings.Contains(st.Output.Content, "output: 20000 bytes") || !strings.Contains(st.Output.Content, "full log: ") {
-		t.Errorf("status of the first work: %q", st.Output.Content)
+		t.Errorf("status of the oldest work kept: %q", st.Output.Content)
+	}
+	if st := workCall(t, s, "status", first, ""); st.Class != broker.ClassRefused || !strings.Contains(st.Output.Content, "it ended long ago") {
+		t.Errorf("status of the first work: %s %q", st.Class, st.Output.Content)
 	}
 }

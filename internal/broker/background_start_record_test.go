@@ -30,6 +30,11 @@ func TestBackgroundThatCannotBeMarkedInFlightLeavesNoStartRecord(t *testing.T) {
 	if res.Output.Meta.WorkID != "" {
 		t.Fatalf("the work started with no in-flight mark: %s %q", res.Class, res.Output.Content)
 	}
+	// Nor does it leave a log file: the session lists no such work, and
+	// nothing would ever remove it.
+	if ents, _ := os.ReadDir(filepath.Join(s.Dir(), "background")); len(ents) > 0 {
+		t.Errorf("a work that never started left %d files in the session's background directory (%s)", len(ents), ents[0].Name())
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -377,7 +377,7 @@ func TestBackgroundCommandRefusals(t *testing.T) {
 		name, args, want string
 	}{
 		{"malformed id", `{"operation":"status","work_id":"wrk_xyz"}`, `field "work_id": must be "wrk_" and 16 lower-case hex digits, got "wrk_xyz"`},
-		{"never issued", `{"operation":"stop","work_id":"wrk_0123456789abcdef"}`, `field "work_id": no background work "wrk_0123456789abcdef" was started in this session`},
+		{"never issued", `{"operation":"stop","work_id":"wrk_0123456789abcdef"}`, `field "work_id": no background work "wrk_0123456789abcdef" is known to this session: none was started in it with that id`},
 		{"bad operation", `{"operation":"restart","work_id":"wrk_0123456789abcdef"}`, `field "operation": must be "status", "wait" or "stop", got "restart"`},
 		{"negative wait", `{"operation":"wait","work_id":"wrk_0123456789abcdef","wait_secs":-5}`, `field "wait_secs": must not be negative, got -5`},
 	}
@@ -402,7 +402,7 @@ func TestBackgroundWorkIsPerSession(t *testing.T) {
 	other := f.open(t, b, nil)
 	id := startWork(t, a, "sleep 1000")
 	res := workCall(t, other, "stop", id, "")
-	if res.Class != broker.ClassRefused || !strings.Contains(res.Output.Content, "was started in this session") {
+	if res.Class != broker.ClassRefused || !strings.Contains(res.Output.Content, "is known to this session: none was started in it") {
 		t.Errorf("another session's stop: %+v", res)
 	}
 	if len(other.Background()) != 0 || len(a.Background()) != 1 {
