@@ -14,6 +14,14 @@ import (
 // start), a byte waits in the pipe until the init reads it, so a stop
 // asked for at any moment is delivered. The descriptor is closed on exec:
 // no process of the container gets it.
+//
+// The pipe's one writer is the broker's run, which closes it only once
+// podman run has exited, the container with it: its end of file while the
+// init runs is the broker gone (killed, crashed), and the init exits at
+// once, which kills every process of the container. The podman client
+// dies with the broker, but conmon does not, and the deadline may be a
+// day away (background work): without this a command nothing owned
+// went on writing the user's tree until then.
 func control(fd int) <-chan syscall.Signal {
 	if fd < 0 {
 		return nil
@@ -26,7 +34,7 @@ func control(fd int) <-chan syscall.Signal {
 		b := make([]byte, 1)
 		for {
 			if _, err := f.Read(b); err != nil {
-				return // the broker is done (or gone: the deadline still holds)
+				os.Exit(128 + int(syscall.SIGKILL)) // as at the deadline: no one reads it
 			}
 			ch <- syscall.Signal(b[0])
 		}
