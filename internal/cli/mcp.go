@@ -53,7 +53,10 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 			return exitFailure
 		}
 		defer parts.close()
-		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP too (the terminal closed, the client's session ended):
+		// uncaught, it killed the process before the session could stop
+		// its background work and write their end records and its close.
+		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
 		// airlock's own stdio transport: a malformed line is answered with a
 		// JSON-RPC error and skipped, where the SDK's would end the session.

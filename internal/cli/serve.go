@@ -170,7 +170,9 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		}
 		fmt.Fprintf(env.Stderr, "airlock serve: serving MCP at %s://%s%s (health %s, metrics %s)\n", scheme, tcp.Addr(), mcpserver.PathMCP, mcpserver.PathHealth, mcpserver.PathMetrics)
 
-		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP shuts down as SIGTERM does: uncaught, it killed the
+		// process before its sessions were closed and recorded.
+		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
 		served := make(chan error, 1)
 		go func() {
