@@ -86,7 +86,9 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 		warnScan(env, "airlock call", sess.Grant())
 		closeSession := closeOnce(env, "airlock call", sess.Close)
 		defer closeSession()
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP too (the terminal closed): uncaught, it killed the
+		// process with the call running, which then had no record.
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
 		res, err := sess.Call(ctx, toolName, json.RawMessage(rawArgs))
 		// The session closes before the result is printed: its close

@@ -3,10 +3,13 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/audit"
 )
@@ -99,5 +102,52 @@ func TestMCPHangupClosesTheSession(t *testing.T) {
 	}
 	if !ended || !closed {
 		t.Errorf("after SIGHUP (airlock mcp %v): background work %s has an end record: %v; the session a close record: %v; stderr:\n%s", cmd.ProcessState, work, ended, closed, stderr.String())
+	}
+}
+
+// TestCallHangupRecordsTheCall: the same for airlock call, whose one call
+// was cancelled on SIGTERM, recorded, and its session closed, and on SIGHUP
+// had neither record.
+func TestCallHangupRecordsTheCall(t *testing.T) {
+	airlock, err := exec.LookPath("airlock")
+	if err != nil {
+		t.Fatalf("the test binary is not on PATH as airlock: %v", err)
+	}
+	records, ws := t.TempDir(), t.TempDir()
+	cmd := exec.Command(airlock, "call", "--records", records, "shell", `{"command":"touch started; sleep 1000"}`)
+	cmd.Dir = ws
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	for {
+		if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("airlock call ended before its command started: %v\n%s", cmd.ProcessState, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	recs, _, err := audit.ReadAll(records, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var called, closed bool
+	for _, r := range recs {
+		called = called || r.Kind == audit.KindCall && r.Tool == "shell"
+		closed = closed || r.Kind == audit.KindSession && r.Decision == "close"
+	}
+	if !called || !closed {
+		t.Errorf("after SIGHUP (airlock call %v): the call has a record: %v; the session a close record: %v; stderr:\n%s", cmd.ProcessState, called, closed, stderr.String())
 	}
 }

@@ -53,7 +53,7 @@ the capsule, and every call is in the audit log with the capsule's name,
 version and hash.
 
 Exit status: the capsule's own; 124 when it ran past its time limit, 134
-when it trapped, 130 when SIGINT or SIGTERM stopped it, 1 when it was
+when it trapped, 130 when SIGINT, SIGTERM or SIGHUP stopped it, 1 when it was
 refused or could not start, 2 for bad usage.
 
 Examples:
@@ -139,7 +139,7 @@ Examples:
 		}
 		warnScan(env, "airlock run", g)
 
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
 		tools, files, closeTools, err := capsuleTools(env, &gf, g, cp)
 		if err != nil {
