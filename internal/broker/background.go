@@ -180,7 +180,8 @@ func (i *WorkInfo) setSize(o *workOutput) {
 	_, i.LogRemoved = o.logState()
 }
 
-// Background lists the session's background commands, oldest first.
+// Background lists the session's background commands, oldest first: those
+// running, and the latest ended ones it keeps (see maxEndedWorks).
 func (s *Session) Background() []WorkInfo {
 	s.bg.mu.Lock()
 	works := make([]*work, 0, len(s.bg.works))
