@@ -134,9 +134,9 @@ Example: airlock serve --listen 127.0.0.1:8765 --grant project.toml`,
 		// so clients without it cannot keep those with it out.
 		// Over plain HTTP, a connection whose request carries the token is
 		// taken as authenticated as soon as it arrives.
-		var lo connlimit.Options
+		lo := connlimit.Options{WriteTimeout: mcpserver.WriteTimeout}
 		if tlsConf == nil {
-			lo = connlimit.Options{Busy: mcpserver.BusyText, Token: token}
+			lo.Busy, lo.Token = mcpserver.BusyText, token
 		}
 		ln := connlimit.New(tcp, *maxConns, &lo)
 

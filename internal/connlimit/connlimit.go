@@ -44,7 +44,9 @@ type Listener struct {
 	max   int
 	busy  []byte // what a refused connection reads; nil: nothing
 	token []byte // proves a connection that sends it; nil: only Authenticated does
-	peek  []byte // Accept's buffer for what waits in a connection's receive queue; guarded by mu
+	// writeTimeout bounds each writeChunk of a write; zero: no bound.
+	writeTimeout time.Duration
+	peek         []byte // Accept's buffer for what waits in a connection's receive queue; guarded by mu
 
 	mu   sync.Mutex
 	open int
@@ -67,7 +69,21 @@ type Options struct {
 	// before its handler runs (see the package comment). Give it only for
 	// a plain-HTTP listener; over TLS it is never seen.
 	Token string
+	// WriteTimeout, when positive, bounds how long the peer may take to
+	// accept each 64 KiB the server writes to a connection: a
+	// write that makes no more progress than that fails with a timeout,
+	// and the server closes the connection. Without it a client that
+	// stops reading an answer holds the goroutine writing it, and all
+	// that waits for that write, for as long as it keeps the connection
+	// open. It sets the connection's write deadline before each chunk, so
+	// a deadline set on the connection by its server is overridden.
+	WriteTimeout time.Duration
 }
+
+// writeChunk is the most written under one deadline of
+// Options.WriteTimeout: a peer must take this much per WriteTimeout, so the
+// bound is on progress, not on the time a large answer takes in all.
+const writeChunk = 64 << 10
 
 // MinToken is the shortest Options.Token the Listener looks for: a
 // shorter one could turn up in bytes sent without knowing it.
@@ -88,6 +104,7 @@ func New(inner net.Listener, max int, o *Options) *Listener {
 	if o == nil {
 		return l
 	}
+	l.writeTimeout = o.WriteTimeout
 	if o.Busy != "" {
 		l.busy = fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(o.Busy), o.Busy)
 	}
@@ -267,6 +284,26 @@ func (c *conn) Read(p []byte) (int, error) {
 		c.tail = append(c.tail[:0], buf[len(buf)-keep:]...)
 	}
 	return n, err
+}
+
+// Write writes p, each writeChunk of it within the listener's write
+// timeout when it has one.
+func (c *conn) Write(p []byte) (int, error) {
+	if c.l.writeTimeout <= 0 {
+		return c.Conn.Write(p)
+	}
+	n := 0
+	for n < len(p) {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeTimeout)); err != nil {
+			return n, err
+		}
+		m, err := c.Conn.Write(p[n:min(len(p), n+writeChunk)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (c *conn) Close() error {

@@ -17,6 +17,13 @@ const (
 	// DefaultIdleConnTimeout closes a kept-alive connection this long after
 	// its last response.
 	DefaultIdleConnTimeout = 2 * time.Minute
+	// WriteTimeout is the connlimit.Options.WriteTimeout of `airlock
+	// serve`: a client must take each 64 KiB of an answer within it, or
+	// the server drops the answer and closes the connection. Without it a
+	// client that stopped reading held the answer's writer, and its
+	// session, which cannot close with an answer unwritten, and so Shutdown
+	// too, for as long as it kept the connection open.
+	WriteTimeout = 30 * time.Second
 	// DefaultMaxConnections caps the connections open at once (see
 	// connlimit: those that have not shown the token give way to new ones).
 	DefaultMaxConnections = 256
@@ -48,8 +55,9 @@ type HTTPServerOptions struct {
 // no read or write timeout for a whole
 // request, since a tool call may run for minutes and its answer streams:
 // the header timeout, the idle timeout, the body timeout of Handler, the
-// close after a refusal and the connection cap bound what a client that
-// sends slowly, or nothing, or has no token, can hold.
+// close after a refusal, the connection cap and the listener's write
+// timeout (WriteTimeout) bound what a client that sends slowly, or
+// nothing, or reads nothing, or has no token, can hold.
 func NewHTTPServer(h http.Handler, o *HTTPServerOptions) *http.Server {
 	var opts HTTPServerOptions
 	if o != nil {

@@ -42,11 +42,23 @@ func newFixture(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options) 
 // broker session.
 func newFixtureBroker(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options, tune func(*broker.Options)) *fixture {
 	t.Helper()
+	return newFixtureGrant(t, backend, opts, tune, grant.Flags{})
+}
+
+// newFixtureFlags is newFixture, unsandboxed, with a grant built from flags.
+func newFixtureFlags(t testing.TB, flags grant.Flags) *fixture {
+	t.Helper()
+	return newFixtureGrant(t, nil, nil, nil, flags)
+}
+
+// newFixtureGrant is newFixtureBroker with a grant built from flags.
+func newFixtureGrant(t testing.TB, backend sandbox.Backend, opts *mcpserver.Options, tune func(*broker.Options), flags grant.Flags) *fixture {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := grant.FromFlags(root, grant.Flags{})
+	g, err := grant.FromFlags(root, flags)
 	if err != nil {
 		t.Fatalf("grant: %v", err)
 	}
