@@ -106,3 +106,44 @@ func TestStalledReaderIsCut(t *testing.T) {
 		t.Errorf("Shutdown: %v", err)
 	}
 }
+
+// TestShutdownDoesNotWaitForAStalledReader: whatever bounds a client's
+// reading (on a listener without a write timeout, none; with one, a client
+// that takes 64 KiB just within it holds a write for minutes), Shutdown
+// returns once its deadline and the grace for answers have passed, and the
+// HTTP server's Close then cuts the connections. On main Shutdown waited
+// for the session of a client that stopped reading to close, which waits
+// for the answer being written, forever: SIGTERM never ended airlock serve.
+func TestShutdownDoesNotWaitForAStalledReader(t *testing.T) {
+	f := newFixtureFlags(t, grant.Flags{Limits: grant.Limits{Output: 16 << 20}})
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := connlimit.New(tcp, mcpserver.DefaultMaxConnections, nil)
+	h, err := f.srv.Handler(&mcpserver.HTTPOptions{Token: testToken, Connections: ln})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := mcpserver.NewHTTPServer(h, nil)
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	stalledReader(t, tcp.Addr().String())
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		shut <- f.srv.Shutdown(ctx)
+	}()
+	select {
+	case err := <-shut:
+		if err == nil {
+			t.Error("Shutdown: nil, want an error saying an answer was not written")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Shutdown has not returned after a minute: it waits for an answer a client does not read")
+	}
+	hs.Close()
+	eventually(t, time.Minute, "the stalled connection closed", func() bool { return ln.Open() == 0 })
+}

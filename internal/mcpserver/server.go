@@ -322,8 +322,10 @@ func (s *Server) stats() (inFlight, running, waiting, sessions int) {
 
 // Shutdown stops taking calls, waits for the calls in flight until ctx is
 // done, then closes every broker session (which cancels and kills the calls
-// still running and waits for them; each is audited) and every MCP session.
-// It returns ctx's error if calls had to be killed.
+// still running and waits for them; each is audited) and every MCP session,
+// waiting a short grace for those still writing an answer (see
+// closeSessions). It returns ctx's error if calls had to be killed, or an
+// error when a session had not closed within the grace.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
@@ -349,10 +351,33 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-drained
 	s.settle(busy)
-	for ss := range s.mcp.Sessions() {
-		ss.Close()
+	if !s.closeSessions(answerGrace) && err == nil {
+		err = errors.New("an MCP session could not close within its grace: an answer to it is still being written (its client may have stopped reading); closing the HTTP server's connections ends it")
 	}
 	return err
+}
+
+// closeSessions closes every MCP session, and reports whether all had
+// closed within grace. A session closes once the answers it is writing
+// are written, which a client that stops reading (over HTTP, with no
+// write timeout on its connection, or one that takes each chunk just
+// within it) can put off indefinitely: Shutdown leaves those to the
+// closing of their connections (http.Server.Close) rather than wait.
+func (s *Server) closeSessions(grace time.Duration) bool {
+	var wg sync.WaitGroup
+	for ss := range s.mcp.Sessions() {
+		wg.Go(func() { ss.Close() })
+	}
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-closed:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // answerGrace bounds how long Shutdown waits, after the last handler has
