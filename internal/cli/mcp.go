@@ -71,7 +71,17 @@ Example: claude mcp add airlock -- airlock mcp --grant ~/grants/project.toml`,
 				logger.Warn("shutdown", "err", serr)
 			}
 			cancel()
-			err = <-done
+			// Every broker session is closed now. The MCP session ends
+			// once its answers are written, which a client that stopped
+			// reading stdout puts off for ever: past answerWait, leave
+			// them unwritten.
+			t := time.NewTimer(answerWait)
+			select {
+			case err = <-done:
+			case <-t.C:
+				logger.Warn("exiting with answers unwritten: the client is not reading them")
+			}
+			t.Stop()
 		}
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock mcp: %v\n", err)
