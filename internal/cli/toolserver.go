@@ -144,6 +144,13 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		if err != nil {
 			return fail(err)
 		}
+		// A name that looked local (localhost) may not have resolved to
+		// loopback: then plain ws:// would carry the token, and the
+		// calls, to every interface.
+		if addr, ok := tcp.Addr().(*net.TCPAddr); *certFile == "" && !*insecure && (!ok || !addr.IP.IsLoopback()) {
+			tcp.Close()
+			return fail(fmt.Errorf("--listen %s resolved to %s, which is not a loopback address; give --tls-cert and --tls-key (or --insecure-plain)", *listen, tcp.Addr()))
+		}
 		// Connections without the token give way to those with it, so
 		// clients that never authenticate cannot keep a broker out.
 		// Over plain HTTP, a connection whose request carries the token is
