@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -486,7 +487,7 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		c.stat, _ = os.Open("/proc/" + strconv.Itoa(c.proc.Pid) + "/stat")
 	}
 	tStarted := time.Now()
-	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
+	timer := x.deadlineTimer(deadline)
 	defer timer.Stop()
 	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	defer stopCtx()
@@ -501,6 +502,9 @@ func (b *Backend) setup(ctx context.Context, x *box, deadline, start time.Time, 
 		}
 	}
 	tHeld, tHeldMono := time.Now(), mono()
+	if !x.cfg.Claim {
+		x.cfg.Deadline = monoAt(deadline)
+	}
 	cfgJSON, err := json.Marshal(x.cfg)
 	if err != nil {
 		x.kill("setup")
@@ -641,10 +645,17 @@ func (b *Backend) newCgroup(l limits) (*cgroup, error) {
 // made that two wake-ups on a warm call's clock for Ready and two for
 // Exit. Only one goroutine reads at a time: setup, then claim, then
 // await or destroy.
+//
+// An Expired status (the init ended the sandbox at its deadline, which
+// this process missed: see initproto.Config.Deadline) kills x for its
+// time limit, as the deadline's timer does.
 func (x *box) next() (initproto.Status, bool) {
 	for x.status.Scan() {
 		var st initproto.Status
 		if json.Unmarshal(x.status.Bytes(), &st) == nil {
+			if st.Expired {
+				x.kill("time")
+			}
 			return st, true
 		}
 	}
@@ -710,7 +721,7 @@ func (b *Backend) claim(ctx context.Context, x *box, deadline time.Time, input [
 		return err
 	}
 	tHeld := time.Now()
-	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders})
+	msg, err := json.Marshal(initproto.Claim{Placeholders: x.cfg.Placeholders, Deadline: monoAt(deadline)})
 	if err != nil {
 		return err
 	}
@@ -796,13 +807,30 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 // watch kills x at deadline, or when ctx ends, until the returned func is
 // called.
 func (x *box) watch(ctx context.Context, deadline time.Time) (stop func()) {
-	timer := time.AfterFunc(time.Until(deadline), func() { x.kill("time") })
+	timer := x.deadlineTimer(deadline)
 	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
 	return func() {
 		stopCtx()
 		timer.Stop()
 	}
 }
+
+// deadlineTimer kills x at deadline, for its time limit. The init ends
+// the sandbox a little later itself should this not have (see
+// initproto.Config.Deadline): a timer of this process does not fire while
+// job control has it stopped.
+func (x *box) deadlineTimer(deadline time.Time) *time.Timer {
+	d := time.Until(deadline)
+	if hostDeadlinesOff.Load() {
+		d = math.MaxInt64
+	}
+	return time.AfterFunc(d, func() { x.kill("time") })
+}
+
+// hostDeadlinesOff, set by tests, keeps deadlineTimer from firing, as for
+// a broker stopped by job control, so that the init's backstop alone ends
+// the sandbox.
+var hostDeadlinesOff atomic.Bool
 
 // relay copies the sandbox's output streams to spec's writers, each capped
 // at out bytes (past the cap the sandbox is killed), and spec.Stdin to its
@@ -912,6 +940,8 @@ type ending struct {
 	ps   *os.ProcessState  // the reaped init; nil when answered early
 	cpu  time.Duration     // the tool's CPU time, when answered early
 	at   int64             // CLOCK_MONOTONIC time the Exit status was received
+	// expired: the init ended the sandbox at its deadline (Status.Expired).
+	expired bool
 }
 
 // await waits for the payload to end. The init is reaped in the
@@ -934,6 +964,7 @@ func (x *box) await() (ending, error) {
 		if !ok {
 			break
 		}
+		e.expired = e.expired || st.Expired
 		if st.Exit {
 			s := st
 			e.exit, e.at = &s, mono()
@@ -974,6 +1005,10 @@ func (x *box) result(e ending, reason string, truncated bool) *sandbox.Result {
 		res.ExitCode, res.Signal = -1, e.exit.Signal
 	case e.exit != nil:
 		res.ExitCode = e.exit.Code
+	case e.expired:
+		// The init exited to end the sandbox at its deadline, which
+		// this process missed: killed, as by this process.
+		res.ExitCode, res.Signal = -1, int(syscall.SIGKILL)
 	case ws.Signaled():
 		res.ExitCode, res.Signal = -1, int(ws.Signal())
 	default:
@@ -1215,6 +1250,12 @@ func usernsDiagnosis() (reason, fix string) {
 		return "AppArmor restricts unprivileged user namespaces", "add an AppArmor profile allowing userns for the airlock binary, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
 	}
 	return "user namespaces seem disabled (seccomp or LSM policy of a container?)", "run on a host or container that allows creating user namespaces (e.g. docker --security-opt seccomp=unconfined, or a pod with the needed securityContext)"
+}
+
+// monoAt is t as a CLOCK_MONOTONIC time in ns, comparable with the
+// init's (the sandbox has no time namespace).
+func monoAt(t time.Time) int64 {
+	return mono() + time.Until(t).Nanoseconds()
 }
 
 // mono is CLOCK_MONOTONIC in ns, comparable with the init's.

@@ -66,6 +66,11 @@
 //     killed the sandbox for them. Result.Limit is the one that ended the
 //     run: time or output when killed for it, else memory or processes if
 //     hit by a payload that did not finish normally.
+//   - The wall time: the host kills the init (SIGKILL, ending the PID
+//     namespace) at the deadline, and the init, which gets the deadline in
+//     its config or claim, ends the sandbox itself shortly after should
+//     the host not have: a broker stopped by job control runs no timer
+//     (initproto.Config.Deadline).
 //   - RLIMIT_AS is max(4 x memory limit, 8 GiB): Go, the JVM and V8 reserve
 //     far more address space than they touch, so a tight RLIMIT_AS breaks
 //     them; the memory cgroup is the real bound.

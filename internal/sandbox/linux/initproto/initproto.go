@@ -33,6 +33,12 @@
 //	 |                                             |  the rest and closing fds 0-2)
 //	 |  wait, read cgroup events, remove cgroups   |
 //
+// The host kills the init (SIGKILL, which ends the PID namespace) when the
+// call's wall time runs out. As a backstop for a host that does not (its
+// process stopped by job control), the init, given the Deadline in the
+// Config or the Claim, sends Status{Expired} ExpireGrace after it and
+// exits, which ends the PID namespace the same way.
+//
 // The claim exists so that a warm sandbox holds nothing in the user's tree
 // while it waits: the placeholders for missing protected and denied paths
 // (empty .bashrc, .vscode, .env, ...) are made by the host only once a call
@@ -46,6 +52,7 @@ package initproto
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -181,10 +188,22 @@ type Config struct {
 
 	// Claim makes the init stop after the grant mounts, report Staged and
 	// wait for a Claim on ConfigFD before it protects the sandbox and
-	// locks it down (a warm sandbox of the pool). Placeholders then come
-	// with the Claim.
+	// locks it down (a warm sandbox of the pool). Placeholders and the
+	// Deadline then come with the Claim.
 	Claim bool `json:"claim,omitempty"`
+
+	// Deadline, when set, is the CLOCK_MONOTONIC time (ns) at which the
+	// call's wall time runs out. The host kills the sandbox then; the
+	// init ends it itself ExpireGrace later, reporting Status.Expired,
+	// should the host not have: a host process stopped by job control
+	// (SIGTSTP, SIGTTOU for output to a terminal set to tostop, SIGSTOP)
+	// runs no timer, and nothing in the sandbox can stop its PID 1.
+	Deadline int64 `json:"deadline,omitempty"`
 }
+
+// ExpireGrace is how long after Config.Deadline (or Claim.Deadline) the
+// init ends a sandbox the host has not killed.
+const ExpireGrace = 250 * time.Millisecond
 
 // A UserCount is one bound of /proc/sys/user: the file's name and the
 // value written to it.
@@ -199,6 +218,9 @@ type Claim struct {
 	// Placeholders are as in Config.Placeholders: the host made them just
 	// before sending the claim.
 	Placeholders []string `json:"placeholders,omitempty"`
+	// Deadline is as in Config.Deadline, for the call that claims the
+	// sandbox.
+	Deadline int64 `json:"deadline,omitempty"`
 }
 
 // Phase is the duration of one setup step, for profiling setup time.
@@ -259,6 +281,11 @@ type Status struct {
 	Exit   bool `json:"exit,omitempty"`
 	Code   int  `json:"code,omitempty"`
 	Signal int  `json:"signal,omitempty"`
+
+	// Expired reports that the Deadline passed and the host had not
+	// killed the sandbox: the init exits right after sending it, which
+	// kills every process of the sandbox.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // Setup steps a host may refuse for want of a feature (Status.Step).

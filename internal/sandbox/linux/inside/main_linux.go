@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -70,6 +71,9 @@ func Main(t Tool) int {
 	if err := checkJoined(cfg.Join); err != nil {
 		return fail(status, err)
 	}
+	if !cfg.Claim {
+		expire(status, cfg.Deadline)
+	}
 	configAt := mono()
 	// toolCtx ends at SIGTERM or SIGINT (tool mode).
 	var toolCtx context.Context
@@ -111,6 +115,7 @@ func Main(t Tool) int {
 			return fmt.Errorf("waiting for the claim: %w", err)
 		}
 		cfg.Placeholders = c.Placeholders
+		expire(status, c.Deadline)
 		claimAt = mono()
 		return nil
 	}
@@ -263,13 +268,56 @@ func endTool(status *os.File, code int, phases []initproto.Phase, tDone int64) {
 	status.Close()
 }
 
+// sendMu keeps the status lines whole: expire sends from a timer's
+// goroutine, and a line longer than PIPE_BUF is not written at once.
+var sendMu sync.Mutex
+
 func send(w io.Writer, st *initproto.Status) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
+	sendMu.Lock()
+	defer sendMu.Unlock()
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// exitExpired is the init's exit code when it ended the sandbox at its
+// deadline (expire): 128+SIGKILL, as a sandbox the host killed.
+const exitExpired = 128 + int(unix.SIGKILL)
+
+// expireSendWait bounds how long expire waits to report before it exits:
+// the status pipe has room for far more than the few lines an init sends,
+// but a full one must not keep the sandbox alive.
+const expireSendWait = 100 * time.Millisecond
+
+// expire ends the sandbox initproto.ExpireGrace after deadline (a
+// CLOCK_MONOTONIC time in ns; 0 is none), should the host not have killed
+// it by then: it reports Status.Expired and exits, and the kernel kills
+// every other process of the PID namespace with it. The host kills the
+// sandbox at the deadline from its own process; this is the backstop for
+// a host process that runs no timer because job control stopped it (a
+// SIGTTOU for relaying the sandbox's own output to a terminal set to
+// tostop, a SIGTSTP, a SIGSTOP). Nothing in the sandbox can stop or delay
+// the init: signals from inside its PID namespace reach it only through
+// handlers it installed (SIGSTOP never), and ptrace is refused.
+func expire(status *os.File, deadline int64) {
+	if deadline == 0 {
+		return
+	}
+	time.AfterFunc(time.Duration(deadline-mono())+initproto.ExpireGrace, func() {
+		sent := make(chan struct{})
+		go func() {
+			_ = send(status, &initproto.Status{Expired: true, SentAt: mono()})
+			close(sent)
+		}()
+		select {
+		case <-sent:
+		case <-time.After(expireSendWait):
+		}
+		os.Exit(exitExpired)
+	})
 }
 
 func fail(status *os.File, err error) int {
