@@ -798,6 +798,14 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 	if reason == "ctx" {
 		return nil, fmt.Errorf("sandbox cancelled: %w", ctx.Err())
 	}
+	if reason == "done" && e.at >= monoAt(c.deadline) {
+		// The tool answered after the deadline, before the kill for it
+		// landed (a timer late on a loaded machine): a tool that times
+		// itself by the call's limit (the shell tool) ends just after the
+		// deadline, its clock having started once the sandbox was set up.
+		// The call ran past its time limit all the same.
+		reason = "time"
+	}
 	res := x.result(e, reason, truncated)
 	res.Setup, res.Duration = c.setup, duration
 	b.removeCreated(x.cfg.Mounts, x.first.Created)

@@ -3,12 +3,14 @@ package linux_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/wire"
 )
 
 // TestInitEndsTheSandboxAtItsDeadline: with the host's deadline timers
@@ -74,4 +76,38 @@ func TestInitEndsTheSandboxAtItsDeadline(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestToolEndingPastTheDeadlineIsATimeout: a tool that times itself by the
+// call's limit (the shell tool's timeout is at most the call's) ends a
+// little after the host's deadline, since its clock starts once the
+// sandbox is set up. When the host's kill was late (a loaded machine; here
+// the host's deadline timers are missed outright), the tool's own answer
+// came first and the call was ok, "[timed out after 1s]", instead of the
+// time limit: an answer read after the deadline is the time limit's.
+func TestToolEndingPastTheDeadlineIsATimeout(t *testing.T) {
+	d := newDirs(t)
+	spec := &sandbox.Spec{Env: []string{"PATH=/usr/bin:/bin"}, Cwd: d.W, Mounts: d.mounts(),
+		Limits: sandbox.Limits{Wall: time.Second, AllowUnenforced: acceptUnenforced}}
+	in, err := json.Marshal(wire.ToolInput{Tool: "shell", Args: json.RawMessage(`{"command":"sleep 987680"}`), Context: wire.CallContext{
+		CallID: "call_t", Root: "/", Cwd: d.W, Limits: wire.ToolLimits{TimeoutMS: spec.Limits.Wall.Milliseconds()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frame, so, se bytes.Buffer
+	frame.WriteString("runner:")
+	if err := wire.WriteFrame(&frame, in); err != nil {
+		t.Fatal(err)
+	}
+	spec.Stdin, spec.Stdout, spec.Stderr = &frame, &so, &se
+	defer linux.MissDeadlines()()
+	res, err := backend(t).Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Limit != sandbox.LimitTime {
+		t.Errorf("result %+v, want the time limit; stdout %q", res, so.String())
+	}
+	waitNoProcs(t, "987680")
 }
