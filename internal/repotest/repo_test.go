@@ -70,7 +70,8 @@ func TestEveryPackageHasDoc(t *testing.T) {
 // host rules it shares with the grant and the proxy: the standard library
 // and IDNA), writetmp (its temporary files' names, x/sys only) and a few
 // well-kept libraries; the runner only wire and tool; the Linux sandbox's
-// init only its protocol, its seccomp filter, the in-sandbox half of egress
+// init only its protocol, its seccomp filter, the disk guard (x/sys only),
+// the in-sandbox half of egress
 // (the forwarder, standard library only, so the init runs the forwarder
 // that is tested rather than a copy) and the syscall libraries (with
 // airlock's own EINTR retries, package eintr, x/sys only); a capsule's
@@ -91,6 +92,7 @@ func TestBoundaryImports(t *testing.T) {
 			mod + "/internal/sandbox/linux/initproto", mod + "/internal/sandbox/linux/seccomp",
 			mod + "/internal/sandbox/linux/eintr",           // x/sys only
 			mod + "/internal/sandbox/peruser",               // constants only
+			mod + "/internal/sandbox/diskguard",             // x/sys only: the host's disk guard, run inside too
 			mod + "/internal/egress/forward", mod + "/wire", // wire: the shared contract, standard library only
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},

@@ -9,5 +9,8 @@
 // has the call killed (the "disk" limit) when one is below its floor and
 // lower than when the call started: a call that drives the host's disk
 // toward full is stopped before it gets there, and one that writes
-// nothing is never stopped because the disk was nearly full already.
+// nothing is never stopped because the disk was nearly full already. The
+// native sandbox's init runs a guard of its own as well, on the same file
+// systems as it sees them, because a broker stopped by job control polls
+// nothing.
 package diskguard

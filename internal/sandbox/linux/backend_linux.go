@@ -161,6 +161,16 @@ func addressSpace(mem int64) int64 {
 
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 
+// config is config(spec, l) with the init's disk guard on, at b's floor.
+func (b *Backend) config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
+	cfg, err := config(spec, l)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DiskGuard, cfg.DiskFloor = true, b.diskFloor
+	return cfg, nil
+}
+
 // config turns a Spec into the init's configuration, validating paths.
 func config(spec *sandbox.Spec, l limits) (*initproto.Config, error) {
 	cfg := &initproto.Config{
@@ -212,7 +222,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if err := b.enforceable(spec, l); err != nil {
 		return nil, err
 	}
-	cfg, err := config(spec, l)
+	cfg, err := b.config(spec, l)
 	if err != nil {
 		return nil, err
 	}
@@ -648,13 +658,17 @@ func (b *Backend) newCgroup(l limits) (*cgroup, error) {
 //
 // An Expired status (the init ended the sandbox at its deadline, which
 // this process missed: see initproto.Config.Deadline) kills x for its
-// time limit, as the deadline's timer does.
+// time limit, as the deadline's timer does; a Disk status (the init's disk
+// guard: Config.DiskGuard) kills it for the disk limit.
 func (x *box) next() (initproto.Status, bool) {
 	for x.status.Scan() {
 		var st initproto.Status
 		if json.Unmarshal(x.status.Bytes(), &st) == nil {
-			if st.Expired {
+			switch {
+			case st.Expired:
 				x.kill("time")
+			case st.Disk:
+				x.kill("disk")
 			}
 			return st, true
 		}
@@ -773,10 +787,12 @@ type call struct {
 // cap, waits (await), and classifies how it ended (result).
 func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, error) {
 	defer x.watch(ctx, c.deadline)()
-	defer c.guard.Watch(func() {
-		b.log.Debug("disk guard: a file system the call may write is below its floor")
-		x.kill("disk")
-	})()
+	if !hostDiskGuardOff.Load() {
+		defer c.guard.Watch(func() {
+			b.log.Debug("disk guard: a file system the call may write is below its floor")
+			x.kill("disk")
+		})()
+	}
 	relayed := x.relay(c.spec, c.out)
 	defer x.forward(c.spec)()
 	e, err := x.await()
@@ -839,6 +855,11 @@ func (x *box) deadlineTimer(deadline time.Time) *time.Timer {
 // a broker stopped by job control, so that the init's backstop alone ends
 // the sandbox.
 var hostDeadlinesOff atomic.Bool
+
+// hostDiskGuardOff, set by tests, keeps finish from watching the disk, as
+// for a broker stopped by job control, so that the init's guard alone
+// stops a call that fills its grant's file system.
+var hostDiskGuardOff atomic.Bool
 
 // relay copies the sandbox's output streams to spec's writers, each capped
 // at out bytes (past the cap the sandbox is killed), and spec.Stdin to its
@@ -948,8 +969,9 @@ type ending struct {
 	ps   *os.ProcessState  // the reaped init; nil when answered early
 	cpu  time.Duration     // the tool's CPU time, when answered early
 	at   int64             // CLOCK_MONOTONIC time the Exit status was received
-	// expired: the init ended the sandbox at its deadline (Status.Expired).
-	expired bool
+	// ended: the init ended the sandbox itself for a limit
+	// (Status.Expired or Status.Disk).
+	ended bool
 }
 
 // await waits for the payload to end. The init is reaped in the
@@ -972,7 +994,7 @@ func (x *box) await() (ending, error) {
 		if !ok {
 			break
 		}
-		e.expired = e.expired || st.Expired
+		e.ended = e.ended || st.Expired || st.Disk
 		if st.Exit {
 			s := st
 			e.exit, e.at = &s, mono()
@@ -1013,9 +1035,9 @@ func (x *box) result(e ending, reason string, truncated bool) *sandbox.Result {
 		res.ExitCode, res.Signal = -1, e.exit.Signal
 	case e.exit != nil:
 		res.ExitCode = e.exit.Code
-	case e.expired:
-		// The init exited to end the sandbox at its deadline, which
-		// this process missed: killed, as by this process.
+	case e.ended:
+		// The init exited to end the sandbox for a limit this process
+		// did not enforce in time: killed, as by this process.
 		res.ExitCode, res.Signal = -1, int(syscall.SIGKILL)
 	case ws.Signaled():
 		res.ExitCode, res.Signal = -1, int(ws.Signal())

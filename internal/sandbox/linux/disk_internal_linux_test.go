@@ -99,3 +99,58 @@ func TestDiskGuardStopsAnInodeFill(t *testing.T) {
 			res.Limit, res.LimitsHit, res.ExitCode, res.Signal, out)
 	}
 }
+
+// TestInitGuardsTheDiskToo: with the host's disk guard not running (a
+// broker stopped by job control runs none: airlock exec as a background
+// job, stopped by SIGTTOU as it relayed its command's first line, let the
+// command fill a 64 MiB grant to its last byte), the init's own guard
+// stops a call that fills its grant's file system, cold and warm.
+func TestInitGuardsTheDiskToo(t *testing.T) {
+	hostDiskGuardOff.Store(true)
+	defer hostDiskGuardOff.Store(false)
+	fill := `i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero > f$i 2>/dev/null; i=$((i+1)); done; echo wrote all; sleep 60`
+	t.Run("cold", func(t *testing.T) {
+		dir := smallDisk(t, "64m")
+		res, out := diskRun(t, diskBackend(t, 32<<20), dir, fill)
+		if res.Limit != sandbox.LimitDisk || res.Signal != int(unix.SIGKILL) || strings.Contains(out, "wrote all") {
+			t.Fatalf("filling the grant's file system: limit %q, hits %v, exit %d, signal %d, output %q; want killed for the disk limit",
+				res.Limit, res.LimitsHit, res.ExitCode, res.Signal, out)
+		}
+	})
+	t.Run("warm", func(t *testing.T) {
+		dir := smallDisk(t, "64m")
+		b, err := New(&Options{Executable: os.Args[0], Cgroups: CgroupsOptional, DiskFloor: 32 << 20, PoolSize: 1})
+		if err != nil {
+			t.Skipf("no sandbox here: %v", err)
+		}
+		t.Cleanup(func() { b.Close() })
+		spec := &sandbox.Spec{
+			Env:    []string{"PATH=/usr/bin:/bin"},
+			Mounts: []sandbox.Mount{{Source: dir, Writable: true}},
+			Cwd:    dir,
+			Limits: sandbox.Limits{Wall: 15 * time.Second, MemoryBytes: 512 << 20, AllowUnenforced: true},
+		}
+		if err := b.Prewarm(spec); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); b.Warm(spec) < 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no warm sandbox after 20s")
+			}
+		}
+		var out bytes.Buffer
+		s := *spec
+		s.Stdin, s.Stdout, s.Stderr = strings.NewReader("sh:"+fill), &out, &out
+		res, err := b.Run(context.Background(), &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(res.Isolation.Features, "warm") {
+			t.Fatalf("the call was not warm: %v", res.Isolation.Features)
+		}
+		if res.Limit != sandbox.LimitDisk || strings.Contains(out.String(), "wrote all") {
+			t.Fatalf("filling the grant's file system: limit %q, hits %v, exit %d, signal %d, output %q; want killed for the disk limit",
+				res.Limit, res.LimitsHit, res.ExitCode, res.Signal, out.String())
+		}
+	})
+}

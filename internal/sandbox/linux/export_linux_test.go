@@ -29,7 +29,7 @@ func SetRefillDelay(d time.Duration) (restore func()) {
 // being built, and waiting for refillDelay to be built.
 func (b *Backend) PoolBuilds(spec *sandbox.Spec) (ready, building, deferred int) {
 	l := withDefaults(spec.Limits)
-	cfg, err := config(spec, l)
+	cfg, err := b.config(spec, l)
 	if err != nil {
 		return 0, 0, 0
 	}

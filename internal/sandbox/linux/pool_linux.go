@@ -715,7 +715,7 @@ func (b *Backend) Prewarm(spec *sandbox.Spec) error {
 	if b.enforceable(spec, l) != nil {
 		return nil
 	}
-	cfg, err := config(spec, l)
+	cfg, err := b.config(spec, l)
 	if err != nil {
 		return fmt.Errorf("prewarming: %w", err)
 	}
@@ -741,7 +741,7 @@ func (b *Backend) Prewarm(spec *sandbox.Spec) error {
 // Warm reports how many warm sandboxes of spec's shape are ready now.
 func (b *Backend) Warm(spec *sandbox.Spec) int {
 	l := withDefaults(spec.Limits)
-	cfg, err := config(spec, l)
+	cfg, err := b.config(spec, l)
 	if err != nil {
 		return 0
 	}

@@ -37,7 +37,9 @@
 // call's wall time runs out. As a backstop for a host that does not (its
 // process stopped by job control), the init, given the Deadline in the
 // Config or the Claim, sends Status{Expired} ExpireGrace after it and
-// exits, which ends the PID namespace the same way.
+// exits, which ends the PID namespace the same way. Its disk guard
+// (Config.DiskGuard) is the backstop of the host's the same way:
+// Status{Disk}, then exit.
 //
 // The claim exists so that a warm sandbox holds nothing in the user's tree
 // while it waits: the placeholders for missing protected and denied paths
@@ -199,6 +201,15 @@ type Config struct {
 	// (SIGTSTP, SIGTTOU for output to a terminal set to tostop, SIGSTOP)
 	// runs no timer, and nothing in the sandbox can stop its PID 1.
 	Deadline int64 `json:"deadline,omitempty"`
+
+	// DiskGuard asks the init to watch, as the host does, the free space
+	// and inodes of the file systems of the writable mounts (package
+	// diskguard, with DiskFloor as its floor setting: 0 is the default)
+	// from just before it reports Ready, and to end the sandbox, reporting
+	// Status.Disk, when one is drawn below its floor: the host's guard
+	// does not run while job control has its process stopped.
+	DiskGuard bool  `json:"disk_guard,omitempty"`
+	DiskFloor int64 `json:"disk_floor,omitempty"`
 }
 
 // ExpireGrace is how long after Config.Deadline (or Claim.Deadline) the
@@ -286,6 +297,10 @@ type Status struct {
 	// killed the sandbox: the init exits right after sending it, which
 	// kills every process of the sandbox.
 	Expired bool `json:"expired,omitempty"`
+	// Disk reports that the init's disk guard found a file system the
+	// sandbox may write below its floor (Config.DiskGuard): the init exits
+	// right after sending it, as after Expired.
+	Disk bool `json:"disk,omitempty"`
 }
 
 // Setup steps a host may refuse for want of a feature (Status.Step).

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
@@ -138,6 +139,9 @@ func Main(t Tool) int {
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	} else if toolCtx == nil {
 		toolCtx = toolSignals()
+	}
+	if cfg.DiskGuard {
+		guardDisk(status, &cfg)
 	}
 	st.SentAt = mono()
 	if err := send(status, st); err != nil {
@@ -283,8 +287,8 @@ func send(w io.Writer, st *initproto.Status) error {
 	return err
 }
 
-// exitExpired is the init's exit code when it ended the sandbox at its
-// deadline (expire): 128+SIGKILL, as a sandbox the host killed.
+// exitExpired is the init's exit code when it ended the sandbox for a
+// limit (expire, guardDisk): 128+SIGKILL, as a sandbox the host killed.
 const exitExpired = 128 + int(unix.SIGKILL)
 
 // expireSendWait bounds how long expire waits to report before it exits:
@@ -307,17 +311,46 @@ func expire(status *os.File, deadline int64) {
 		return
 	}
 	time.AfterFunc(time.Duration(deadline-mono())+initproto.ExpireGrace, func() {
-		sent := make(chan struct{})
-		go func() {
-			_ = send(status, &initproto.Status{Expired: true, SentAt: mono()})
-			close(sent)
-		}()
-		select {
-		case <-sent:
-		case <-time.After(expireSendWait):
-		}
-		os.Exit(exitExpired)
+		end(status, &initproto.Status{Expired: true})
 	})
+}
+
+// guardDisk watches the file systems of cfg's writable mounts, as the
+// host's disk guard does (package diskguard), and ends the sandbox,
+// reporting Status.Disk, when one is drawn below its floor: the backstop
+// of the host's guard, which does not run while job control has the
+// broker stopped. It is called once the sandbox is built, before the
+// payload runs, so what the payload writes counts as the call's own.
+func guardDisk(status *os.File, cfg *initproto.Config) {
+	var targets []string
+	for _, m := range cfg.Mounts {
+		if m.Writable {
+			targets = append(targets, m.Target)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	diskguard.Open(targets, cfg.DiskFloor).Watch(func() {
+		end(status, &initproto.Status{Disk: true})
+	})
+}
+
+// end ends the sandbox for a limit the init enforces itself: it sends st
+// (waiting at most expireSendWait) and exits, and the kernel kills every
+// other process of the PID namespace with it.
+func end(status *os.File, st *initproto.Status) {
+	st.SentAt = mono()
+	sent := make(chan struct{})
+	go func() {
+		_ = send(status, st)
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-time.After(expireSendWait):
+	}
+	os.Exit(exitExpired)
 }
 
 func fail(status *os.File, err error) int {
