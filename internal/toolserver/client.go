@@ -488,6 +488,11 @@ func (b *Backend) read(l *link) {
 			b.mu.Lock()
 			c := b.pending[f.ID]
 			if c != nil && c.link == l {
+				if err := c.check(f.Result); err != nil {
+					b.mu.Unlock()
+					b.logger.Error("the hands broke a call's bounds; dropping the connection", "call", f.ID, "err", err)
+					return
+				}
 				delete(b.pending, f.ID)
 			} else {
 				c = nil // a result that arrived twice, or for a call given up
@@ -573,6 +578,25 @@ type pending struct {
 	sent  chan struct{} // closed once the call frame went out
 	sentO sync.Once
 	sink  *outputSink
+	// maxStdout is a tool call's cap on the runner's stdout (the call's
+	// Spec.Limits.OutputBytes); 0: none.
+	maxStdout int64
+}
+
+// check says why r is an answer to p the hands must not give: more of a
+// tool call's stdout than its cap lets a sandbox write (honest hands cut
+// it there, as a local sandbox is cut), or more egress decisions than
+// hands report of one call. The broker holds what the hands send to
+// the bounds it would hold a local sandbox to, and no more reaches the
+// model or the audit log.
+func (p *pending) check(r *Result) error {
+	if p.maxStdout > 0 && int64(len(r.Stdout)) > p.maxStdout {
+		return fmt.Errorf("the tool call's output is %d bytes, past its cap of %d", len(r.Stdout), p.maxStdout)
+	}
+	if len(r.Egress) > maxDecisions {
+		return fmt.Errorf("the call reports %d egress decisions, more than the %d hands report of one call", len(r.Egress), maxDecisions)
+	}
+	return nil
 }
 
 func (b *Backend) sendCall(p *pending, l *link) {
@@ -672,6 +696,9 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		return nil, err
 	}
 	p := &pending{id: id, frame: frame, retry: retry, done: make(chan struct{}), sent: make(chan struct{})}
+	if len(spec.Command) == 0 {
+		p.maxStdout = spec.Limits.OutputBytes
+	}
 	if len(spec.Command) > 0 {
 		p.sink = newOutputSink(spec.Stdout, spec.Stderr, spec.Limits.OutputBytes)
 		defer p.sink.close()
