@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/toolserver"
 	"github.com/airlockhq/airlock/wire"
@@ -63,3 +65,56 @@ func TestHostileHandsCannotPassAToolCallsOutputCap(t *testing.T) {
 	}
 }
 
+// TestLargeToolResultReachesTheBroker: a tool call's answer always fits
+// the frame that carries it back. With both grants letting a shell call
+// return 60 MiB, a command printing 52 MB made a runner frame the hands'
+// sandbox let through, but whose result frame (the stdout in base64, a
+// third larger) passed the link's 64 MiB: the hands could not send it, and
+// the broker's call waited for an answer that never came, holding its
+// slot, until its caller gave up. The sandbox chose the size, so any call
+// could wedge its session this way. Now the hands cut a tool call's
+// output to what a result frame carries, and the model reads it cut.
+func TestLargeToolResultReachesTheBroker(t *testing.T) {
+	w := newWorkspace(t)
+	g, err := grant.Parse([]byte(`[paths]
+read_write = ["`+w.root+`"]
+[limits]
+output = "60MiB"
+memory = "2GiB"
+`), "big.toml", w.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.grant = g
+	srv, url := serveWith(t, &toolserver.ServerOptions{Grant: g, Heartbeat: 5 * time.Second})
+	// A slow heartbeat: the point is the size of the answer, not liveness.
+	s := w.session(t, remoteBeating(t, url, nil, 5*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type answer struct {
+		res *broker.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := s.Call(ctx, "shell", json.RawMessage(`{"command":"head -c 52000000 /dev/zero | tr '\\0' x"}`))
+		done <- answer{res, err}
+	}()
+	// The hands ran the call and are done with it; its answer must follow.
+	waitFor(t, "the hands to run the call", func() bool { return srv.Runs() == 1 && srv.Running() == 0 })
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the hands ran the call, and the broker still waits for its answer")
+	}
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.res.Class == broker.ClassCancelled || a.res.Class == broker.ClassLost {
+		t.Errorf("class %s: %s", a.res.Class, a.res.Output.Content[:min(len(a.res.Output.Content), 300)])
+	}
+	if !a.res.Output.Truncated {
+		t.Errorf("%d bytes of a 52 MB output reached the model, not marked as cut", len(a.res.Output.Content))
+	}
+}

@@ -459,7 +459,14 @@ func (sc *serverConn) start(ctx context.Context, id string, call *Call, raw []by
 		if res == nil {
 			return // the connection ended
 		}
-		if err := sc.send(ctx, &Frame{Type: TypeResult, ID: id, Result: res}); err != nil {
+		err := sc.send(ctx, &Frame{Type: TypeResult, ID: id, Result: res})
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			// An answer the link cannot carry is still an answer: without
+			// one the broker's call would wait for ever.
+			sc.s.logger.Warn("a call's result does not fit a frame", "call", id, "err", err)
+			err = sc.send(ctx, &Frame{Type: TypeResult, ID: id, Result: &Result{Error: fmt.Sprintf("the call's result is larger than the %d bytes a frame of the link carries", wire.MaxFrameSize)}})
+		}
+		if err != nil {
 			sc.s.logger.Info("result not delivered; the broker will ask again or call it lost", "call", id, "err", err)
 		}
 	}()
@@ -733,7 +740,12 @@ func (s *Server) specFor(call *Call) (*sandbox.Spec, *wire.ToolInput, error) {
 	l.OpenFiles = int(smaller(int64(l.OpenFiles), int64(call.Limits.OpenFiles)))
 	l.AllowUnenforced = l.AllowUnenforced && call.Limits.AllowUnenforced
 	if in != nil {
+		// A tool call's answer goes back in one result frame, its stdout
+		// in base64: the runner's frame is cut to fit it, whatever both
+		// grants allow.
+		l.OutputBytes = smaller(l.OutputBytes, maxResultStdout)
 		tl := &in.Context.Limits
+		tl.OutputBytes = smaller(tl.OutputBytes, maxToolOutput)
 		tl.OutputBytes = smaller(tl.OutputBytes, gl.Output)
 		tl.FileBytes = smaller(tl.FileBytes, gl.FileSize)
 		tl.TimeoutMS = smaller(tl.TimeoutMS, gl.Time.Milliseconds())
@@ -758,6 +770,17 @@ func (s *Server) handsFix(mf *sandbox.MissingFeatureError, call *Call, spec *san
 		yes[call.Limits.AllowUnenforced], yes[s.opts.Grant.AllowsUnenforcedLimits()], mf.Fix)
 	return &out
 }
+
+// maxResultStdout is the most of a runner's stdout a result frame
+// carries: a frame holds wire.MaxFrameSize bytes, the stdout takes a third
+// more in base64, and maxResultRest is left for the rest of the result
+// (the runner's stderr, the egress decisions). maxToolOutput is the tool
+// output cap whose runner frame (wire.SandboxOutputBytes) fits in it.
+const (
+	maxResultRest   = 2 << 20
+	maxResultStdout = (wire.MaxFrameSize - maxResultRest) / 4 * 3
+	maxToolOutput   = (maxResultStdout - 64<<10) / 2
+)
 
 // maxDecisions bounds the egress decisions one call reports.
 const maxDecisions = 1000
