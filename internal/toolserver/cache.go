@@ -92,6 +92,37 @@ func (c *resultCache) trim() {
 	}
 }
 
+// commandIDs remembers the ids of the commands the hands have started, on
+// any connection, the newest max of them: a command is not recorded as a
+// tool call is (its output went out as it ran), but a command asked again
+// under an id it ran under is refused, never run twice.
+type commandIDs struct {
+	mu    sync.Mutex
+	seen  map[string]bool
+	order []string
+	max   int
+}
+
+func newCommandIDs(max int) *commandIDs {
+	return &commandIDs{seen: map[string]bool{}, max: max}
+}
+
+// add records id and reports whether it is new.
+func (c *commandIDs) add(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[id] {
+		return false
+	}
+	c.seen[id] = true
+	c.order = append(c.order, id)
+	if len(c.order) > c.max {
+		delete(c.seen, c.order[0])
+		c.order = c.order[1:]
+	}
+	return true
+}
+
 // maxQueuedInput bounds the stdin a command has not read yet, on the hands.
 const maxQueuedInput = 16 << 20
 

@@ -82,6 +82,7 @@ type Server struct {
 	identity string
 	logger   *slog.Logger
 	cache    *resultCache
+	commands *commandIDs
 	running  atomic.Int64
 	runs     atomic.Int64
 	// slots holds one token per call admitted to run, up to MaxSandboxes.
@@ -99,6 +100,9 @@ type Server struct {
 func inTree(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
+
+// maxCommandIDs is how many command ids a Server remembers (commandIDs).
+const maxCommandIDs = 16384
 
 // maxFoldingKept is the most mount sources Server.folding keeps.
 const maxFoldingKept = 1024
@@ -162,6 +166,7 @@ func NewServer(opts *ServerOptions) (*Server, error) {
 		identity: o.Name + "/" + randomHex(6),
 		logger:   logger,
 		cache:    newResultCache(1024, 64<<20),
+		commands: newCommandIDs(maxCommandIDs),
 		slots:    make(chan struct{}, o.MaxSandboxes),
 	}, nil
 }
@@ -409,6 +414,19 @@ func (sc *serverConn) start(ctx context.Context, id string, call *Call, raw []by
 		// The same call twice on one connection (a duplicated frame): the
 		// run in progress answers it.
 		sc.mu.Unlock()
+		return
+	}
+	if call.Input == nil && !sc.s.commands.add(id) {
+		// A command asked again after it ran (a replayed frame, on this
+		// connection or another): it may have taken effect, and a command
+		// never runs twice.
+		sc.mu.Unlock()
+		sc.s.logger.Warn("refused a command asked again under an id it already ran under", "call", id)
+		sc.wg.Add(1)
+		go func() {
+			defer sc.wg.Done()
+			_ = sc.send(ctx, &Frame{Type: TypeResult, ID: id, Result: &Result{Error: "call id " + id + " already ran on these hands; a command never runs twice"}})
+		}()
 		return
 	}
 	r := &running{stop: make(chan struct{}), signal: make(chan syscall.Signal, 4)}
