@@ -298,6 +298,7 @@ type link struct {
 	identity string
 	report   sandbox.Report
 	iv       time.Duration // the heartbeat timeout's base: the longer interval
+	since    time.Time     // when the welcome arrived
 	dead     chan struct{}
 	once     sync.Once
 	alive    chan struct{}
@@ -377,6 +378,7 @@ func (b *Backend) connect(ctx context.Context) (*link, error) {
 		l.report = *f.Control.Report
 	}
 	l.iv = max(b.opts.Heartbeat, time.Duration(f.Control.HeartbeatMS)*time.Millisecond)
+	l.since = time.Now()
 	return l, nil
 }
 
@@ -410,8 +412,15 @@ func (b *Backend) install(l *link) {
 
 // maintain waits for the live connection to die, settles its calls and
 // reconnects, with backoff and jitter, until Close.
+//
+// The backoff starts again from its first step only after a link that
+// lived: one that died within DeadAfter heartbeats of its welcome counts
+// as one more failed attempt, so hands that welcome and drop every
+// connection (a pod killed as it starts) are not reconnected to, a new pod
+// or process each time, every few tens of milliseconds.
 func (b *Backend) maintain() {
 	defer close(b.done)
+	attempt := 0
 	for {
 		b.mu.Lock()
 		l := b.link
@@ -425,7 +434,10 @@ func (b *Backend) maintain() {
 		}
 		b.settle(l)
 		b.logger.Warn("lost the hands; reconnecting", "endpoint", b.endpoint, "hands", l.identity)
-		for attempt := 0; ; attempt++ {
+		if time.Since(l.since) >= DeadAfter*l.iv {
+			attempt = 0
+		}
+		for ; ; attempt++ {
 			d := min(b.opts.MaxBackoff, 50*time.Millisecond<<min(attempt, 10))
 			d = d/2 + rand.N(d/2+1)
 			select {
@@ -439,6 +451,7 @@ func (b *Backend) maintain() {
 				continue
 			}
 			b.install(nl)
+			attempt++
 			break
 		}
 	}
