@@ -51,7 +51,7 @@ func (c *resultCache) do(ctx context.Context, id string, sum [32]byte, run func(
 			c.mu.Lock()
 			if keep {
 				e.res = res
-				e.size = len(res.Stdout) + len(res.Stderr) + 256
+				e.size = resultSize(res)
 				c.bytes += e.size
 				c.order = append(c.order, id)
 				c.trim()
@@ -79,6 +79,16 @@ func (c *resultCache) do(ctx context.Context, id string, sum [32]byte, run func(
 		}
 		// The first run was cut short: run it here.
 	}
+}
+
+// resultSize is about what r holds in memory: its streams and its egress
+// decisions, each of which names a host the sandbox asked for.
+func resultSize(r *Result) int {
+	n := len(r.Stdout) + len(r.Stderr) + 256
+	for _, d := range r.Egress {
+		n += len(d.Sandbox) + len(d.Proto) + len(d.Host) + len(d.Rule) + len(d.Reason) + 96
+	}
+	return n
 }
 
 func (c *resultCache) trim() {
