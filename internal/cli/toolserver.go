@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/airlockhq/airlock/internal/broker"
@@ -127,6 +129,13 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		if err != nil {
 			return fail(err)
 		}
+		// No exit while the sandboxes' processes, cgroups or placeholders
+		// (empty files at the missing protected names of the user's tree)
+		// remain, as for every command that builds sandboxes: a call's
+		// teardown may still run when its connection ends.
+		if c, ok := backend.(io.Closer); ok {
+			defer c.Close()
+		}
 		srv, err := toolserver.NewServer(&toolserver.ServerOptions{Grant: g, Backend: backend, Name: *name, Heartbeat: *heartbeat, MaxSandboxes: *maxSandboxes, Logger: logger})
 		if err != nil {
 			return fail(err)
@@ -161,6 +170,20 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		}
 		var ln net.Listener = connlimit.New(tcp, *maxConns, &lo)
 		hs := srv.HTTPServer(token)
+		// A broker's connection is a WebSocket, which Shutdown neither
+		// waits for nor ends: the end of serving ends it (and kills its
+		// calls) through its request's context, and the command waits
+		// for it.
+		base, endAll := context.WithCancel(sig)
+		defer endAll()
+		hs.BaseContext = func(net.Listener) context.Context { return base }
+		var serving sync.WaitGroup
+		h := hs.Handler
+		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serving.Add(1)
+			defer serving.Done()
+			h.ServeHTTP(w, r)
+		})
 		scheme := "ws"
 		if *certFile != "" {
 			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
@@ -183,6 +206,8 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 			cancel()
 			err = <-done
 		}
+		endAll()
+		serving.Wait()
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fail(err)
 		}
