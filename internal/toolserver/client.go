@@ -584,13 +584,15 @@ type pending struct {
 	retried bool
 	stopped bool
 	// Set before done is closed:
-	done  chan struct{}
-	res   *Result
-	lost  bool
-	hands string
-	sent  chan struct{} // closed once the call frame went out
-	sentO sync.Once
-	sink  *outputSink
+	done chan struct{}
+	res  *Result
+	lost bool
+	// unsent: the backend was closed before the call was ever sent.
+	unsent bool
+	hands  string
+	sent   chan struct{} // closed once the call frame went out
+	sentO  sync.Once
+	sink   *outputSink
 	// maxStdout is a tool call's cap on the runner's stdout (the call's
 	// Spec.Limits.OutputBytes); 0: none.
 	maxStdout int64
@@ -768,6 +770,9 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		return nil, fmt.Errorf("remote call %s: %w", id, ctx.Err())
 	}
 	where := b.endpoint + " " + p.hands
+	if p.unsent {
+		return nil, fmt.Errorf("remote call %s: the remote backend was closed before the call reached the hands", id)
+	}
 	if p.lost {
 		return nil, fmt.Errorf("%w: hands %s at %s, call %s", sandbox.ErrLost, p.hands, b.endpoint, id)
 	}
@@ -887,6 +892,16 @@ func (b *Backend) Close() error {
 	close(b.closing)
 	b.mu.Unlock()
 	<-b.done
+	// The calls still waiting for a connection will never have one: a
+	// call sent before (a read to be sent again) is lost with its link,
+	// one never sent ends as never run.
+	b.mu.Lock()
+	for id, p := range b.pending {
+		delete(b.pending, id)
+		p.lost, p.unsent = p.retried, !p.retried
+		close(p.done)
+	}
+	b.mu.Unlock()
 	err := b.releaseSession()
 	if c, ok := b.opts.Local.(io.Closer); ok {
 		err = errors.Join(err, c.Close())
