@@ -264,6 +264,11 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
 					reason: fmt.Sprintf("%s is in a directory on PATH and stays read-only: a program put there would run, outside any sandbox, in place of the command of its name; no grant setting makes it writable", loc),
 				}
+			case name == linkedRule:
+				return pathResult{
+					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
+					reason: fmt.Sprintf("%s is %s and stays read-only: it is that file under another name; no grant setting makes it writable (remove the extra link)", loc, name),
+				}
 			case name == setIDRule || name == homeLinkRule:
 				return pathResult{
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),

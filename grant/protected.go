@@ -161,6 +161,16 @@ func isDir(p string) bool {
 // sandbox's code as its owner. No grant setting makes one writable.
 const setIDRule = "a set-user-ID or set-group-ID file"
 
+// linkedRule names the protection of a file in a read-write tree that is
+// also a file inside a protected directory (a hard link): it is that
+// file, so it is protected as that file is. A protected regular file with
+// another name is refused (the sandbox's init says so), and so is a call
+// while this one exists: remove the extra link. A shell makes a nested
+// protected directory (sub/.git, sub/.vscode) in one session, which the
+// next holds read-only whole; a link it made from a plain name to a file
+// in it would write that file from then on.
+const linkedRule = "a hard link to a file in a protected directory"
+
 // exists reports whether p names anything, without following a symlink.
 func exists(p string) bool {
 	_, err := os.Lstat(p)
@@ -411,7 +421,12 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		// above; held whole by the scan, it would take commits away.
 		scanSkip = append(slices.Clip(others), gitDir)
 	}
+	var linked []string // regular files with another name (protectLinked)
 	complete := scanNested(r, rootIsGit, scanSkip, func(p, name string, dir bool) {
+		if name == linkedRule {
+			linked = append(linked, p)
+			return
+		}
 		finds = append(finds, find{p, name, dir})
 	})
 	slices.SortStableFunc(finds, func(a, b find) int { return compareWalkOrder(a.p, b.p) })
@@ -436,6 +451,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		}
 	}
 	protectGitConfigRefs(r, repos, gl, cr, add)
+	complete = protectLinked(r, slices.Clone(out), linked, add) && complete
 	return out, complete && !cr.short && !gl.short
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"slices"
 	"strconv"
 	"syscall"
@@ -34,6 +35,10 @@ type scanEntry struct {
 	dir    bool
 	setID  bool // a regular file with S_ISUID or S_ISGID
 	sock   bool // a Unix socket
+	// linked: a regular file with more than one name, whose device and
+	// inode are dev and ino (set only then).
+	linked   bool
+	dev, ino uint64
 }
 
 // nestedScan is the state of one scanNested: stacks of the names and
@@ -119,6 +124,9 @@ func (s *nestedScan) walk(fd, depth int) bool {
 		}
 		if e.sock {
 			s.found(string(s.path), socketRule, false)
+		}
+		if e.linked {
+			s.found(string(s.path), linkedRule, false)
 		}
 		switch {
 		case depth == 1 && s.rootIsGit:
@@ -224,7 +232,8 @@ func (s *nestedScan) list(fd int) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			dir, setID, sock := typ == syscall.DT_DIR, false, typ == syscall.DT_SOCK
+			dir, setID, sock, linked := typ == syscall.DT_DIR, false, typ == syscall.DT_SOCK, false
+			var dev, ino uint64
 			if typ == syscall.DT_UNKNOWN || typ == syscall.DT_REG || scanForceLstat {
 				// A regular file's mode tells whether it is set-user-ID
 				// or set-group-ID (setIDRule).
@@ -238,10 +247,15 @@ func (s *nestedScan) list(fd int) {
 				dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 				setID = st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0
 				sock = st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
+				// A regular file's link count tells whether it has another
+				// name (linkedRule).
+				if linked = st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1; linked {
+					dev, ino = uint64(st.Dev), uint64(st.Ino)
+				}
 			}
 			var key [8]byte
 			copy(key[:], name)
-			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID, sock: sock})
+			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID, sock: sock, linked: linked, dev: dev, ino: ino})
 			s.names = append(s.names, name...)
 		}
 	}
@@ -335,4 +349,108 @@ func isPlaceholder(p string) bool {
 	}
 	defer syscall.Close(fd)
 	return placeholderMarked(fd)
+}
+
+// fileID is a file's device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// protectLinked finds, among the regular files with more than one name
+// that the scan of r found outside its protected paths (linked), those
+// that are also a file inside one of the protected directories of out,
+// and protects each such name with linkedRule (through add): a sandbox
+// that made a nested protected directory (sub/.vscode, sub/.git) in one
+// session, with a hard link to a file in it from a plain name, would
+// otherwise write that file through the plain name from the next session
+// on, when the directory is read-only. It looks in the protected
+// directories only when linked holds anything (most trees have no hard
+// links), and at most maxProtectedScan entries of them, opening each
+// directory from its parent without following a symlink. It reports
+// whether it saw every entry of them.
+func protectLinked(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
+	if len(linked) == 0 {
+		return true
+	}
+	names := map[fileID][]string{}
+	for _, p := range linked {
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1 {
+			id := fileID{uint64(st.Dev), uint64(st.Ino)}
+			names[id] = append(names[id], p)
+		}
+	}
+	if len(names) == 0 {
+		return true
+	}
+	s := &nestedScan{buf: make([]byte, scanBufSize)}
+	complete := true
+	var hits []string
+	for _, p := range out {
+		if !p.dir || !within(p.path, r) || p.path == r {
+			continue
+		}
+		fd, err := retryEINTR(func() (int, error) {
+			return syscall.Open(p.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		})
+		if err != nil {
+			continue // missing, a symlink or no directory: nothing in it has a name elsewhere
+		}
+		ok := s.inodes(fd, func(id fileID) { hits = append(hits, names[id]...) })
+		syscall.Close(fd)
+		if !ok {
+			complete = false
+			break
+		}
+	}
+	slices.Sort(hits)
+	for _, p := range slices.Compact(hits) {
+		add(p, linkedRule, false)
+	}
+	return complete && !s.incomplete
+}
+
+// inodes calls hit with the identity of each regular file with more than
+// one name below the directory fd. It reports false once the scan's bound
+// is passed.
+func (s *nestedScan) inodes(fd int, hit func(fileID)) bool {
+	base, nbase := len(s.ents), len(s.names)
+	defer func() { s.ents, s.names = s.ents[:base], s.names[:nbase] }()
+	s.list(fd)
+	for i := base; i < len(s.ents); i++ {
+		e := s.ents[i]
+		if s.seen++; s.seen > maxProtectedScan {
+			return false
+		}
+		if e.linked {
+			hit(fileID{e.dev, e.ino})
+		}
+		if !e.dir {
+			continue
+		}
+		name := string(s.names[e.off : e.off+e.n])
+		sub, err := retryEINTR(func() (int, error) {
+			return syscall.Openat(fd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		})
+		switch {
+		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
+			continue
+		case err != nil:
+			s.incomplete = true
+			continue
+		}
+		ok := s.inodes(sub, hit)
+		syscall.Close(sub)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// linkCount returns the number of names of the file fi describes.
+func linkCount(fi fs.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Nlink), true
 }

@@ -31,3 +31,12 @@ func gitRepository(p string) bool {
 // isPlaceholder reports whether p is one of airlock's placeholders, which
 // are made on Linux only.
 func isPlaceholder(p string) bool { return false }
+
+// protectLinked is the Linux scan's protection of hard links into
+// protected directories; the portable walk reports no links.
+func protectLinked(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
+	return true
+}
+
+// linkCount is not known here: the portable walk reports no links.
+func linkCount(fi os.FileInfo) (uint64, bool) { return 0, false }

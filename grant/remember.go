@@ -75,7 +75,7 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 		if own[p.Path] || !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
 			continue
 		}
-		if !slices.Contains(names, p.Name) && p.Name != setIDRule && p.Name != homeLinkRule && p.Name != socketRule || g.writableProtected[p.Name] {
+		if !slices.Contains(names, p.Name) && p.Name != setIDRule && p.Name != homeLinkRule && p.Name != socketRule && p.Name != linkedRule || g.writableProtected[p.Name] {
 			continue
 		}
 		owner, ok := g.rootOf(p.Path)
@@ -93,6 +93,9 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 		if p.Name == setIDRule && (!fi.Mode().IsRegular() || fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) == 0) {
 			continue
 		}
+		if p.Name == linkedRule && !linkedFile(fi) {
+			continue
+		}
 		if p.Name == socketRule {
 			if fi.Mode()&fs.ModeSocket != 0 {
 				sockets = append(sockets, p.Path)
@@ -108,6 +111,14 @@ func (g *Grant) Remember(paths []ProtectedPath) *Grant {
 	slices.Sort(c.deny)
 	c.deny = slices.Compact(c.deny)
 	return &c
+}
+
+// linkedFile reports whether fi is a regular file with more than one name
+// (always, where the link count is not known): a recorded hard link into
+// a protected directory stays protected while it may still be one.
+func linkedFile(fi fs.FileInfo) bool {
+	n, ok := linkCount(fi)
+	return fi.Mode().IsRegular() && (!ok || n > 1)
 }
 
 // WritableTrees returns the resolved read-write directories of g.
