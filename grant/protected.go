@@ -421,7 +421,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		// above; held whole by the scan, it would take commits away.
 		scanSkip = append(slices.Clip(others), gitDir)
 	}
-	var linked []string // regular files with another name (protectLinked)
+	var linked []string // regular files with another name (protectInside)
 	complete := scanNested(r, rootIsGit, scanSkip, func(p, name string, dir bool) {
 		if name == linkedRule {
 			linked = append(linked, p)
@@ -451,7 +451,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		}
 	}
 	protectGitConfigRefs(r, repos, gl, cr, add)
-	complete = protectLinked(r, slices.Clone(out), linked, add) && complete
+	complete = protectInside(r, slices.Clone(out), linked, add) && complete
 	return out, complete && !cr.short && !gl.short
 }
 

@@ -78,3 +78,44 @@ func TestLinkIntoProtectedDirectory(t *testing.T) {
 		t.Errorf("%s, recorded and still a link, not kept", link)
 	}
 }
+
+// TestSymlinkIntoTreeFromProtectedDirectory: the target of a symlink inside
+// a protected directory, where it lies in the tree, is protected under
+// the directory's rule, a directory whole; one outside the tree is not.
+func TestSymlinkIntoTreeFromProtectedDirectory(t *testing.T) {
+	w, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"sub/.git/objects/ab", "sub/.git/refs", "sub/myhooks", "scripts"} {
+		if err := os.MkdirAll(filepath.Join(w, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, c := range map[string]string{"sub/.git/HEAD": "ref: refs/heads/main\n", "sub/cfg": "", "scripts/x": "", "scripts/obj": ""} {
+		if err := os.WriteFile(filepath.Join(w, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{"sub/.git/config": "../cfg", "sub/.git/hooks": "../myhooks", "sub/.git/out": "/etc/passwd", "sub/.git/objects/ab/x": "../../../../scripts/obj"} {
+		if err := os.Symlink(to, filepath.Join(w, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := FromFlags(w, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"sub/cfg", "sub/myhooks"} {
+		if !slices.Contains(g.Protected(), filepath.Join(w, p)) {
+			t.Errorf("%s, where a symlink in the nested .git leads, is not protected: %v", p, g.Protected())
+		}
+	}
+	if !slices.Contains(g.ProtectedDirs(), filepath.Join(w, "sub/myhooks")) {
+		t.Errorf("sub/myhooks is not protected as a directory: %v", g.ProtectedDirs())
+	}
+	// Objects are data: what a link among them leads to stays writable.
+	if slices.Contains(g.Protected(), filepath.Join(w, "scripts/obj")) {
+		t.Errorf("scripts/obj, linked from the object store, is protected")
+	}
+}

@@ -39,6 +39,7 @@ type scanEntry struct {
 	// inode are dev and ino (set only then).
 	linked   bool
 	dev, ino uint64
+	symlink  bool // a symlink
 }
 
 // nestedScan is the state of one scanNested: stacks of the names and
@@ -232,7 +233,7 @@ func (s *nestedScan) list(fd int) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			dir, setID, sock, linked := typ == syscall.DT_DIR, false, typ == syscall.DT_SOCK, false
+			dir, setID, sock, linked, symlink := typ == syscall.DT_DIR, false, typ == syscall.DT_SOCK, false, typ == syscall.DT_LNK
 			var dev, ino uint64
 			if typ == syscall.DT_UNKNOWN || typ == syscall.DT_REG || scanForceLstat {
 				// A regular file's mode tells whether it is set-user-ID
@@ -247,6 +248,7 @@ func (s *nestedScan) list(fd int) {
 				dir = st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 				setID = st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Mode&(syscall.S_ISUID|syscall.S_ISGID) != 0
 				sock = st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
+				symlink = st.Mode&syscall.S_IFMT == syscall.S_IFLNK
 				// A regular file's link count tells whether it has another
 				// name (linkedRule).
 				if linked = st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Nlink > 1; linked {
@@ -255,7 +257,7 @@ func (s *nestedScan) list(fd int) {
 			}
 			var key [8]byte
 			copy(key[:], name)
-			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID, sock: sock, linked: linked, dev: dev, ino: ino})
+			s.ents = append(s.ents, scanEntry{key: binary.BigEndian.Uint64(key[:]), off: len(s.names), n: len(name), dir: dir, setID: setID, sock: sock, linked: linked, dev: dev, ino: ino, symlink: symlink})
 			s.names = append(s.names, name...)
 		}
 	}
@@ -354,22 +356,22 @@ func isPlaceholder(p string) bool {
 // fileID is a file's device and inode.
 type fileID struct{ dev, ino uint64 }
 
-// protectLinked finds, among the regular files with more than one name
-// that the scan of r found outside its protected paths (linked), those
-// that are also a file inside one of the protected directories of out,
-// and protects each such name with linkedRule (through add): a sandbox
-// that made a nested protected directory (sub/.vscode, sub/.git) in one
-// session, with a hard link to a file in it from a plain name, would
-// otherwise write that file through the plain name from the next session
-// on, when the directory is read-only. It looks in the protected
-// directories only when linked holds anything (most trees have no hard
-// links), and at most maxProtectedScan entries of them, opening each
-// directory from its parent without following a symlink. It reports
-// whether it saw every entry of them.
-func protectLinked(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
-	if len(linked) == 0 {
-		return true
-	}
+// protectInside protects what the protected directories of out (those of
+// the read-write tree r) lead host tools to outside themselves:
+//   - the target of each symlink in them that lies in r, under the
+//     directory's rule, as add protects a protected symlink's: host tools
+//     follow it (a hook installed as a link to ../../scripts/pre-commit, a
+//     nested .vscode/tasks.json or .git/config a first session made a link
+//     into the tree, and which the next session holds read-only whole);
+//   - each of linked (regular files with more than one name the scan found
+//     outside the protected paths) that is also a file in one of them,
+//     under linkedRule: writing it would write that file.
+//
+// It opens each directory from its parent without following a symlink,
+// skips the object stores of repositories (data git never runs nor reads
+// configuration from), and looks at most at maxProtectedScan entries in
+// all; it reports whether it saw every one.
+func protectInside(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
 	names := map[fileID][]string{}
 	for _, p := range linked {
 		var st syscall.Stat_t
@@ -378,23 +380,27 @@ func protectLinked(r string, out []protectedPath, linked []string, add func(p, r
 			names[id] = append(names[id], p)
 		}
 	}
-	if len(names) == 0 {
-		return true
-	}
 	s := &nestedScan{buf: make([]byte, scanBufSize)}
-	complete := true
+	type link struct{ p, rule string }
 	var hits []string
+	var links []link
+	complete := true
+	walked := map[string]bool{}
 	for _, p := range out {
-		if !p.dir || !within(p.path, r) || p.path == r {
+		if !p.dir || !within(p.path, r) || p.path == r || walked[p.path] {
 			continue
 		}
+		walked[p.path] = true
 		fd, err := retryEINTR(func() (int, error) {
 			return syscall.Open(p.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 		})
 		if err != nil {
-			continue // missing, a symlink or no directory: nothing in it has a name elsewhere
+			continue // missing, a symlink (add took its target) or no directory
 		}
-		ok := s.inodes(fd, func(id fileID) { hits = append(hits, names[id]...) })
+		s.path = append(s.path[:0], p.path...)
+		repo := p.name == ".git" || p.name == ".git/modules"
+		ok := s.inside(fd, repo, func(id fileID) { hits = append(hits, names[id]...) },
+			func(l string) { links = append(links, link{l, p.name}) })
 		syscall.Close(fd)
 		if !ok {
 			complete = false
@@ -405,28 +411,44 @@ func protectLinked(r string, out []protectedPath, linked []string, add func(p, r
 	for _, p := range slices.Compact(hits) {
 		add(p, linkedRule, false)
 	}
+	for _, l := range links {
+		res, err := resolve(l.p)
+		if err != nil || !within(res.path, r) || res.path == r {
+			continue
+		}
+		var st syscall.Stat_t
+		dir := syscall.Lstat(res.path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
+		add(res.path, l.rule, dir)
+	}
 	return complete && !s.incomplete
 }
 
-// inodes calls hit with the identity of each regular file with more than
-// one name below the directory fd. It reports false once the scan's bound
-// is passed.
-func (s *nestedScan) inodes(fd int, hit func(fileID)) bool {
+// inside walks the directory fd (at s.path), calling hit with the
+// identity of each regular file with more than one name and symlink with
+// the path of each symlink. In a repository (repo) it skips directories
+// named objects. It reports false once the scan's bound is passed.
+func (s *nestedScan) inside(fd int, repo bool, hit func(fileID), symlink func(string)) bool {
 	base, nbase := len(s.ents), len(s.names)
 	defer func() { s.ents, s.names = s.ents[:base], s.names[:nbase] }()
 	s.list(fd)
+	dirLen := len(s.path)
+	defer func() { s.path = s.path[:dirLen] }()
 	for i := base; i < len(s.ents); i++ {
 		e := s.ents[i]
 		if s.seen++; s.seen > maxProtectedScan {
 			return false
 		}
-		if e.linked {
+		name := string(s.names[e.off : e.off+e.n])
+		s.path = append(append(s.path[:dirLen], '/'), name...)
+		switch {
+		case e.linked:
 			hit(fileID{e.dev, e.ino})
+		case e.symlink:
+			symlink(string(s.path))
 		}
-		if !e.dir {
+		if !e.dir || repo && name == "objects" {
 			continue
 		}
-		name := string(s.names[e.off : e.off+e.n])
 		sub, err := retryEINTR(func() (int, error) {
 			return syscall.Openat(fd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 		})
@@ -437,7 +459,7 @@ func (s *nestedScan) inodes(fd int, hit func(fileID)) bool {
 			s.incomplete = true
 			continue
 		}
-		ok := s.inodes(sub, hit)
+		ok := s.inside(sub, repo, hit, symlink)
 		syscall.Close(sub)
 		if !ok {
 			return false

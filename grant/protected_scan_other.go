@@ -32,9 +32,10 @@ func gitRepository(p string) bool {
 // are made on Linux only.
 func isPlaceholder(p string) bool { return false }
 
-// protectLinked is the Linux scan's protection of hard links into
-// protected directories; the portable walk reports no links.
-func protectLinked(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
+// protectInside is the Linux scan's protection of what symlinks and hard
+// links in protected directories lead to; not written for the portable
+// walk.
+func protectInside(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
 	return true
 }
 
