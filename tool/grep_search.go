@@ -42,7 +42,8 @@ type grepSearch struct {
 	matches   int // matching lines so far
 	files     int // files with a match so far
 	binary    int
-	large     []string
+	large     []string // the first largeShown files skipped as too large
+	nlarge    int      // how many were
 	tooDeep   int
 	cut       string // why output stopped early; "" if it did not
 	omitted   int64  // bytes known to be cut from the output
@@ -61,6 +62,9 @@ type fileResult struct {
 	again bool
 	shown string
 }
+
+// largeShown is how many of the files skipped as too large grep names.
+const largeShown = 5
 
 // maxPendingOutputs is how many output caps of text the results read
 // ahead of the collector may hold together.
@@ -265,7 +269,12 @@ func (s *grepSearch) add(r fileResult) bool {
 		s.binary++
 		return true
 	case r.large:
-		s.large = append(s.large, shownName(r.shown))
+		// Only the first few are named: a tree may hold any number of
+		// them (sparse files cost no disk), and keeping every path held
+		// memory without bound.
+		if s.nlarge++; len(s.large) < largeShown {
+			s.large = append(s.large, shownName(r.shown))
+		}
 		return true
 	case r.matches == 0:
 		return true
@@ -336,11 +345,10 @@ func (s *grepSearch) result(pattern, shown string) wire.ToolOutput {
 	if s.binary > 0 {
 		fmt.Fprintf(&b, "[%d binary %s skipped]\n", s.binary, plural(s.binary, "file", "files"))
 	}
-	if len(s.large) > 0 {
-		const show = 5
-		names := strings.Join(s.large[:min(show, len(s.large))], ", ")
-		if len(s.large) > show {
-			names += fmt.Sprintf(" and %d more", len(s.large)-show)
+	if s.nlarge > 0 {
+		names := strings.Join(s.large, ", ")
+		if s.nlarge > len(s.large) {
+			names += fmt.Sprintf(" and %d more", s.nlarge-len(s.large))
 		}
 		fmt.Fprintf(&b, "[files over %d bytes skipped: %s]\n", s.maxFile, names)
 	}
