@@ -276,77 +276,97 @@ func cutText(b []byte, n int) []byte {
 }
 
 // readTail returns the last n lines of f, whose start br has buffered
-// (already sniffed as text). It reads the whole file once, keeping at most
-// n lines and at most cp bytes of them: a file in /proc has no size to seek
-// from, and a regular file is read at the speed of the disk. Past cp the
-// start of the tail is cut at a line, and the result says so first.
+// (already sniffed as text). It reads the whole file once, keeping only its
+// last cp+1 bytes (a window that tells whether its first kept byte starts a
+// line) and counting newlines: a file in /proc has no size to seek from,
+// and a regular file is read at the speed of the disk. Past cp the start of
+// the tail is cut at a line, and the result says so first. Memory is the
+// window's, whatever the file: keeping each line apart, with the size of
+// each one cut, took 8 to 32 bytes for every one-byte line.
 func readTail(ctx context.Context, t target, f *os.File, br *bufio.Reader, field string, n, cp int) wire.ToolOutput {
+	keep := cp + 1
 	var (
-		lines   [][]byte // the last lines kept, oldest first
-		held    int      // bytes in lines
-		cut     []int    // sizes of the lines before them cut for the cap, oldest first
-		partial []byte   // a line longer than the reader's buffer, so far
+		win      []byte // the last bytes read, at most 2*keep
+		total    int64  // bytes read
+		newlines int64
+		last     byte
 	)
-	push := func(line []byte) {
-		lines = append(lines, line)
-		held += len(line)
-		if len(cut)+len(lines) > n { // the oldest is no longer among the last n
-			if len(cut) > 0 {
-				cut = cut[1:]
-			} else {
-				held -= len(lines[0])
-				lines = lines[1:]
-			}
-		}
-		for len(lines) > 1 && held > cp {
-			held -= len(lines[0])
-			cut = append(cut, len(lines[0]))
-			lines = lines[1:]
-		}
-	}
+	buf := make([]byte, maxReadBuf)
 	for {
 		if err := ctx.Err(); err != nil {
 			return Failure("read_file stopped: %v", err)
 		}
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			partial = append(partial, chunk...)
-			if len(partial) > cp {
-				partial = partial[len(partial)-cp:] // only its end can be shown
+		m, err := br.Read(buf)
+		if m > 0 {
+			chunk := buf[:m]
+			newlines += int64(bytes.Count(chunk, []byte{'\n'}))
+			last = chunk[m-1]
+			total += int64(m)
+			if len(chunk) > keep {
+				chunk = chunk[len(chunk)-keep:]
 			}
-			continue
-		}
-		if len(chunk) > 0 || len(partial) > 0 {
-			line := append(partial, chunk...)
-			partial = nil
-			push(bytes.Clone(line))
-		}
-		if err == nil {
-			continue
+			if len(win)+len(chunk) > 2*keep {
+				win = win[:copy(win, win[len(win)-(keep-len(chunk)):])]
+			}
+			win = append(win, chunk...)
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		return Failure("%v", t.describe(err))
-	}
-	var dropped int64
-	for _, c := range cut {
-		dropped += int64(c)
-	}
-	ordered := lines
-	content := bytes.Join(ordered, nil)
-	if len(content) > cp {
-		cut := len(content) - cp
-		for cut < len(content) && !utf8.RuneStart(content[cut]) {
-			cut++
+		if err != nil {
+			return Failure("%v", t.describe(err))
 		}
-		dropped += int64(cut)
-		content = content[cut:]
 	}
+	if len(win) > keep {
+		win = win[len(win)-keep:]
+	}
+	winStart := total - int64(len(win))
+	lines := newlines // the file's lines: each ends at a newline, the last perhaps at the end
+	if last != '\n' {
+		lines++
+	}
+	// Walk back from the end over the last n lines while they fit in cp.
+	start, shown := len(win), 0
+	region := len(win)
+	if region > 0 && win[region-1] == '\n' {
+		region-- // the last line's own newline
+	}
+	for shown < n {
+		i := bytes.LastIndexByte(win[:region], '\n')
+		s := i + 1 // where the line starts, if it starts in the window
+		if i < 0 && winStart > 0 {
+			break // it starts before the window: longer than cp
+		}
+		if len(win)-s > cp {
+			break
+		}
+		start, shown, region = s, shown+1, i
+		if i < 0 {
+			break // the file's first line
+		}
+	}
+	if shown == 0 {
+		// The last line alone is longer than cp: its end, from a character's start.
+		start = len(win) - cp
+		for start < len(win) && !utf8.RuneStart(win[start]) {
+			start++
+		}
+		shown = 1
+	}
+	content := win[start:]
 	if !utf8.Valid(content) {
 		return Failure("field %q: %s is a binary file (not valid UTF-8); read_file reads text only", field, t.shown)
 	}
-	res := wire.ToolOutput{Meta: wire.Meta{Bytes: int64(len(content)), Count: len(ordered)}}
+	// Bytes cut: from the first of the last n lines to what is shown.
+	var dropped int64
+	if from := winStart + int64(start); from > 0 {
+		first := int64(0)
+		if lines > int64(n) {
+			first = tailStart(ctx, f, lines-int64(n))
+		}
+		dropped = max(from-first, 0)
+	}
+	res := wire.ToolOutput{Meta: wire.Meta{Bytes: int64(len(content)), Count: shown}}
 	if dropped == 0 {
 		res.Content = string(content)
 		return res
@@ -355,4 +375,36 @@ func readTail(ctx context.Context, t target, f *os.File, br *bufio.Reader, field
 	res.Truncated = true
 	res.Meta.OmittedBytes = dropped
 	return res
+}
+
+// tailStart returns the offset in f where its line k (from 0) starts:
+// just after its k-th newline, read again with pread. A file changed since
+// gives a number as wrong as the change, and one that cannot be read so
+// (0) counts every byte before the tail as cut: only the note of bytes cut
+// shows either.
+func tailStart(ctx context.Context, f *os.File, k int64) int64 {
+	buf := make([]byte, maxReadBuf)
+	for base := int64(0); ; {
+		if ctx.Err() != nil {
+			return 0
+		}
+		m, err := f.ReadAt(buf, base)
+		for at := 0; at < m; {
+			i := bytes.IndexByte(buf[at:m], '\n')
+			if i < 0 {
+				break
+			}
+			at += i + 1
+			if k--; k == 0 {
+				return base + int64(at)
+			}
+		}
+		base += int64(m)
+		if errors.Is(err, io.EOF) {
+			return base // fewer lines than before: the file changed
+		}
+		if err != nil {
+			return 0
+		}
+	}
 }
