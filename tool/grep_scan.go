@@ -2,11 +2,14 @@ package tool
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -17,8 +20,18 @@ type grepWorker struct {
 	fold []byte // a case-folded copy of buf, for ignore_case
 }
 
+// keepBuf is the largest buffer a worker keeps between files: one per CPU
+// is kept for the whole walk.
+const keepBuf = 1 << 20
+
+// smallRead is what a file whose size is 0 (as files in /proc report) is
+// read into before the budget is asked for more.
+const smallRead = 64 << 10
+
 // file reads and scans one file. An unreadable or vanished file yields an
-// empty result: it is skipped silently, like an unreadable directory.
+// empty result: it is skipped silently, like an unreadable directory. A
+// file whose first 8 KiB hold a NUL byte is binary, found without reading
+// the rest; the rest is read only within the search's budget (readBudget).
 func (w *grepWorker) file(dir *os.Root, name, shown string) fileResult {
 	f, err := dir.OpenFile(name, os.O_RDONLY|openFlags, 0)
 	if err != nil {
@@ -32,7 +45,33 @@ func (w *grepWorker) file(dir *os.Root, name, shown string) fileResult {
 	if fi.Size() > w.s.maxFile {
 		return fileResult{large: true, shown: shown}
 	}
-	b, err := w.read(f, int(fi.Size()))
+	var head [sniffBytes]byte
+	n, err := f.ReadAt(head[:min(int64(len(head)), max(fi.Size(), 1))], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fileResult{}
+	}
+	if bytes.IndexByte(head[:n], 0) >= 0 {
+		return fileResult{binary: true}
+	}
+	b, taken, err := w.read(f, int(fi.Size()))
+	defer func() {
+		// A large file's buffers are not kept for the rest of the walk,
+		// and are collected before the budget they took is given back:
+		// else the next reader's buffers came on top of them, garbage
+		// the collector had not reached yet, and a search held twice
+		// its budget.
+		large := cap(w.buf) > keepBuf || cap(w.fold) > keepBuf
+		if cap(w.buf) > keepBuf {
+			w.buf = nil
+		}
+		if cap(w.fold) > keepBuf {
+			w.fold = nil
+		}
+		if large && taken > 0 {
+			runtime.GC()
+		}
+		w.s.budget.give(taken)
+	}()
 	if err != nil {
 		return fileResult{}
 	}
@@ -42,37 +81,100 @@ func (w *grepWorker) file(dir *os.Root, name, shown string) fileResult {
 	if bytes.IndexByte(b[:min(len(b), sniffBytes)], 0) >= 0 {
 		return fileResult{binary: true}
 	}
-	r := w.s.scan(b, shown, &w.fold)
-	if cap(w.buf) > 4<<20 {
-		w.buf, w.fold = nil, nil // do not hold a large file's buffers for the rest of the walk
-	}
-	return r
+	return w.s.scan(b, shown, &w.fold)
 }
 
-// read reads f (size bytes expected) into the worker's buffer, up to the file cap + 1.
-func (w *grepWorker) read(f *os.File, size int) ([]byte, error) {
-	if cap(w.buf) < size+1 {
-		w.buf = make([]byte, 0, max(size+1, 64<<10))
+// read reads f (size bytes expected) into the worker's buffer, up to the
+// file cap + 1, and returns what it took of the search's budget. The
+// budget is asked for once, holding none, so no two readers wait for
+// each other: the file's size (and as much again for ignore_case's
+// folded copy), or, for a file whose size is 0, the whole cap once it
+// holds more than smallRead.
+func (w *grepWorker) read(f *os.File, size int) ([]byte, int64, error) {
+	per := int64(1)
+	if w.s.m.fold {
+		per = 2
+	}
+	var taken int64
+	want := size + 1
+	if size == 0 {
+		want = smallRead
+	}
+	if want > keepBuf {
+		taken = per * int64(want)
+		w.s.budget.take(taken)
+	}
+	if cap(w.buf) < want {
+		w.buf = make([]byte, 0, max(want, 64<<10))
 	}
 	b := w.buf[:0]
 	for {
 		if len(b) == cap(b) {
 			if int64(len(b)) > w.s.maxFile {
-				return b, nil
+				return b, taken, nil
 			}
-			b = slices.Grow(b, len(b))
+			if taken == 0 {
+				// A file that said it was empty holds more: room for the
+				// cap is asked for at once.
+				taken = per * (w.s.maxFile + 1)
+				w.s.budget.take(taken)
+			}
+			b = slices.Grow(b, min(len(b), int(w.s.maxFile)+1-len(b)+1))
 		}
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if err == io.EOF || (n > 0 && len(b) == size) {
 			// At the size fstat gave: a file growing meanwhile is read as it was.
 			w.buf = b[:0]
-			return b, nil
+			return b, taken, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, taken, err
 		}
 	}
+}
+
+// readBudget bounds the bytes grep's readers hold at once, with a
+// weighted semaphore: one file of any size within the cap is always let
+// through when nothing else is held. Without it every CPU's worker held a
+// file of up to the cap at once (and its folded copy), so a search's
+// memory grew with the host's CPUs, not with anything the grant says.
+type readBudget struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	used int64
+	max  int64
+}
+
+func newReadBudget(max int64) *readBudget {
+	b := &readBudget{max: max}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// take waits until n bytes fit, or nothing is held, and takes them. A nil
+// budget takes nothing.
+func (b *readBudget) take(n int64) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	for b.used > 0 && b.used+n > b.max {
+		b.cond.Wait()
+	}
+	b.used += n
+	b.mu.Unlock()
+}
+
+// give returns n bytes taken.
+func (b *readBudget) give(n int64) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
 }
 
 type hit struct{ start, end, line int }

@@ -36,6 +36,9 @@ type grepSearch struct {
 	// globBase: the glob has no "/", so it matches file names, not paths.
 	globBase bool
 	env      Env // for its Hidden placeholders
+	// budget bounds the bytes the readers of a tree hold at once (nil
+	// for one file).
+	budget *readBudget
 
 	out       bytes.Buffer
 	lines     int // output lines so far
@@ -62,6 +65,10 @@ type fileResult struct {
 	again bool
 	shown string
 }
+
+// grepReadBudget is how many files of the largest size grep searches its
+// readers may hold at once, together.
+const grepReadBudget = 2
 
 // largeShown is how many of the files skipped as too large grep names.
 const largeShown = 5
@@ -116,6 +123,7 @@ func (s *grepSearch) searchOne(dir *os.Root, name, shown string) {
 func (s *grepSearch) searchTree(parent context.Context, top *os.Root, shown string) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	s.budget = newReadBudget(grepReadBudget * s.maxFile)
 	jobs := make(chan *grepJob, 64)
 	order := make(chan *grepJob, 256)
 	var wg sync.WaitGroup
