@@ -11,7 +11,7 @@ import (
 
 const grepDescription = `Searches file contents with a regular expression (RE2 syntax, as in Go's regexp: no backreferences or lookaround) and reports matching lines like "grep -rn".
 path is a file or a directory searched recursively (default: the working directory); glob filters file names ("*.go", or "**/*.ts" to match the path below path). output_mode: "files_with_matches" (default) lists the files that match; "content" shows "path:line:text" with context lines as "path-line-text" and groups separated by "--"; "count" shows "path:count". Results are sorted by path; head_limit keeps only the first N output lines.
-Limits: binary files (a NUL byte in the first 8 KiB) and files over 32 MiB are skipped with a note; symlinks are not followed; lines longer than 1000 bytes are cut; output is capped (1 MiB by default) with a note when cut. Paths outside the allowed root are refused.`
+Limits: binary files (a NUL byte in the first 8 KiB) and files over 32 MiB are skipped with a note; symlinks are not followed; a directory of more than 50,000 entries is searched in the order the file system lists it, with a note; lines longer than 1000 bytes are cut; output is capped (1 MiB by default) with a note when cut. Paths outside the allowed root are refused.`
 
 // Output modes of grep.
 const (

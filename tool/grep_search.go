@@ -48,6 +48,8 @@ type grepSearch struct {
 	large     []string // the first largeShown files skipped as too large
 	nlarge    int      // how many were
 	tooDeep   int
+	held      int    // directory entries the walker holds (walk)
+	unsorted  int    // directories too large to sort, searched as listed
 	cut       string // why output stopped early; "" if it did not
 	omitted   int64  // bytes known to be cut from the output
 	stoppedBy error
@@ -204,16 +206,57 @@ collect:
 
 // walk lists d in sorted order, queueing its files and descending into its
 // directories (never through a symlink). It releases d. It reports false when
-// the search was cancelled.
+// the search was cancelled. The entries of the directories being walked
+// are held together up to grepMaxHeld: a directory that would take more
+// is searched in the order the file system lists it, a chunk at a time
+// (s.unsorted), since sorting it would take memory in proportion to
+// entries the tree, not the grant, decides.
 func (s *grepSearch) walk(ctx context.Context, d *dirRef, rel, shown string, depth int, jobs, order chan<- *grepJob) bool {
 	defer d.release()
 	f, err := d.root.Open(".")
 	if err != nil {
 		return true // unreadable: skipped
 	}
-	ents, _ := f.ReadDir(-1)
+	var ents []os.DirEntry
+	for {
+		chunk, err := f.ReadDir(grepListChunk)
+		ents = append(ents, chunk...)
+		if err != nil {
+			break // io.EOF, or unreadable past here: what was read is searched
+		}
+		if s.held+len(ents) > grepMaxHeld {
+			// Kept open meanwhile, one for each such directory being
+			// walked; a sorted one is closed before it is walked.
+			defer f.Close()
+			s.unsorted++
+			for {
+				if !s.entries(ctx, d, ents, rel, shown, depth, jobs, order) {
+					return false
+				}
+				ents, err = f.ReadDir(grepListChunk)
+				if len(ents) == 0 && err != nil {
+					return true
+				}
+			}
+		}
+	}
 	f.Close()
 	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return s.entries(ctx, d, ents, rel, shown, depth, jobs, order)
+}
+
+const (
+	// grepListChunk is how many entries grep lists of a directory at a time.
+	grepListChunk = 512
+	// grepMaxHeld bounds the directory entries grep's walk holds at once.
+	grepMaxHeld = 50000
+)
+
+// entries queues the files of ents, entries of d, and walks its
+// directories, counting ents as held meanwhile.
+func (s *grepSearch) entries(ctx context.Context, d *dirRef, ents []os.DirEntry, rel, shown string, depth int, jobs, order chan<- *grepJob) bool {
+	s.held += len(ents)
+	defer func() { s.held -= len(ents) }()
 	for _, e := range ents {
 		if ctx.Err() != nil {
 			return false
@@ -362,6 +405,9 @@ func (s *grepSearch) result(pattern, shown string) wire.ToolOutput {
 	}
 	if s.tooDeep > 0 {
 		fmt.Fprintf(&b, "[%d directories deeper than %d levels not searched]\n", s.tooDeep, maxWalkDepth)
+	}
+	if s.unsorted > 0 {
+		fmt.Fprintf(&b, "[%d %s too large to sort searched in the order the file system lists them]\n", s.unsorted, plural(s.unsorted, "directory", "directories"))
 	}
 	if s.stoppedBy != nil {
 		fmt.Fprintf(&b, "[search stopped early (%v); results are incomplete]\n", s.stoppedBy)
