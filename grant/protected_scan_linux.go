@@ -368,8 +368,8 @@ type fileID struct{ dev, ino uint64 }
 //     under linkedRule: writing it would write that file.
 //
 // It opens each directory from its parent without following a symlink,
-// skips the object stores of repositories (data git never runs nor reads
-// configuration from), and looks at most at maxProtectedScan entries in
+// skips the object stores of repositories (data that version control
+// never runs nor reads configuration from), and looks at most at maxProtectedScan entries in
 // all; it reports whether it saw every one.
 func protectInside(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
 	names := map[fileID][]string{}
@@ -398,7 +398,7 @@ func protectInside(r string, out []protectedPath, linked []string, add func(p, r
 			continue // missing, a symlink (add took its target) or no directory
 		}
 		s.path = append(s.path[:0], p.path...)
-		repo := p.name == ".git" || p.name == ".git/modules"
+		repo := p.name == ".git" || p.name == ".git/modules" || p.name == ".hg" || p.name == ".jj"
 		ok := s.inside(fd, repo, func(id fileID) { hits = append(hits, names[id]...) },
 			func(l string) { links = append(links, link{l, p.name}) })
 		syscall.Close(fd)
@@ -426,7 +426,7 @@ func protectInside(r string, out []protectedPath, linked []string, add func(p, r
 // inside walks the directory fd (at s.path), calling hit with the
 // identity of each regular file with more than one name and symlink with
 // the path of each symlink. In a repository (repo) it skips directories
-// named objects. It reports false once the scan's bound is passed.
+// named objects or store, where git, Mercurial and Jujutsu keep data. It reports false once the scan's bound is passed.
 func (s *nestedScan) inside(fd int, repo bool, hit func(fileID), symlink func(string)) bool {
 	base, nbase := len(s.ents), len(s.names)
 	defer func() { s.ents, s.names = s.ents[:base], s.names[:nbase] }()
@@ -446,7 +446,7 @@ func (s *nestedScan) inside(fd int, repo bool, hit func(fileID), symlink func(st
 		case e.symlink:
 			symlink(string(s.path))
 		}
-		if !e.dir || repo && name == "objects" {
+		if !e.dir || repo && (name == "objects" || name == "store") {
 			continue
 		}
 		sub, err := retryEINTR(func() (int, error) {
