@@ -161,6 +161,23 @@ func isDir(p string) bool {
 // sandbox's code as its owner. No grant setting makes one writable.
 const setIDRule = "a set-user-ID or set-group-ID file"
 
+// inWritableTree reports whether p lies below the read-write tree r or one
+// of the grant's other read-write trees (others), not at the top of one:
+// where a symlink in a protected path leads that the sandbox could write.
+// A hook linked into another granted tree (a shared scripts checkout) is
+// run by host git as surely as one linked into its own.
+func inWritableTree(p, r string, others []string) bool {
+	if within(p, r) && p != r {
+		return true
+	}
+	for _, o := range others {
+		if within(p, o) && p != o {
+			return true
+		}
+	}
+	return false
+}
+
 // linkedRule names the protection of a file in a read-write tree that is
 // also a file inside a protected directory (a hard link): it is that
 // file, so it is protected as that file is. A protected regular file with
@@ -287,7 +304,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 				return
 			}
 		}
-		if res, err := resolve(p); err == nil && res.path != p && within(res.path, r) && res.path != r {
+		if res, err := resolve(p); err == nil && res.path != p && inWritableTree(res.path, r, others) {
 			out = append(out, protectedPath{path: res.path, name: rule, dir: dir})
 		}
 	}
@@ -451,7 +468,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		}
 	}
 	protectGitConfigRefs(r, repos, gl, cr, add)
-	complete = protectInside(r, slices.Clone(out), linked, add) && complete
+	complete = protectInside(r, others, slices.Clone(out), linked, add) && complete
 	return out, complete && !cr.short && !gl.short
 }
 

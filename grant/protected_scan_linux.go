@@ -358,7 +358,8 @@ type fileID struct{ dev, ino uint64 }
 
 // protectInside protects what the protected directories of out (those of
 // the read-write tree r) lead host tools to outside themselves:
-//   - the target of each symlink in them that lies in r, under the
+//   - the target of each symlink in them that lies in r or another
+//     read-write tree of the grant (others, inWritableTree), under the
 //     directory's rule, as add protects a protected symlink's: host tools
 //     follow it (a hook installed as a link to ../../scripts/pre-commit, a
 //     nested .vscode/tasks.json or .git/config a first session made a link
@@ -371,7 +372,7 @@ type fileID struct{ dev, ino uint64 }
 // skips the object stores of repositories (data that version control
 // never runs nor reads configuration from), and looks at most at maxProtectedScan entries in
 // all; it reports whether it saw every one.
-func protectInside(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
+func protectInside(r string, others []string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
 	names := map[fileID][]string{}
 	for _, p := range linked {
 		var st syscall.Stat_t
@@ -413,7 +414,7 @@ func protectInside(r string, out []protectedPath, linked []string, add func(p, r
 	}
 	for _, l := range links {
 		res, err := resolve(l.p)
-		if err != nil || !within(res.path, r) || res.path == r {
+		if err != nil || !inWritableTree(res.path, r, others) {
 			continue
 		}
 		var st syscall.Stat_t

@@ -35,7 +35,7 @@ func isPlaceholder(p string) bool { return false }
 // protectInside is the Linux scan's protection of what symlinks and hard
 // links in protected directories lead to; not written for the portable
 // walk.
-func protectInside(r string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
+func protectInside(r string, others []string, out []protectedPath, linked []string, add func(p, rule string, dir bool)) bool {
 	return true
 }
 

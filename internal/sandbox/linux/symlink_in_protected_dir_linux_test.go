@@ -87,3 +87,36 @@ func TestSymlinkInsideProtectedDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestSymlinkInsideProtectedDirectoryOtherTree: a hook linked into another
+// read-write tree of the same grant (a shared scripts checkout granted
+// beside the project) is as read-only as one linked into its own.
+func TestSymlinkInsideProtectedDirectoryOtherTree(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj, shared := filepath.Join(base, "proj"), filepath.Join(base, "shared")
+	writeTree(t, proj, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "", ".git/objects/.k": "", ".git/refs/.k": ""})
+	writeTree(t, shared, map[string]string{"hooks/pre-commit": "#!/bin/sh\necho safe\n"})
+	if err := os.MkdirAll(filepath.Join(proj, ".git/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(shared, "hooks/pre-commit")
+	if err := os.Symlink(target, filepath.Join(proj, ".git/hooks/pre-commit")); err != nil {
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(proj, grant.Flags{ReadWrite: []string{proj, shared}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runInGrant(t, g, proj, "printf 'evil\\n' >"+target+"; echo wrote $?")
+	t.Logf("session: err %v, output %q", err, out)
+	got, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "evil") {
+		t.Errorf("the hook %s, linked from %s/.git/hooks, was written: %q", target, proj, got)
+	}
+}
