@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/airlockhq/airlock/grant"
 )
 
 // The agent-sandbox API (SIG Apps, kubernetes-sigs/agent-sandbox): a
@@ -54,7 +52,7 @@ func HasSandboxAPI(c *Clients) (bool, error) {
 
 func (s *Session) acquireClaim(ctx context.Context) error {
 	ns, tpl := s.o.Target.Namespace, s.o.Target.Template
-	if err := s.checkTemplateImage(ctx); err != nil {
+	if err := s.checkTemplate(ctx); err != nil {
 		return err
 	}
 	name := PoolSecret(tpl)
@@ -71,10 +69,11 @@ func (s *Session) acquireClaim(ctx context.Context) error {
 	return s.createClaim(ctx)
 }
 
-// checkTemplateImage refuses a SandboxTemplate whose image is not pinned
-// by digest (grant.CheckImage): its warm pods get the calls' secrets and
-// the workspace, and a tag lets the registry change what runs there.
-func (s *Session) checkTemplateImage(ctx context.Context) error {
+// checkTemplate refuses a SandboxTemplate whose warm pods would give the
+// session more than its grant (checkTemplate in warmtemplate.go): its
+// image not pinned by digest, a host, policy or security setting wider
+// than the grant's.
+func (s *Session) checkTemplate(ctx context.Context) error {
 	ns, tpl := s.o.Target.Namespace, s.o.Target.Template
 	u, err := s.c.Dynamic.Resource(TemplateResource).Namespace(ns).Get(ctx, tpl, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -83,17 +82,8 @@ func (s *Session) checkTemplateImage(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading SandboxTemplate %s/%s: %w", ns, tpl, err)
 	}
-	var image string
-	if cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "podTemplate", "spec", "containers"); len(cs) > 0 {
-		if c, ok := cs[0].(map[string]any); ok {
-			image, _ = c["image"].(string)
-		}
-	}
-	if image == "" {
-		return fmt.Errorf("SandboxTemplate %s/%s: its first container names no image", ns, tpl)
-	}
-	if err := grant.CheckImage(image); err != nil {
-		return fmt.Errorf("SandboxTemplate %s/%s: the warm pods' %w (a tag lets the registry change what runs with the calls' secrets)", ns, tpl, err)
+	if err := checkTemplate(u, &s.hands); err != nil {
+		return fmt.Errorf("SandboxTemplate %s/%s: %w", ns, tpl, err)
 	}
 	return nil
 }
