@@ -235,7 +235,7 @@ func PodSpec(h *Hands) corev1.PodSpec {
 			Name:            "hands",
 			Image:           h.Image,
 			ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:         []string{"/usr/local/bin/airlock"},
+			Command:         []string{kubereq.Command},
 			Args:            h.Args(),
 			Ports:           []corev1.ContainerPort{{Name: "tool-server", ContainerPort: h.port(), Protocol: corev1.ProtocolTCP}},
 			ReadinessProbe: &corev1.Probe{
@@ -501,6 +501,11 @@ func validateHands(h *Hands) error {
 	}
 	if len(h.Mounts) == 0 {
 		bad = append(bad, "no granted path to mount")
+	}
+	for _, m := range h.Mounts {
+		if err := kubereq.CheckMountPath(m.Path); err != nil {
+			bad = append(bad, fmt.Sprintf("granted path %q: %v", m.Path, err))
+		}
 	}
 	if h.WorkspaceSize != "" {
 		if _, err := workspaceSize(h.WorkspaceSize); err != nil {

@@ -221,9 +221,25 @@ func (r Request) Check() error {
 	return nil
 }
 
-// checkMountPath refuses a path the pod cannot mount at as granted: not
-// absolute and clean, with a control character, or one of the pod's own
-// mounts (the root, /tmp, the Secret's directory and those above it).
+// Command is the hands' program in the pod's image: the tool-server, which
+// runs outside the native sandbox with the session's Secret and the pod's
+// network. No granted path may be its directory, under it or above it.
+const Command = "/usr/local/bin/airlock"
+
+// ownTrees are the pod's own directories a granted path may be neither
+// of, nor under, nor above: the Secret's, the directory of the command (a
+// writable volume there, the session's claim above all, which outlives
+// the pod, would let a call put its own program in the tool-server's
+// place for the session's next pod), and the kernel's trees, which the
+// runtime makes.
+var ownTrees = []string{SecretDir, path.Dir(Command), "/proc", "/sys", "/dev"}
+
+// CheckMountPath refuses a path the hands' pod cannot mount a granted
+// volume at: not absolute and clean, with a control character, or one of
+// the pod's own (the root, /tmp, and ownTrees: the Secret's directory, the
+// command's, /proc, /sys and /dev, what is under them and above them).
+func CheckMountPath(p string) error { return checkMountPath(p) }
+
 func checkMountPath(p string) error {
 	switch {
 	case len(p) > 4096:
@@ -234,8 +250,13 @@ func checkMountPath(p string) error {
 		return errors.New("not absolute")
 	case path.Clean(p) != p:
 		return fmt.Errorf("not clean (it would be %q)", path.Clean(p))
-	case p == "/" || p == "/tmp" || p == SecretDir || strings.HasPrefix(SecretDir, p+"/") || strings.HasPrefix(p, SecretDir+"/"):
-		return fmt.Errorf("the pod's own mounts are there (/, /tmp and %s): grant a directory beside them", SecretDir)
+	case p == "/" || p == "/tmp":
+		return fmt.Errorf("the pod's own mounts are there (/, /tmp, %s): grant a directory beside them", strings.Join(ownTrees, ", "))
+	}
+	for _, own := range ownTrees {
+		if p == own || strings.HasPrefix(own, p+"/") || strings.HasPrefix(p, own+"/") {
+			return fmt.Errorf("the pod's own %s is there (a granted path may be none of /, /tmp, %s, nor under or above them): grant a directory beside them", own, strings.Join(ownTrees, ", "))
+		}
 	}
 	return nil
 }
