@@ -83,6 +83,11 @@ func TestWarmTemplateNoWiderThanGrant(t *testing.T) {
 			sc["allowPrivilegeEscalation"] = true
 			setContainer(u, ct)
 		}},
+		{"the tool-server on the node's address", func(u *unstructured.Unstructured) {
+			ct := container(u)
+			ct["ports"].([]any)[0].(map[string]any)["hostPort"] = int64(7443)
+			setContainer(u, ct)
+		}},
 		{"capabilities kept", func(u *unstructured.Unstructured) {
 			ct := container(u)
 			delete(ct["securityContext"].(map[string]any), "capabilities")

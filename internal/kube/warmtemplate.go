@@ -112,6 +112,11 @@ func podWider(spec, want *corev1.PodSpec, h *Hands) []string {
 	if !slices.Equal(c.Command, wc.Command) {
 		bad = append(bad, fmt.Sprintf("command %q, not %q", c.Command, wc.Command))
 	}
+	for _, p := range c.Ports {
+		if p.HostPort != 0 || p.HostIP != "" {
+			bad = append(bad, fmt.Sprintf("port %d on the node's address (hostPort %d)", p.ContainerPort, p.HostPort))
+		}
+	}
 	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
 		bad = append(bad, "an environment")
 	}
