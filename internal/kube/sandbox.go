@@ -206,6 +206,9 @@ func claimState(u *unstructured.Unstructured) (string, error) {
 	}
 	ips, _, _ := unstructured.NestedStringSlice(u.Object, "status", "sandbox", "podIPs")
 	if ready && len(ips) > 0 && ips[0] != "" {
+		if err := checkStatusIP(ips[0]); err != nil {
+			return "", fmt.Errorf("SandboxClaim %s: %w", u.GetName(), err)
+		}
 		return ips[0], nil
 	}
 	return "", nil

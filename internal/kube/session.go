@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -712,10 +713,25 @@ func podState(p *corev1.Pod) (string, error) {
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+			if err := checkStatusIP(p.Status.PodIP); err != nil {
+				return "", fmt.Errorf("pod %s: %w", p.Name, err)
+			}
 			return p.Status.PodIP, nil
 		}
 	}
 	return "", nil
+}
+
+// checkStatusIP refuses an address from the cluster's status that is not
+// an IP (a host name the broker would resolve and dial where it runs; a
+// port, a path or user info, which would change the URL it dials) or
+// names no host (unspecified, a zone).
+func checkStatusIP(a string) error {
+	ip, err := netip.ParseAddr(a)
+	if err != nil || ip.Zone() != "" || ip.IsUnspecified() {
+		return fmt.Errorf("the status names %q as its address, which is not an IP address: not dialling it", a)
+	}
+	return nil
 }
 
 func (s *Session) deletePod(ctx context.Context, name string) {
