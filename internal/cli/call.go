@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
@@ -78,6 +76,11 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintln(env.Stderr, "airlock call: run_in_background needs a session that outlives the call (airlock mcp, airlock serve or the Go API); airlock call would stop the work as it exits")
 			return exitUsage
 		}
+		// Signals are taken over before the session opens, whose sandbox
+		// starts while it opens (prestarter): one that comes meanwhile
+		// cancels the call, and the session still closes in order.
+		ctx, stop := signal.NotifyContext(ctx, stopSignals...)
+		defer stop()
 		sess, err := openSession(env, &gf, toolName)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
@@ -86,10 +89,6 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 		warnScan(env, "airlock call", sess.Grant())
 		closeSession := closeOnce(env, "airlock call", sess.Close)
 		defer closeSession()
-		// SIGHUP too (the terminal closed): uncaught, it killed the
-		// process with the call running, which then had no record.
-		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		defer stop()
 		res, err := sess.Call(ctx, toolName, json.RawMessage(rawArgs))
 		// The session closes before the result is printed: its close
 		// record and the call's share one fsync (broker.Options.OneCall),

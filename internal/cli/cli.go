@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Env is what a subcommand may touch of the outside world.
@@ -40,6 +41,15 @@ const (
 	exitFailure = 1 // the call was refused or could not run
 	exitUsage   = 2 // bad flags or arguments
 )
+
+// stopSignals end airlock call and tool-server in order (mcp, serve and
+// run name the same three): the calls in flight are cancelled or finish,
+// the session writes its close record, and the egress proxy's socket
+// directory and the sandboxes' cgroups are removed. SIGHUP is one of
+// them, since it is what a closing terminal or a hanging-up supervisor
+// sends: left to Go, it killed airlock at once, which left the session
+// without its close record and the proxy's directory in /dev/shm for good.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // commands returns every subcommand in the order `airlock help` lists them.
 func commands() []*command {

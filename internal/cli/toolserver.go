@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/airlockhq/airlock/internal/broker"
 	"github.com/airlockhq/airlock/internal/connlimit"
@@ -140,7 +139,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		if err != nil {
 			return fail(err)
 		}
-		sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		sig, stop := signal.NotifyContext(ctx, stopSignals...)
 		defer stop()
 		if *listen == "" {
 			conn := toolserver.StreamConn(env.Stdin, env.Stdout, nil)
