@@ -34,7 +34,8 @@ Exit status: 0 when the call completed, even if the tool reports a failure
 (a missing file, a command that exited non-zero: its status is in the
 result's "[exit N]" line); 1 when the grant refused it, the sandbox could not
 run it, or it hit a limit that ended it (time, memory, output: the reason is
-on stderr); 2 for bad usage.
+on stderr), or the result could not be written to standard output (a full
+disk); 2 for bad usage.
 
 Example: airlock call read_file '{"path": "README.md"}'
 

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -93,7 +94,8 @@ func lookup(name string) *command {
 // Main runs the airlock command line with args (without the program name)
 // and returns the process exit status.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv}
+	out := &outWriter{w: stdout}
+	env := &Env{Stdin: stdin, Stdout: out, Stderr: stderr, Getenv: os.Getenv}
 	if len(args) == 0 {
 		printHelp(env.Stderr)
 		return exitUsage
@@ -102,7 +104,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	switch name {
 	case "-h", "-help", "--help":
 		printHelp(env.Stdout)
-		return exitOK
+		return out.status("airlock", env, exitOK)
 	case "-version", "--version":
 		name = "version"
 	}
@@ -111,7 +113,69 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(env.Stderr, "airlock: unknown command %q%s; run 'airlock help' for the list\n", name, didYouMean(name))
 		return exitUsage
 	}
-	return c.run(ctx, env, args[1:])
+	code := c.run(ctx, env, args[1:])
+	if c.name == "exec" {
+		return out.execStatus(env, code)
+	}
+	return out.status("airlock "+c.name, env, code)
+}
+
+// outWriter is a command's standard output, remembering the first write
+// that failed: a command that could not write what it printed (a full
+// disk under `airlock call ... > result`, /dev/full) must not exit 0 as if
+// its output were whole.
+type outWriter struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.mu.Lock()
+		if o.err == nil {
+			o.err = err
+		}
+		o.mu.Unlock()
+	}
+	return n, err
+}
+
+func (o *outWriter) failed() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// status returns code, or exitFailure after saying so on stderr (as who)
+// when a write to standard output failed.
+func (o *outWriter) status(who string, env *Env, code int) int {
+	err := o.failed()
+	if err == nil {
+		return code
+	}
+	fmt.Fprintf(env.Stderr, "%s: writing standard output: %v\n", who, err)
+	if code == exitOK {
+		return exitFailure
+	}
+	return code
+}
+
+// execStatus is status for airlock exec, whose standard output is the
+// command's: a failed write ends the relay and the command meets a broken
+// pipe (sandbox.CopyCapped), so its status stands, except a 0 from a
+// command that had written everything before the relay failed: that
+// output was lost, as `echo hi >/dev/full` run directly says with its 1,
+// so airlock says so and exits 125, its own failure. A reader that went
+// away (EPIPE) is the command's to meet, as it would without airlock.
+func (o *outWriter) execStatus(env *Env, code int) int {
+	err := o.failed()
+	if err == nil || errors.Is(err, syscall.EPIPE) || code != exitOK {
+		return code
+	}
+	fmt.Fprintf(env.Stderr, "airlock exec: writing standard output: %v (the command's output was lost)\n", err)
+	return exitExecFailure
 }
 
 // newFlags returns a FlagSet for c. It prints nothing itself: parseFlags
