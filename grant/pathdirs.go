@@ -12,22 +12,46 @@ import (
 // sandbox. No grant setting makes it writable.
 const pathDirRule = "a directory on PATH"
 
-// pathDirs returns the existing directories of the broker's PATH, resolved;
-// relative entries ("." and "") are left out, as they name no one
-// directory.
+// pathDirs returns the directories of the broker's PATH, resolved, those
+// that do not exist yet included: a sandbox that made one (a bin a build
+// makes later, node_modules/.bin before npm install) would choose the
+// user's next command as surely as one that wrote into it. A relative
+// entry is taken from the working directory, where the user's shell looks
+// it up while they work there (tools, ./node_modules/.bin); "." and "",
+// which name that directory itself, are left out: no grant of it could
+// keep a sandbox from putting a program there.
 func pathDirs() []string {
+	cwd, err := os.Getwd()
+	if err != nil {
+		cwd = ""
+	}
 	var out []string
 	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
 		if !filepath.IsAbs(p) {
-			continue
+			if cwd == "" || p == "" {
+				continue
+			}
+			if p = filepath.Join(cwd, p); p == filepath.Clean(cwd) {
+				continue
+			}
 		}
 		res, err := resolve(filepath.Clean(p))
-		if err != nil || res.missing > 0 || !isDir(res.path) {
+		if err != nil || !isDir(existingPart(res)) {
 			continue
 		}
 		out = append(out, res.path)
 	}
 	return out
+}
+
+// existingPart is the existing directory res.path lies in, or res.path
+// itself when it exists.
+func existingPart(res resolved) string {
+	p := res.path
+	for range res.missing {
+		p = filepath.Dir(p)
+	}
+	return p
 }
 
 // pathDirsIn returns the protected paths of the directories of dirs

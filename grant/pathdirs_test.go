@@ -63,3 +63,32 @@ func TestOwnFileRefusalOffersNoOptOut(t *testing.T) {
 		t.Errorf("reason %q: want it to say the file is airlock's own, with no paths.writable_protected opt-out", d.Reason)
 	}
 }
+
+// TestPathDirsMissingOrRelative: a PATH directory that does not exist yet
+// (a bin a build makes later) and one PATH names relative to the working
+// directory (tools, ./node_modules/.bin) are held read-only in a
+// read-write tree like any other: a sandbox that made or wrote one would
+// choose the user's next command there. "." and "" name the working
+// directory itself and are left out.
+func TestPathDirsMissingOrRelative(t *testing.T) {
+	T := fixture(t, "ws/tools/x", "ws/src/main.go")
+	t.Chdir(T + "/ws")
+	t.Setenv("PATH", strings.Join([]string{T + "/ws/bin", "tools", "./node_modules/.bin", ".", "", "/usr/bin"}, string(os.PathListSeparator)))
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	for _, p := range []string{T + "/ws/bin/git", T + "/ws/tools/git", T + "/ws/node_modules/.bin/git"} {
+		if d := g.CheckPath(p, true); d.Allowed || !strings.Contains(d.Reason, "PATH") {
+			t.Errorf("writing %s: allowed %v (%s), want a refusal naming PATH", p, d.Allowed, d.Reason)
+		}
+	}
+	for _, dir := range []string{T + "/ws/bin", T + "/ws/tools", T + "/ws/node_modules/.bin"} {
+		if !slices.Contains(g.ProtectedDirs(), dir) {
+			t.Errorf("%s is not held as a read-only directory: protected dirs %v", dir, g.ProtectedDirs())
+		}
+	}
+	if d := g.CheckPath(T+"/ws/src/main.go", true); !d.Allowed {
+		t.Errorf("writing the project's own file refused: %s", d.Reason)
+	}
+	if d := g.CheckPath(T+"/ws/new.go", true); !d.Allowed {
+		t.Errorf("writing a new file at the top of the tree refused (\".\" is on PATH, but left out): %s", d.Reason)
+	}
+}
