@@ -259,10 +259,11 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
 					reason: fmt.Sprintf("%s is airlock's own (a grant file, or the airlock binary and its init) and stays read-only: a sandbox that changed it would widen its own next calls; no grant setting makes it writable", loc),
 				}
-			case name == pathDirRule:
+			case isPathDirRule(name):
+				v := strings.TrimPrefix(name, pathDirPrefix)
 				return pathResult{
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
-					reason: fmt.Sprintf("%s is in a directory on PATH and stays read-only: a program put there would run, outside any sandbox, in place of the command of its name; no grant setting makes it writable", loc),
+					reason: fmt.Sprintf("%s is in a directory on %s and stays read-only: %s; no grant setting makes it writable", loc, v, pathDirWhy(v)),
 				}
 			case name == linkedRule:
 				return pathResult{

@@ -197,8 +197,8 @@ func build(s *spec, ps *problems) *Grant {
 	// pathDirsIn).
 	for _, d := range pathDirs() {
 		for _, r := range g.roots {
-			if r.writable && r.path == d {
-				ps.addValue(keyReadWrite, r.given, "%q (%s) is on PATH: a program a sandbox put there would run, outside any sandbox, in place of the command of its name (git, ls, airlock itself); grant it read-only", r.given, r.path)
+			if r.writable && r.path == d.path {
+				ps.addValue(keyReadWrite, r.given, "%q (%s) is on %s: %s; grant it read-only", r.given, r.path, d.variable, pathDirWhy(d.variable))
 			}
 		}
 	}

@@ -3,43 +3,73 @@ package grant
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
-// pathDirRule names the protection of a directory on PATH inside a
-// read-write tree (a project's activated .venv/bin, a bin direnv adds): the
-// user's next command is looked up there, so a program a sandbox put there
-// (git, ls, airlock itself) would run in place of the real one, outside any
-// sandbox. No grant setting makes it writable.
-const pathDirRule = "a directory on PATH"
+// searchPaths are the variables of the broker's environment that list
+// where host programs find code: PATH the user's next command (a
+// project's activated .venv/bin, a bin direnv adds), the others the
+// libraries every dynamically linked program loads and the modules of the
+// interpreters (python runs any sitecustomize.py it finds on its path at
+// every start). A program or library a sandbox put in one of their
+// directories would run in place of the real one, outside any sandbox.
+var searchPaths = []string{"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "PERL5LIB", "PERLLIB", "RUBYLIB", "NODE_PATH"}
 
-// pathDirs returns the directories of the broker's PATH, resolved, those
-// that do not exist yet included: a sandbox that made one (a bin a build
-// makes later, node_modules/.bin before npm install) would choose the
-// user's next command as surely as one that wrote into it. A relative
-// entry is taken from the working directory, where the user's shell looks
-// it up while they work there (tools, ./node_modules/.bin); "." and "",
-// which name that directory itself, are left out: no grant of it could
-// keep a sandbox from putting a program there.
-func pathDirs() []string {
+// pathDirPrefix starts the rule name of a directory of searchPaths inside
+// a read-write tree, which stays read-only; no grant setting makes it
+// writable.
+const pathDirPrefix = "a directory on "
+
+// pathDirRule names the protection of a directory of the variable v.
+func pathDirRule(v string) string { return pathDirPrefix + v }
+
+// isPathDirRule reports whether name is a pathDirRule.
+func isPathDirRule(name string) bool { return strings.HasPrefix(name, pathDirPrefix) }
+
+// pathDirWhy says why a directory of the variable v stays read-only.
+func pathDirWhy(v string) string {
+	if v == "PATH" {
+		return "a program a sandbox put there would run, outside any sandbox, in place of the command of its name (git, ls, airlock itself)"
+	}
+	return "a library or module a sandbox put there would be loaded, outside any sandbox, by the host's programs that read it"
+}
+
+// searchDir is a directory of one of searchPaths, resolved.
+type searchDir struct {
+	path     string
+	variable string
+}
+
+// pathDirs returns the directories of the broker's searchPaths, resolved,
+// those that do not exist yet included: a sandbox that made one (a bin a
+// build makes later, node_modules/.bin before npm install) would choose
+// the user's next command as surely as one that wrote into it. A relative
+// entry is taken from the working directory, where the user's shell and
+// programs look it up while they work there (tools, ./node_modules/.bin);
+// "." and "", which name that directory itself, are left out: no grant of
+// it could keep a sandbox from putting a program there.
+func pathDirs() []searchDir {
 	cwd, err := os.Getwd()
 	if err != nil {
 		cwd = ""
 	}
-	var out []string
-	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
-		if !filepath.IsAbs(p) {
-			if cwd == "" || p == "" {
+	var out []searchDir
+	for _, v := range searchPaths {
+		for _, p := range filepath.SplitList(os.Getenv(v)) {
+			if !filepath.IsAbs(p) {
+				if cwd == "" || p == "" {
+					continue
+				}
+				if p = filepath.Join(cwd, p); p == filepath.Clean(cwd) {
+					continue
+				}
+			}
+			res, err := resolve(filepath.Clean(p))
+			if err != nil || !isDir(existingPart(res)) {
 				continue
 			}
-			if p = filepath.Join(cwd, p); p == filepath.Clean(cwd) {
-				continue
-			}
+			out = append(out, searchDir{path: res.path, variable: v})
 		}
-		res, err := resolve(filepath.Clean(p))
-		if err != nil || !isDir(existingPart(res)) {
-			continue
-		}
-		out = append(out, res.path)
 	}
 	return out
 }
@@ -56,11 +86,11 @@ func existingPart(res resolved) string {
 
 // pathDirsIn returns the protected paths of the directories of dirs
 // (pathDirs) that lie inside one of g's read-write trees, below its top.
-func (g *Grant) pathDirsIn(dirs []string) []protectedPath {
+func (g *Grant) pathDirsIn(dirs []searchDir) []protectedPath {
 	var out []protectedPath
 	for _, d := range dirs {
-		if owner, ok := g.rootOf(d); ok && owner.writable && owner.dir && d != owner.path {
-			out = append(out, protectedPath{path: d, name: pathDirRule, dir: true})
+		if owner, ok := g.rootOf(d.path); ok && owner.writable && owner.dir && d.path != owner.path {
+			out = append(out, protectedPath{path: d.path, name: pathDirRule(d.variable), dir: true})
 		}
 	}
 	return out

@@ -92,3 +92,24 @@ func TestPathDirsMissingOrRelative(t *testing.T) {
 		t.Errorf("writing a new file at the top of the tree refused (\".\" is on PATH, but left out): %s", d.Reason)
 	}
 }
+
+// TestLibraryPathsStayReadOnly: the directories host programs load code
+// from (LD_LIBRARY_PATH, PYTHONPATH, ...) inside a read-write tree stay
+// read-only as PATH's do, and a read-write grant of one is refused.
+func TestLibraryPathsStayReadOnly(t *testing.T) {
+	T := fixture(t, "ws/lib/x", "ws/src/main.go", "libs/y")
+	t.Chdir(T + "/ws")
+	t.Setenv("LD_LIBRARY_PATH", T+"/ws/lib")
+	t.Setenv("PYTHONPATH", "py")
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	for p, v := range map[string]string{T + "/ws/lib/libc.so.6": "LD_LIBRARY_PATH", T + "/ws/py/sitecustomize.py": "PYTHONPATH"} {
+		if d := g.CheckPath(p, true); d.Allowed || !strings.Contains(d.Reason, v) {
+			t.Errorf("writing %s: allowed %v (%s), want a refusal naming %s", p, d.Allowed, d.Reason, v)
+		}
+	}
+	t.Setenv("LD_LIBRARY_PATH", T+"/libs")
+	_, err := Parse([]byte("[paths]\nread_write = [\"libs\"]\n"), "grant.toml", T)
+	if err == nil || !strings.Contains(err.Error(), "on LD_LIBRARY_PATH") {
+		t.Errorf("a read-write grant of the LD_LIBRARY_PATH directory %s/libs: err %v, want a refusal naming it", T, err)
+	}
+}

@@ -37,7 +37,7 @@ func (p ProtectedPath) KeepFirst() bool {
 func (g *Grant) NestedProtected(r string) []ProtectedPath {
 	var out []ProtectedPath
 	for _, p := range g.protected {
-		if p.name == ownName || p.name == pathDirRule || !within(p.path, r) || p.path == r {
+		if p.name == ownName || isPathDirRule(p.name) || !within(p.path, r) || p.path == r {
 			continue
 		}
 		if owner, ok := g.rootOf(p.path); !ok || owner.path != r {

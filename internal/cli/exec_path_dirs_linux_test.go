@@ -15,16 +15,20 @@ import (
 // npm install) or PATH names it relative to the directory the user works
 // in (tools, ./node_modules/.bin): the user's next command there is looked
 // up in it, so a program a sandbox put there would run outside any
-// sandbox. Only an existing directory named by an absolute path was kept
-// read-only; a sandbox made the others and wrote git into them.
+// sandbox. The same holds for the directories host programs load code
+// from (LD_LIBRARY_PATH, PYTHONPATH, PERL5LIB, ...). Only an existing
+// directory PATH named by an absolute path was kept read-only; a sandbox
+// made the others and wrote git, libc.so.6 or sitecustomize.py into them.
 func TestExecCannotPlantOnPath(t *testing.T) {
 	airlock, err := exec.LookPath("airlock")
 	if err != nil {
 		t.Fatalf("the test binary is not on PATH as airlock: %v", err)
 	}
 	work := t.TempDir()
-	if err := os.Mkdir(filepath.Join(work, "tools"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"tools", "lib"} {
+		if err := os.Mkdir(filepath.Join(work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The working directory as the user's shell names it (airlock's cwd).
 	onPath := []string{
@@ -33,7 +37,10 @@ func TestExecCannotPlantOnPath(t *testing.T) {
 		"./node_modules/.bin",      // relative, missing with its parent
 		filepath.Join(work, "out", "bin"),
 	}
-	plant := []string{"bin/git", "tools/git", "node_modules/.bin/git", "out/bin/git"}
+	plant := []string{"bin/git", "tools/git", "node_modules/.bin/git", "out/bin/git",
+		// Where host programs load code from: every dynamically linked
+		// program's libraries, every python's sitecustomize.
+		"lib/libc.so.6", "py/sitecustomize.py", "perl/strict.pm"}
 	var script strings.Builder
 	for _, p := range plant {
 		script.WriteString("mkdir -p " + filepath.Dir(p) + "; echo evil > " + p + "; ")
@@ -42,7 +49,8 @@ func TestExecCannotPlantOnPath(t *testing.T) {
 	cmd := exec.Command(airlock, "exec", "--", "sh", "-c", script.String())
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+t.TempDir(),
-		"PATH="+strings.Join(onPath, string(os.PathListSeparator))+string(os.PathListSeparator)+os.Getenv("PATH"))
+		"PATH="+strings.Join(onPath, string(os.PathListSeparator))+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"LD_LIBRARY_PATH="+filepath.Join(work, "lib"), "PYTHONPATH=py", "PERL5LIB="+filepath.Join(work, "perl"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -59,7 +67,7 @@ func TestExecCannotPlantOnPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != "tools" {
+		if e.Name() != "tools" && e.Name() != "lib" {
 			t.Errorf("%s left in the working directory", e.Name())
 		}
 	}
