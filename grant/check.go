@@ -260,10 +260,14 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 					reason: fmt.Sprintf("%s is airlock's own (a grant file, or the airlock binary and its init) and stays read-only: a sandbox that changed it would widen its own next calls; no grant setting makes it writable", loc),
 				}
 			case isPathDirRule(name):
-				v := strings.TrimPrefix(name, pathDirPrefix)
+				v, file := pathRuleVariable(name)
+				what := "in a directory on " + v
+				if file {
+					what = "the file $" + v + " names"
+				}
 				return pathResult{
 					rule:   fmt.Sprintf("protected %q in %s", name, r.rule()),
-					reason: fmt.Sprintf("%s is in a directory on %s and stays read-only: %s; no grant setting makes it writable", loc, v, pathDirWhy(v)),
+					reason: fmt.Sprintf("%s is %s and stays read-only: %s; no grant setting makes it writable", loc, what, pathDirWhy(v)),
 				}
 			case name == linkedRule:
 				return pathResult{

@@ -197,7 +197,7 @@ func build(s *spec, ps *problems) *Grant {
 	// pathDirsIn).
 	for _, d := range pathDirs() {
 		for _, r := range g.roots {
-			if r.writable && r.path == d.path {
+			if r.writable && r.path == d.path && !d.file {
 				ps.addValue(keyReadWrite, r.given, "%q (%s) is on %s: %s; grant it read-only", r.given, r.path, d.variable, pathDirWhy(d.variable))
 			}
 		}

@@ -113,3 +113,24 @@ func TestLibraryPathsStayReadOnly(t *testing.T) {
 		t.Errorf("a read-write grant of the LD_LIBRARY_PATH directory %s/libs: err %v, want a refusal naming it", T, err)
 	}
 }
+
+// TestEnvNamedFilesStayReadOnly: a file the broker's environment names
+// for host programs to run or load (BASH_ENV, LD_PRELOAD by path), inside
+// a read-write tree and whether or not it exists yet, stays read-only; a
+// bare LD_PRELOAD name, looked up in the library directories, names no
+// file here.
+func TestEnvNamedFilesStayReadOnly(t *testing.T) {
+	T := fixture(t, "ws/src/main.go", "ws/pre.so")
+	t.Chdir(T + "/ws")
+	t.Setenv("BASH_ENV", "hook.sh")
+	t.Setenv("LD_PRELOAD", T+"/ws/pre.so libfoo.so")
+	g := mustParse(t, T, "[paths]\nread_write = [\"ws\"]\n")
+	for p, v := range map[string]string{T + "/ws/hook.sh": "BASH_ENV", T + "/ws/pre.so": "LD_PRELOAD"} {
+		if d := g.CheckPath(p, true); d.Allowed || !strings.Contains(d.Reason, v) {
+			t.Errorf("writing %s: allowed %v (%s), want a refusal naming %s", p, d.Allowed, d.Reason, v)
+		}
+	}
+	if d := g.CheckPath(T+"/ws/libfoo.so", true); !d.Allowed {
+		t.Errorf("writing libfoo.so, a bare LD_PRELOAD name, refused: %s", d.Reason)
+	}
+}

@@ -16,7 +16,8 @@ import (
 // in (tools, ./node_modules/.bin): the user's next command there is looked
 // up in it, so a program a sandbox put there would run outside any
 // sandbox. The same holds for the directories host programs load code
-// from (LD_LIBRARY_PATH, PYTHONPATH, PERL5LIB, ...). Only an existing
+// from (LD_LIBRARY_PATH, PYTHONPATH, PERL5LIB, ...), and for the files
+// they run or load (BASH_ENV, LD_PRELOAD). Only an existing
 // directory PATH named by an absolute path was kept read-only; a sandbox
 // made the others and wrote git, libc.so.6 or sitecustomize.py into them.
 func TestExecCannotPlantOnPath(t *testing.T) {
@@ -40,7 +41,10 @@ func TestExecCannotPlantOnPath(t *testing.T) {
 	plant := []string{"bin/git", "tools/git", "node_modules/.bin/git", "out/bin/git",
 		// Where host programs load code from: every dynamically linked
 		// program's libraries, every python's sitecustomize.
-		"lib/libc.so.6", "py/sitecustomize.py", "perl/strict.pm"}
+		"lib/libc.so.6", "py/sitecustomize.py", "perl/strict.pm",
+		// Files host programs run or load: every non-interactive bash's
+		// $BASH_ENV, every dynamically linked program's $LD_PRELOAD.
+		"hook.sh", "preload.so"}
 	var script strings.Builder
 	for _, p := range plant {
 		script.WriteString("mkdir -p " + filepath.Dir(p) + "; echo evil > " + p + "; ")
@@ -50,7 +54,8 @@ func TestExecCannotPlantOnPath(t *testing.T) {
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "AIRLOCK_STATE_DIR="+t.TempDir(),
 		"PATH="+strings.Join(onPath, string(os.PathListSeparator))+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"LD_LIBRARY_PATH="+filepath.Join(work, "lib"), "PYTHONPATH=py", "PERL5LIB="+filepath.Join(work, "perl"))
+		"LD_LIBRARY_PATH="+filepath.Join(work, "lib"), "PYTHONPATH=py", "PERL5LIB="+filepath.Join(work, "perl"),
+		"BASH_ENV=hook.sh", "LD_PRELOAD="+filepath.Join(work, "preload.so"))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
