@@ -16,6 +16,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -229,16 +230,21 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	// The tables, at their maximum, are charged to the limit first; the
 	// linear memory may grow into the rest.
 	limit -= m.tableBytes
+	if cfg.Time > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Time)
+		defer cancel()
+	}
 	out := &capWriter{w: cfg.Stdout, left: cfg.Output, capped: cfg.Output > 0}
 	errw := &capWriter{w: cfg.Stderr, shared: out}
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(cfg.Args...).
 		WithStdout(out).WithStderr(errw).
-		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithSysWalltime().WithSysNanotime().WithNanosleep(sleeper(ctx)).
 		WithRandSource(rand.Reader)
 	if cfg.Stdin != nil {
-		mc = mc.WithStdin(cfg.Stdin)
+		mc = mc.WithStdin(stdinFor(ctx, cfg.Stdin))
 	}
 	for _, kv := range cfg.Env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -266,11 +272,6 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	}
 	mc = mc.WithFSConfig(fsc)
 
-	if cfg.Time > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Time)
-		defer cancel()
-	}
 	mem := &memory{limit: limit}
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	host := &hostState{tools: cfg.Tools}
@@ -423,4 +424,80 @@ func (c *capWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// sleeper is a run's nanosleep (poll_oneoff's clock subscriptions, so Go's
+// time.Sleep): it sleeps until the time asked for or until ctx, the run's
+// context, is done. wazero stops a module at its deadline between host
+// calls only, and its own nanosleep (time.Sleep) cannot be cut: a module
+// asking to sleep a day under a 300 ms limit held the broker (and airlock
+// run, past SIGTERM) for that day (red team).
+func sleeper(ctx context.Context) func(ns int64) {
+	return func(ns int64) {
+		if ns <= 0 {
+			return
+		}
+		t := time.NewTimer(time.Duration(ns))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// stdinFor returns the module's stdin: r itself when a read of it cannot
+// wait (a wasm tool's arguments, in memory), else r read through a
+// ctxReader, so that a module reading a stdin that gives nothing (airlock
+// run's own, a pipe whose writer waits) is stopped at its deadline like
+// any other, not held in fd_read for as long as the writer likes.
+func stdinFor(ctx context.Context, r io.Reader) io.Reader {
+	switch r.(type) {
+	case *bytes.Reader, *strings.Reader:
+		return r
+	}
+	return &ctxReader{ctx: ctx, r: r}
+}
+
+// maxStdinRead bounds one read of a ctxReader: its buffer is the host's,
+// outside the module's memory limit, and a short read is a read.
+const maxStdinRead = 64 << 10
+
+// ctxReader reads r until ctx is done. Each read of r runs in a goroutine
+// of its own into a buffer of its own, and Read waits for it or for ctx;
+// a read of r cut short by ctx is left to end when r gives, its bytes
+// lost with the run they were for, and every later Read fails at once.
+type ctxReader struct {
+	ctx  context.Context
+	r    io.Reader
+	dead bool // a read of r was abandoned: r is no longer this reader's
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if c.dead {
+		return 0, c.ctx.Err()
+	}
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	buf := make([]byte, min(len(p), maxStdinRead))
+	type result struct {
+		n   int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		n, err := c.r.Read(buf)
+		ch <- result{n, err}
+	}()
+	select {
+	case res := <-ch:
+		return copy(p, buf[:res.n]), res.err
+	case <-c.ctx.Done():
+		c.dead = true
+		return 0, c.ctx.Err()
+	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -159,6 +160,20 @@ func main() {
 		fmt.Sscan(args[1], &n)
 		_, err := os.Open(args[0] + "/" + strings.Repeat("a/", n) + "x")
 		fmt.Println("opened", err)
+	case "sleep":
+		// sleep D: one poll_oneoff of D, a host call the deadline must cut.
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			fmt.Println("err", err)
+			os.Exit(2)
+		}
+		fmt.Println("sleeping")
+		time.Sleep(d)
+		fmt.Println("woke")
+	case "stdin":
+		// stdin: reads stdin to its end.
+		b, err := io.ReadAll(os.Stdin)
+		fmt.Println("read", len(b), err)
 	case "exit":
 		var n int
 		fmt.Sscan(args[0], &n)

@@ -1,0 +1,111 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+	"time"
+)
+
+// endsWithin runs f and reports whether it returned before the wait ran
+// out: a run that is cut at its deadline returns at once after it; one
+// blocked in a host call does not return for hours. On failure, unblock
+// is called to let f return, and its return waited for.
+func endsWithin(t *testing.T, what string, wait time.Duration, f, unblock func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return
+	case <-time.After(wait):
+	}
+	t.Errorf("%s did not return: a host call blocked past the run's deadline", what)
+	if unblock != nil {
+		unblock()
+		<-done
+	}
+}
+
+// TestSleepEndsAtTheDeadline: a module's poll_oneoff with a clock
+// subscription (Go's time.Sleep, any wasi sleep) is a host call that
+// sleeps; a long one must end at the run's deadline, not at its own end,
+// and so must a run whose context is cancelled (SIGTERM).
+func TestSleepEndsAtTheDeadline(t *testing.T) {
+	m := probe(t)
+	var out bytes.Buffer
+	var o *Outcome
+	var err error
+	endsWithin(t, "a run sleeping 24h under a 300ms limit", time.Minute, func() {
+		o, err = testEngine(t).Run(context.Background(), m, &Config{
+			Args:   []string{"probe", "sleep", "24h"},
+			Stdout: &out,
+			Time:   300 * time.Millisecond,
+		})
+	}, nil)
+	if t.Failed() {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Hit("time") || bytes.Contains(out.Bytes(), []byte("woke")) {
+		t.Errorf("outcome %+v, output %q: want the time limit hit while sleeping", o, out.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out.Reset()
+	endsWithin(t, "a cancelled run sleeping 24h", time.Minute, func() {
+		_, err = testEngine(t).Run(ctx, m, &Config{
+			Args:   []string{"probe", "sleep", "24h"},
+			Stdout: &writeSignal{w: &out, first: cancel},
+		})
+	}, nil)
+}
+
+// writeSignal calls first at its first write.
+type writeSignal struct {
+	w     io.Writer
+	first func()
+}
+
+func (s *writeSignal) Write(p []byte) (int, error) {
+	if s.first != nil {
+		s.first()
+		s.first = nil
+	}
+	return s.w.Write(p)
+}
+
+// TestBlockedStdinEndsAtTheDeadline: a module reading a stdin that never
+// gives anything (airlock run's own stdin, a pipe whose writer waits) is
+// in a host call; the deadline must end the run all the same.
+func TestBlockedStdinEndsAtTheDeadline(t *testing.T) {
+	m := probe(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out bytes.Buffer
+	var o *Outcome
+	var err error
+	endsWithin(t, "a run reading a silent stdin under a 300ms limit", time.Minute, func() {
+		o, err = testEngine(t).Run(context.Background(), m, &Config{
+			Args:   []string{"probe", "stdin"},
+			Stdin:  pr,
+			Stdout: &out,
+			Time:   300 * time.Millisecond,
+		})
+	}, func() { pw.Close() })
+	if t.Failed() {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Hit("time") {
+		t.Errorf("outcome %+v, output %q: want the time limit hit while reading", o, out.String())
+	}
+}
