@@ -109,3 +109,30 @@ func TestBlockedStdinEndsAtTheDeadline(t *testing.T) {
 		t.Errorf("outcome %+v, output %q: want the time limit hit while reading", o, out.String())
 	}
 }
+
+// TestBlockedStdoutEndsAtTheDeadline: a module writing to a stdout nobody
+// reads (airlock run's own, a full pipe) is in a host call; the deadline
+// must end the run all the same.
+func TestBlockedStdoutEndsAtTheDeadline(t *testing.T) {
+	m := probe(t)
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	var o *Outcome
+	var err error
+	endsWithin(t, "a run writing to an unread stdout under a 300ms limit", time.Minute, func() {
+		o, err = testEngine(t).Run(context.Background(), m, &Config{
+			Args:   []string{"probe", "loop"},
+			Stdout: pw,
+			Time:   300 * time.Millisecond,
+		})
+	}, func() { pr.Close() })
+	if t.Failed() {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Hit("time") {
+		t.Errorf("outcome %+v: want the time limit hit while writing", o)
+	}
+}

@@ -235,8 +235,8 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		ctx, cancel = context.WithTimeout(ctx, cfg.Time)
 		defer cancel()
 	}
-	out := &capWriter{w: cfg.Stdout, left: cfg.Output, capped: cfg.Output > 0}
-	errw := &capWriter{w: cfg.Stderr, shared: out}
+	out := &capWriter{w: outFor(ctx, cfg.Stdout), left: cfg.Output, capped: cfg.Output > 0}
+	errw := &capWriter{w: outFor(ctx, cfg.Stderr), shared: out}
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(cfg.Args...).
@@ -500,4 +500,67 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		c.dead = true
 		return 0, c.ctx.Err()
 	}
+}
+
+// outFor returns what the module's stdout or stderr writes to: w itself
+// when a write to it cannot wait (a buffer in memory, as a wasm tool's
+// are), else w written through a ctxWriter, so that a module writing to a
+// pipe nobody reads (airlock run's own stdout) is stopped at its deadline,
+// and by SIGTERM, like any other, not held in fd_write until the reader
+// moves.
+func outFor(ctx context.Context, w io.Writer) io.Writer {
+	switch w.(type) {
+	case nil:
+		return nil
+	case *bytes.Buffer, *limitedBuffer:
+		return w
+	}
+	return &ctxWriter{ctx: ctx, w: w}
+}
+
+// ctxWriter writes to w until ctx is done, as ctxReader reads: each chunk
+// (of at most maxStdinRead bytes, copied, since the module's memory may go
+// with the run) is written by a goroutine of its own, and Write waits for
+// it or for ctx; a write cut short by ctx is left to end when w takes it,
+// and every later Write fails at once.
+type ctxWriter struct {
+	ctx  context.Context
+	w    io.Writer
+	dead bool
+}
+
+func (c *ctxWriter) Write(p []byte) (int, error) {
+	done := 0
+	for done < len(p) {
+		if c.dead {
+			return done, c.ctx.Err()
+		}
+		if err := c.ctx.Err(); err != nil {
+			return done, err
+		}
+		chunk := append([]byte(nil), p[done:done+min(len(p)-done, maxStdinRead)]...)
+		type result struct {
+			n   int
+			err error
+		}
+		ch := make(chan result, 1)
+		go func() {
+			n, err := c.w.Write(chunk)
+			ch <- result{n, err}
+		}()
+		select {
+		case res := <-ch:
+			done += res.n
+			if res.err != nil {
+				return done, res.err
+			}
+			if res.n < len(chunk) {
+				return done, io.ErrShortWrite
+			}
+		case <-c.ctx.Done():
+			c.dead = true
+			return done, c.ctx.Err()
+		}
+	}
+	return done, nil
 }
