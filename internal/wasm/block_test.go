@@ -136,3 +136,21 @@ func TestBlockedStdoutEndsAtTheDeadline(t *testing.T) {
 		t.Errorf("outcome %+v: want the time limit hit while writing", o)
 	}
 }
+
+// panicWriter panics at every write.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("stdout broke") }
+
+// TestPanickingStdoutIsTheRunsError: a write to stdout runs in a goroutine
+// of its own (so that the deadline can cut it); a panic there must stay
+// the run's, as it would in wazero's host call, not end the process.
+func TestPanickingStdoutIsTheRunsError(t *testing.T) {
+	m := probe(t)
+	_, err := testEngine(t).Run(context.Background(), m, &Config{
+		Args:   []string{"probe", "args"},
+		Stdout: panicWriter{},
+		Time:   time.Minute,
+	})
+	_ = err // how the module takes a failed write is its own; the process lives
+}

@@ -490,8 +490,10 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		n, err := c.r.Read(buf)
-		ch <- result{n, err}
+		var res result
+		defer func() { ch <- res }()
+		defer recoverInto(&res.err) // as wazero would, had the read been its
+		res.n, res.err = c.r.Read(buf)
 	}()
 	select {
 	case res := <-ch:
@@ -545,8 +547,10 @@ func (c *ctxWriter) Write(p []byte) (int, error) {
 		}
 		ch := make(chan result, 1)
 		go func() {
-			n, err := c.w.Write(chunk)
-			ch <- result{n, err}
+			var res result
+			defer func() { ch <- res }()
+			defer recoverInto(&res.err)
+			res.n, res.err = c.w.Write(chunk)
 		}()
 		select {
 		case res := <-ch:
@@ -563,4 +567,14 @@ func (c *ctxWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return done, nil
+}
+
+// recoverInto turns a panic of a read or write that ctxReader or
+// ctxWriter runs in a goroutine of its own into its error: wazero would
+// have recovered it had the call run in the host function, and a panic in
+// a goroutine of its own takes the whole process down.
+func recoverInto(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %v", errPanic, p)
+	}
 }
