@@ -6,6 +6,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/wasm/wasmtest"
 )
 
 // endsWithin runs f and reports whether it returned before the wait ran
@@ -153,4 +155,24 @@ func TestPanickingStdoutIsTheRunsError(t *testing.T) {
 		Time:   time.Minute,
 	})
 	_ = err // how the module takes a failed write is its own; the process lives
+}
+
+// TestStackOverflowIsATrap: a module recursing without end overflows
+// wazero's stack; that is a trap of the run, reported as one, not an
+// error of the runtime (which a wasm tool's caller reads as "could not
+// run").
+func TestStackOverflowIsATrap(t *testing.T) {
+	m := compile(t, wasmtest.Module(
+		wasmtest.Section(wasmtest.SecType, wasmtest.Vec([]byte{0x60, 0, 0})),
+		wasmtest.Section(wasmtest.SecFunction, wasmtest.Vec([]byte{0}, []byte{0})),
+		wasmtest.Section(wasmtest.SecExport, wasmtest.Vec(append(wasmtest.Name("_start"), 0x00, 1))),
+		wasmtest.Section(wasmtest.SecCode, wasmtest.Vec(wasmtest.Body(0x10, 0x00), wasmtest.Body(0x10, 0x00))), // f: call f; _start: call f
+	))
+	o, err := testEngine(t).Run(context.Background(), m, &Config{Memory: 1 << 20, Time: time.Minute})
+	if err != nil {
+		t.Fatalf("run: %v, want an outcome", err)
+	}
+	if o.Trap != "stack overflow" {
+		t.Errorf("outcome %+v, want the trap stack overflow", o)
+	}
 }

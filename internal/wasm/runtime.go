@@ -344,6 +344,11 @@ func instantiate(ctx context.Context, rt wazero.Runtime, c wazero.CompiledModule
 func trapOf(err error) (trap, fn string) {
 	msg := err.Error()
 	first, rest, _ := strings.Cut(msg, "\n")
+	if strings.HasSuffix(first, "] failed: stack overflow") {
+		// wazero's stack overflow is no "wasm error" and has no trace; it
+		// is a trap all the same, the module's own doing.
+		return "stack overflow", ""
+	}
 	_, t, ok := strings.Cut(first, "wasm error: ")
 	if !ok {
 		return "", ""
