@@ -176,3 +176,21 @@ func TestStackOverflowIsATrap(t *testing.T) {
 		t.Errorf("outcome %+v, want the trap stack overflow", o)
 	}
 }
+
+// TestMemoryNeverHoldsPastTheLimit: the linear memory grows page by page
+// to its limit; what the host holds for it (the buffer's capacity) must
+// not pass the limit either. append's amortised growth held up to a
+// quarter more than the limit (a 1 GiB limit, 1.25 GiB held).
+func TestMemoryNeverHoldsPastTheLimit(t *testing.T) {
+	const limit = 4096 * PageSize // 256 MiB
+	m := &memory{limit: limit}
+	m.Allocate(PageSize, limit)
+	for size := uint64(PageSize); size <= limit; size += 64 * PageSize {
+		if b := m.Reallocate(size); uint64(len(b)) != size {
+			t.Fatalf("reallocate %d: len %d", size, len(b))
+		}
+		if c := uint64(cap(m.buf)); c > limit {
+			t.Fatalf("at %d bytes the memory holds %d, past its limit %d", size, c, uint64(limit))
+		}
+	}
+}

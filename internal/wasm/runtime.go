@@ -386,8 +386,13 @@ func (m *memory) Reallocate(size uint64) []byte {
 		return nil
 	}
 	if size > uint64(cap(m.buf)) {
-		// Grown as wazero's own memory grows: append's amortised growth.
-		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
+		// Grown by a quarter at least, as append grows a slice, but never
+		// past the limit: append's own growth held up to a quarter more
+		// than the limit.
+		c := uint64(cap(m.buf))
+		nb := make([]byte, size, min(max(size, c+c/4), m.limit))
+		copy(nb, m.buf)
+		m.buf = nb
 	} else {
 		m.buf = m.buf[:size]
 	}
