@@ -160,6 +160,9 @@ type Log struct {
 	dirty  bool  // written since the syncer last started an fsync
 	closed bool
 
+	// redact replaces secret values in a record's text (SetRedact).
+	redact func(string) string
+
 	file   *os.File             // the file, for the syncer and Close
 	sync   func(*os.File) error // (*os.File).Sync; tests replace it
 	kick   chan struct{}        // one pending "dirty" signal for the syncer
@@ -242,6 +245,62 @@ func (l *Log) syncDirty() error {
 	return nil
 }
 
+// SetRedact makes the log pass every text field of every record it writes
+// (arguments, names, ids, hosts, reasons, details, risks: each one, not a
+// chosen few) through redact, which replaces secret values, before the
+// record is bounded and written. What a model names (an unknown tool, a
+// host) and what a remote peer answers (a redirect's host, which the egress
+// proxy records) reach many fields, and a secret must reach none: a
+// writer that forgets to redact a field, or a field added later, cannot
+// put one on disk. Nil redacts nothing.
+func (l *Log) SetRedact(redact func(string) string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.redact = redact
+}
+
+// redactText passes every text field of r through f. Slices and the
+// capsule are copied where a value changes: the caller's are left alone.
+func (r *Record) redactText(f func(string) string) {
+	for _, p := range []*string{&r.Kind, &r.Session, &r.CallID, &r.Tool, &r.ArgsSHA256, &r.Decision, &r.Rule, &r.Reason, &r.Backend, &r.Remote, &r.Detail, &r.WorkID, &r.Host, &r.Addr} {
+		if *p != "" {
+			*p = f(*p)
+		}
+	}
+	if len(r.Args) > 0 {
+		if s := f(string(r.Args)); s != string(r.Args) {
+			r.Args = json.RawMessage(s)
+		}
+	}
+	if r.Class != "" {
+		r.Class = wire.Class(f(string(r.Class)))
+	}
+	r.Risks = redactEach(r.Risks, f)
+	r.Isolation = redactEach(r.Isolation, f)
+	r.Unenforced = redactEach(r.Unenforced, f)
+	r.LimitsHit = redactEach(r.LimitsHit, f)
+	if c := r.Capsule; c != nil {
+		d := Capsule{Name: f(c.Name), Version: f(c.Version), SHA256: f(c.SHA256)}
+		if d != *c {
+			r.Capsule = &d
+		}
+	}
+}
+
+// redactEach returns xs with each passed through f, a copy if any changed.
+func redactEach[S ~string](xs []S, f func(string) string) []S {
+	copied := false
+	for i, x := range xs {
+		if y := S(f(string(x))); y != x {
+			if !copied {
+				xs, copied = slices.Clone(xs), true
+			}
+			xs[i] = y
+		}
+	}
+	return xs
+}
+
 // Path returns the file the log writes.
 func (l *Log) Path() string { return l.path }
 
@@ -273,6 +332,13 @@ func (l *Log) WriteDeferred(r Record) error { return l.write(r, false) }
 func (l *Log) write(r Record, kick bool) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
+	}
+	l.mu.Lock()
+	redact := l.redact
+	l.mu.Unlock()
+	if redact != nil {
+		// Before bound: an abridged field may keep only part of a value.
+		r.redactText(redact)
 	}
 	r.bound()
 	line, err := json.Marshal(r)

@@ -217,3 +217,59 @@ hosts = ["api.example.com"]
 		}
 	}
 }
+
+// TestSecretInNoRecordField: a secret's value the model sends (or a host a
+// call reaches) is redacted from every field of every record, not only
+// from the arguments, the reason and the detail: here the name of an
+// unknown tool and the host of a fetch, which the egress proxy records.
+// The whole records file is searched, spelled as it is written.
+func TestSecretInNoRecordField(t *testing.T) {
+	const value = "zq7secretvalue3kx"
+	ws := t.TempDir()
+	g, err := grant.Parse([]byte(`
+[network]
+hosts = ["*.example.com"]
+[secrets.TOKEN]
+from = "env:AIRLOCK_TEST_TOKEN"
+tools = ["http_fetch"]
+hosts = ["api.example.com"]
+`), "secrets.toml", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recDir := t.TempDir()
+	s, err := broker.Open(&broker.Options{
+		Grant: g, Backend: sandboxtest.Native(t), RecordsDir: recDir,
+		Egress:  &broker.EgressOptions{Resolver: egresstest.NewResolver()},
+		Secrets: map[string]string{"TOKEN": value},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, s, value, `{}`); !res.Refused() {
+		t.Fatalf("a call of an unknown tool: %s", res.Class)
+	}
+	call(t, s, "http_fetch", `{"url":"https://`+value+`.example.com/"}`)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var egress bool
+	for _, r := range records(t, recDir) {
+		egress = egress || r.Kind == "egress"
+	}
+	if !egress {
+		t.Fatal("no egress record: the fetch did not reach the proxy")
+	}
+	files, _ := filepath.Glob(filepath.Join(recDir, "*", "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, value) {
+				t.Errorf("%s:%d holds the secret's value: %s", f, i+1, line)
+			}
+		}
+	}
+}

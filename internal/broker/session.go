@@ -315,6 +315,9 @@ func Open(opts *Options) (*Session, error) {
 		live:      live,
 	}
 	s.secrets.preload(o.Grant.Secrets())
+	// Every field of every record, not only the arguments: a model's tool
+	// name, a host the proxy saw, whatever a later field carries.
+	lg.SetRedact(func(text string) string { return s.secrets.redact().String(text) })
 	// The open record names what the grant allows only as a risk, and
 	// a read-write tree its scan did not see whole (grant.ScanRisks).
 	if err := lg.Write(audit.Record{Kind: audit.KindSession, Session: s.id, Decision: "open", Backend: o.Backend.Report().Backend, Rule: grantName(o.Grant), Risks: o.Grant.Risks(), Capsule: o.Capsule}); err != nil {
