@@ -59,7 +59,16 @@ type InFlight struct {
 // owner says which process runs a live session.
 type owner struct {
 	Process procid.ID `json:"process"`
+	// Space is where Process is a pid (procid.Space): a session owned in
+	// another space (another container's PID namespace over a shared
+	// records volume, another host) is never taken for dead, since its
+	// pid cannot be looked up here. Empty in files that predate it: this
+	// space's.
+	Space string `json:"space,omitempty"`
 }
+
+// ours reports whether a process of space can be looked up from here.
+func ours(space string) bool { return space == "" || space == procid.Space() }
 
 // Live is one session's live directory. Its methods are safe for
 // concurrent use.
@@ -107,7 +116,7 @@ func OpenLive(root, session string) (*Live, error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the live-session directory: %w", err)
 	}
-	if err := writeJSON(filepath.Join(tmp, ownerFile), owner{Process: procid.Self()}); err != nil {
+	if err := writeJSON(filepath.Join(tmp, ownerFile), owner{Process: procid.Self(), Space: procid.Space()}); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
@@ -261,15 +270,16 @@ func Recover(root string, interrupted func(InFlight)) ([]string, error) {
 			continue // being opened
 		}
 		session, claimer, claimed := strings.Cut(e.Name(), recovering)
-		if claimed && procid.ID(claimer).Alive() {
-			continue // being recovered
+		claimer, claimSpace, _ := strings.Cut(claimer, "@")
+		if claimed && (!ours(claimSpace) || procid.ID(claimer).Alive()) {
+			continue // being recovered, or by another space's airlock
 		}
 		dir := filepath.Join(root, LiveDir, e.Name())
 		if !claimed {
 			var o owner
 			if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil {
-				if json.Unmarshal(b, &o) == nil && o.Process.Alive() {
-					continue
+				if json.Unmarshal(b, &o) == nil && (!ours(o.Space) || o.Process.Alive()) {
+					continue // live, or another space's: its own airlock recovers it
 				}
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -279,7 +289,11 @@ func Recover(root string, interrupted func(InFlight)) ([]string, error) {
 		// of its directory succeeds (several starts of airlock may
 		// recover at once). A recovery that dies too leaves it named
 		// for a dead process, and the next takes it over.
-		mine := filepath.Join(root, LiveDir, session+recovering+string(procid.Self()))
+		claim := string(procid.Self())
+		if sp := procid.Space(); sp != "" {
+			claim += "@" + sp
+		}
+		mine := filepath.Join(root, LiveDir, session+recovering+claim)
 		if os.Rename(dir, mine) != nil {
 			continue
 		}

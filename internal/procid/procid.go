@@ -19,6 +19,16 @@ func Self() ID { return self() }
 
 var self = sync.OnceValue(func() ID { return Of(pidSelf()) })
 
+// Space names the space in which this process's pids mean what they say:
+// on Linux its boot and its PID namespace ("BOOTID_NSINODE"); "" where the
+// system does not tell. A file that names a process of another space (left
+// by a broker in another container over a shared volume, or on another
+// host over a network file system) says nothing of whether that process
+// runs: an ID is only looked up (Alive) in its own space. Read once.
+func Space() string { return space() }
+
+var space = sync.OnceValue(readSpace)
+
 // Of returns the ID of the running process pid, or "" when there is none.
 func Of(pid int) ID {
 	if !exists(pid) {

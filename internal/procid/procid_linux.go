@@ -9,6 +9,25 @@ import (
 
 func pidSelf() int { return os.Getpid() }
 
+// readSpace returns the boot id and the inode of this process's PID
+// namespace, or "" when either cannot be read.
+func readSpace() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid") // "pid:[4026531836]"
+	if err != nil {
+		return ""
+	}
+	ino := strings.TrimSuffix(strings.TrimPrefix(ns, "pid:["), "]")
+	id := strings.ReplaceAll(strings.TrimSpace(string(boot)), "-", "")
+	if id == "" || ino == "" || ino == ns {
+		return ""
+	}
+	return id + "_" + ino
+}
+
 func exists(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || err == syscall.EPERM

@@ -14,3 +14,5 @@ func exists(pid int) bool {
 }
 
 func start(int) string { return "" }
+
+func readSpace() string { return "" }
