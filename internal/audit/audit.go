@@ -179,6 +179,16 @@ func Open(dir string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}
+	// Only a regular file keeps records: a FIFO there (opened for
+	// reading and writing, which does not wait) would take them and then
+	// block every write, the log's lock held, once its buffer filled.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("it is not a regular file (mode %s)", st.Mode().Type())
+		}
+		return nil, fmt.Errorf("opening audit log %s: %w", path, err)
+	}
 	if err := endTornLine(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("opening audit log %s: %w", path, err)

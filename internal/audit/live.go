@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/procid"
@@ -277,7 +279,7 @@ func Recover(root string, interrupted func(InFlight)) ([]string, error) {
 		dir := filepath.Join(root, LiveDir, e.Name())
 		if !claimed {
 			var o owner
-			if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil {
+			if b, err := readRegular(filepath.Join(dir, ownerFile), maxLiveFile); err == nil {
 				if json.Unmarshal(b, &o) == nil && (!ours(o.Space) || o.Process.Alive()) {
 					continue // live, or another space's: its own airlock recovers it
 				}
@@ -298,7 +300,7 @@ func Recover(root string, interrupted func(InFlight)) ([]string, error) {
 			continue
 		}
 		var o owner
-		if b, err := os.ReadFile(filepath.Join(mine, ownerFile)); err == nil {
+		if b, err := readRegular(filepath.Join(mine, ownerFile), maxLiveFile); err == nil {
 			_ = json.Unmarshal(b, &o) // the dead broker's pid, only named
 		}
 		if err := recoverSession(root, session, mine, o, interrupted); err != nil {
@@ -349,7 +351,7 @@ func inFlight(dir string) ([]InFlight, error) {
 		if e.Name() == ownerFile || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := readRegular(filepath.Join(dir, e.Name()), maxLiveFile)
 		var f InFlight
 		if err != nil || len(bytes.TrimSpace(b)) == 0 || json.Unmarshal(b, &f) != nil {
 			continue // a free slot, or one torn by the crash
@@ -418,7 +420,7 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 // live directory, so Recover must not record them a second time. A
 // session with no records file yet has none.
 func recordedAlready(path string) (map[string]bool, bool, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -443,4 +445,43 @@ func recordedAlready(path string) (map[string]bool, bool, error) {
 		return nil, false, fmt.Errorf("reading the records of a session whose broker died: %w", err)
 	}
 	return done, closed, nil
+}
+
+// maxLiveFile is the most an owner file or an in-flight slot holds: a few
+// hundred bytes are written there; more is not one of them.
+const maxLiveFile = 1 << 20
+
+// openRegular opens path for reading if it is a regular file. It never
+// waits: a FIFO (or a device) planted in the records directory would
+// otherwise block the open or the read until a writer came, and Recover
+// runs at every start of airlock, which it would wedge for ever.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (mode %s)", path, st.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readRegular reads path, a regular file of at most max bytes
+// (openRegular).
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s holds more than %d bytes", path, max)
+	}
+	return b, err
 }
