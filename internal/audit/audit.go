@@ -20,6 +20,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -423,14 +423,17 @@ func (p Problem) Error() string {
 func Decode(r io.Reader, first int, fn func(Record) error, bad func(line int, torn bool, err error)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for n := first; ; n++ {
-		line, rerr := br.ReadBytes('\n')
-		torn := rerr == io.EOF && len(line) > 0
-		if rerr != nil && rerr != io.EOF {
+		line, long, rerr := readLine(br)
+		eof := errors.Is(rerr, io.EOF)
+		torn := eof && (len(line) > 0 || long)
+		if rerr != nil && !eof {
 			return rerr
 		}
-		if text := strings.TrimSpace(string(line)); text != "" {
+		if long {
+			bad(n, torn, ErrLineTooLong)
+		} else if text := bytes.TrimSpace(line); len(text) > 0 {
 			var rec Record
-			if err := json.Unmarshal([]byte(text), &rec); err != nil {
+			if err := json.Unmarshal(text, &rec); err != nil {
 				// A line that ends mid-value is torn too: Open ended it
 				// with a newline so that the records after it stay whole.
 				var se *json.SyntaxError
@@ -440,8 +443,46 @@ func Decode(r io.Reader, first int, fn func(Record) error, bad func(line int, to
 				return err
 			}
 		}
-		if rerr == io.EOF {
+		if eof {
 			return nil
+		}
+	}
+}
+
+// MaxLine is the longest line Decode reads as a record: far more than any
+// record a broker writes (its text fields and argument strings are
+// abridged, a call's arguments bounded), so a longer line is corrupt or
+// hostile, reported as not a record without being held.
+const MaxLine = 256 << 20
+
+// ErrLineTooLong is the error Decode reports for a line longer than
+// MaxLine.
+var ErrLineTooLong = fmt.Errorf("longer than %d bytes", MaxLine)
+
+// readLine reads one line, its newline included, holding at most MaxLine
+// bytes of it: a longer one is read to its end and dropped, and long is
+// true. Recovery reads a dead broker's file at every start of airlock, and
+// airlock log every file: a line of gigabytes (a torn or planted file)
+// must not be held in memory, several times over, for either.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			switch n := len(line) + len(chunk); {
+			case n > MaxLine:
+				line, long = nil, true
+			case n > cap(line):
+				// Doubling: append's slower growth of large slices
+				// would allocate five times the line on its way.
+				grown := make([]byte, len(line), min(max(2*cap(line), n), MaxLine))
+				copy(grown, line)
+				line = append(grown, chunk...)
+			default:
+				line = append(line, chunk...)
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, long, err
 		}
 	}
 }
