@@ -1006,10 +1006,20 @@ func (x *box) await() (ending, error) {
 	if tool && e.exit != nil {
 		// The init has reaped the tool: its CPU time counts now, before
 		// the init is killed and reaped in the background.
-		e.cpu = initCPU(x.c.proc.Pid, x.c.stat)
+		cpu, ok := initCPU(x.c.proc.Pid, x.c.stat)
+		e.cpu = cpu
 		// Every other process has SIGKILL pending; the init only exits.
 		x.kill("done")
 		x.early = true
+		if !ok {
+			// The init exited after its answer and the waiter reaped it
+			// before its stat was read (a loaded machine): its rusage,
+			// there at once, holds what the stat would have.
+			<-x.waited
+			if werr == nil {
+				e.ps = ps
+			}
+		}
 		return e, nil
 	}
 	<-x.waited

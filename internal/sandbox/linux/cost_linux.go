@@ -39,8 +39,10 @@ func (cg *cgroup) peakMemory() int64 {
 // whole PID namespace, so once the tool has exited this is the sandbox's
 // CPU time but for what is still dying.
 // It reads through stat, the init's /proc/PID/stat kept open since its
-// start (off a warm call's clock), when there is one.
-func initCPU(pid int, stat *os.File) time.Duration {
+// start (off a warm call's clock), when there is one. ok is false when the
+// file could not be read: the init exited and was reaped already (its
+// rusage then holds the same).
+func initCPU(pid int, stat *os.File) (cpu time.Duration, ok bool) {
 	var f []string
 	if stat != nil {
 		if b, err := readAllAt(int(stat.Fd()), stat.Name()); err == nil {
@@ -50,14 +52,14 @@ func initCPU(pid int, stat *os.File) time.Duration {
 		f = procid.StatFields(pid)
 	}
 	if len(f) < 15 {
-		return 0
+		return 0, false
 	}
 	var ticks int64
 	for _, k := range f[11:15] { // fields 14-17: utime, stime, cutime, cstime
 		n, _ := strconv.ParseInt(k, 10, 64)
 		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / userHZ
+	return time.Duration(ticks) * time.Second / userHZ, true
 }
 
 // rusageCPU returns the user and system time of a reaped init, its reaped
