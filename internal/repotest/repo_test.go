@@ -103,9 +103,9 @@ func TestBoundaryImports(t *testing.T) {
 		// The wasm runtime is a backend: wazero, the grant and the wire
 		// contract, never the broker.
 		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", mod + "/internal/hostrule", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
-		// The Podman container's init: the standard library and the
-		// native sandbox's seccomp filter.
-		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", "golang.org/x/sys/"},
+		// The Podman container's init: the standard library, the native
+		// sandbox's seccomp filter and the disk guard (x/sys only).
+		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", mod + "/internal/sandbox/diskguard", "golang.org/x/sys/"},
 
 		// The per-user kernel bounds both backends set: constants, nothing
 		// imported, so the native init may take them.

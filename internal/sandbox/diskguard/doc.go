@@ -10,7 +10,7 @@
 // lower than when the call started: a call that drives the host's disk
 // toward full is stopped before it gets there, and one that writes
 // nothing is never stopped because the disk was nearly full already. The
-// native sandbox's init runs a guard of its own as well, on the same file
-// systems as it sees them, because a broker stopped by job control polls
-// nothing.
+// native sandbox's init, and the Podman container's, run a guard of their
+// own as well, on the same file systems as they see them, because a
+// broker stopped by job control polls nothing.
 package diskguard

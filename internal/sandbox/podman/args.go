@@ -186,6 +186,14 @@ func Args(inv *Invocation) ([]string, error) {
 	}
 	a = append(a, "--entrypoint", ExeTarget, inv.Image, Mode, "--deadline", strconv.FormatInt(secs, 10),
 		"--control", strconv.Itoa(ControlFD), "--report", strconv.Itoa(ReportFD), "--env", strconv.Itoa(EnvFD))
+	// The init guards the file systems of the writable mounts as the
+	// broker does: the broker's guard does not run while job control has
+	// it stopped.
+	for _, b := range inv.Binds {
+		if b.Writable {
+			a = append(a, "--disk-guard", b.Target)
+		}
+	}
 	if inv.ProxySocket != "" {
 		a = append(a, "--proxy", ProxyTarget, "--proxy-port", strconv.Itoa(inv.ProxyPort))
 	}

@@ -405,11 +405,16 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 			go b.signal(name, "KILL", exited)
 		})
 	}
-	timer := time.AfterFunc(l.wall, func() { kill("time") })
-	defer timer.Stop()
+	if !hostDeadlineOff.Load() {
+		timer := time.AfterFunc(l.wall, func() { kill("time") })
+		defer timer.Stop()
+	}
 	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
 	defer stopCtx()
-	stopDisk := guard.Watch(func() { kill("disk") })
+	stopDisk := func() {}
+	if !hostDiskGuardOff.Load() {
+		stopDisk = guard.Watch(func() { kill("disk") })
+	}
 	defer stopDisk()
 	done := make(chan struct{})
 	defer close(done)
@@ -483,6 +488,24 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 	}
 	res := &sandbox.Result{Setup: setup, Duration: time.Since(start), OutputTruncated: truncated.Load(),
 		Isolation: wire.Isolation{Backend: "podman", Features: append([]string(nil), features...)}}
+	// The init's report, once every holder of the pipe is gone (with the
+	// container); a container killed before the init could write it
+	// reports nothing, and conmon's record of an OOM kill still counts.
+	var reportedHits []string
+	select {
+	case reportedHits = <-reported:
+	case <-time.After(reportWait):
+		b.log.Debug("no report from the container's init", "name", name)
+	}
+	// The init ends the container itself at its deadline or when its
+	// disk guard fires, and says so: the limit this process, stopped by
+	// job control, did not enforce in time.
+	if reason == "" && slices.Contains(reportedHits, inside.ReportTime) {
+		reason = "time"
+	}
+	if reason == "" && slices.Contains(reportedHits, inside.ReportDisk) {
+		reason = "disk"
+	}
 	hit := sandbox.Hits{Time: reason == "time", Output: res.OutputTruncated, Disk: reason == "disk"}
 	if reason == "time" || reason == "disk" {
 		res.ExitCode, res.Signal = -1, int(syscall.SIGKILL)
@@ -496,15 +519,6 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 			res.ExitCode = code
 		}
 	}
-	// The init's report, once every holder of the pipe is gone (with the
-	// container); a container killed before the init could write it
-	// reports nothing, and conmon's record of an OOM kill still counts.
-	var reportedHits []string
-	select {
-	case reportedHits = <-reported:
-	case <-time.After(reportWait):
-		b.log.Debug("no report from the container's init", "name", name)
-	}
 	if _, err := os.Stat(filepath.Join(dir, "oom")); err == nil || slices.Contains(reportedHits, inside.ReportMemory) {
 		hit.Memory = true
 	}
@@ -512,6 +526,16 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 	hit.Apply(res)
 	return res, nil
 }
+
+// hostDeadlineOff, set by tests, keeps run from timing the call, as for a
+// broker stopped by job control, so that the init's deadline alone ends
+// it.
+var hostDeadlineOff atomic.Bool
+
+// hostDiskGuardOff, set by tests, keeps run from watching the disk, as
+// for a broker stopped by job control, so that the init's guard alone
+// stops a call that fills its grant's file system.
+var hostDiskGuardOff atomic.Bool
 
 // reportWait bounds the wait for the init's report after podman run has
 // exited: the pipe ends with the container, but a process that escaped

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
 )
 
 // Mode is the argument that starts the airlock binary as a container's
@@ -36,6 +38,11 @@ func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdo
 	ctlFD := fs.Int("control", -1, "descriptor of the broker's control pipe")
 	repFD := fs.Int("report", -1, "descriptor of the broker's report pipe")
 	envFD := fs.Int("env", -1, "descriptor of the broker's environment pipe")
+	var guarded []string
+	fs.Func("disk-guard", "a writable mount whose file system the init guards (repeated)", func(p string) error {
+		guarded = append(guarded, p)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return ExitSetup
 	}
@@ -60,8 +67,16 @@ func Main(args []string, runTool func(ctx context.Context, stdin io.Reader, stdo
 		return ExitSetup
 	}
 	// At the deadline PID 1 exits, and the kernel kills the rest of the
-	// container: nothing outlives the call even if the broker died.
-	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { os.Exit(128 + int(syscall.SIGKILL)) })
+	// container: nothing outlives the call even if the broker died or is
+	// stopped by job control.
+	time.AfterFunc(time.Duration(*deadline)*time.Second+time.Second, func() { end(rep, ReportTime) })
+	// The init guards the disk as the broker does (package diskguard),
+	// on the same file systems as the container sees them: the broker's
+	// guard is a poll of its process, which job control stops. Opened
+	// before the payload runs, so all it writes counts.
+	if len(guarded) > 0 {
+		diskguard.Open(guarded, 0).Watch(func() { end(rep, ReportDisk) })
+	}
 	if fs.NArg() == 0 {
 		// The stop (on the control pipe, or a SIGTERM) cancels the
 		// runner's context, which stays cancelled: a stop before the

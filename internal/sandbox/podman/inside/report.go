@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // Limits the init reports the container hit, one name a line on the
@@ -13,6 +15,12 @@ import (
 const (
 	ReportMemory    = "memory"
 	ReportProcesses = "processes"
+	// ReportTime and ReportDisk are the limits the init enforces itself
+	// (its deadline, its disk guard), reported before it exits to end
+	// the container, so that the call is classified by its limit even
+	// when the broker, stopped by job control, enforced neither.
+	ReportTime = "time"
+	ReportDisk = "disk"
 )
 
 // counters are the files of the container's own cgroup (a private
@@ -59,14 +67,35 @@ func count(file, key string) int64 {
 	return 0
 }
 
-// report writes the limits the container hit to the broker's report
-// pipe (when there is one) and closes it.
-func report(f *os.File) {
-	if f == nil {
-		return
-	}
-	defer f.Close()
-	if hit := hitLimits(); len(hit) > 0 {
-		_, _ = f.WriteString(strings.Join(hit, "\n") + "\n")
-	}
+// reported makes the report once: the payload's end and the init's own
+// end for a limit (end) may race.
+var reported sync.Once
+
+// report writes the limits the container hit, extra and those its cgroup
+// counts, to the broker's report pipe (when there is one) and closes it.
+// Only the first call writes.
+func report(f *os.File, extra ...string) {
+	reported.Do(func() {
+		if f == nil {
+			return
+		}
+		defer f.Close()
+		if hit := append(extra, hitLimits()...); len(hit) > 0 {
+			_, _ = f.WriteString(strings.Join(hit, "\n") + "\n")
+		}
+	})
+}
+
+// exitLimit is the init's status when it ended the container for a
+// limit it enforces itself: 128+SIGKILL, as a container the broker
+// killed.
+const exitLimit = 128 + int(syscall.SIGKILL)
+
+// end ends the container for limit: it reports it and exits, and the
+// kernel kills every other process of the container's PID namespace
+// with PID 1. A report pipe nobody reads (the broker stopped) holds the
+// few bytes written without blocking.
+func end(f *os.File, limit string) {
+	report(f, limit)
+	os.Exit(exitLimit)
 }
