@@ -155,6 +155,15 @@ func Args(inv *Invocation) ([]string, error) {
 		// conmon kills the container at this time even if the broker died.
 		"--timeout", strconv.FormatInt(secs+5, 10),
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),
+		// No pseudo-terminals: an empty read-only tmpfs covers Podman's
+		// devpts (and so /dev/ptmx, its link), as on the native backend,
+		// which gives none. Podman's gave each container a devpts of its
+		// own, and every pty it opened counted against the kernel's one
+		// limit of all of them (kernel.pty.max less kernel.pty.reserve,
+		// 3072 of 4096, for every devpts but the host's): a call held
+		// hundreds, and could take what every other container on the host
+		// and the host's own users were left.
+		"--mount", "type=tmpfs,destination=/dev/pts,ro,tmpfs-size=4096,tmpfs-mode=0555",
 		"--systemd", "false",
 		"--unsetenv-all",
 		// The broker's control pipe (ControlFD): its stop and signals;
