@@ -40,11 +40,6 @@ type Options struct {
 	// Probe is a prebuilt probe binary (see the probe command); empty
 	// builds one with the go command.
 	Probe string
-	// CoreLimitMayChange says why the backend's sandboxes may change their
-	// RLIMIT_CORE (a container runtime's own seccomp profile, which lets
-	// setrlimit through): the core case then only requires that the limit
-	// starts at 1 and that a crash writes no core.
-	CoreLimitMayChange string
 }
 
 // Limits of the suite's grant: small enough that the fork bomb and the
@@ -105,7 +100,6 @@ type suite struct {
 	envCanary  string // the value of the broker's secret environment
 	sentinel   *sentinel
 	sockets    *unixSentinel // host services' sockets in $W (case 28)
-	opts       Options
 	unenforced []wire.Limit
 	isolation  wire.Isolation
 	marker     string // unique digits naming this run's leftover processes
@@ -121,7 +115,7 @@ func newSuite(t *testing.T, o *Options) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &suite{t: t, opts: *o, base: base, W: filepath.Join(base, "w"), R: filepath.Join(base, "r"), O: filepath.Join(base, "o"),
+	s := &suite{t: t, base: base, W: filepath.Join(base, "w"), R: filepath.Join(base, "r"), O: filepath.Join(base, "o"),
 		canary: "canary-" + randomHex(16), envCanary: "envcanary-" + randomHex(16)}
 	s.secrets = []string{s.canary, s.envCanary}
 	n, _ := strconv.ParseUint(randomHex(3), 16, 32)
