@@ -271,7 +271,8 @@ func (tmp *tempFile) close() {
 }
 
 // createTemp makes a new, empty file beside base in dir, with old's
-// permission bits and owner (where the caller may) or 0644 less the umask
+// permission bits, access ACL (keepACL) and owner (where the caller may) or
+// 0644 less the umask
 // for a new file. Where the file system lets it, the file has no name
 // (openUnnamed); else it is made under a temporary name (writetmp.Name).
 func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error) {
@@ -284,7 +285,10 @@ func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error)
 			return nil
 		}
 		keepOwner(f, old)
-		return f.Chmod(old.Mode().Perm())
+		if err := f.Chmod(old.Mode().Perm()); err != nil {
+			return err
+		}
+		return t.keepACL(f, filepath.Join(dir, base), old)
 	}
 	if tryUnnamed && !t.noUnnamed {
 		if d, err := t.root.Open(dir); err == nil {

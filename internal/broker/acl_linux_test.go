@@ -1,0 +1,103 @@
+package broker_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/broker"
+	"github.com/airlockhq/airlock/internal/sandboxtest"
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// posixACL encodes an access ACL as the kernel's system.posix_acl_access
+// value: a version, then (tag, perm, id) entries.
+func posixACL(entries ...[3]uint32) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
+		b = binary.LittleEndian.AppendUint32(b, e[2])
+	}
+	return b
+}
+
+const (
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclMask     = 0x10
+	aclOther    = 0x20
+	aclNoID     = 0xffffffff
+)
+
+// TestWriteKeepsAccessACL: a file whose access ACL gives one named user
+// read-write and its own group nothing shows the ACL's mask as its group
+// bits (rw). write_file and edit_file replace the file with a new inode:
+// given only the old file's mode, the new file would hand its owning group
+// the named user's read-write, access the user never granted that group.
+// After either write the group may do no more than it could before.
+func TestWriteKeepsAccessACL(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, "rw")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(p, []byte("alpha\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	acl := posixACL(
+		[3]uint32{aclUserObj, 6, aclNoID},
+		[3]uint32{aclUser, 6, 4242},
+		[3]uint32{aclGroupObj, 0, aclNoID},
+		[3]uint32{aclMask, 6, aclNoID},
+		[3]uint32{aclOther, 0, aclNoID},
+	)
+	if err := unix.Setxattr(p, "system.posix_acl_access", acl, 0); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			testenv.RequireFeature(t, "POSIX ACLs on the temporary directory's file system: "+err.Error())
+		}
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o660 {
+		t.Fatalf("mode after setting the ACL = %v (%v), want 0660 (the mask as group bits)", fi.Mode(), err)
+	}
+	g, err := grant.FromFlags(ws, grant.Flags{ReadWrite: []string{dir}})
+	if err != nil {
+		t.Fatalf("grant.FromFlags: %v", err)
+	}
+	s, err := broker.Open(&broker.Options{Grant: g, Backend: sandboxtest.Native(t), RecordsDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("broker.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	for _, c := range []struct{ tool, args string }{
+		{"write_file", `{"path":"secret.txt","content":"written\n"}`},
+		{"edit_file", `{"path":"secret.txt","old_string":"written","new_string":"edited"}`},
+	} {
+		res := call(t, s, c.tool, c.args)
+		if res.Class != broker.ClassOK || res.Output.IsError {
+			t.Fatalf("%s: class %s, output %q", c.tool, res.Class, res.Output.Content)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		n, xerr := unix.Getxattr(p, "system.posix_acl_access", buf)
+		hasACL := xerr == nil && n > 0
+		if !hasACL && fi.Mode().Perm()&0o070 != 0 {
+			t.Errorf("after %s: %s has mode %v and no ACL: its group, which had no access, may now read and write it", c.tool, p, fi.Mode())
+		}
+		if hasACL && string(buf[:n]) != string(acl) {
+			t.Errorf("after %s: the ACL changed: %x, want %x", c.tool, buf[:n], acl)
+		}
+	}
+}
