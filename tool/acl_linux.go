@@ -17,42 +17,34 @@ import (
 // new inode; given only the old mode it would hand the group bob's rw. So
 // the ACL goes to the new file with the mode; where it cannot be set here
 // (a named user or group outside the sandbox's user namespace, a file
-// system that refuses it), the new file's group bits are what the group
-// had, and the named users and groups lose their access: never more.
+// system that refuses it) the file is written in place (errNotKept), which
+// keeps it.
 
 const aclAccess = "system.posix_acl_access"
 
 // ACL entry tags and the kernel's undefined id (linux/posix_acl_xattr.h).
 const (
 	aclTagUser     = 0x02
-	aclTagGroupObj = 0x04
 	aclTagGroup    = 0x08
-	aclTagMask     = 0x10
 	aclHeader      = 4
 	aclEntry       = 8
 	aclUndefinedID = 0xffffffff
 )
 
 // keepACL gives f, the replacement of the file at rel (old), old's access
-// ACL, or where it cannot, a mode whose group bits grant no more than the
-// ACL gave the owning group. f already has old's permission bits.
+// ACL, or returns errNotKept where it cannot.
 func (t target) keepACL(f *os.File, rel string, old fs.FileInfo) error {
 	acl, err := t.readACL(rel, old)
 	if err != nil || acl == nil {
 		return err
 	}
-	if aclIDsKnown(acl) {
-		err := retryEINTR(func() error { return unix.Fsetxattr(int(f.Fd()), aclAccess, acl, 0) })
-		if err == nil {
-			return nil
-		}
+	if !aclIDsKnown(acl) {
+		return errNotKept
 	}
-	group, ok := aclGroupObj(acl)
-	if !ok {
-		group = 0
+	if err := retryEINTR(func() error { return unix.Fsetxattr(int(f.Fd()), aclAccess, acl, 0) }); err != nil {
+		return errNotKept
 	}
-	perm := old.Mode().Perm()
-	return f.Chmod(perm&^0o070 | perm&(fs.FileMode(group)<<3))
+	return nil
 }
 
 // readACL returns the access ACL of the file at rel, which must still be
@@ -105,22 +97,6 @@ func aclIDsKnown(acl []byte) bool {
 
 // overflowID is the kernel's default overflowuid and overflowgid.
 const overflowID = 65534
-
-// aclGroupObj returns the owning group's permissions in acl, limited by its
-// mask.
-func aclGroupObj(acl []byte) (uint16, bool) {
-	var group, mask uint16 = 0, 7
-	found := false
-	eachACLEntry(acl, func(tag, perm uint16, _ uint32) {
-		switch tag {
-		case aclTagGroupObj:
-			group, found = perm&7, true
-		case aclTagMask:
-			mask = perm & 7
-		}
-	})
-	return group & mask, found
-}
 
 func eachACLEntry(acl []byte, fn func(tag, perm uint16, id uint32)) {
 	if len(acl) < aclHeader {

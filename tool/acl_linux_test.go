@@ -30,8 +30,8 @@ func TestReplaceKeepsACL(t *testing.T) {
 	acl := testACL(
 		[3]uint32{0x01, 6, aclUndefinedID},
 		[3]uint32{aclTagUser, 6, 4242},
-		[3]uint32{aclTagGroupObj, 0, aclUndefinedID},
-		[3]uint32{aclTagMask, 6, aclUndefinedID},
+		[3]uint32{0x04, 0, aclUndefinedID},
+		[3]uint32{0x10, 6, aclUndefinedID},
 		[3]uint32{0x20, 0, aclUndefinedID},
 	)
 	if err := unix.Setxattr(p, aclAccess, acl, 0); err != nil {
@@ -53,23 +53,6 @@ func TestReplaceKeepsACL(t *testing.T) {
 		}
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o660 {
 			t.Errorf("mode after write_file = %v (%v), want 0660", fi.Mode(), err)
-		}
-	}
-}
-
-func TestACLGroupObj(t *testing.T) {
-	for _, c := range []struct {
-		acl  []byte
-		want uint16
-		ok   bool
-	}{
-		{testACL([3]uint32{aclTagGroupObj, 5, aclUndefinedID}, [3]uint32{aclTagMask, 4, aclUndefinedID}), 4, true},
-		{testACL([3]uint32{aclTagGroupObj, 0, aclUndefinedID}, [3]uint32{aclTagMask, 7, aclUndefinedID}), 0, true},
-		{testACL([3]uint32{aclTagMask, 7, aclUndefinedID}), 0, false},
-		{[]byte{2, 0}, 0, false},
-	} {
-		if got, ok := aclGroupObj(c.acl); got != c.want || ok != c.ok {
-			t.Errorf("aclGroupObj(%x) = %d, %v; want %d, %v", c.acl, got, ok, c.want, c.ok)
 		}
 	}
 }

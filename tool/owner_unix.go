@@ -9,17 +9,26 @@ import (
 )
 
 // keepOwner gives f the owner and group of old where the caller may (root,
-// or the owner keeping a group it belongs to); otherwise f keeps the
-// caller's, as any newly made file would.
-func keepOwner(f *os.File, old fs.FileInfo) {
+// or the owner keeping a group it belongs to), and reports whether f now
+// has them: where it has not, f has the caller's (or, in a setgid
+// directory, the directory's group), as any newly made file would, and
+// old's permission bits would be given to someone else.
+func keepOwner(f *os.File, old fs.FileInfo) bool {
 	st, ok := old.Sys().(*syscall.Stat_t)
 	if !ok {
-		return
+		return true
 	}
-	if fi, err := f.Stat(); err == nil {
-		if cur, ok := fi.Sys().(*syscall.Stat_t); ok && cur.Uid == st.Uid && cur.Gid == st.Gid {
-			return
+	same := func() bool {
+		fi, err := f.Stat()
+		if err != nil {
+			return false
 		}
+		cur, ok := fi.Sys().(*syscall.Stat_t)
+		return ok && cur.Uid == st.Uid && cur.Gid == st.Gid
 	}
-	_ = f.Chown(int(st.Uid), int(st.Gid)) // best effort: EPERM leaves the caller's owner
+	if same() {
+		return true
+	}
+	_ = f.Chown(int(st.Uid), int(st.Gid)) // EPERM or EINVAL (an id outside the user namespace) leaves the caller's
+	return same()
 }

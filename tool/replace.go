@@ -18,9 +18,9 @@ import (
 // directory (through t.root like every other open), is fsynced, and is
 // renamed over the file: a full disk, a quota or a kill mid-write leaves
 // either the old file or the new one, never a mix, and no temporary file
-// after a failure. The replacement keeps the old file's permission bits
-// and, where the caller may, its owner; it is a new inode, so hard links to
-// the old file keep the old content.
+// after a failure. The replacement keeps the old file's permission bits,
+// owner, group and access ACL (else the file is written in place, below);
+// it is a new inode, so hard links to the old file keep the old content.
 //
 // On Linux the temporary file has no name while it is written (O_TMPFILE),
 // so a call killed mid-write (a time limit, a cancel, the broker's death)
@@ -37,9 +37,10 @@ import (
 //
 // Where a rename cannot replace the file (the file is a bind mount, as a
 // grant of a single file makes it inside a sandbox, or its directory does
-// not let a new file be made there) the content is written in place, after
-// reserving its space (fallocate) so a full disk still fails before any
-// byte changes.
+// not let a new file be made there), or the new file cannot keep the old
+// one's owner, group or access ACL (errNotKept), the content is written in
+// place, after reserving its space (fallocate) so a full disk still fails
+// before any byte changes.
 //
 // A symlinked leaf is followed (within the root, as os.Root follows it for
 // reads): the file the link names is replaced and the link stays a link.
@@ -140,7 +141,7 @@ func (t target) replace(lf leaf, b []byte) error {
 	dir, base := filepath.Dir(lf.rel), filepath.Base(lf.rel)
 	tmp, err := t.createTemp(dir, base, lf.fi)
 	if err != nil {
-		if lf.fi != nil && inPlaceWill(err) {
+		if lf.fi != nil && (inPlaceWill(err) || errors.Is(err, errNotKept)) {
 			return t.writeInPlace(lf, b, werr)
 		}
 		werr.err = err
@@ -284,7 +285,9 @@ func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error)
 		if old == nil {
 			return nil
 		}
-		keepOwner(f, old)
+		if !keepOwner(f, old) {
+			return errNotKept
+		}
 		if err := f.Chmod(old.Mode().Perm()); err != nil {
 			return err
 		}
@@ -323,6 +326,13 @@ func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error)
 	}
 	return nil, fmt.Errorf("could not create a temporary file in %s: %w", filepath.Dir(t.shown), fs.ErrExist)
 }
+
+// errNotKept: a new file here cannot carry the old one's owner, group or
+// access ACL (one outside the sandbox's user namespace, say), so a
+// replacement would hand the old permission bits to someone else: a file
+// only its group could read, readable by the caller's group or a setgid
+// directory's. The file is written in place instead, keeping all of them.
+var errNotKept = errors.New("the file's owner, group or ACL cannot be given to a new file here")
 
 // inPlaceWill reports whether a failure to create the temporary file means
 // the file may still be written in place: its directory does not let a new

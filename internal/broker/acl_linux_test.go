@@ -101,3 +101,63 @@ func TestWriteKeepsAccessACL(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteKeepsGroup: a replacement the sandbox cannot give the old
+// file's group (a group outside its user namespace) got the caller's group
+// or, in a setgid directory, the directory's, with the old group bits: a
+// file only its own group could read (0640) became readable by another.
+func TestWriteKeepsGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.RequireFeature(t, "giving a file a group of another needs root")
+	}
+	ws := t.TempDir()
+	dir := filepath.Join(ws, "rw")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const dirGroup, fileGroup = 2345, 3456
+	if err := os.Chown(dir, -1, dirGroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o2775); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "team.txt")
+	if err := os.WriteFile(p, []byte("alpha\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, -1, fileGroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(ws, grant.Flags{ReadWrite: []string{dir}})
+	if err != nil {
+		t.Fatalf("grant.FromFlags: %v", err)
+	}
+	s, err := broker.Open(&broker.Options{Grant: g, Backend: sandboxtest.Native(t), RecordsDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("broker.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, c := range []struct{ tool, args, want string }{
+		{"write_file", `{"path":"team.txt","content":"written\n"}`, "written\n"},
+		{"edit_file", `{"path":"team.txt","old_string":"written","new_string":"edited"}`, "edited\n"},
+	} {
+		res := call(t, s, c.tool, c.args)
+		if res.Class != broker.ClassOK || res.Output.IsError {
+			t.Fatalf("%s: class %s, output %q", c.tool, res.Class, res.Output.Content)
+		}
+		if b, _ := os.ReadFile(p); string(b) != c.want {
+			t.Errorf("after %s: %q, want %q", c.tool, b, c.want)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Gid != fileGroup && st.Mode&0o070 != 0 {
+			t.Errorf("after %s: group %d has mode %o on %s, which only group %d could read", c.tool, st.Gid, st.Mode&0o7777, p, fileGroup)
+		}
+	}
+}
