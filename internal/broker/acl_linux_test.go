@@ -41,7 +41,8 @@ const (
 // bits (rw). write_file and edit_file replace the file with a new inode:
 // given only the old file's mode, the new file would hand its owning group
 // the named user's read-write, access the user never granted that group.
-// After either write the group may do no more than it could before.
+// After either write the ACL is the one the user set (the sandbox cannot
+// name user 4242, so the file is written in place).
 func TestWriteKeepsAccessACL(t *testing.T) {
 	ws := t.TempDir()
 	dir := filepath.Join(ws, "rw")
