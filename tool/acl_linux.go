@@ -18,7 +18,8 @@ import (
 // the ACL goes to the new file with the mode; where it cannot be set here
 // (a named user or group outside the sandbox's user namespace, a file
 // system that refuses it) the file is written in place (errNotKept), which
-// keeps it.
+// keeps it. A file without an ACL keeps having none, whatever default ACL
+// its directory gives new files.
 
 const aclAccess = "system.posix_acl_access"
 
@@ -32,11 +33,26 @@ const (
 )
 
 // keepACL gives f, the replacement of the file at rel (old), old's access
-// ACL, or returns errNotKept where it cannot.
+// ACL, or returns errNotKept where it cannot. A replacement of a file with
+// none has none either: the access ACL it inherited from its directory's
+// default ACL, which the old file did not have (made before the default
+// was set, or its ACL removed since), would give the named users and
+// groups access they did not have.
 func (t target) keepACL(f *os.File, rel string, old fs.FileInfo) error {
 	acl, err := t.readACL(rel, old)
-	if err != nil || acl == nil {
+	if err != nil {
 		return err
+	}
+	if acl == nil {
+		err := retryEINTR(func() error { return unix.Fremovexattr(int(f.Fd()), aclAccess) })
+		switch {
+		case err == nil:
+			return f.Chmod(old.Mode().Perm())
+		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+			return nil
+		default:
+			return errNotKept
+		}
 	}
 	if !aclIDsKnown(acl) {
 		return errNotKept

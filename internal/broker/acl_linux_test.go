@@ -162,3 +162,64 @@ func TestWriteKeepsGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTakesNoDefaultACL: a file with no ACL in a directory with a
+// default ACL (one set after the file was made) keeps having none. The
+// replacement is a new file in that directory, which inherits the default:
+// user 4242, who could not open the file before, could read and write it.
+func TestWriteTakesNoDefaultACL(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, "rw")
+	if err := os.Mkdir(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(p, []byte("alpha\n"), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o660); err != nil {
+		t.Fatal(err)
+	}
+	def := posixACL(
+		[3]uint32{aclUserObj, 7, aclNoID},
+		[3]uint32{aclUser, 6, 4242},
+		[3]uint32{aclGroupObj, 7, aclNoID},
+		[3]uint32{aclMask, 7, aclNoID},
+		[3]uint32{aclOther, 0, aclNoID},
+	)
+	if err := unix.Setxattr(dir, "system.posix_acl_default", def, 0); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			testenv.RequireFeature(t, "POSIX ACLs on the temporary directory's file system: "+err.Error())
+		}
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(ws, grant.Flags{ReadWrite: []string{dir}})
+	if err != nil {
+		t.Fatalf("grant.FromFlags: %v", err)
+	}
+	s, err := broker.Open(&broker.Options{Grant: g, Backend: sandboxtest.Native(t), RecordsDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("broker.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, c := range []struct{ tool, args string }{
+		{"write_file", `{"path":"notes.txt","content":"written\n"}`},
+		{"edit_file", `{"path":"notes.txt","old_string":"written","new_string":"edited"}`},
+	} {
+		res := call(t, s, c.tool, c.args)
+		if res.Class != broker.ClassOK || res.Output.IsError {
+			t.Fatalf("%s: class %s, output %q", c.tool, res.Class, res.Output.Content)
+		}
+		buf := make([]byte, 256)
+		if n, err := unix.Getxattr(p, "system.posix_acl_access", buf); err == nil {
+			t.Errorf("after %s: %s has the access ACL %x, where it had none", c.tool, p, buf[:n])
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o660 {
+			t.Errorf("after %s: mode %v (%v), want 0660", c.tool, fi.Mode(), err)
+		}
+	}
+	// A file made new takes the default, as any new file there does.
+	if res := call(t, s, "write_file", `{"path":"new.txt","content":"new\n"}`); res.Output.IsError {
+		t.Fatalf("write_file new.txt: %q", res.Output.Content)
+	}
+}
