@@ -1,15 +1,17 @@
 package tool
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// The access ACL of a replaced file
+// The access ACL and user attributes of a replaced file
 //
 // A file with a POSIX access ACL shows the ACL's mask as its group bits,
 // and its owning group has only the ACL's group entry: a file whose ACL
@@ -20,8 +22,17 @@ import (
 // system that refuses it) the file is written in place (errNotKept), which
 // keeps it. A file without an ACL keeps having none, whatever default ACL
 // its directory gives new files.
+//
+// Its user extended attributes (user.*: a desktop's tags, a sync client's
+// ids) go to the new file too, or it is written in place. Others are not
+// copied: security.capability must never come back on rewritten content
+// (the kernel drops it on an in-place write too), security.selinux is the
+// directory's for a new file, and trusted.* is not readable here.
 
-const aclAccess = "system.posix_acl_access"
+const (
+	aclAccess = "system.posix_acl_access"
+	userXattr = "user."
+)
 
 // ACL entry tags and the kernel's undefined id (linux/posix_acl_xattr.h).
 const (
@@ -32,68 +43,128 @@ const (
 	aclUndefinedID = 0xffffffff
 )
 
-// keepACL gives f, the replacement of the file at rel (old), old's access
-// ACL, or returns errNotKept where it cannot. A replacement of a file with
-// none has none either: the access ACL it inherited from its directory's
-// default ACL, which the old file did not have (made before the default
-// was set, or its ACL removed since), would give the named users and
-// groups access they did not have.
-func (t target) keepACL(f *os.File, rel string, old fs.FileInfo) error {
-	acl, err := t.readACL(rel, old)
-	if err != nil {
-		return err
-	}
-	if acl == nil {
-		err := retryEINTR(func() error { return unix.Fremovexattr(int(f.Fd()), aclAccess) })
-		switch {
-		case err == nil:
-			return f.Chmod(old.Mode().Perm())
-		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
-			return nil
-		default:
-			return errNotKept
-		}
-	}
-	if !aclIDsKnown(acl) {
-		return errNotKept
-	}
-	if err := retryEINTR(func() error { return unix.Fsetxattr(int(f.Fd()), aclAccess, acl, 0) }); err != nil {
-		return errNotKept
-	}
-	return nil
-}
+// maxXattrValue bounds one attribute's value (the kernel's XATTR_SIZE_MAX).
+const maxXattrValue = 64 << 10
 
-// readACL returns the access ACL of the file at rel, which must still be
-// old; nil when it has none (or its file system has no ACLs).
-func (t target) readACL(rel string, old fs.FileInfo) ([]byte, error) {
+// keepAttrs gives f, the replacement of the file at rel (old), old's access
+// ACL and user extended attributes, or returns errNotKept where it cannot.
+// A replacement of a file with no ACL has none either: the access ACL it
+// inherited from its directory's default ACL, which the old file did not
+// have (made before the default was set, or its ACL removed since), would
+// give the named users and groups access they did not have.
+func (t target) keepAttrs(f *os.File, rel string, old fs.FileInfo) error {
 	src, err := t.root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		// A file the caller may write but not read (mode 0200).
 		src, err = t.root.OpenFile(rel, os.O_WRONLY|openFlags, 0)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	defer src.Close()
 	if fi, err := src.Stat(); err != nil || !os.SameFile(fi, old) {
-		return nil, errors.New("the file was replaced while being written")
+		return errors.New("the file was replaced while being written")
 	}
-	buf := make([]byte, 512)
+	sfd, dfd := int(src.Fd()), int(f.Fd())
+	acl, err := getXattr(sfd, aclAccess)
+	if err != nil {
+		return &os.PathError{Op: "getxattr", Path: rel, Err: err}
+	}
+	switch {
+	case acl != nil:
+		if !aclIDsKnown(acl) {
+			return errNotKept
+		}
+		if err := retryEINTR(func() error { return unix.Fsetxattr(dfd, aclAccess, acl, 0) }); err != nil {
+			return errNotKept
+		}
+	default:
+		err := retryEINTR(func() error { return unix.Fremovexattr(dfd, aclAccess) })
+		switch {
+		case err == nil:
+			if err := f.Chmod(old.Mode().Perm()); err != nil {
+				return err
+			}
+		case noXattr(err):
+		default:
+			return errNotKept
+		}
+	}
+	names, err := listXattrs(sfd)
+	if err != nil {
+		return &os.PathError{Op: "listxattr", Path: rel, Err: err}
+	}
+	for _, name := range names {
+		if !strings.HasPrefix(name, userXattr) {
+			continue
+		}
+		v, err := getXattr(sfd, name)
+		if err != nil {
+			return &os.PathError{Op: "getxattr", Path: rel, Err: err}
+		}
+		if v == nil {
+			continue // removed meanwhile
+		}
+		if err := retryEINTR(func() error { return unix.Fsetxattr(dfd, name, v, 0) }); err != nil {
+			return errNotKept
+		}
+	}
+	return nil
+}
+
+// noXattr reports whether err says the attribute or attributes at all are
+// not there.
+func noXattr(err error) bool {
+	return errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS)
+}
+
+// getXattr returns the value of fd's attribute name, nil when it has none
+// (or its file system has no attributes); an empty value is not nil.
+func getXattr(fd int, name string) ([]byte, error) {
+	buf := make([]byte, 256)
 	for {
 		var n int
 		err := retryEINTR(func() (err error) {
-			n, err = unix.Fgetxattr(int(src.Fd()), aclAccess, buf)
+			n, err = unix.Fgetxattr(fd, name, buf)
 			return err
 		})
 		switch {
 		case err == nil:
-			return buf[:n], nil
-		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOSYS):
+			return append([]byte{}, buf[:n]...), nil
+		case noXattr(err):
 			return nil, nil
-		case errors.Is(err, unix.ERANGE) && len(buf) < 1<<20:
-			buf = make([]byte, 2*len(buf))
+		case errors.Is(err, unix.ERANGE) && len(buf) < maxXattrValue:
+			buf = make([]byte, min(4*len(buf), maxXattrValue))
 		default:
-			return nil, &os.PathError{Op: "getxattr", Path: rel, Err: err}
+			return nil, err
+		}
+	}
+}
+
+// listXattrs returns the names of fd's extended attributes.
+func listXattrs(fd int) ([]string, error) {
+	buf := make([]byte, 1024)
+	for {
+		var n int
+		err := retryEINTR(func() (err error) {
+			n, err = unix.Flistxattr(fd, buf)
+			return err
+		})
+		switch {
+		case err == nil:
+			var names []string
+			for name := range bytes.SplitSeq(buf[:n], []byte{0}) {
+				if len(name) > 0 {
+					names = append(names, string(name))
+				}
+			}
+			return names, nil
+		case noXattr(err):
+			return nil, nil
+		case errors.Is(err, unix.ERANGE) && len(buf) < maxXattrValue:
+			buf = make([]byte, min(4*len(buf), maxXattrValue))
+		default:
+			return nil, err
 		}
 	}
 }

@@ -7,5 +7,6 @@ import (
 	"os"
 )
 
-// keepACL does nothing where airlock reads no POSIX ACLs.
-func (target) keepACL(*os.File, string, fs.FileInfo) error { return nil }
+// keepAttrs does nothing where airlock reads no POSIX ACLs or extended
+// attributes.
+func (target) keepAttrs(*os.File, string, fs.FileInfo) error { return nil }

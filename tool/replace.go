@@ -19,8 +19,9 @@ import (
 // renamed over the file: a full disk, a quota or a kill mid-write leaves
 // either the old file or the new one, never a mix, and no temporary file
 // after a failure. The replacement keeps the old file's permission bits,
-// owner, group and access ACL (else the file is written in place, below);
-// it is a new inode, so hard links to the old file keep the old content.
+// owner, group, access ACL and user attributes (else the file is written
+// in place, below); it is a new inode, so hard links to the old file keep
+// the old content.
 //
 // On Linux the temporary file has no name while it is written (O_TMPFILE),
 // so a call killed mid-write (a time limit, a cancel, the broker's death)
@@ -38,9 +39,9 @@ import (
 // Where a rename cannot replace the file (the file is a bind mount, as a
 // grant of a single file makes it inside a sandbox, or its directory does
 // not let a new file be made there), or the new file cannot keep the old
-// one's owner, group or access ACL (errNotKept), the content is written in
-// place, after reserving its space (fallocate) so a full disk still fails
-// before any byte changes.
+// one's owner, group, access ACL or user attributes (errNotKept), the
+// content is written in place, after reserving its space (fallocate) so a
+// full disk still fails before any byte changes.
 //
 // A symlinked leaf is followed (within the root, as os.Root follows it for
 // reads): the file the link names is replaced and the link stays a link.
@@ -272,9 +273,9 @@ func (tmp *tempFile) close() {
 }
 
 // createTemp makes a new, empty file beside base in dir, with old's
-// permission bits, access ACL (keepACL) and owner (where the caller may) or
-// 0644 less the umask
-// for a new file. Where the file system lets it, the file has no name
+// permission bits, owner, group, access ACL and user attributes
+// (keepOwner, keepAttrs; errNotKept where it cannot), or 0644 less the
+// umask for a new file. Where the file system lets it, the file has no name
 // (openUnnamed); else it is made under a temporary name (writetmp.Name).
 func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error) {
 	perm := fs.FileMode(0o644)
@@ -291,7 +292,7 @@ func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error)
 		if err := f.Chmod(old.Mode().Perm()); err != nil {
 			return err
 		}
-		return t.keepACL(f, filepath.Join(dir, base), old)
+		return t.keepAttrs(f, filepath.Join(dir, base), old)
 	}
 	if tryUnnamed && !t.noUnnamed {
 		if d, err := t.root.Open(dir); err == nil {
@@ -327,12 +328,13 @@ func (t target) createTemp(dir, base string, old fs.FileInfo) (*tempFile, error)
 	return nil, fmt.Errorf("could not create a temporary file in %s: %w", filepath.Dir(t.shown), fs.ErrExist)
 }
 
-// errNotKept: a new file here cannot carry the old one's owner, group or
-// access ACL (one outside the sandbox's user namespace, say), so a
-// replacement would hand the old permission bits to someone else: a file
-// only its group could read, readable by the caller's group or a setgid
-// directory's. The file is written in place instead, keeping all of them.
-var errNotKept = errors.New("the file's owner, group or ACL cannot be given to a new file here")
+// errNotKept: a new file here cannot carry the old one's owner, group,
+// access ACL or user attributes (one outside the sandbox's user namespace,
+// say), so a replacement would hand the old permission bits to someone
+// else (a file only its group could read, readable by the caller's group
+// or a setgid directory's) or lose what the user set. The file is written
+// in place instead, keeping all of them.
+var errNotKept = errors.New("the file's owner, group, ACL or attributes cannot be given to a new file here")
 
 // inPlaceWill reports whether a failure to create the temporary file means
 // the file may still be written in place: its directory does not let a new

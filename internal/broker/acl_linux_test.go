@@ -223,3 +223,47 @@ func TestWriteTakesNoDefaultACL(t *testing.T) {
 		t.Fatalf("write_file new.txt: %q", res.Output.Content)
 	}
 }
+
+// TestWriteKeepsUserXattrs: a replaced file keeps its user extended
+// attributes (a desktop's tags, a sync client's ids), as it keeps its mode:
+// the new inode had none of them.
+func TestWriteKeepsUserXattrs(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, "rw")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "tagged.txt")
+	if err := os.WriteFile(p, []byte("alpha\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(p, "user.xdg.tags", []byte("important"), 0); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			testenv.RequireFeature(t, "user extended attributes on the temporary directory's file system: "+err.Error())
+		}
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(ws, grant.Flags{ReadWrite: []string{dir}})
+	if err != nil {
+		t.Fatalf("grant.FromFlags: %v", err)
+	}
+	s, err := broker.Open(&broker.Options{Grant: g, Backend: sandboxtest.Native(t), RecordsDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("broker.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, c := range []struct{ tool, args string }{
+		{"write_file", `{"path":"tagged.txt","content":"written\n"}`},
+		{"edit_file", `{"path":"tagged.txt","old_string":"written","new_string":"edited"}`},
+	} {
+		res := call(t, s, c.tool, c.args)
+		if res.Class != broker.ClassOK || res.Output.IsError {
+			t.Fatalf("%s: class %s, output %q", c.tool, res.Class, res.Output.Content)
+		}
+		buf := make([]byte, 64)
+		n, err := unix.Getxattr(p, "user.xdg.tags", buf)
+		if err != nil || string(buf[:n]) != "important" {
+			t.Errorf("after %s: user.xdg.tags = %q (%v), want %q", c.tool, buf[:max(n, 0)], err, "important")
+		}
+	}
+}
