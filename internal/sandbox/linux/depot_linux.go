@@ -408,7 +408,7 @@ func (p *placeholders) take(pd rawDir, name string) (h *heldDir, exists bool) {
 		// and held only if name still is it once locked, as for a
 		// placeholder found in place (placeholder_linux.go). Whatever else
 		// is at name, the caller looks at as found there.
-		if !sameAt(pd.fd, name, &st) || flock(fd, unix.LOCK_SH) != nil || !sameAt(pd.fd, name, &st) {
+		if !sameAt(pd.fd, name, &st) || sharedLock(fd) != nil || !sameAt(pd.fd, name, &st) {
 			_ = unix.Close(fd)
 			return nil, true
 		}

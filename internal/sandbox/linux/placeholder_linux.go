@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -371,7 +372,7 @@ func lockPlaceholder(pd rawDir, name, tmp string, dir, exists bool) (*heldDir, e
 		// Raw only for what this process made in pd: an existing name
 		// may lead to another file system.
 		raw := created && pd.raw
-		if err := flock(fd, unix.LOCK_SH); err != nil {
+		if err := sharedLock(fd); err != nil {
 			rawClose(raw, fd)
 			return nil, err
 		}
@@ -458,7 +459,7 @@ func createPlaceholder(pd rawDir, name, tmp string, dir bool) (int, error) {
 	}
 	// Best effort: without user xattrs the mark is simply absent.
 	_ = rawFsetxattr(pd.raw, fd, placeholderXattr, []byte("1"), 0)
-	if err := flock(fd, unix.LOCK_SH); err != nil {
+	if err := sharedLock(fd); err != nil {
 		removeTemp()
 		return -1, err
 	}
@@ -678,6 +679,40 @@ func sameFD(pd int, name string, fd int) bool {
 // flock locks the open file fd, retrying on EINTR.
 func flock(fd, how int) error {
 	return eintr.Retry(func() error { return unix.Flock(fd, how) })
+}
+
+// errLockedElsewhere: a protected path is locked exclusively by a process
+// that does not let go.
+var errLockedElsewhere = errors.New("another process holds an exclusive lock on it")
+
+// sharedLockTries and sharedLockWait bound how long sharedLock waits for
+// an exclusive lock to go: many short waits, growing to sharedLockWait.
+const (
+	sharedLockTries = 100
+	sharedLockWait  = 20 * time.Millisecond
+)
+
+// sharedLock takes the shared lock of a placeholder (or of a protected
+// path found in place) on fd, without ever waiting in the kernel. The
+// only exclusive lock an airlock process takes on one is a remover's,
+// held for a few system calls; anything else holding one is a process in
+// the tree: a sandbox of another grant under which the name is writable,
+// or one that kept a descriptor of the inode from when it was in the tree
+// (it is in the depot or a tree again now), which can keep its lock for
+// as long as it runs. A blocking flock(2) waited for it with p.mu held:
+// no call of the backend started or ended until that sandbox did. So it
+// is taken with LOCK_NB, tried again a while, and then refused.
+func sharedLock(fd int) error {
+	wait := 50 * time.Microsecond
+	for range sharedLockTries {
+		err := flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, sharedLockWait)
+	}
+	return errLockedElsewhere
 }
 
 // placeholderIsDir reports whether the denied or read-only path ro of cfg

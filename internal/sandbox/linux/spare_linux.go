@@ -203,7 +203,7 @@ func makeSpare(d rawDir) (int, error) {
 		return -1, errors.New("O_TMPFILE made no file")
 	}
 	_ = rawFsetxattr(d.raw, fd, placeholderXattr, []byte("1"), 0)
-	if err := flock(fd, unix.LOCK_SH); err != nil {
+	if err := sharedLock(fd); err != nil {
 		rawClose(d.raw, fd)
 		return -1, err
 	}
