@@ -646,7 +646,7 @@ func checkSpawnJoin(pid int, name string) error {
 // newCgroup makes a sandbox's cgroup with the memory and process limits
 // of l.
 func (b *Backend) newCgroup(l limits) (*cgroup, error) {
-	return b.cg.create(cgroupName(procid.Self(), cgroupSeq.Add(1)), l.mem, l.pids, initThreads)
+	return b.cg.create(cgroupName(procid.Self(), procid.Space(), cgroupSeq.Add(1)), l.mem, l.pids, initThreads)
 }
 
 // next returns the init's next status, or false once its status pipe has

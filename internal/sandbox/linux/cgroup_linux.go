@@ -665,29 +665,54 @@ func waitRmdir(d string, limit time.Duration) error {
 }
 
 // cgroupName is the name of the seq-th sandbox cgroup of the broker
-// process id: "airlock-PID-START-SEQ". The start time keeps a broker whose
-// pid was reused (pids wrap at 32768 by default) from taking, or keeping,
-// the cgroups a dead one left: with the pid alone its first sandbox's
-// cgroup could exist already, and the sweep took the dead broker for alive.
-func cgroupName(id procid.ID, seq uint64) string {
-	return "airlock-" + string(id) + "-" + strconv.FormatUint(seq, 10)
+// process id, of the PID namespace space (procid.Space):
+// "airlock-PID-START-SEQ.SPACE", or "airlock-PID-START-SEQ" where the
+// space is unknown. The start time keeps a broker whose pid was reused
+// (pids wrap at 32768 by default) from taking, or keeping, the cgroups a
+// dead one left: with the pid alone its first sandbox's cgroup could exist
+// already, and the sweep took the dead broker for alive. The space keeps
+// a broker in another PID namespace over the same cgroups (a container
+// sharing the host's cgroup tree, a broker under unshare -p) from taking a
+// live one for dead: its pid means nothing there.
+func cgroupName(id procid.ID, space string, seq uint64) string {
+	name := "airlock-" + string(id) + "-" + strconv.FormatUint(seq, 10)
+	if space != "" {
+		name += "." + space
+	}
+	return name
 }
 
 // cgroupOwner returns the broker process a sandbox cgroup's name says made
-// it, for the sweep: from cgroupName's form, or the older "airlock-PID-SEQ"
-// (the pid alone). ok is false for any other name.
-func cgroupOwner(name string) (id procid.ID, ok bool) {
+// it, for the sweep, and the PID namespace its pid means something in
+// ("" when the name does not say): from cgroupName's forms, or the older
+// "airlock-PID-SEQ" (the pid alone). ok is false for any other name.
+func cgroupOwner(name string) (id procid.ID, space string, ok bool) {
 	rest, found := strings.CutPrefix(name, "airlock-")
+	rest, space, dotted := strings.Cut(rest, ".")
 	i := strings.LastIndexByte(rest, '-')
-	if !found || i < 0 || !allDigits(rest[i+1:]) {
-		return "", false
+	if !found || i < 0 || !allDigits(rest[i+1:]) || dotted && !spaceName(space) {
+		return "", "", false
 	}
 	id = procid.ID(rest[:i])
 	pid, start, hasStart := strings.Cut(string(id), "-")
 	if !allDigits(pid) || hasStart && !allDigits(start) || id.PID() == 0 {
-		return "", false
+		return "", "", false
 	}
-	return id, true
+	return id, space, true
+}
+
+// spaceName reports whether s can be a procid.Space: a non-empty run of
+// ASCII letters, digits and underscores.
+func spaceName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // allDigits reports whether s is a non-empty run of ASCII digits.
@@ -705,7 +730,12 @@ func allDigits(s string) bool {
 
 // sweep removes cgroups left by airlock brokers that no longer exist: a
 // broker whose pid now names another process (another start time) is gone.
+// A cgroup of another PID namespace's broker is left alone: whether that
+// broker runs cannot be told from here, and removing a live one's killed
+// its running calls. One whose name gives no namespace (an older broker's,
+// or one that could not read its own) is judged as before.
 func (h cgroupHost) sweep() {
+	here := procid.Space()
 	for _, p := range h.parents() {
 		ents, err := os.ReadDir(p)
 		if err != nil {
@@ -715,8 +745,8 @@ func (h cgroupHost) sweep() {
 			if !e.IsDir() {
 				continue
 			}
-			id, ok := cgroupOwner(e.Name())
-			if !ok || id.Alive() {
+			id, space, ok := cgroupOwner(e.Name())
+			if !ok || space != "" && space != here || id.Alive() {
 				continue
 			}
 			_ = removeCgroup(filepath.Join(p, e.Name()), h.version)

@@ -3,6 +3,7 @@ package linux_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,8 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
 )
 
-// runAsync runs spec on b under ctx, the result on the channel returned.
+// runAsync runs spec on b under ctx; the channel returned delivers Run's
+// error, or one for a payload that did not exit 0.
 func runAsync(t *testing.T, ctx context.Context, b *linux.Backend, spec *sandbox.Spec) <-chan error {
 	t.Helper()
 	if acceptUnenforced {
@@ -26,7 +28,10 @@ func runAsync(t *testing.T, ctx context.Context, b *linux.Backend, spec *sandbox
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Run(ctx, spec)
+		res, err := b.Run(ctx, spec)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d, signal %d, limit %q; stdout %q stderr %q", res.ExitCode, res.Signal, res.Limit, so.String(), se.String())
+		}
 		done <- err
 	}()
 	return done

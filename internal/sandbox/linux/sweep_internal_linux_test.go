@@ -12,19 +12,23 @@ import (
 // TestCgroupOwner reads the broker out of the names sandbox cgroups have
 // had, and nothing out of any other name.
 func TestCgroupOwner(t *testing.T) {
-	if n := cgroupName("123-456", 7); n != "airlock-123-456-7" {
+	if n := cgroupName("123-456", "", 7); n != "airlock-123-456-7" {
 		t.Fatalf("cgroupName: %q", n)
 	}
-	for name, want := range map[string]procid.ID{
-		"airlock-123-456-7": "123-456", // pid and start time
-		"airlock-123-7":     "123",     // the older form: the pid alone
+	if n := cgroupName("123-456", "b00t_4026531836", 7); n != "airlock-123-456-7.b00t_4026531836" {
+		t.Fatalf("cgroupName: %q", n)
+	}
+	for name, want := range map[string][2]string{
+		"airlock-123-456-7":                 {"123-456", ""}, // pid and start time
+		"airlock-123-7":                     {"123", ""},     // the older form: the pid alone
+		"airlock-123-456-7.b00t_4026531836": {"123-456", "b00t_4026531836"},
 	} {
-		if id, ok := cgroupOwner(name); !ok || id != want {
-			t.Errorf("cgroupOwner(%q) = %q, %v; want %q", name, id, ok, want)
+		if id, space, ok := cgroupOwner(name); !ok || string(id) != want[0] || space != want[1] {
+			t.Errorf("cgroupOwner(%q) = %q, %q, %v; want %q", name, id, space, ok, want)
 		}
 	}
-	for _, name := range []string{"airlock-123-bench", "airlock-", "airlock-7", "airlock--7", "airlock-x-456-7", "airlock-123-x-7", "other-123-456-7", "airlock-0-7", "airlock-123-456-"} {
-		if id, ok := cgroupOwner(name); ok {
+	for _, name := range []string{"airlock-123-bench", "airlock-", "airlock-7", "airlock--7", "airlock-x-456-7", "airlock-123-x-7", "other-123-456-7", "airlock-0-7", "airlock-123-456-", "airlock-123-456-7.", "airlock-123-456.x-7"} {
+		if id, _, ok := cgroupOwner(name); ok {
 			t.Errorf("cgroupOwner(%q) = %q, want no owner", name, id)
 		}
 	}
@@ -51,7 +55,7 @@ func TestSweepReusedPid(t *testing.T) {
 	}
 	var gone, kept []string
 	for _, p := range h.parents() {
-		g, k := filepath.Join(p, cgroupName(dead, 1)), filepath.Join(p, cgroupName(self, 1<<40))
+		g, k := filepath.Join(p, cgroupName(dead, procid.Space(), 1)), filepath.Join(p, cgroupName(self, procid.Space(), 1<<40))
 		for _, d := range []string{g, k} {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
