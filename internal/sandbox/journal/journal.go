@@ -48,16 +48,34 @@ func Remove(journal string, remove func(path string) bool) (int, error) {
 	return n, nil
 }
 
+// Name is the name of this process's journal: its procid.ID and, where
+// it is known, its PID namespace (procid.Space), "ID.SPACE". A process in
+// another PID namespace over the same state directory (a broker in a
+// container sharing the user's home) cannot look this one's pid up, and
+// took it for dead: it removed this live process's journal, and the
+// placeholders it then held outlived a kill -9 of it, named by no journal.
+func Name() string {
+	if space := procid.Space(); space != "" {
+		return string(procid.Self()) + "." + space
+	}
+	return string(procid.Self())
+}
+
 // SweepDead removes, through remove, the placeholders journalled in dir
-// by processes that are gone, and then their journals.
+// by processes that are gone, and then their journals. A journal of
+// another PID namespace (Name) is left alone: whether its writer runs
+// cannot be told from here. One whose name gives no namespace is judged
+// by its pid as before.
 func SweepDead(dir string, remove func(path string) bool, log *slog.Logger) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
+	here := procid.Space()
 	for _, e := range ents {
-		id := procid.ID(e.Name())
-		if !e.Type().IsRegular() || id.PID() == 0 || id.Alive() {
+		name, space, spaced := strings.Cut(e.Name(), ".")
+		id := procid.ID(name)
+		if !e.Type().IsRegular() || id.PID() == 0 || spaced && space != here || id.Alive() {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())

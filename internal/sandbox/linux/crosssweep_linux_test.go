@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestCrossSweepBroker(t *testing.T) {
 	if os.Getenv(crossSweepEnv) == "" {
 		t.Skip("the second broker of TestCrossPIDNamespaceSweep")
 	}
-	b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional})
+	b, err := linux.New(&linux.Options{Executable: os.Args[0], Cgroups: linux.CgroupsOptional, StateDir: os.Getenv(crossSweepEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,9 @@ func TestCrossSweepBroker(t *testing.T) {
 // killed the running calls (cgroup.kill), on v1 it removed the empty
 // ones (a warm sandbox's payload cgroup, its command's process limit,
 // so the call that claimed it could not start its command) and waited
-// seconds on each busy one.
+// seconds on each busy one. Its sweep of placeholder journals took the
+// live broker's for a dead one's too and removed it, so the live broker's
+// placeholders outlived a later kill -9 of it: no journal named them.
 func TestCrossPIDNamespaceSweep(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a PID namespace of its own needs root here")
@@ -46,18 +49,32 @@ func TestCrossPIDNamespaceSweep(t *testing.T) {
 	d := newDirs(t)
 	spec := toolSpec(d)
 	spec.Limits.Pids = 64
-	b := warmPool(t, 1, spec)
+	state := t.TempDir()
+	b := pooledWith(t, 1, state)
+	if err := b.Prewarm(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, b, spec, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	running := runAsync(t, ctx, b, &sandbox.Spec{Mounts: d.mounts(), Command: []string{"/bin/sh", "-c",
+	running := runAsync(t, ctx, b, &sandbox.Spec{Mounts: d.mounts(), ReadOnly: []string{d.W + "/.vscode"}, ReadOnlyDirs: []string{d.W + "/.vscode"}, Command: []string{"/bin/sh", "-c",
 		": >" + d.W + "/started; while [ ! -e " + d.W + "/go ]; do sleep 0.01; done; echo done"}})
 	waitMade(t, d.W+"/started", running)
 
+	if journals, _ := filepath.Glob(filepath.Join(state, ".placeholders", "*")); len(journals) == 0 {
+		t.Fatal("the running call's placeholder is not journalled")
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrossSweepBroker$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crossSweepEnv+"=1")
+	cmd.Env = append(os.Environ(), crossSweepEnv+"="+state)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Setpgid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the second broker: %v\n%s", err, out)
+	}
+	// The live broker's journal of the placeholder it holds is still
+	// there, for the sweep after its death.
+	journals, _ := filepath.Glob(filepath.Join(state, ".placeholders", "*"))
+	if len(journals) == 0 {
+		t.Errorf("the second broker removed the live broker's placeholder journal")
 	}
 	if err := os.WriteFile(d.W+"/go", nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
-	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/sandbox/journal"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/initproto"
 )
 
@@ -213,7 +213,7 @@ func TestJournalTwoSetsOfOneProcess(t *testing.T) {
 	b.refs = nil
 	b.journal.Close()
 	b.mu.Unlock()
-	if _, err := removeJournalled(filepath.Join(journals, string(procid.Self()))); err != nil {
+	if _, err := removeJournalled(filepath.Join(journals, journal.Name())); err != nil {
 		t.Fatal(err)
 	}
 	left, err := os.ReadDir(dirB)

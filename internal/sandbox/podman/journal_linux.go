@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/grant"
-	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox/journal"
 )
 
@@ -35,7 +34,7 @@ func (p *placeholders) note(host string) {
 		if err := os.MkdirAll(p.journalDir, 0o700); err != nil {
 			return
 		}
-		f, err := os.OpenFile(filepath.Join(p.journalDir, string(procid.Self())), os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(filepath.Join(p.journalDir, journal.Name()), os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return
 		}
