@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // socketRule names a Unix socket a scan finds in a granted tree.
@@ -94,11 +94,14 @@ func findSockets(r string, others []string) ([]string, bool) {
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
-		f, err := os.Open(dir)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				complete = false
-			}
+		f, err := openDir(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ELOOP):
+			// Gone, or no longer a directory since it was listed: it
+			// holds nothing to scan.
+			continue
+		case err != nil:
+			complete = false
 			continue
 		}
 		ents, err := f.ReadDir(-1)

@@ -1,13 +1,16 @@
 package grant
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // listenUnix makes a listening Unix socket at p, as a host service would,
@@ -147,5 +150,43 @@ func TestReadOnlySocketScanBounded(t *testing.T) {
 	risks := g.ScanRisks()
 	if len(risks) != 1 || !strings.Contains(risks[0], ro) || !strings.Contains(risks[0], "Unix sockets") {
 		t.Errorf("scan risks %q, want one saying %s was not scanned whole for sockets", risks, ro)
+	}
+}
+
+// TestOpenDirRefusesWhatIsNoDirectory checks that the socket scan's open
+// of a directory it listed fails at once, not blocking and not following,
+// when the name has been swapped for a FIFO or a symlink since (by a
+// sandbox of another grant that can write the tree).
+func TestOpenDirRefusesWhatIsNoDirectory(t *testing.T) {
+	dir := fixture(t, "real/x.go", "link -> $T/real")
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, err := openDir(fifo)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.ENOTDIR) {
+			t.Errorf("opening a FIFO as a directory: %v, want ENOTDIR", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("opening a FIFO as a directory still waits after a minute")
+	}
+	if f, err := openDir(filepath.Join(dir, "link")); !errors.Is(err, syscall.ELOOP) && !errors.Is(err, syscall.ENOTDIR) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("opening a symlink to a directory: %v, want it not followed (ELOOP or ENOTDIR)", err)
+	}
+	socks, complete := findSockets(dir, nil)
+	if len(socks) != 0 || !complete {
+		t.Errorf("findSockets = %v, %v; want none, complete", socks, complete)
 	}
 }
