@@ -61,7 +61,12 @@
 //     its outer name may be the checked one while the server, a CDN's front
 //     serving many names, takes the encrypted inner one. GREASE ECH, which
 //     Chromium sends by default, cannot be told from it, so such a client
-//     must turn ECH off to work through the proxy. A client that does not
+//     must turn ECH off to work through the proxy. A server that answers
+//     with a HelloRetryRequest gets a second ClientHello, in the clear too,
+//     which may name another host and which such a front may route by: the
+//     proxy reads the server's first records (copying them to the client)
+//     before it relays, and checks a second ClientHello as the first; a
+//     second retry is refused. A client that does not
 //     start with a TLS record is passed through, but a protocol whose server
 //     speaks first is refused on port 443 after HandshakeTimeout, since the
 //     proxy waits for the client's first bytes. Residual risks: the Host header inside TLS cannot be seen, so fronting that keeps

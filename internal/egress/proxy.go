@@ -192,6 +192,11 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 				p.decide(d)
 				return
 			}
+			if err := p.checkRetries(c, up, br, hr, t); err != nil {
+				d.Allowed, d.Reason = false, "refused after connect: "+err.Error()
+				p.decide(d)
+				return
+			}
 		}
 	}
 	if t.port == 80 {
@@ -233,6 +238,45 @@ func (p *Proxy) tunnelHTTP(c, up net.Conn, br *bufio.Reader, hr *handshakeReader
 	}
 	p.decide(d)
 	p.forwardHTTP(c, up, req, hr, t)
+}
+
+// checkRetries checks the ClientHello a client sends again when the server
+// answers its first with a HelloRetryRequest (TLS 1.3): that one is in the
+// clear too, may name another host, and a server that serves many names (a
+// CDN's front) may take the name from it, so a tunnel whose first
+// ClientHello named the checked host would otherwise reach another site.
+// It copies the server's first records to the client until it knows
+// whether they hold a retry, and if so reads the client's answer, checks it
+// as the first, and sends it upstream; a second retry is refused. The
+// server's reply may take as long as a tunnel may idle.
+func (p *Proxy) checkRetries(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t target) error {
+	for retries := 0; ; retries++ {
+		up.SetReadDeadline(time.Now().Add(p.o.IdleTimeout))
+		c.SetWriteDeadline(time.Now().Add(p.o.IdleTimeout))
+		retry, err := relayServerHello(up, c)
+		up.SetReadDeadline(time.Time{})
+		c.SetWriteDeadline(time.Time{})
+		switch {
+		case err != nil:
+			return err
+		case !retry:
+			return nil
+		case retries == maxHelloRetries:
+			return errors.New("the server sent a second HelloRetryRequest")
+		}
+		hr.n = retryHelloBytes
+		c.SetReadDeadline(time.Now().Add(p.o.HandshakeTimeout))
+		raw, sni, err := readRetryHello(br, up)
+		if err == nil && sni != "" && !sniMatches(sni, t) {
+			err = fmt.Errorf("TLS server name %q of the ClientHello after a HelloRetryRequest differs from the requested host", loggable(sni))
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := up.Write(raw); err != nil {
+			return nil // the relay finds the upstream gone
+		}
+	}
 }
 
 func sniMatches(sni string, t target) bool {

@@ -178,3 +178,102 @@ func helloServerName(body []byte) (string, error) {
 	}
 	return sni, nil
 }
+
+// hrrRandom is the ServerHello.random that marks a HelloRetryRequest
+// (RFC 8446 §4.1.3): SHA-256 of "HelloRetryRequest".
+var hrrRandom = [32]byte{
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+	0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+}
+
+// Limits on the records the proxy reads after a HelloRetryRequest: the
+// change_cipher_spec record of the middlebox compatibility mode and the
+// early data a client sent before the retry came (which the server skips),
+// each relayed upstream as it is read.
+const (
+	maxSkippedRecords = 64
+	maxRecordBytes    = 1<<14 + 256 // TLSCiphertext's largest fragment
+	maxHelloRetries   = 1           // RFC 8446 §4.1.4: a second one is an error
+)
+
+// retryHelloBytes is what one checked ClientHello after a retry may cost
+// the handshake reader, with the records skipped before it.
+const retryHelloBytes = maxHelloBytes + 5*maxHelloRecords + maxSkippedRecords*(5+maxRecordBytes)
+
+// relayServerHello copies the server's records to the client, one whole
+// record at a time, until it has seen the start of the server's first
+// handshake message (after any change_cipher_spec record), and reports
+// whether that message is a HelloRetryRequest: a ServerHello whose random
+// is hrrRandom. A server that speaks no TLS, an alert, or a read or write
+// that fails ends the copy with retry false and no error: the relay carries
+// the rest, and nothing of the client's goes upstream unchecked before it.
+func relayServerHello(up io.Reader, c io.Writer) (retry bool, err error) {
+	var msg []byte // the first bytes of the first handshake message
+	for records := 0; records < maxHelloRecords+1; records++ {
+		var hdr [5]byte
+		n, err := io.ReadFull(up, hdr[:])
+		if err != nil {
+			c.Write(hdr[:n])
+			return false, nil
+		}
+		if _, err := c.Write(hdr[:]); err != nil {
+			return false, nil
+		}
+		typ, size := hdr[0], int(binary.BigEndian.Uint16(hdr[3:]))
+		if hdr[1] != 3 || typ != 0x16 && !(typ == 0x14 && len(msg) == 0) {
+			return false, nil // not TLS, or an alert: the relay copies the rest
+		}
+		body := make([]byte, size)
+		n, err = io.ReadFull(up, body)
+		if _, werr := c.Write(body[:n]); err != nil || werr != nil {
+			return false, nil
+		}
+		if typ == 0x14 {
+			continue
+		}
+		msg = append(msg, body[:min(len(body), 38-len(msg))]...)
+		switch {
+		case len(msg) > 0 && msg[0] != 2:
+			return false, nil // not a ServerHello; the client will refuse it
+		case len(msg) == 38:
+			return [32]byte(msg[6:38]) == hrrRandom, nil
+		}
+	}
+	return false, fmt.Errorf("the server's first handshake message came in too many records: %w", errBadHello)
+}
+
+// readRetryHello reads what a client sends after a HelloRetryRequest: at
+// most maxSkippedRecords change_cipher_spec and application_data (early
+// data) records, each written to up as it is read, then a ClientHello,
+// whose bytes and server name it returns. Anything else is an error: a
+// client that retries sends a ClientHello.
+func readRetryHello(br *bufio.Reader, up io.Writer) (raw []byte, sni string, err error) {
+	for skipped := 0; ; skipped++ {
+		hdr, err := br.Peek(5)
+		if err != nil {
+			return nil, "", fmt.Errorf("waiting for the ClientHello after a HelloRetryRequest: %w", err)
+		}
+		if (hdr[0] != 0x14 && hdr[0] != 0x17) || hdr[1] != 3 {
+			break
+		}
+		if skipped == maxSkippedRecords {
+			return nil, "", fmt.Errorf("more than %d records before the ClientHello after a HelloRetryRequest: %w", maxSkippedRecords, errBadHello)
+		}
+		size := int(binary.BigEndian.Uint16(hdr[3:]))
+		if size > maxRecordBytes {
+			return nil, "", fmt.Errorf("a record of %d bytes before the ClientHello after a HelloRetryRequest: %w", size, errBadHello)
+		}
+		rec := make([]byte, 5+size)
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return nil, "", fmt.Errorf("reading a TLS record: %w", err)
+		}
+		if _, err := up.Write(rec); err != nil {
+			return nil, "", fmt.Errorf("writing a TLS record upstream: %w", err)
+		}
+	}
+	raw, sni, err = readClientHello(br)
+	if err == nil && raw == nil {
+		err = fmt.Errorf("after a HelloRetryRequest the client sent no ClientHello: %w", errBadHello)
+	}
+	return raw, sni, err
+}
