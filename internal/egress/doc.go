@@ -66,7 +66,9 @@
 //     which may name another host and which such a front may route by: the
 //     proxy reads the server's first records (copying them to the client)
 //     before it relays, and checks a second ClientHello as the first; a
-//     second retry is refused. A client that does not
+//     second retry is refused, and so is a record that holds anything
+//     after a ClientHello, where such a server would find the next one. A
+//     client that does not
 //     start with a TLS record is passed through, but a protocol whose server
 //     speaks first is refused on port 443 after HandshakeTimeout, since the
 //     proxy waits for the client's first bytes. Residual risks: the Host header inside TLS cannot be seen, so fronting that keeps

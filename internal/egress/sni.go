@@ -79,6 +79,12 @@ func readClientHello(r *bufio.Reader) (raw []byte, sni string, err error) {
 				return nil, "", fmt.Errorf("ClientHello of %d bytes: %w", l, errBadHello)
 			}
 			if len(msg) >= 4+l {
+				// Nothing may follow the ClientHello in its record: a
+				// server that answers with a HelloRetryRequest would read
+				// its next ClientHello from there, unchecked.
+				if len(msg) > 4+l {
+					return nil, "", fmt.Errorf("%d bytes after the ClientHello in its record: %w", len(msg)-4-l, errBadHello)
+				}
 				sni, err := helloServerName(msg[4 : 4+l])
 				if err != nil {
 					return nil, "", err

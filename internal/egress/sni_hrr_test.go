@@ -141,3 +141,35 @@ func TestHelloRetryRequestHandshake(t *testing.T) {
 		t.Fatalf("Decision = %+v", d)
 	}
 }
+
+// TestSNICheckRefusesBytesAfterTheClientHello: a record that holds a
+// second ClientHello after the checked one is refused before it reaches
+// upstream. A server that answers the first with a HelloRetryRequest reads
+// the next handshake message from the rest of that record, a ClientHello
+// the proxy never checked.
+func TestSNICheckRefusesBytesAfterTheClientHello(t *testing.T) {
+	first, second := clientHello(t, "a.test"), clientHello(t, "evil.test")
+	body := cat(first[5:], second[5:])
+	rec := binary.BigEndian.AppendUint16([]byte{0x16, 3, 1}, uint16(len(body)))
+	rec = append(rec, body...)
+
+	h := newHarness(t, nil)
+	got := make(chan []byte, 1)
+	h.dial.serve = func(c net.Conn) {
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		b, _ := io.ReadAll(c)
+		got <- b
+	}
+	c := h.conn()
+	socksOpen(t, c, socksName("a.test", 443))
+	c.Write(rec)
+	c.CloseWrite()
+	io.ReadAll(c)
+	if b := <-got; bytes.Contains(b, []byte("evil.test")) {
+		t.Fatalf("upstream got a ClientHello naming evil.test behind the checked one (%d bytes)", len(b))
+	}
+	if d := h.next(); d.Allowed || !strings.Contains(d.Reason, "refused after connect") {
+		t.Fatalf("Decision = %+v, want refused after connect", d)
+	}
+}
