@@ -173,3 +173,30 @@ func TestSNICheckRefusesBytesAfterTheClientHello(t *testing.T) {
 		t.Fatalf("Decision = %+v, want refused after connect", d)
 	}
 }
+
+// TestSecondHelloRetryRequestRefused: RFC 8446 allows one retry; a server
+// that asks again would read a third ClientHello, so the tunnel ends there.
+func TestSecondHelloRetryRequestRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	h.dial.serve = func(c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		for range 2 {
+			if _, err := readRecord(c); err != nil {
+				return
+			}
+			c.Write(helloRetryRecord())
+		}
+		io.ReadAll(c)
+	}
+	c := h.conn()
+	socksOpen(t, c, socksName("a.test", 443))
+	c.Write(clientHello(t, "a.test"))
+	readRecord(c)
+	c.Write(clientHello(t, "a.test"))
+	c.CloseWrite()
+	io.ReadAll(c)
+	if d := h.next(); d.Allowed || !strings.Contains(d.Reason, "second HelloRetryRequest") {
+		t.Fatalf("Decision = %+v, want refused for a second retry", d)
+	}
+}
