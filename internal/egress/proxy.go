@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -197,6 +198,11 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 				p.decide(d)
 				return
 			}
+		} else if startsHTTPRequest(br) {
+			// Plain HTTP on port 443: a front that takes TLS and HTTP on
+			// one port routes it by its Host header, as on port 80.
+			p.tunnelHTTP(c, up, br, hr, t, d)
+			return
 		}
 	}
 	if t.port == 80 {
@@ -228,9 +234,9 @@ func (p *Proxy) tunnelHTTP(c, up net.Conn, br *bufio.Reader, hr *handshakeReader
 	req, err := http.ReadRequest(br)
 	switch {
 	case err != nil:
-		d.Allowed, d.Reason = false, "refused after connect: a tunnel to port 80 carries HTTP requests only, and this one did not start with one"
+		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port %d carries HTTP requests only, and this one did not start with one", t.port)
 	case req.ProtoMajor != 1 || req.Method == http.MethodConnect:
-		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port 80 carries HTTP/1.x requests only, not %s %s", loggable(req.Method), loggable(req.Proto))
+		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port %d carries HTTP/1.x requests only, not %s %s", t.port, loggable(req.Method), loggable(req.Proto))
 	}
 	if !d.Allowed {
 		p.decide(d)
@@ -277,6 +283,36 @@ func (p *Proxy) checkRetries(c, up net.Conn, br *bufio.Reader, hr *handshakeRead
 			return nil // the relay finds the upstream gone
 		}
 	}
+}
+
+// maxMethodLen is how many bytes startsHTTPRequest reads for a method.
+const maxMethodLen = 24
+
+// startsHTTPRequest reports whether the client's first bytes are an HTTP
+// method (a token) and a space: the start of an HTTP request line, HTTP/2's
+// cleartext preface ("PRI * HTTP/2.0") included. It peeks, consuming
+// nothing, and waits for no more bytes than a method could take; a client
+// that stops sending before the space (its handshake deadline passes) is
+// not taken for one.
+func startsHTTPRequest(br *bufio.Reader) bool {
+	for i := 0; i <= maxMethodLen; i++ {
+		b, err := br.Peek(i + 1)
+		if err != nil {
+			return false
+		}
+		switch c := b[i]; {
+		case c == ' ':
+			return i > 0
+		case !isTokenChar(c):
+			return false
+		}
+	}
+	return false
+}
+
+// isTokenChar reports whether c may appear in an HTTP token (RFC 9110 §5.6.2).
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 func sniMatches(sni string, t target) bool {
