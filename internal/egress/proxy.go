@@ -290,7 +290,8 @@ const maxMethodLen = 24
 
 // startsHTTPRequest reports whether the client's first bytes are an HTTP
 // method (a token) and a space: the start of an HTTP request line, HTTP/2's
-// cleartext preface ("PRI * HTTP/2.0") included. It peeks, consuming
+// cleartext preface ("PRI * HTTP/2.0") included; or white space, which
+// some servers skip before a request line (tunnelHTTP refuses it). It peeks, consuming
 // nothing, and waits for no more bytes than a method could take; a client
 // that stops sending before the space (its handshake deadline passes) is
 // not taken for one.
@@ -301,6 +302,8 @@ func startsHTTPRequest(br *bufio.Reader) bool {
 			return false
 		}
 		switch c := b[i]; {
+		case i == 0 && strings.IndexByte(" \t\r\n", c) >= 0:
+			return true // blank lines or spaces before a request line, which some servers skip
 		case c == ' ':
 			return i > 0
 		case !isTokenChar(c):
