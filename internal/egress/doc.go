@@ -68,11 +68,11 @@
 //     before it relays, and checks a second ClientHello as the first; a
 //     second retry is refused, and so is a record that holds anything
 //     after a ClientHello, where such a server would find the next one. A
-//     client whose first bytes are an HTTP request line (plain HTTP, or
-//     HTTP/2's cleartext preface) is handled as on port 80, below: a front
-//     that takes TLS and HTTP on one port (HAProxy or sslh telling them
-//     apart) routes plain HTTP by its Host header. Any other client that
-//     does not start with a TLS record is passed through, but a protocol whose server
+//     client whose first bytes may start an HTTP request (a token, white
+//     space, HTTP/2's cleartext preface) is handled as on port 80, below: a
+//     front that takes TLS and HTTP on one port (HAProxy or sslh telling
+//     them apart) routes plain HTTP by its Host header. Only a client whose
+//     first bytes no request starts with is passed through, but a protocol whose server
 //     speaks first is refused on port 443 after HandshakeTimeout, since the
 //     proxy waits for the client's first bytes. Residual risks: the Host header inside TLS cannot be seen, so fronting that keeps
 //     SNI honest and lies only in the encrypted Host header is not caught; on

@@ -234,7 +234,11 @@ func (p *Proxy) tunnelHTTP(c, up net.Conn, br *bufio.Reader, hr *handshakeReader
 	req, err := http.ReadRequest(br)
 	switch {
 	case err != nil:
-		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port %d carries HTTP requests only, and this one did not start with one", t.port)
+		what := "HTTP requests"
+		if t.port == 443 {
+			what = "TLS or HTTP requests"
+		}
+		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port %d carries %s only, and this one did not start with one", t.port, what)
 	case req.ProtoMajor != 1 || req.Method == http.MethodConnect:
 		d.Allowed, d.Reason = false, fmt.Sprintf("refused after connect: a tunnel to port %d carries HTTP/1.x requests only, not %s %s", t.port, loggable(req.Method), loggable(req.Proto))
 	}
@@ -288,29 +292,30 @@ func (p *Proxy) checkRetries(c, up net.Conn, br *bufio.Reader, hr *handshakeRead
 // maxMethodLen is how many bytes startsHTTPRequest reads for a method.
 const maxMethodLen = 24
 
-// startsHTTPRequest reports whether the client's first bytes are an HTTP
-// method (a token) and a space: the start of an HTTP request line, HTTP/2's
-// cleartext preface ("PRI * HTTP/2.0") included; or white space, which
-// some servers skip before a request line (tunnelHTTP refuses it). It peeks, consuming
-// nothing, and waits for no more bytes than a method could take; a client
-// that stops sending before the space (its handshake deadline passes) is
-// not taken for one.
+// startsHTTPRequest reports whether the client's first bytes may start an
+// HTTP request: a method (a token) and a space, HTTP/2's cleartext preface
+// ("PRI * HTTP/2.0") included; white space, which some servers skip before
+// a request line; or a token that goes on past maxMethodLen bytes, or
+// stops there (EOF, or its handshake deadline passes), since it may yet be
+// one. tunnelHTTP reads (and refuses) what is not. Only bytes that no
+// request can start with, a byte neither token nor space before the first
+// space, leave the tunnel opaque. It peeks, consuming nothing.
 func startsHTTPRequest(br *bufio.Reader) bool {
-	for i := 0; i <= maxMethodLen; i++ {
+	for i := 0; i < maxMethodLen; i++ {
 		b, err := br.Peek(i + 1)
 		if err != nil {
-			return false
+			return true
 		}
 		switch c := b[i]; {
 		case i == 0 && strings.IndexByte(" \t\r\n", c) >= 0:
 			return true // blank lines or spaces before a request line, which some servers skip
 		case c == ' ':
-			return i > 0
+			return true
 		case !isTokenChar(c):
 			return false
 		}
 	}
-	return false
+	return true
 }
 
 // isTokenChar reports whether c may appear in an HTTP token (RFC 9110 §5.6.2).

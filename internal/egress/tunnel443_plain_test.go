@@ -3,7 +3,9 @@ package egress
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestTunnelToPort443ChecksPlainHTTP: a tunnel to a granted name on port
@@ -33,27 +35,57 @@ func TestTunnelToPort443ChecksPlainHTTP(t *testing.T) {
 	}
 
 	// HTTP/2's cleartext preface, and a request behind blank lines or
-	// spaces, which some servers skip: refused, nothing goes upstream.
-	for _, send := range []string{
-		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-		"\r\n" + requests,
-		"\n\n" + requests,
-		" " + requests,
+	// spaces, which some servers skip: refused, nothing goes upstream. A
+	// method longer than any the proxy looks for is still read as one.
+	for _, tt := range []struct {
+		send    string
+		refused bool
+	}{
+		{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", true},
+		{"\r\n" + requests, true},
+		{"\n\n" + requests, true},
+		{" " + requests, true},
+		{strings.Repeat("X", 40) + " / HTTP/1.1\r\nHost: evil.test\r\n\r\n", false},
 	} {
 		h := newHarness(t, nil)
 		rec := newHostRecorder()
 		h.dial.serve = rec.serve
 		c := h.conn()
 		socksOpen(t, c, socksName("a.test", 443))
-		io.WriteString(c, send)
+		io.WriteString(c, tt.send)
 		c.CloseWrite()
 		io.ReadAll(c)
-		if d := h.next(); d.Allowed {
-			t.Errorf("%q on port 443: Decision = %+v, want refused", send[:8], d)
+		if d := h.next(); d.Allowed == tt.refused {
+			t.Errorf("%q on port 443: Decision = %+v, want refused %v", tt.send[:8], d, tt.refused)
 		}
 		h.stop()
-		if got := rec.all(); len(got) > 0 {
-			t.Errorf("%q on port 443: upstream saw %q", send[:8], got)
+		for _, got := range rec.all() {
+			if got != "host a.test:443" {
+				t.Errorf("%q on port 443: upstream saw %q", tt.send[:8], got)
+			}
 		}
+	}
+}
+
+// TestTunnelToPort443PausedMethod: a client that sends the start of a
+// method, waits past the handshake deadline, then the rest of a request, is
+// refused: it is not taken for a protocol the proxy relays unread.
+func TestTunnelToPort443PausedMethod(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.HandshakeTimeout = 200 * time.Millisecond })
+	rec := newHostRecorder()
+	h.dial.serve = rec.serve
+	c := h.conn()
+	socksOpen(t, c, socksName("a.test", 443))
+	io.WriteString(c, "GE")
+	d := h.next() // the proxy decides once the deadline has passed
+	io.WriteString(c, "T / HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+	c.CloseWrite()
+	io.ReadAll(c)
+	h.stop()
+	if got := rec.all(); len(got) > 0 {
+		t.Errorf("upstream saw %q", got)
+	}
+	if d.Allowed {
+		t.Fatalf("Decision = %+v, want refused", d)
 	}
 }
