@@ -709,7 +709,7 @@ func sharedLock(fd int) error {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			return err
 		}
-		time.Sleep(wait)
+		time.Sleep(wait) //permit:time.Sleep (a backoff: flock cannot wait for the lock without blocking)
 		wait = min(2*wait, sharedLockWait)
 	}
 	return errLockedElsewhere
