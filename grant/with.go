@@ -11,7 +11,8 @@ import (
 // private, plain_http, writable_protected) are added to; Tools, when set,
 // replaces the enabled tools; each limit set in f replaces that limit for
 // every tool. Where the calls run (g's [runner] and [remote] tables) stays
-// as g says. Relative paths in f start from cwd, which also becomes the
+// as g says, and so does what g hides or protects beyond its spec (Guard,
+// Remember) inside the trees that remain. Relative paths in f start from cwd, which also becomes the
 // grant's BaseDir. g is unchanged; errors name the flag's key in "flags".
 func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 	if !filepath.IsAbs(cwd) {
@@ -73,5 +74,38 @@ func (g *Grant) With(cwd string, f Flags) (*Grant, error) {
 	if len(ps.list) > 0 {
 		return nil, report("flags", nil, &ps)
 	}
+	w.keepRestrictions(g)
 	return w, nil
+}
+
+// keepRestrictions adds to w, a grant just built from g's spec and more,
+// what g restricts beyond its spec: the paths Guard hid and kept read-only,
+// those Remember protected and the sockets it hid. Without them a grant
+// widened by flags (or by Options.AllowUnenforcedLimits in the Go API)
+// showed the sandbox an embedding program's own token file that Guard had
+// hidden. A denied path a flag grants by name is the flag's to open; the
+// credentials g hid, w has hidden again by its own roots.
+func (w *Grant) keepRestrictions(g *Grant) {
+	for _, d := range g.deny {
+		if _, cred := g.credentials[d]; cred || slices.Contains(w.deny, d) {
+			continue
+		}
+		if owner, ok := w.rootOf(d); ok && owner.path != d {
+			w.deny = append(w.deny, d)
+			if g.sockets[d] {
+				if w.sockets == nil {
+					w.sockets = map[string]bool{}
+				}
+				w.sockets[d] = true
+			}
+		}
+	}
+	slices.Sort(w.deny)
+	w.deny = slices.Compact(w.deny)
+	for _, p := range g.protected {
+		if owner, ok := w.rootOf(p.path); ok && owner.writable && owner.path != p.path && !w.writableProtected[p.name] {
+			w.protected = append(w.protected, p)
+		}
+	}
+	w.protected = sortProtected(w.protected)
 }
