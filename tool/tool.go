@@ -226,13 +226,34 @@ func define[A Args](name, description string, run func(context.Context, Env, A) 
 	}
 }
 
-// Lookup returns the tool with the given name.
+// Lookup returns the tool with the given name, a copy: changing it changes
+// nothing else.
 func Lookup(name string) (*Def, bool) {
 	i := slices.IndexFunc(all, func(d *Def) bool { return d.Name == name })
 	if i < 0 {
 		return nil, false
 	}
-	return all[i].ready(), true
+	return all[i].ready().clone(true), true
+}
+
+// clone returns a copy of d for a caller to keep: the tool's Def itself
+// stays this package's. Lookup, Find and All once returned the shared
+// Defs, so a program that adjusted one for its model or client (a
+// description, a hint, its schema in place) changed every session in the
+// process: a shell marked idempotent was sent again when remote hands were
+// lost with it in flight, which must never happen to a call that may not
+// be repeated. The copy holds d's Schema when withSchema (d is ready);
+// otherwise it fills its own on first use.
+func (d *Def) clone(withSchema bool) *Def {
+	c := &Def{
+		Name: d.Name, Description: d.Description, Hints: d.Hints, Broker: d.Broker,
+		parse: d.parse, run: d.run, schema: d.schema,
+	}
+	if withSchema {
+		c.Schema = slices.Clone(d.Schema)
+		c.once.Do(func() {})
+	}
+	return c
 }
 
 // Find is Lookup for a caller that parses and runs calls and never lists
@@ -244,14 +265,15 @@ func Find(name string) (*Def, bool) {
 	if i < 0 {
 		return nil, false
 	}
-	return all[i], true
+	return all[i].clone(false), true
 }
 
-// All returns every tool, in a fixed order.
+// All returns every tool, in a fixed order. The Defs are copies: changing
+// one changes nothing else.
 func All() []*Def {
-	out := slices.Clone(all)
-	for _, d := range out {
-		d.ready()
+	out := make([]*Def, len(all))
+	for i, d := range all {
+		out[i] = d.ready().clone(true)
 	}
 	return out
 }
