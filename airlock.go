@@ -213,6 +213,7 @@ type Result struct {
 
 // Call runs one tool call. args is the tool's arguments: a json.RawMessage,
 // []byte or string of JSON, or any value that marshals to a JSON object.
+// A nil ctx is an error (nothing runs), as after Close.
 func (s *Session) Call(ctx context.Context, toolName string, args any) (*Result, error) {
 	raw, err := rawArgs(args)
 	if err != nil {

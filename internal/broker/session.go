@@ -40,6 +40,9 @@ var (
 	ErrAudit = errors.New("audit record could not be written")
 )
 
+// errNilContext refuses a call made with a nil context.
+var errNilContext = errors.New("a call needs a context, not nil (context.Background() for one that is never cancelled)")
+
 // Defaults for Options left zero.
 const (
 	DefaultMaxConcurrent = 8
@@ -437,6 +440,12 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 // call's context, cancelled by Close, and leave, which the call must run
 // when it ends (Close waits for it).
 func (s *Session) enter(ctx context.Context) (context.Context, func(), error) {
+	if ctx == nil {
+		// Refused before the call is counted: context.WithCancel panics on
+		// a nil parent, and a panic after wg.Add left Close waiting for a
+		// call that would never leave.
+		return nil, nil, errNilContext
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
