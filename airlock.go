@@ -185,8 +185,18 @@ func Open(opts *Options) (*Session, error) {
 	return &Session{s: s, parts: p}, nil
 }
 
-// ID returns the session's id, as the audit log records it.
-func (s *Session) ID() string { return s.s.ID() }
+// ID returns the session's id, as the audit log records it ("" for a
+// Session that Open did not return).
+func (s *Session) ID() string {
+	if !s.opened() {
+		return ""
+	}
+	return s.s.ID()
+}
+
+// opened reports whether s is a session Open returned: a nil or zero
+// Session has nothing to run calls in.
+func (s *Session) opened() bool { return s != nil && s.s != nil }
 
 // Result is a completed call.
 type Result struct {
@@ -213,8 +223,12 @@ type Result struct {
 
 // Call runs one tool call. args is the tool's arguments: a json.RawMessage,
 // []byte or string of JSON, or any value that marshals to a JSON object.
-// A nil ctx is an error (nothing runs), as after Close.
+// A nil ctx is an error (nothing runs), as after Close; so is a call on a
+// nil or zero Session (ErrClosed).
 func (s *Session) Call(ctx context.Context, toolName string, args any) (*Result, error) {
+	if !s.opened() {
+		return nil, ErrClosed
+	}
 	raw, err := rawArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("airlock: %s arguments: %w", toolName, err)
@@ -250,8 +264,12 @@ func rawArgs(args any) (json.RawMessage, error) {
 	return b, nil
 }
 
-// Close ends every call in flight and closes the records. It is idempotent.
+// Close ends every call in flight and closes the records. It is idempotent,
+// and does nothing for a nil or zero Session.
 func (s *Session) Close() error {
+	if !s.opened() {
+		return nil
+	}
 	err := s.s.Close()
 	if cerr := s.parts.Close(); err == nil {
 		err = cerr
