@@ -494,6 +494,18 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	buf := make([]byte, min(len(p), maxStdinRead))
+	n, err, ok := untilDone(c.ctx, func() (int, error) { return c.r.Read(buf) })
+	if !ok {
+		c.dead = true
+		return 0, err
+	}
+	return copy(p, buf[:n]), err
+}
+
+// untilDone runs op in a goroutine of its own and waits for it or for ctx.
+// ok is false when ctx ended first (err is then ctx's): op is left to end
+// when it can. A panic of op is its error (recoverInto).
+func untilDone(ctx context.Context, op func() (int, error)) (n int, err error, ok bool) {
 	type result struct {
 		n   int
 		err error
@@ -502,15 +514,14 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	go func() {
 		var res result
 		defer func() { ch <- res }()
-		defer recoverInto(&res.err) // as wazero would, had the read been its
-		res.n, res.err = c.r.Read(buf)
+		defer recoverInto(&res.err) // as wazero would, had the call been its
+		res.n, res.err = op()
 	}()
 	select {
 	case res := <-ch:
-		return copy(p, buf[:res.n]), res.err
-	case <-c.ctx.Done():
-		c.dead = true
-		return 0, c.ctx.Err()
+		return res.n, res.err, true
+	case <-ctx.Done():
+		return 0, ctx.Err(), false
 	}
 }
 
@@ -551,29 +562,17 @@ func (c *ctxWriter) Write(p []byte) (int, error) {
 			return done, err
 		}
 		chunk := append([]byte(nil), p[done:done+min(len(p)-done, maxStdinRead)]...)
-		type result struct {
-			n   int
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			var res result
-			defer func() { ch <- res }()
-			defer recoverInto(&res.err)
-			res.n, res.err = c.w.Write(chunk)
-		}()
-		select {
-		case res := <-ch:
-			done += res.n
-			if res.err != nil {
-				return done, res.err
-			}
-			if res.n < len(chunk) {
-				return done, io.ErrShortWrite
-			}
-		case <-c.ctx.Done():
+		n, err, ok := untilDone(c.ctx, func() (int, error) { return c.w.Write(chunk) })
+		if !ok {
 			c.dead = true
-			return done, c.ctx.Err()
+			return done, err
+		}
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if n < len(chunk) {
+			return done, io.ErrShortWrite
 		}
 	}
 	return done, nil
