@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/procid"
 )
 
 // TestExecTimeLimitHoldsWhileAirlockIsStopped: the sandbox ends at its time
@@ -130,22 +131,9 @@ func processesWith(s string) []int {
 	return pids
 }
 
-// procStat returns the fields of /proc/pid/stat after the command's name.
-func procStat(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(string(b[i+1:]))
-}
-
 // procState is the state letter of process pid ("" when it is gone).
 func procState(pid int) string {
-	if f := procStat(pid); len(f) > 0 {
+	if f := procid.StatFields(pid); len(f) > 0 {
 		return f[0]
 	}
 	return ""
@@ -167,7 +155,7 @@ func waitState(t *testing.T, pid int, s string, limit time.Duration) {
 // its /proc/pid/stat).
 func exitStatusOf(t *testing.T, pid int) int {
 	t.Helper()
-	f := procStat(pid)
+	f := procid.StatFields(pid)
 	if len(f) == 0 {
 		t.Fatalf("process %d is gone", pid)
 	}
