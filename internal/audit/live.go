@@ -420,7 +420,7 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 // live directory, so Recover must not record them a second time. A
 // session with no records file yet has none.
 func recordedAlready(path string) (map[string]bool, bool, error) {
-	f, err := openRegular(path)
+	f, err := OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -451,11 +451,12 @@ func recordedAlready(path string) (map[string]bool, bool, error) {
 // hundred bytes are written there; more is not one of them.
 const maxLiveFile = 1 << 20
 
-// openRegular opens path for reading if it is a regular file. It never
+// OpenRegular opens path for reading if it is a regular file. It never
 // waits: a FIFO (or a device) planted in the records directory would
 // otherwise block the open or the read until a writer came, and Recover
-// runs at every start of airlock, which it would wedge for ever.
-func openRegular(path string) (*os.File, error) {
+// runs at every start of airlock (and airlock log reads every file there),
+// which it would wedge for ever.
+func OpenRegular(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -472,9 +473,9 @@ func openRegular(path string) (*os.File, error) {
 }
 
 // readRegular reads path, a regular file of at most max bytes
-// (openRegular).
+// (OpenRegular).
 func readRegular(path string, max int64) ([]byte, error) {
-	f, err := openRegular(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -129,10 +132,12 @@ type logPrinter struct {
 	offsets map[string]int64 // bytes read of each file (whole lines)
 	lines   map[string]int   // lines read of each file
 	tails   map[string]int   // files whose last line has no newline yet: its line number
-	pending []audit.Record
-	since   time.Time // records before it are left out
-	tail    int       // when positive, only the last tail records of a flush
-	header  bool      // the header row was printed
+	// unreadable are the files named as unreadable (once each).
+	unreadable map[string]bool
+	pending    []audit.Record
+	since      time.Time // records before it are left out
+	tail       int       // when positive, only the last tail records of a flush
+	header     bool      // the header row was printed
 	// totals sums the cost of each session's calls, shown when it closes.
 	totals map[string]*wire.Cost
 }
@@ -155,42 +160,101 @@ func (p *logPrinter) scan(root, session string) error {
 }
 
 func (p *logPrinter) read(path string) error {
-	f, err := os.Open(path)
+	f, err := audit.OpenRegular(path)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", path, err)
+		// A file that went away is a session being removed; one that is
+		// not a regular file (a FIFO would wait for a writer for ever) or
+		// cannot be opened is named, once, and the rest are shown.
+		if !errors.Is(err, fs.ErrNotExist) && !p.unreadable[path] {
+			if p.unreadable == nil {
+				p.unreadable = map[string]bool{}
+			}
+			p.unreadable[path] = true
+			fmt.Fprintf(p.errw, "airlock log: skipping %s: %v\n", path, err)
+		}
+		return nil
 	}
 	defer f.Close()
-	off := p.offsets[path]
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return err
-	}
-	data, err := io.ReadAll(f)
+	st, err := f.Stat()
 	if err != nil {
-		return err
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	// Only whole lines: a record being written is read next time.
-	end := strings.LastIndexByte(string(data), '\n') + 1
+	off := p.offsets[path]
+	if st.Size() <= off {
+		return nil
+	}
+	// Only whole lines: a record being written is read next time. The
+	// file is read as it is decoded, never held whole.
+	end, err := lastLineEnd(f, off, st.Size())
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
 	if p.tails == nil {
 		p.tails = map[string]int{}
 	}
 	delete(p.tails, path)
-	if end < len(data) {
-		p.tails[path] = p.lines[path] + strings.Count(string(data[:end]), "\n") + 1
-	}
-	if end == 0 {
-		return nil
-	}
 	first := p.lines[path] + 1
-	p.offsets[path] = off + int64(end)
-	p.lines[path] += strings.Count(string(data[:end]), "\n")
+	lines := &lineCounter{r: io.NewSectionReader(f, off, end-off)}
 	// A line that is not a record is named (file and line) and skipped;
 	// everything readable is shown.
-	return audit.Decode(strings.NewReader(string(data[:end])), first, func(r audit.Record) error {
+	err = audit.Decode(lines, first, func(r audit.Record) error {
 		p.pending = append(p.pending, r)
+		p.trim()
 		return nil
 	}, func(line int, torn bool, err error) {
 		fmt.Fprintf(p.errw, "airlock log: %s\n", audit.Problem{File: path, Line: line, Torn: torn, Err: err})
 	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	p.offsets[path] = end
+	p.lines[path] += lines.n
+	if end < st.Size() {
+		p.tails[path] = p.lines[path] + 1
+	}
+	return nil
+}
+
+// trim keeps, with --tail N, only about the last N records read so far:
+// the last N of everything are among the last N of any part of it (and
+// --since only drops the oldest), so a long history is never held whole.
+func (p *logPrinter) trim() {
+	if p.tail <= 0 || len(p.pending) < 2*p.tail+1024 {
+		return
+	}
+	sortRecords(p.pending)
+	p.pending = slices.Delete(p.pending, 0, len(p.pending)-p.tail)
+}
+
+// lastLineEnd returns the offset just past the last newline of f between
+// off and size, or off when there is none, reading back from size a block
+// at a time.
+func lastLineEnd(f io.ReaderAt, off, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for hi := size; hi > off; {
+		lo := max(off, hi-int64(len(buf)))
+		b := buf[:hi-lo]
+		if _, err := f.ReadAt(b, lo); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return lo + int64(i) + 1, nil
+		}
+		hi = lo
+	}
+	return off, nil
+}
+
+// lineCounter counts the newlines read through it.
+type lineCounter struct {
+	r io.Reader
+	n int
+}
+
+func (c *lineCounter) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += bytes.Count(b[:n], []byte{'\n'})
+	return n, err
 }
 
 // torn names every file whose last line is cut short.
