@@ -22,6 +22,11 @@ const maxExpandedBytes = 4 * maxPatternBytes
 // to alternatives before matching.
 type globPattern struct {
 	alts [][]string // the expanded alternatives, each split into segments
+	// first numbers the states: alternative a's segment s is state
+	// first[a]+s, up to states in all (each alternative's end included),
+	// so a set of states is checked for one in constant time.
+	first  []int
+	states int
 }
 
 // A globState is a position in one alternative: segment seg of alts[alt] is next.
@@ -62,12 +67,17 @@ func compileGlob(field, pattern string) (*globPattern, error) {
 			if _, err := path.Match(s, ""); err != nil {
 				return nil, fmt.Errorf("field %q: bad pattern segment %q in %q", field, s, pattern)
 			}
+			if s == "**" && len(segs) > 0 && segs[len(segs)-1] == "**" {
+				continue // "**/**" matches what "**" does, with more states
+			}
 			segs = append(segs, s)
 		}
 		if len(segs) == 0 {
 			return nil, fmt.Errorf("field %q: %q matches nothing", field, pattern)
 		}
 		g.alts = append(g.alts, segs)
+		g.first = append(g.first, g.states)
+		g.states += len(segs) + 1
 	}
 	return g, nil
 }
@@ -148,28 +158,38 @@ func splitTopCommas(s string) []string {
 	return append(parts, s[start:])
 }
 
+// A stateSet is a set of states in the order they were added, with a
+// mark for each state of its pattern: adding is constant time however many
+// states a pattern has ("**/a/**/a/..." keeps one per "**").
+type stateSet struct {
+	list []globState
+	in   []bool // indexed by the state's number (globPattern.first)
+}
+
+func (g *globPattern) newSet() stateSet { return stateSet{in: make([]bool, g.states)} }
+
 // start is the set of states before any segment is consumed.
 func (g *globPattern) start() []globState {
-	var s []globState
+	set := g.newSet()
 	for a := range g.alts {
-		s = g.add(s, globState{a, 0})
+		g.add(&set, globState{a, 0})
 	}
-	return s
+	return set.list
 }
 
 // add adds st and, where st's segment is "**", the states after it (a "**"
 // may match zero directories).
-func (g *globPattern) add(set []globState, st globState) []globState {
+func (g *globPattern) add(set *stateSet, st globState) {
 	for {
-		for _, x := range set {
-			if x == st {
-				return set
-			}
+		n := g.first[st.alt] + st.seg
+		if set.in[n] {
+			return
 		}
-		set = append(set, st)
+		set.in[n] = true
+		set.list = append(set.list, st)
 		segs := g.alts[st.alt]
 		if st.seg >= len(segs) || segs[st.seg] != "**" {
-			return set
+			return
 		}
 		st.seg++
 	}
@@ -178,6 +198,7 @@ func (g *globPattern) add(set []globState, st globState) []globState {
 // step consumes one path segment name from states. It returns the next
 // states and whether a whole alternative has matched.
 func (g *globPattern) step(states []globState, name string) (next []globState, matched bool) {
+	set := g.newSet()
 	for _, st := range states {
 		segs := g.alts[st.alt]
 		if st.seg >= len(segs) {
@@ -185,20 +206,20 @@ func (g *globPattern) step(states []globState, name string) (next []globState, m
 		}
 		seg := segs[st.seg]
 		if seg == "**" {
-			next = g.add(next, st)
+			g.add(&set, st)
 			continue
 		}
 		if ok, _ := path.Match(seg, name); ok {
-			next = g.add(next, globState{st.alt, st.seg + 1})
+			g.add(&set, globState{st.alt, st.seg + 1})
 		}
 	}
-	for _, st := range next {
+	for _, st := range set.list {
 		if st.seg == len(g.alts[st.alt]) {
 			matched = true
 			break
 		}
 	}
-	return next, matched
+	return set.list, matched
 }
 
 // more reports whether states can still match something deeper.
