@@ -38,13 +38,19 @@ type Backend struct {
 	exe     string
 	stage   string // root-only directory holding each call's staging
 	hooks   string // the OCI hooks directory of every container (writeHooks)
-	userns  int
+	userns  int    // the container's idmapping, for what the broker stages
 	holds   placeholders
-	broker  string
-	opts    Options
-	seq     atomic.Uint64
-	ran     atomic.Int64 // ns from start to podman's exit, last call (for the debug log)
-	closing sync.Once
+
+	// owners holds a user namespace per owner of a granted tree
+	// (ownerNS), at most maxOwners.
+	ownersMu   sync.Mutex
+	owners     map[[2]uint32]int
+	ownersGone bool // Close released them
+	broker     string
+	opts       Options
+	seq        atomic.Uint64
+	ran        atomic.Int64 // ns from start to podman's exit, last call (for the debug log)
+	closing    sync.Once
 
 	reportOnce sync.Once
 	report     sandbox.Report
@@ -129,12 +135,52 @@ func (b *Backend) Close() error {
 		if b.userns >= 0 {
 			unix.Close(b.userns)
 		}
+		b.ownersMu.Lock()
+		for _, fd := range b.owners {
+			unix.Close(fd)
+		}
+		b.owners, b.ownersGone = nil, true
+		b.ownersMu.Unlock()
 		if b.stage != "" {
 			removeStage(b.stage)
 		}
 		b.holds.closeJournal()
 	})
 	return nil
+}
+
+// maxOwners bounds the user namespaces kept for the owners of granted
+// trees (a grant names a few trees, most of one owner).
+const maxOwners = 64
+
+// ownerNS returns the user namespace whose idmapping makes a tree owned by
+// uid and gid container root's (ownerMap): made once per owner, kept until
+// Close. Host root's trees use the container's own mapping.
+func (b *Backend) ownerNS(uid, gid uint32) (int, error) {
+	if uid == 0 && gid == 0 {
+		return b.userns, nil
+	}
+	b.ownersMu.Lock()
+	defer b.ownersMu.Unlock()
+	key := [2]uint32{uid, gid}
+	if fd, ok := b.owners[key]; ok {
+		return fd, nil
+	}
+	if b.ownersGone {
+		return -1, errors.New("the Podman backend is closed")
+	}
+	if b.owners == nil {
+		b.owners = map[[2]uint32]int{}
+	}
+	if len(b.owners) >= maxOwners {
+		return -1, fmt.Errorf("its owner %d:%d is one more than the %d owners of granted trees one Podman backend maps", uid, gid, maxOwners)
+	}
+	fd, err := usernsWith(ownerMap(uid, IDCount), ownerMap(gid, IDCount))
+	if err != nil {
+		return -1, err
+	}
+	b.owners[key] = fd
+	return fd, nil
 }
 
 func findPodman(p string) (string, error) {

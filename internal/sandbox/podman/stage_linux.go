@@ -44,14 +44,47 @@ type stage struct {
 }
 
 // usernsFD returns a descriptor of a user namespace with the container
-// mapping, for idmapped mounts. The process made for it is stopped
-// before it runs anything (ptrace) and killed once the descriptor is open.
+// mapping, for idmapped mounts of what the broker stages itself (the
+// airlock binary, the proxy's socket, placeholders).
 func usernsFD() (int, error) {
+	return usernsWith(ownerMap(0, IDCount), ownerMap(0, IDCount))
+}
+
+// ownerMap maps ids for an idmapped mount of a tree owned by id: the
+// container's ids 0..IDCount-1 are host ids IDBase.. (args.go), and the
+// mount shows the owner's files as container root's and host root's as the
+// container's id owner (the two swapped), so what container root writes
+// there belongs to the tree's owner on the host. An owner past the
+// container's range takes container root's place alone; host root's files
+// then show as nobody.
+func ownerMap(owner, count uint32) []syscall.SysProcIDMap {
+	m := func(inside, host, size uint32) syscall.SysProcIDMap {
+		return syscall.SysProcIDMap{ContainerID: int(inside), HostID: int(IDBase + host), Size: int(size)}
+	}
+	switch {
+	case owner == 0:
+		return []syscall.SysProcIDMap{m(0, 0, count)}
+	case owner >= count:
+		return []syscall.SysProcIDMap{{ContainerID: int(owner), HostID: IDBase, Size: 1}, m(1, 1, count-1)}
+	}
+	maps := []syscall.SysProcIDMap{{ContainerID: int(owner), HostID: IDBase, Size: 1}, {ContainerID: 0, HostID: int(IDBase + owner), Size: 1}}
+	if owner > 1 {
+		maps = append(maps, m(1, 1, owner-1))
+	}
+	if owner+1 < count {
+		maps = append(maps, m(owner+1, owner+1, count-owner-1))
+	}
+	return maps
+}
+
+// usernsWith returns a descriptor of a user namespace with the id maps
+// uids and gids. The process made for it is stopped before it runs
+// anything (ptrace) and killed once the descriptor is open.
+func usernsWith(uids, gids []syscall.SysProcIDMap) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	m := []syscall.SysProcIDMap{{ContainerID: 0, HostID: IDBase, Size: IDCount}}
 	p, err := os.StartProcess("/proc/self/exe", []string{"airlock-userns"}, &os.ProcAttr{
-		Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: m, GidMappings: m, Ptrace: true, Pdeathsig: syscall.SIGKILL},
+		Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: uids, GidMappings: gids, Ptrace: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
 		return -1, fmt.Errorf("creating the user namespace for idmapped mounts: %w", err)
@@ -238,6 +271,7 @@ type granted struct {
 	src, target string
 	rw          bool
 	fd          int
+	userns      int // the idmapping of the tree's mounts (Backend.ownerNS)
 }
 
 // next returns a new name in the staging directory.
@@ -299,7 +333,8 @@ func (s *staging) stageGrant(m sandbox.Mount) error {
 	if err != nil {
 		return fmt.Errorf("opening grant path %q without following symlinks: %w", m.Source, err)
 	}
-	s.grants = append(s.grants, granted{m.Source, t, m.Writable, fd})
+	g := granted{m.Source, t, m.Writable, fd, -1}
+	s.grants = append(s.grants, g)
 	isDir, mode, err := isDirFD(fd)
 	if err == nil && mode == unix.S_IFLNK {
 		err = fmt.Errorf("grant path %q is a symlink now, refused (grant paths are resolved before they are mounted)", m.Source)
@@ -307,8 +342,16 @@ func (s *staging) stageGrant(m sandbox.Mount) error {
 	if err != nil {
 		return err
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("reading the owner of grant path %q: %w", m.Source, err)
+	}
+	if g.userns, err = s.b.ownerNS(st.Uid, st.Gid); err != nil {
+		return fmt.Errorf("grant path %q: %w", m.Source, err)
+	}
+	s.grants[len(s.grants)-1] = g
 	p := s.next()
-	if err := s.st.attach(fd, s.b.userns, p, isDir, m.Writable, true); err != nil {
+	if err := s.st.attach(fd, g.userns, p, isDir, m.Writable, true); err != nil {
 		return fmt.Errorf("staging grant path %q: %w", m.Source, err)
 	}
 	s.addBind(Bind{Source: p, Target: t, Writable: m.Writable})
@@ -440,7 +483,7 @@ func (s *staging) bindPart(g granted, pp protectedPath, fd int, isDir bool, targ
 			return nil
 		}
 		p := s.next()
-		err = s.st.attach(fd, s.b.userns, p, isDir, true, false)
+		err = s.st.attach(fd, g.userns, p, isDir, true, false)
 		s.addBind(Bind{Source: p, Target: target, Writable: true})
 	case pp.mask && isDir:
 		if s.emptyDir == "" {
@@ -456,7 +499,7 @@ func (s *staging) bindPart(g granted, pp protectedPath, fd int, isDir bool, targ
 		s.addBind(Bind{Source: s.emptyFile, Target: target})
 	default:
 		p := s.next()
-		err = s.st.attach(fd, s.b.userns, p, isDir, false, false)
+		err = s.st.attach(fd, g.userns, p, isDir, false, false)
 		s.addBind(Bind{Source: p, Target: target})
 	}
 	return err
