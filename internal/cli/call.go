@@ -87,7 +87,7 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintf(env.Stderr, "airlock call: %v\n", err)
 			return exitFailure
 		}
-		warnScan(env, "airlock call", sess.Grant())
+		warnScan(env, "airlock call", &gf, sess.Grant())
 		closeSession := closeOnce(env, "airlock call", sess.Close)
 		defer closeSession()
 		res, err := sess.Call(ctx, toolName, json.RawMessage(rawArgs))

@@ -90,7 +90,7 @@ Examples:
 			fmt.Fprintf(env.Stderr, "airlock exec: %v\n", err)
 			return exitExecFailure
 		}
-		warnScan(env, "airlock exec", g)
+		warnScan(env, "airlock exec", &gf, g)
 		lim := g.LimitsFor("shell")
 		if *wall > 0 {
 			lim.Time = *wall

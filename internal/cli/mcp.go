@@ -103,8 +103,8 @@ func newMCPServer(env *Env, f *grantFlags, logger *slog.Logger, shared bool) (*m
 		return nil, nil, err
 	}
 	g := p.Grant
-	for _, r := range g.ScanRisks() {
-		logger.Warn("a read-write tree was not scanned whole for protected paths", "risk", r)
+	for _, r := range f.warnings(g) {
+		logger.Warn("a read-write tree the sandbox may not use in full", "risk", r)
 	}
 	tools := []*tool.Def{} // not nil: a grant may enable none
 	for _, d := range tool.All() {

@@ -137,7 +137,7 @@ Examples:
 			}
 			return exitFailure
 		}
-		warnScan(env, "airlock run", g)
+		warnScan(env, "airlock run", &gf, g)
 
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()

@@ -199,11 +199,27 @@ func (s *oneSession) Close() error {
 // read-write tree of g the protected-path scan did not see whole
 // (grant.ScanRisks): files past its bound are not checked for protected
 // names or set-ID bits. It is a warning, not a refusal: node_modules
-// trees are that large.
-func warnScan(env *Env, what string, g *grant.Grant) {
-	for _, r := range g.ScanRisks() {
+// trees are that large. It warns too of read-write trees the native
+// sandbox cannot write as their owner (warnings).
+func warnScan(env *Env, what string, f *grantFlags, g *grant.Grant) {
+	for _, r := range f.warnings(g) {
 		fmt.Fprintf(env.Stderr, "%s: warning: %s\n", what, r)
 	}
+}
+
+// warnings are what warnScan shows: the grant's scan risks, then, when
+// the calls run on the native backend, the read-write trees it writes as
+// another user than their owner (foreignOwners).
+func (f *grantFlags) warnings(g *grant.Grant) []string {
+	out := g.ScanRisks()
+	backend := f.backend
+	if backend == "" {
+		backend = g.Runner().Backend
+	}
+	if !f.unsandboxed && f.remote.fromGrant(g).endpoint == "" && (backend == "" || backend == grant.BackendLinux) {
+		out = append(out, foreignOwners(g)...)
+	}
+	return out
 }
 
 // names reports whether one of paths (relative to cwd) is cwd itself.
