@@ -31,14 +31,19 @@ type StdioTransport struct {
 	// means DefaultMaxLineBytes.
 	MaxLineBytes int
 	// MaxPendingBytes bounds the requests read whose answers are not yet
-	// written: while they hold more, the next line is not read (a request
-	// larger than the bound is still read when nothing else is pending).
-	// A request counts its length, at least 8 KiB (what it costs while
-	// pending), until its answer is written, so a client that sends and
-	// does not read its answers stops being read; a notification read
-	// while an answer is unwritten counts too (admitNotification). It
-	// bounds the memory a client's calls can take, since each is held
-	// several times over while it is decoded and run. Zero means
+	// written, and those answers: while they hold more, the next line is
+	// not read (a request larger than the bound is still read when nothing
+	// else is pending). A request counts its length, at least 8 KiB (what
+	// it costs while pending), until its answer is written, and an answer
+	// (or a notification airlock sends) counts its length from when it is
+	// ready until it is written, so a client that sends and does not read
+	// its answers stops being read; a notification read while an answer is
+	// unwritten counts too (admitNotification). It bounds the memory a
+	// client's calls can take, since each is held several times over while
+	// it is decoded and run, and each answer, up to the output cap and more
+	// once encoded, until the client reads it: what is held is at most the
+	// bound, plus the answers of the calls already read when it was
+	// reached (the broker's admission bounds those that run). Zero means
 	// DefaultMaxPendingBytes.
 	MaxPendingBytes int64
 }
@@ -86,8 +91,8 @@ type lineConn struct {
 
 	// Requests read and not yet answered, by id, and what they count; held
 	// sums what the requests read count until their answers are written,
-	// and what the notifications read since unwritten was last zero count
-	// (notes).
+	// what the notifications read since unwritten was last zero count
+	// (notes), and the lengths of the messages being written.
 	pmu       sync.Mutex
 	budget    int64
 	held      int64
@@ -164,23 +169,33 @@ func (c *lineConn) admitNotification(n int64) admission {
 	}
 }
 
-// answered frees the id of the request id for a new request and returns
-// what the request counts, to release once its answer is written.
-func (c *lineConn) answered(id any) int64 {
+// writing counts a message of length bytes about to be written against
+// the pending budget until release (an answer the client does not read
+// is held in memory as long as any request), and for an answer (id
+// valid) frees the id of its request for a new request, returning what
+// the request counts, to release once the answer is written.
+func (c *lineConn) writing(id jsonrpc.ID, length int64) int64 {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	n := c.pending[id]
-	delete(c.pending, id)
+	c.held += length
+	if !id.IsValid() {
+		return 0
+	}
+	n := c.pending[id.Raw()]
+	delete(c.pending, id.Raw())
 	return n
 }
 
-// release frees n bytes of the pending budget: an answer is written.
-func (c *lineConn) release(n int64) {
+// release frees the pending budget a written message held: its own
+// length, and for an answer what its request counts (n).
+func (c *lineConn) release(n, length int64) {
+	c.pmu.Lock()
+	c.held -= n + length
 	if n == 0 {
+		c.pmu.Unlock()
+		c.signal()
 		return
 	}
-	c.pmu.Lock()
-	c.held -= n
 	c.unwritten--
 	if c.unwritten == 0 {
 		// Every answer owed is written: the SDK's queue is not held up,
@@ -189,6 +204,11 @@ func (c *lineConn) release(n int64) {
 		c.notes = 0
 	}
 	c.pmu.Unlock()
+	c.signal()
+}
+
+// signal wakes a reader waiting for the pending budget.
+func (c *lineConn) signal() {
 	select {
 	case c.freed <- struct{}{}:
 	default:
@@ -307,14 +327,16 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("encoding a message: %w", err)
 	}
 	// The id is free again before the client can read the answer: a
-	// client may reuse it as soon as it has. The request's bytes stay
-	// counted until the answer is written: a client that does not read
-	// its answers must not have more requests read.
-	var n int64
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
-		n = c.answered(resp.ID.Raw())
+	// client may reuse it as soon as it has. The request's bytes, and the
+	// answer's, stay counted until the answer is written: a client that
+	// does not read its answers must not have more requests read, each
+	// adding an answer held here.
+	var id jsonrpc.ID
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		id = resp.ID
 	}
-	defer c.release(n)
+	n := c.writing(id, int64(len(data)))
+	defer c.release(n, int64(len(data)))
 	return c.writeLine(data)
 }
 
