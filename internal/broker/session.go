@@ -197,6 +197,7 @@ func GuardGrant(g *grant.Grant, records string, private []string) (*grant.Grant,
 
 // Session is one grant's calls. It is safe for concurrent use.
 type Session struct {
+	wasm    wasmSchemas // the grant's wasm tools' schemas, resolved once
 	opts    Options
 	id      string
 	dir     string

@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"sync"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/audit"
@@ -49,6 +52,9 @@ func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse
 	var obj map[string]json.RawMessage
 	if len(c.args) > 0 && json.Unmarshal(c.args, &obj) != nil {
 		return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: the arguments must be a JSON object", c.tool))
+	}
+	if reason := s.wasmArgsFit(w, c.args); reason != "" {
+		return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: %s", c.tool, reason))
 	}
 	d := s.opts.Grant.Check(grant.Call{Tool: c.tool})
 	if !d.Allowed {
@@ -113,4 +119,56 @@ func hit(list []wire.Limit, name wire.Limit) bool {
 		}
 	}
 	return false
+}
+
+// wasmSchemas holds each wasm tool's schema, resolved once per session.
+type wasmSchemas struct {
+	mu sync.Mutex
+	m  map[string]wasmSchema
+}
+
+type wasmSchema struct {
+	rs  *jsonschema.Resolved
+	err error
+}
+
+// wasmArgsFit checks a wasm tool's arguments against the schema its grant
+// declares (required fields, types, additionalProperties, ...), as the
+// built-in tools check theirs, so the module meets only arguments of the
+// shape its author declared and the model hears what did not fit. It
+// returns why not, or "". A schema that cannot be used (a $ref to a
+// document elsewhere, which is never fetched) refuses every call.
+func (s *Session) wasmArgsFit(w grant.WasmTool, args json.RawMessage) string {
+	rs, err := s.wasm.resolve(w)
+	if err != nil {
+		return fmt.Sprintf("the grant's schema of this tool cannot be used (tools.wasm.%s.schema): %v", w.Name, err)
+	}
+	var inst any = map[string]any{}
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &inst); err != nil {
+			return "the arguments must be a JSON object"
+		}
+	}
+	if err := rs.Validate(inst); err != nil {
+		return fmt.Sprintf("the arguments do not fit the tool's schema: %v", err)
+	}
+	return ""
+}
+
+func (ws *wasmSchemas) resolve(w grant.WasmTool) (*jsonschema.Resolved, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if r, ok := ws.m[w.Name]; ok {
+		return r.rs, r.err
+	}
+	var sc jsonschema.Schema
+	var r wasmSchema
+	if r.err = json.Unmarshal(w.Schema, &sc); r.err == nil {
+		r.rs, r.err = sc.Resolve(nil)
+	}
+	if ws.m == nil {
+		ws.m = map[string]wasmSchema{}
+	}
+	ws.m[w.Name] = r
+	return r.rs, r.err
 }

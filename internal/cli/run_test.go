@@ -289,6 +289,15 @@ func TestWasmToolIsListedAndCalled(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stdout, "must be a JSON object") {
 		t.Errorf("array arguments: exit %d %q", code, stdout)
 	}
+	// Arguments that do not fit the schema the grant declares (its
+	// required "text", a string) are refused before the module runs,
+	// saying what did not fit.
+	for _, args := range []string{`{}`, `{"text":5}`} {
+		code, stdout, _ = runCLI(t, ws, "call", "--unsandboxed", "--grant", g, "upper", args)
+		if code != exitFailure || !strings.Contains(stdout, "do not fit the tool's schema") || !strings.Contains(stdout, "text") {
+			t.Errorf("arguments %s: exit %d %q; want a refusal naming the field", args, code, stdout)
+		}
+	}
 }
 
 func TestWasmToolInMCPToolsList(t *testing.T) {
