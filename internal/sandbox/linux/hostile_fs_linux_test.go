@@ -253,3 +253,46 @@ func TestFileSizeLimitAndFallocate(t *testing.T) {
 		t.Errorf("the grant holds %d MiB after the calls", used>>20)
 	}
 }
+
+// Case 13, in part: the preallocation ioctls that predate fallocate(2)
+// (FS_IOC_RESVSP, FS_IOC_RESVSP64, FS_IOC_ZERO_RANGE, from XFS, which the
+// VFS answers for any regular file) are fallocate with FALLOC_FL_KEEP_SIZE
+// under another name: each allocates past the end without growing the
+// file, which RLIMIT_FSIZE never meets. The sandbox gets EOPNOTSUPP for
+// them as for fallocate; FS_IOC_UNRESVSP64, which punches a hole, passes.
+func TestFileSizeLimitAndPreallocIoctls(t *testing.T) {
+	needPython(t)
+	d := newDirs(t)
+	script := `import fcntl, os, struct
+resv = struct.pack("@hhqqiI4i", 0, 0, 0, 1 << 30, 0, 0, 0, 0, 0, 0)
+for name, req in (("RESVSP", 0x40305828), ("RESVSP64", 0x4030582a), ("ZERO_RANGE", 0x40305839), ("UNRESVSP64", 0x4030582b)):
+    fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.ioctl(fd, req, resv)
+        print(name, 0)
+    except OSError as e:
+        print(name, e.errno)
+    os.close(fd)
+`
+	o := run(t, &sandbox.Spec{
+		Mounts:  d.mounts(),
+		Cwd:     d.W,
+		Limits:  sandbox.Limits{FileBytes: 64 << 20},
+		Command: []string{"/usr/bin/python3", "-c", script},
+	})
+	want := "RESVSP 95\nRESVSP64 95\nZERO_RANGE 95\nUNRESVSP64 0\n"
+	if o.stdout != want {
+		t.Errorf("errno of each ioctl: got %q (stderr %q), want %q (EOPNOTSUPP but for the hole)", o.stdout, o.stderr, want)
+	}
+	var used int64
+	filepath.WalkDir(d.W, func(p string, e fs.DirEntry, err error) error {
+		var st syscall.Stat_t
+		if err == nil && syscall.Lstat(p, &st) == nil {
+			used += st.Blocks * 512
+		}
+		return nil
+	})
+	if used > 64<<20 {
+		t.Errorf("the grant holds %d MiB after the calls, past the 64 MiB file size limit", used>>20)
+	}
+}

@@ -68,6 +68,14 @@
 // so it is answered ENOSYS, as a kernel without it would; libc and Go fall
 // back to openat.
 //
+// It answers EOPNOTSUPP, as a file system without them would, to fallocate
+// with FALLOC_FL_KEEP_SIZE or FALLOC_FL_INSERT_RANGE (unless it punches a
+// hole) and to the preallocation ioctls FS_IOC_RESVSP, FS_IOC_RESVSP64 and
+// FS_IOC_ZERO_RANGE, which the VFS turns into fallocate with
+// FALLOC_FL_KEEP_SIZE for any regular file: allocating past the end without
+// growing the file meets no RLIMIT_FSIZE, so one call would take any amount
+// of the host's disk through a read-write grant.
+//
 // It refuses socket and socketpair for any family but AF_UNIX, AF_INET and
 // AF_INET6 with EAFNOSUPPORT rather than EPERM: that is the answer of a
 // kernel built without the family, which programs already treat as "not

@@ -132,7 +132,12 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, ioctlTIOCSTI, "eperm", "")
 	p.jump(opJeqK, ioctlTIOCLINUX, "eperm", "")
 	p.jump(opJeqK, ioctlFSSetflags, "eperm", "")
-	p.jump(opJeqK, ioctlFSSetflags32, "eperm", "allow")
+	p.jump(opJeqK, ioctlFSSetflags32, "eperm", "")
+	// The preallocation ioctls are fallocate with FALLOC_FL_KEEP_SIZE
+	// (see the fallocate check below).
+	p.jump(opJeqK, ioctlFSResvsp, "eopnotsupp", "")
+	p.jump(opJeqK, ioctlFSResvsp64, "eopnotsupp", "")
+	p.jump(opJeqK, ioctlFSZeroRange, "eopnotsupp", "allow")
 
 	// socket(int family, ...) and socketpair(int family, ...).
 	p.label("socket")

@@ -158,6 +158,22 @@ const (
 	ioctlFSSetflags32 = 0x40046602
 )
 
+// The preallocation ioctls that predate fallocate(2), from XFS, which the
+// VFS answers for every regular file (ioctl_preallocate): FS_IOC_RESVSP and
+// FS_IOC_RESVSP64 are fallocate with FALLOC_FL_KEEP_SIZE, FS_IOC_ZERO_RANGE
+// with FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE. Like those modes of
+// fallocate they allocate past the end of a file without growing it, which
+// RLIMIT_FSIZE never meets, so they are answered EOPNOTSUPP too, as the
+// kernel does on a file system without fallocate. FS_IOC_UNRESVSP and
+// FS_IOC_UNRESVSP64 punch a hole, which frees blocks, and pass. (struct
+// space_resv is 48 bytes on x86_64 and aarch64 alike; the 32-bit forms are
+// reachable only from the compat ABIs, which the filter refuses.)
+const (
+	ioctlFSResvsp    = 0x40305828 // _IOW('X', 40, struct space_resv)
+	ioctlFSResvsp64  = 0x4030582a // _IOW('X', 42, struct space_resv)
+	ioctlFSZeroRange = 0x40305839 // _IOW('X', 57, struct space_resv)
+)
+
 // Address families socket(2) and socketpair(2) may use.
 const (
 	afUnix  = 1
