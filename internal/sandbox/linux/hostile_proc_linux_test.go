@@ -251,6 +251,37 @@ for name, req in (("TIOCSTI", termios.TIOCSTI), ("TIOCLINUX", 0x541C)):
 	}
 }
 
+// Case 18's class, kernel surface: a sandbox with a terminal (TTY, as
+// airlock exec gives one) may not change its line discipline (TIOCSETD).
+// Each line discipline is a kernel driver of its own behind the terminal
+// (n_hdlc, n_gsm, slip, ppp, ...), several with a history of privilege
+// escalations (CVE-2017-2636, CVE-2023-6546), and asking for one that is
+// not loaded makes the kernel load its module where dev.tty.ldisc_autoload
+// allows it, as distributions ship it. No tool needs one.
+func TestTerminalLineDiscipline(t *testing.T) {
+	needPython(t)
+	// N_NULL (27) is built into many kernels; the terminal is put back to
+	// N_TTY before anything is printed, since N_NULL discards output.
+	script := `import fcntl, struct, termios
+res = []
+for name, disc in (("N_NULL", 27), ("N_HDLC", 13)):
+    try:
+        fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", disc))
+        res.append(name + " 0")
+    except OSError as e:
+        res.append(name + " " + str(e.errno))
+    try:
+        fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", 0))
+    except OSError:
+        pass
+print(" ".join(res))
+`
+	o := run(t, &sandbox.Spec{TTY: true, Command: []string{"python3", "-c", script}})
+	if got := strings.TrimSpace(o.stdout); got != "N_NULL 1 N_HDLC 1" {
+		t.Fatalf("TIOCSETD on the sandbox's terminal: got %q (stderr %q), want EPERM (errno 1) for each", got, o.stderr)
+	}
+}
+
 // Wall time: sleep 1000 with a 1 s limit ends with Limit "time" and no
 // process left on the host.
 func TestSleepTimeout(t *testing.T) {

@@ -43,7 +43,9 @@
 //   - personality with any argument but 0 (PER_LINUX) or 0xffffffff (a
 //     query): ADDR_NO_RANDOMIZE and friends switch off exploit mitigations.
 //   - ioctl TIOCSTI and TIOCLINUX: injecting input into a terminal
-//     (CVE-2017-5226).
+//     (CVE-2017-5226); and TIOCSETD: a line discipline is a kernel driver
+//     of its own behind the terminal (n_hdlc, n_gsm: CVE-2017-2636,
+//     CVE-2023-6546), loaded on demand.
 //   - ioctl FS_IOC_SETFLAGS (chattr): among the inode flags, the casefold
 //     attribute of a directory, where names fold case while the scans for
 //     protected names compare bytes.

@@ -131,6 +131,7 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.load(argLow(1))
 	p.jump(opJeqK, ioctlTIOCSTI, "eperm", "")
 	p.jump(opJeqK, ioctlTIOCLINUX, "eperm", "")
+	p.jump(opJeqK, ioctlTIOCSETD, "eperm", "")
 	p.jump(opJeqK, ioctlFSSetflags, "eperm", "")
 	p.jump(opJeqK, ioctlFSSetflags32, "eperm", "")
 	// The preallocation ioctls are fallocate with FALLOC_FL_KEEP_SIZE

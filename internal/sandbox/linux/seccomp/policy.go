@@ -122,12 +122,18 @@ const (
 	personalityQuery = 0xffffffff
 )
 
-// Terminal ioctls that inject input: TIOCSTI pushes bytes into the
-// terminal's input queue (CVE-2017-5226), TIOCLINUX can paste the console
-// selection.
+// Terminal ioctls: TIOCSTI pushes bytes into the terminal's input queue
+// (CVE-2017-5226), TIOCLINUX can paste the console selection, and TIOCSETD
+// changes the terminal's line discipline, each a kernel driver of its own
+// (n_hdlc, n_gsm, slip, ppp, ...) with a history of privilege escalations
+// (CVE-2017-2636, CVE-2023-6546), whose module the kernel loads on demand
+// where dev.tty.ldisc_autoload allows it. A sandbox with a terminal
+// (airlock exec from one) has its own pseudo-terminal; no tool needs another
+// line discipline on it.
 const (
 	ioctlTIOCSTI   = 0x5412
 	ioctlTIOCLINUX = 0x541c
+	ioctlTIOCSETD  = 0x5423
 )
 
 // fcntl(2) commands that put a lease (F_SETLEASE) or a delegation

@@ -90,6 +90,7 @@ func probes() []probe {
 		{"ioctl(TIOCSTI)", sys(unix.SYS_IOCTL, 0, unix.TIOCSTI, badPtr), unix.EPERM, true},
 		{"ioctl(TIOCSTI|high bits)", sys(unix.SYS_IOCTL, 0, uintptr(0xffffffff00000000|uint64(unix.TIOCSTI)), badPtr), unix.EPERM, true},
 		{"ioctl(TIOCLINUX)", sys(unix.SYS_IOCTL, 0, unix.TIOCLINUX, badPtr), unix.EPERM, true},
+		{"ioctl(TIOCSETD)", sys(unix.SYS_IOCTL, 0, unix.TIOCSETD, badPtr), unix.EPERM, true},
 		{"ioctl(FS_IOC_SETFLAGS)", sys(unix.SYS_IOCTL, 0, unix.FS_IOC_SETFLAGS, badPtr), unix.EPERM, true},
 		// stdin is no regular file: the kernel says ENOTTY.
 		{"ioctl(FS_IOC_RESVSP64)", sys(unix.SYS_IOCTL, 0, ioctlFSResvsp64, badPtr), unix.EOPNOTSUPP, true},
