@@ -5,21 +5,26 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/internal/sandbox/linux"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // probe runs raw syscalls through python's ctypes and returns "name errno"
@@ -410,5 +415,126 @@ print(n)
 		if n, _ := strconv.Atoi(lines[1]); n < 1 || n > 32 {
 			t.Errorf("the sandbox made %s inotify instances; want at most 32", lines[1])
 		}
+	}
+}
+
+// fscrypt ioctls (linux/fscrypt.h) and what they carry.
+const (
+	fscryptAddKey       = 0xc0506617 // FS_IOC_ADD_ENCRYPTION_KEY
+	fscryptKeyStatus    = 0xc080661a // FS_IOC_GET_ENCRYPTION_KEY_STATUS
+	fscryptSpecID       = 2          // FSCRYPT_KEY_SPEC_TYPE_IDENTIFIER
+	fscryptStatusAbsent = 1          // FSCRYPT_KEY_STATUS_ABSENT
+)
+
+// fscryptKeyOf adds a 64-byte key of b bytes to the file system of dir,
+// from the host, and returns its identifier.
+func fscryptKeyOf(t *testing.T, dir string, b byte) [16]byte {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// struct fscrypt_add_key_arg: key_spec {type, reserved, u[32]},
+	// raw_size, key_id, reserved[8], then raw.
+	buf := make([]byte, 80+64)
+	binary.NativeEndian.PutUint32(buf[0:], fscryptSpecID)
+	binary.NativeEndian.PutUint32(buf[40:], 64)
+	for i := 80; i < len(buf); i++ {
+		buf[i] = b
+	}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fscryptAddKey, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
+		testenv.RequireFeature(t, fmt.Sprintf("fscrypt on a loop-mounted ext4 (-O encrypt): adding a key: %v", e))
+	}
+	var id [16]byte
+	copy(id[:], buf[8:24])
+	return id
+}
+
+// fscryptStatus returns the status (FSCRYPT_KEY_STATUS_*) of the key id
+// on the file system of dir, as the host sees it.
+func fscryptStatus(t *testing.T, dir string, id [16]byte) uint32 {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 128) // struct fscrypt_get_key_status_arg
+	binary.NativeEndian.PutUint32(buf[0:], fscryptSpecID)
+	copy(buf[8:24], id[:])
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fscryptKeyStatus, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
+		t.Fatalf("FS_IOC_GET_ENCRYPTION_KEY_STATUS: %v", e)
+	}
+	return binary.NativeEndian.Uint32(buf[64:])
+}
+
+// Case 41's class: the file system's encryption keys (fscrypt) are kernel
+// keys as keyctl's are, held by the file system, not by any namespace, and
+// charged to the user's key quota (200 keys for a user other than root).
+// A sandbox with a grant on a file system with encryption (ext4 or f2fs
+// made with it, as ChromeOS and Android do and fscrypt(1) sets up) may
+// neither add one, which outlives the sandbox until the file system is
+// unmounted, nor remove the key its user added for an encrypted directory,
+// which locks that directory on the host.
+func TestFscryptKeys(t *testing.T) {
+	needPython(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a loop mount needs root")
+	}
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		testenv.RequireFeature(t, "mkfs.ext4 (e2fsprogs) for an ext4 with encryption to test on")
+	}
+	img := filepath.Join(t.TempDir(), "fs.img")
+	if out, err := exec.Command(mkfs, "-q", "-F", "-O", "encrypt", img, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		testenv.RequireFeature(t, fmt.Sprintf("a loop mount: %v: %s", err, out))
+	}
+	defer exec.Command("umount", "-l", mnt).Run()
+	hostKey := fscryptKeyOf(t, mnt, 5)
+	script := `import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+add = bytearray(struct.pack("=II32sII32s", 2, 0, b"", 64, 0, b"") + b"\x07" * 64)
+try:
+    fcntl.ioctl(fd, 0xc0506617, add)
+    print("add 0", add[8:24].hex())
+except OSError as e:
+    print("add", e.errno)
+rm = bytearray(struct.pack("=II32s24s", 2, 0, bytes.fromhex(sys.argv[2]), b""))
+try:
+    fcntl.ioctl(fd, 0xc0406618, rm)
+    print("remove 0")
+except OSError as e:
+    print("remove", e.errno)
+`
+	o := run(t, &sandbox.Spec{
+		Mounts:  []sandbox.Mount{{Source: mnt, Writable: true}},
+		Command: []string{"/usr/bin/python3", "-c", script, mnt, hex.EncodeToString(hostKey[:])},
+	})
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1] != "0" {
+			continue
+		}
+		switch f[0] {
+		case "add":
+			var id [16]byte
+			if b, err := hex.DecodeString(f[2]); err == nil {
+				copy(id[:], b)
+			}
+			t.Errorf("the sandbox added an encryption key to the host's file system (status after it ended: %d, absent is %d)", fscryptStatus(t, mnt, id), fscryptStatusAbsent)
+		case "remove":
+			t.Errorf("the sandbox removed the key its user added on the host (status now %d, absent is %d)", fscryptStatus(t, mnt, hostKey), fscryptStatusAbsent)
+		}
+	}
+	if !strings.Contains(o.stdout, "add ") || !strings.Contains(o.stdout, "remove ") {
+		t.Fatalf("the probe did not run: %q %q", o.stdout, o.stderr)
+	}
+	if st := fscryptStatus(t, mnt, hostKey); st == fscryptStatusAbsent {
+		t.Errorf("the host's key is gone")
 	}
 }

@@ -76,7 +76,14 @@
 // FS_IOC_ZERO_RANGE, which the VFS turns into fallocate with
 // FALLOC_FL_KEEP_SIZE for any regular file: allocating past the end without
 // growing the file meets no RLIMIT_FSIZE, so one call would take any amount
-// of the host's disk through a read-write grant.
+// of the host's disk through a read-write grant. It answers EOPNOTSUPP too,
+// as a file system without encryption would, to the fscrypt ioctls that
+// add or remove a key or set a policy (FS_IOC_ADD_ENCRYPTION_KEY,
+// FS_IOC_REMOVE_ENCRYPTION_KEY and its ALL_USERS form,
+// FS_IOC_SET_ENCRYPTION_POLICY): a file system's keys are kernel keys no
+// namespace holds, charged to the host user's key quota and kept until
+// it is unmounted, and removing the key the host user added locks their
+// encrypted directory.
 //
 // It refuses socket and socketpair for any family but AF_UNIX, AF_INET and
 // AF_INET6 with EAFNOSUPPORT rather than EPERM: that is the answer of a

@@ -138,7 +138,12 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	// (see the fallocate check below).
 	p.jump(opJeqK, ioctlFSResvsp, "eopnotsupp", "")
 	p.jump(opJeqK, ioctlFSResvsp64, "eopnotsupp", "")
-	p.jump(opJeqK, ioctlFSZeroRange, "eopnotsupp", "allow")
+	p.jump(opJeqK, ioctlFSZeroRange, "eopnotsupp", "")
+	// fscrypt's keys are kernel keys no namespace holds.
+	p.jump(opJeqK, ioctlFscryptSetPolicy, "eopnotsupp", "")
+	p.jump(opJeqK, ioctlFscryptAddKey, "eopnotsupp", "")
+	p.jump(opJeqK, ioctlFscryptRemoveKey, "eopnotsupp", "")
+	p.jump(opJeqK, ioctlFscryptRemoveKeys, "eopnotsupp", "allow")
 
 	// socket(int family, ...) and socketpair(int family, ...).
 	p.label("socket")

@@ -180,6 +180,25 @@ const (
 	ioctlFSZeroRange = 0x40305839 // _IOW('X', 57, struct space_resv)
 )
 
+// The file-system encryption (fscrypt) ioctls that change keys or
+// policies. A file system's encryption keys are kernel keys as keyctl's
+// are: held by the file system, not by any namespace, charged to the
+// user's key quota (200 keys for a user other than root), and kept until
+// the file system is unmounted. A sandbox with a grant on a file system
+// with encryption (ext4 or f2fs made with it, as ChromeOS and Android do
+// and fscrypt(1) sets up) could add keys that outlive it, remove the key
+// its host user added for an encrypted directory (which locks that
+// directory on the host), or encrypt an empty directory of the user's
+// with a key of its own. They are answered EOPNOTSUPP, as on a file system
+// without encryption; the ioctls that only read (the policy, a key's
+// status, the nonce) pass.
+const (
+	ioctlFscryptSetPolicy  = 0x800c6613 // FS_IOC_SET_ENCRYPTION_POLICY (_IOR by a historical mistake)
+	ioctlFscryptAddKey     = 0xc0506617 // FS_IOC_ADD_ENCRYPTION_KEY
+	ioctlFscryptRemoveKey  = 0xc0406618 // FS_IOC_REMOVE_ENCRYPTION_KEY
+	ioctlFscryptRemoveKeys = 0xc0406619 // FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS
+)
+
 // Address families socket(2) and socketpair(2) may use.
 const (
 	afUnix  = 1
