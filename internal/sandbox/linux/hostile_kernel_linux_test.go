@@ -538,3 +538,91 @@ except OSError as e:
 		t.Errorf("the host's key is gone")
 	}
 }
+
+// Case 2's class (a denied path read another way), through the file
+// system's own tree operations, which ignore the sandbox's mounts: a btrfs
+// snapshot (BTRFS_IOC_SNAP_CREATE, _V2) copies a whole subvolume, paths
+// the sandbox has masked included, and needs only that the caller own the
+// subvolume, which the sandbox's user does for the trees it is granted. A
+// grant whose root is a btrfs subvolume (a project made as one, a
+// container's tree) must not yield its denied files through a snapshot
+// into a read-write grant.
+func TestBtrfsSnapshotOfGrant(t *testing.T) {
+	needPython(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a loop mount needs root")
+	}
+	mkfs, err := exec.LookPath("mkfs.btrfs")
+	if err != nil {
+		testenv.RequireFeature(t, "mkfs.btrfs (btrfs-progs) for a btrfs to test on")
+	}
+	img := filepath.Join(t.TempDir(), "fs.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Truncate(128 << 20)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-q", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.btrfs: %v\n%s", err, out)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		testenv.RequireFeature(t, fmt.Sprintf("a loop mount of btrfs: %v: %s", err, out))
+	}
+	defer exec.Command("umount", "-l", mnt).Run()
+	// The grant is a subvolume: BTRFS_IOC_SUBVOL_CREATE on mnt, named proj.
+	proj := filepath.Join(mnt, "proj")
+	mf, err := os.Open(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := make([]byte, 4096) // struct btrfs_ioctl_vol_args {s64 fd; char name[4088]}
+	copy(args[8:], "proj")
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, mf.Fd(), 0x5000940e, uintptr(unsafe.Pointer(&args[0])))
+	mf.Close()
+	if e != 0 {
+		t.Fatalf("BTRFS_IOC_SUBVOL_CREATE: %v", e)
+	}
+	const canary = "btrfs-masked-canary"
+	if err := os.WriteFile(filepath.Join(proj, ".env"), []byte(canary), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `import fcntl, os, struct, sys
+src = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+for name, req in (("v1", 0x50009401), ("v2", 0x50009417)):
+    if name == "v1":
+        args = bytearray(struct.pack("=q4088s", src, b"snap1"))
+    else:
+        # struct btrfs_ioctl_vol_args_v2 {s64 fd; u64 transid; u64 flags; u64 unused[4]; char name[4040]}
+        args = bytearray(struct.pack("=qqq32s4040s", src, 0, 0, b"", b"snap2"))
+    try:
+        fcntl.ioctl(src, req, args)
+        print("snapshot", name, 0)
+    except OSError as e:
+        print("snapshot", name, e.errno)
+    try:
+        print("read", open(os.path.join(sys.argv[1], "snap" + name[1], ".env")).read())
+    except OSError as e:
+        print("read", name, e.errno)
+`
+	o := run(t, &sandbox.Spec{
+		Mounts:  []sandbox.Mount{{Source: proj, Writable: true}},
+		Masks:   []string{filepath.Join(proj, ".env")},
+		Command: []string{"/usr/bin/python3", "-c", script, proj},
+	})
+	if strings.Contains(o.stdout, canary) {
+		t.Errorf("a snapshot of the grant showed its masked file: %q", o.stdout)
+	}
+	if strings.Count(o.stdout, "snapshot v") != 2 {
+		t.Fatalf("the probe did not run: %q %q", o.stdout, o.stderr)
+	}
+	for _, v := range []string{"v1", "v2"} {
+		if strings.Contains(o.stdout, "snapshot "+v+" 0") {
+			t.Errorf("the sandbox made a snapshot (%s) of its grant: %q", v, o.stdout)
+		}
+	}
+}

@@ -143,7 +143,11 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, ioctlFscryptSetPolicy, "eopnotsupp", "")
 	p.jump(opJeqK, ioctlFscryptAddKey, "eopnotsupp", "")
 	p.jump(opJeqK, ioctlFscryptRemoveKey, "eopnotsupp", "")
-	p.jump(opJeqK, ioctlFscryptRemoveKeys, "eopnotsupp", "allow")
+	p.jump(opJeqK, ioctlFscryptRemoveKeys, "eopnotsupp", "")
+	// A btrfs snapshot copies the subvolume as it is on disk, masked
+	// paths included.
+	p.jump(opJeqK, ioctlBtrfsSnapCreate, "eperm", "")
+	p.jump(opJeqK, ioctlBtrfsSnapCreateV2, "eperm", "allow")
 
 	// socket(int family, ...) and socketpair(int family, ...).
 	p.label("socket")

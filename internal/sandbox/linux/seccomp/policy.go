@@ -199,6 +199,20 @@ const (
 	ioctlFscryptRemoveKeys = 0xc0406619 // FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS
 )
 
+// btrfs's snapshot ioctls copy a whole subvolume from an fd of its root:
+// the file system's own tree, not the sandbox's view of it, so the copy
+// holds the paths the sandbox has masked (denied files, hidden sockets)
+// as they are on disk. btrfs asks only that the caller own the subvolume,
+// which the sandbox's user does for the trees it is granted, so a grant
+// whose root is a subvolume (a project made as one, a container's tree)
+// gave its denied files to a snapshot made in a read-write grant. They are
+// refused with EPERM, as btrfs refuses a caller that does not own the
+// subvolume. (Creating an empty subvolume, which copies nothing, passes.)
+const (
+	ioctlBtrfsSnapCreate   = 0x50009401 // BTRFS_IOC_SNAP_CREATE
+	ioctlBtrfsSnapCreateV2 = 0x50009417 // BTRFS_IOC_SNAP_CREATE_V2
+)
+
 // Address families socket(2) and socketpair(2) may use.
 const (
 	afUnix  = 1

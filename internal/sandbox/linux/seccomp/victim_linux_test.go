@@ -95,6 +95,7 @@ func probes() []probe {
 		// stdin is no regular file: the kernel says ENOTTY.
 		{"ioctl(FS_IOC_RESVSP64)", sys(unix.SYS_IOCTL, 0, ioctlFSResvsp64, badPtr), unix.EOPNOTSUPP, true},
 		{"ioctl(FS_IOC_ADD_ENCRYPTION_KEY)", sys(unix.SYS_IOCTL, 0, ioctlFscryptAddKey, badPtr), unix.EOPNOTSUPP, true},
+		{"ioctl(BTRFS_IOC_SNAP_CREATE_V2)", sys(unix.SYS_IOCTL, 0, ioctlBtrfsSnapCreateV2, badPtr), unix.EPERM, true},
 		{"socket(AF_NETLINK)", sys(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE), unix.EAFNOSUPPORT, true},
 		{"socket(AF_PACKET)", sys(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW, 0), unix.EAFNOSUPPORT, true},
 		{"socket(AF_INET)", sys(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), 0, false},
