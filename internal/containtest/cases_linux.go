@@ -31,6 +31,7 @@ var cases = []struct {
 	{"12-memory-bomb", (*suite).memoryBomb},
 	{"13-disk-fill", (*suite).diskFill},
 	{"13-disk-fill-below-a-mount-in-a-grant", (*suite).diskFillSubmount},
+	{"13-no-allocation-past-the-end", (*suite).noPrealloc},
 	{"14-processes-left-behind", (*suite).leftBehind},
 	{"19-no-network", (*suite).noNetwork},
 	{"28-host-unix-sockets-in-granted-trees", (*suite).hostSockets},
@@ -343,6 +344,27 @@ func (s *suite) diskFillSubmount() {
 	res := s.call("shell", map[string]any{"cwd": s.vol, "command": `i=0; while [ $i -lt 120 ]; do head -c 1048576 /dev/zero > f$i 2>/dev/null; i=$((i+1)); done; echo wrote all; sleep 60`})
 	if !slices.Contains(res.Output.Meta.LimitsHit, wire.LimitDisk) || res.Output.Meta.Limit != wire.LimitDisk {
 		s.t.Errorf("filling a file system mounted in the grant: class %s, limit %q, limits hit %v; want the disk limit: %q", res.Class, res.Output.Meta.Limit, res.Output.Meta.LimitsHit, res.Output.Content)
+	}
+}
+
+// Case 13's class, one call past limits.file_size: allocating past the end
+// of a file without growing it (fallocate with FALLOC_FL_KEEP_SIZE, and the
+// preallocation ioctls the VFS turns into it for any regular file) meets no
+// RLIMIT_FSIZE, so one call would take any amount of the host's disk
+// through the read-write grant. Each is refused, and the file holds
+// nothing after them.
+func (s *suite) noPrealloc() {
+	got := s.probeOut("prealloc", filepath.Join(s.W, "prealloc-"+s.marker))
+	for _, n := range []string{"prealloc_fallocate_keep_size", "prealloc_resvsp", "prealloc_resvsp64", "prealloc_zero_range"} {
+		switch v, ok := got[n]; {
+		case !ok:
+			s.t.Errorf("%s: the probe did not report it", n)
+		case v == "0":
+			s.t.Errorf("%s: the sandbox allocated past the end of a file in its grant", n)
+		}
+	}
+	if b, err := strconv.ParseInt(got["prealloc_blocks"], 10, 64); err != nil || b > 1<<20 {
+		s.t.Errorf("the file holds %q bytes after the calls, want none", got["prealloc_blocks"])
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -16,7 +17,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | core | net PORT | unix PATH... | mem MIB | memfd MIB | setid DIR | lease FILE...")
+		fmt.Fprintln(os.Stderr, "usage: probe sys | counts | proc | core | net PORT | unix PATH... | mem MIB | memfd MIB | setid DIR | lease FILE... | prealloc FILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -46,6 +47,12 @@ func main() {
 			os.Exit(2)
 		}
 		leases(os.Args[2:])
+	case "prealloc":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe prealloc FILE")
+			os.Exit(2)
+		}
+		prealloc(os.Args[2])
 	case "setid":
 		if len(os.Args) != 3 {
 			fmt.Fprintln(os.Stderr, "usage: probe setid DIR")
@@ -332,4 +339,47 @@ func leases(files []string) {
 		}
 		unix.Close(fd)
 	}
+}
+
+// Preallocation ioctls from XFS, which the VFS answers for any regular
+// file (linux/fs.h; struct space_resv is 48 bytes on x86_64 and aarch64).
+const (
+	fsIOCResvsp    = 0x40305828 // FS_IOC_RESVSP
+	fsIOCResvsp64  = 0x4030582a // FS_IOC_RESVSP64
+	fsIOCZeroRange = 0x40305839 // FS_IOC_ZERO_RANGE
+)
+
+// prealloc creates file and tries, on it, each way to allocate 1 GiB
+// past its end without growing it: fallocate with FALLOC_FL_KEEP_SIZE
+// and the preallocation ioctls. It prints "prealloc_NAME ERRNO" for each
+// and "prealloc_blocks N", the bytes the file holds after them (it
+// removes the file). None of them meets RLIMIT_FSIZE (hostile case 13).
+func prealloc(file string) {
+	fd, err := unix.Open(file, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "probe prealloc:", err)
+		os.Exit(1)
+	}
+	defer unix.Unlink(file)
+	defer unix.Close(fd)
+	const size = 1 << 30
+	err = unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, size)
+	fmt.Fprintf(os.Stdout, "prealloc_fallocate_keep_size %d\n", errnoOf(err))
+	// struct space_resv: l_type, l_whence (int16), l_start, l_len (int64),
+	// l_sysid (int32), l_pid (uint32), l_pad[4] (int32).
+	var resv [48]byte
+	binary.NativeEndian.PutUint64(resv[16:], size)
+	for _, c := range []struct {
+		name string
+		req  uintptr
+	}{{"resvsp", fsIOCResvsp}, {"resvsp64", fsIOCResvsp64}, {"zero_range", fsIOCZeroRange}} {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), c.req, uintptr(unsafe.Pointer(&resv[0])))
+		fmt.Fprintf(os.Stdout, "prealloc_%s %d\n", c.name, e)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		fmt.Fprintln(os.Stderr, "probe prealloc:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stdout, "prealloc_blocks %d\n", st.Blocks*512)
 }
