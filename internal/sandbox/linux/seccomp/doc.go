@@ -49,16 +49,16 @@
 //   - ioctl FS_IOC_SETFLAGS (chattr): among the inode flags, the casefold
 //     attribute of a directory, where names fold case while the scans for
 //     protected names compare bytes.
+//   - ioctl BTRFS_IOC_SNAP_CREATE and its _V2 form: a snapshot copies a
+//     whole subvolume as it is on disk, the paths the sandbox has masked
+//     included, and btrfs asks only that the caller own it, as the
+//     sandbox's user owns its granted trees.
 //   - setrlimit and prlimit64 of RLIMIT_CORE: answered as done (errno 0)
 //     and not made, or with EPERM when prlimit64 also asks for the old
 //     value. The init sets the limit to 1, the one value at which the
 //     kernel pipes no core to a core_pattern helper (systemd-coredump,
 //     apport), which it would otherwise run as root on the host for each
 //     crash in the sandbox.
-//   - ioctl BTRFS_IOC_SNAP_CREATE and its _V2 form: a snapshot copies a
-//     whole subvolume as it is on disk, the paths the sandbox has masked
-//     included, and btrfs asks only that the caller own it, as the
-//     sandbox's user owns its granted trees.
 //   - fcntl F_SETLEASE and F_SETDELEG: a lease on a host file the sandbox
 //     can only read (ld.so.cache, a read-only grant) makes every open of
 //     it on the host wait up to fs.lease-break-time (45 s), again and
