@@ -94,7 +94,11 @@
 // kernel built without the family, which programs already treat as "not
 // available" (glibc's getaddrinfo carries on when netlink is missing)
 // instead of failing hard. Netlink, packet, vsock and the rest are kernel
-// surfaces a tool never needs. [Options] can refuse AF_UNIX too.
+// surfaces a tool never needs. [Options] can refuse AF_UNIX too. In
+// AF_INET and AF_INET6 it allows only the protocols built in with IP (the
+// default, ICMP and ICMPv6 for ping sockets, TCP, UDP, MPTCP) and answers
+// any other EPROTONOSUPPORT: asked for SCTP, DCCP, L2TP and the like, the
+// kernel loads their module, as root, where modules load on demand.
 //
 // Arguments are compared on their low 32 bits, which is all the kernel reads
 // of a clone flag word, a personality, an ioctl request, a socket family, an

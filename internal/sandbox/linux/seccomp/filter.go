@@ -155,8 +155,20 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	if !opts.DenyUnixSockets {
 		p.jump(opJeqK, afUnix, "allow", "")
 	}
-	p.jump(opJeqK, afInet, "allow", "")
-	p.jump(opJeqK, afInet6, "allow", "eafnosupport")
+	p.jump(opJeqK, afInet, "inetproto", "")
+	p.jump(opJeqK, afInet6, "inetproto", "eafnosupport")
+
+	// socket(AF_INET or AF_INET6, type, protocol): only the protocols the
+	// kernel has built in with IP. Asked for another (SCTP, DCCP, L2TP,
+	// ...), the kernel loads its module, as root, where modules load on
+	// demand: kernel code no sandbox needs. (socketpair of these families
+	// fails anyway.)
+	p.label("inetproto")
+	p.load(argLow(2))
+	for _, proto := range inetProtocols {
+		p.jump(opJeqK, proto, "allow", "")
+	}
+	p.ret(retErrno | errnoEPROTONOSUPPORT)
 
 	// The mode of chmod(path, mode), fchmod(fd, mode), creat(path, mode)
 	// and mknod(path, mode, dev) is args[1]; of fchmodat(dfd, path, mode),

@@ -45,13 +45,14 @@ func action(k uint32) string {
 }
 
 var (
-	allow        = action(retAllow)
-	kill         = action(retKillProcess)
-	done         = action(retErrno) // errno 0: answered as done, not made
-	eperm        = action(retErrno | errnoEPERM)
-	enosys       = action(retErrno | errnoENOSYS)
-	eafnosupport = action(retErrno | errnoEAFNOSUPPORT)
-	eopnotsupp   = action(retErrno | errnoEOPNOTSUPP)
+	allow           = action(retAllow)
+	kill            = action(retKillProcess)
+	done            = action(retErrno) // errno 0: answered as done, not made
+	eperm           = action(retErrno | errnoEPERM)
+	enosys          = action(retErrno | errnoENOSYS)
+	eafnosupport    = action(retErrno | errnoEAFNOSUPPORT)
+	eprotonosupport = action(retErrno | errnoEPROTONOSUPPORT)
+	eopnotsupp      = action(retErrno | errnoEOPNOTSUPP)
 )
 
 // call is one synthetic syscall.
@@ -158,6 +159,17 @@ func TestFilterCalls(t *testing.T) {
 				{"prlimit64 set RLIMIT_NOFILE", Options{}, call{name: "prlimit64", args: [6]uint64{0, 7, 0xdead, 0xbeef}}, allow},
 				{"socket AF_INET", Options{}, call{name: "socket", args: [6]uint64{afInet, 1}}, allow},
 				{"socket AF_INET6", Options{}, call{name: "socket", args: [6]uint64{afInet6, 2}}, allow},
+				{"socket AF_INET TCP", Options{}, call{name: "socket", args: [6]uint64{afInet, 1, 6}}, allow},
+				{"socket AF_INET6 UDP", Options{}, call{name: "socket", args: [6]uint64{afInet6, 2, 17}}, allow},
+				{"socket AF_INET ping", Options{}, call{name: "socket", args: [6]uint64{afInet, 2, 1}}, allow},
+				{"socket AF_INET6 ping", Options{}, call{name: "socket", args: [6]uint64{afInet6, 2, 58}}, allow},
+				{"socket AF_INET MPTCP", Options{}, call{name: "socket", args: [6]uint64{afInet, 1, 262}}, allow},
+				{"socket AF_INET SCTP", Options{}, call{name: "socket", args: [6]uint64{afInet, 1, 132}}, eprotonosupport},
+				{"socket AF_INET6 SCTP seqpacket", Options{}, call{name: "socket", args: [6]uint64{afInet6, 5, 132}}, eprotonosupport},
+				{"socket AF_INET DCCP", Options{}, call{name: "socket", args: [6]uint64{afInet, 6, 33}}, eprotonosupport},
+				{"socket AF_INET L2TP", Options{}, call{name: "socket", args: [6]uint64{afInet, 2, 115}}, eprotonosupport},
+				{"socket AF_INET TCP with high bits", Options{}, call{name: "socket", args: [6]uint64{afInet, 1, 0x100000006}}, allow},
+				{"socket AF_INET SCTP in high bits only", Options{}, call{name: "socket", args: [6]uint64{afInet, 1, 0x8400000000}}, allow},
 				{"socket AF_UNIX", Options{}, call{name: "socket", args: [6]uint64{afUnix, 1}}, allow},
 				{"socket AF_UNIX denied by option", Options{DenyUnixSockets: true}, call{name: "socket", args: [6]uint64{afUnix, 1}}, eafnosupport},
 				{"socket AF_INET with AF_UNIX denied", Options{DenyUnixSockets: true}, call{name: "socket", args: [6]uint64{afInet, 1}}, allow},

@@ -220,12 +220,18 @@ const (
 	afInet6 = 10
 )
 
+// inetProtocols are the protocols socket(2) may ask for in AF_INET and
+// AF_INET6: the default (0), ICMP and ICMPv6 (ping sockets), TCP, UDP and
+// MPTCP (Go asks for it first where it may, and falls back to TCP).
+var inetProtocols = []uint32{0, 1, 6, 17, 58, 262}
+
 // Linux errno values (the same on x86_64 and aarch64).
 const (
-	errnoEPERM        = 1
-	errnoENOSYS       = 38
-	errnoEAFNOSUPPORT = 97
-	errnoEOPNOTSUPP   = 95
+	errnoEPROTONOSUPPORT = 93
+	errnoEPERM           = 1
+	errnoENOSYS          = 38
+	errnoEAFNOSUPPORT    = 97
+	errnoEOPNOTSUPP      = 95
 )
 
 // seccomp return actions (linux/seccomp.h).

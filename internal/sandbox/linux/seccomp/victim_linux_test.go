@@ -100,6 +100,13 @@ func probes() []probe {
 		{"socket(AF_PACKET)", sys(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW, 0), unix.EAFNOSUPPORT, true},
 		{"socket(AF_INET)", sys(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), 0, false},
 		{"socket(AF_INET6)", sys(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM, 0), 0, false},
+		{"socket(AF_INET, TCP)", sys(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP), 0, false},
+		// A protocol a module would bring: the kernel without the filter
+		// says ESOCKTNOSUPPORT here (no DCCP); SCTP and L2TP, which it
+		// lacks as well, answer what the filter does, so only the BPF
+		// interpreter's cases tell those apart.
+		{"socket(AF_INET6, DCCP)", sys(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DCCP, unix.IPPROTO_DCCP), unix.EPROTONOSUPPORT, true},
+		{"socket(AF_INET, SCTP)", sys(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP), unix.EPROTONOSUPPORT, false},
 		{"socket(AF_UNIX)", sys(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM, 0), 0, false},
 		{"socketpair(AF_UNIX)", socketpair, 0, false},
 		{"getpid", sys(unix.SYS_GETPID), 0, false},
