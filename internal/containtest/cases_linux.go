@@ -24,6 +24,7 @@ var cases = []struct {
 	{"03-ancestor-symlink", (*suite).ancestorSymlink},
 	{"05-hostile-cwd", (*suite).hostileCwd},
 	{"06-read-only-grant", (*suite).readOnlyGrant},
+	{"06-host-files-outside-grants-keep-their-modes", (*suite).hostModes},
 	{"08-protected-paths", (*suite).protectedPaths},
 	{"10-hidden-host-surface", (*suite).hiddenHost},
 	{"10-root-only-proc-files", (*suite).rootOnlyProc},
@@ -156,6 +157,32 @@ func (s *suite) readOnlyGrant() {
 		if _, err := os.Lstat(p); err == nil {
 			s.t.Errorf("%s exists on the host", p)
 		}
+	}
+}
+
+// Case 6, beyond the grants: no file of the host the sandbox sees that
+// is not a grant (the device nodes bound into /dev, the kernel's entries
+// in /proc, which every /proc shares) takes a chmod, even to the mode it
+// has. Under a root broker the sandbox's uid 0 owns them all: a chmod of
+// /dev/null changed the host's node (mode 0 broke every other user's
+// redirections), and one of /proc/meminfo the kernel's only entry, whose
+// mode every /proc mounted after (the host's, containers', other
+// sandboxes') showed until a reboot.
+func (s *suite) hostModes() {
+	out := s.sh(`n=0
+for f in /dev/null /dev/zero /dev/full /dev/random /dev/urandom $(find /proc -mindepth 1 -maxdepth 2 \( -path '/proc/[0-9]*' -o -path /proc/self -o -path /proc/thread-self \) -prune -o ! -type l -print); do
+	m=$(stat -c %a "$f" 2>/dev/null) || continue
+	n=$((n+1))
+	chmod "$m" "$f" 2>/dev/null && echo "changed $f"
+done
+echo "tried $n"`)
+	for _, line := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(line, "changed "); ok {
+			s.t.Errorf("the sandbox changed the mode of %s", f)
+		}
+	}
+	if n := fieldAfter(out, "tried "); n < 20 {
+		s.t.Errorf("the sandbox found %d files in /dev and /proc to try: %q", n, out)
 	}
 }
 

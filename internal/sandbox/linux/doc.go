@@ -13,11 +13,15 @@
 //     maps, setgroups denied), so the same code runs as root and
 //     unprivileged, and files written to writable grants belong to the
 //     user. When the broker is root the sandbox's uid 0 is host uid 0
-//     without capabilities; that is why /proc/sys, /proc/sysrq-trigger,
-//     /proc/irq, /proc/bus and /proc/fs are re-mounted read-only and
-//     /proc/kcore, /proc/keys, /proc/timer_list, /proc/sched_debug and
-//     every file at the top of /proc only root may read (kpageflags,
-//     slabinfo, vmallocinfo, kmsg, ...) are masked, and why RLIMIT_NPROC
+//     without capabilities, the owner of the host's device nodes and of
+//     the kernel's entries in every /proc; that is why /proc is mounted
+//     read-only (its knobs in sys, sysrq-trigger, irq, bus and fs, and the
+//     modes of its entries, one object for every /proc, which a chmod
+//     changed until a reboot) and so are the nodes in /dev (a chmod of
+//     /dev/null changed the host's), why /proc/kcore, /proc/keys,
+//     /proc/timer_list, /proc/sched_debug and every file at the top of
+//     /proc only root may read (kpageflags, slabinfo, vmallocinfo, kmsg,
+//     ...) are masked, and why RLIMIT_NPROC
 //     (ignored for host root) is backed by pids.max. Kernel objects
 //     counted per user are bounded in the sandbox's own user namespace
 //     (/proc/sys/user: inotify, fanotify, user namespaces) and by

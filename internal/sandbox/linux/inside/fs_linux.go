@@ -256,17 +256,6 @@ func msFlags(attrs uint64) uintptr {
 	return fl
 }
 
-// bindSelf binds sandbox-visible source path p (already under the stage)
-// onto itself with attrs, refusing symlinks.
-func (b *builder) bindSelf(p string, attrs uint64) error {
-	fd, err := b.walkPath(p)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return b.bind(fd, fd, attrs)
-}
-
 // walkPath opens an existing sandbox path below the stage without
 // following symlinks.
 func (b *builder) walkPath(p string) (int, error) {
@@ -571,8 +560,17 @@ func (b *builder) mountProxy(fd int) error {
 	return nil
 }
 
-// mountProc mounts a new /proc, makes its writable knobs read-only and
-// masks the files that leak the host's kernel state.
+// mountProc mounts a new /proc, masks the files that leak the host's
+// kernel state and makes the whole of it read-only.
+//
+// Read-only, and not only its knobs (sys, sysrq-trigger, irq, bus, fs):
+// under a root broker the sandbox's uid 0 is host uid 0, the owner of
+// every kernel entry in it, whom the kernel lets change their modes, and
+// an entry is one object for every /proc (the host's, containers', other
+// sandboxes'): a chmod of /proc/meminfo held for every /proc mounted
+// after, until a reboot. A process's own files (/proc/self) are written
+// through this mount too, which Landlock refuses already; a descriptor
+// reopened through /proc/self/fd is written through its own mount.
 func (b *builder) mountProc() error {
 	procFd, err := b.target("/proc", true, false)
 	if err != nil {
@@ -585,11 +583,6 @@ func (b *builder) mountProc() error {
 	}
 	if err := b.boundUserCounts(); err != nil {
 		return err
-	}
-	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"} {
-		if err := b.bindSelf(p, maskAttrs); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("making %s read-only: %w", p, err)
-		}
 	}
 	masks, err := b.rootOnlyProcFiles()
 	if err != nil {
@@ -604,6 +597,16 @@ func (b *builder) mountProc() error {
 		unix.Close(fd)
 		if err != nil {
 			return fmt.Errorf("masking %s: %w", p, err)
+		}
+	}
+	proc, err := b.walkPath("/proc")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(proc)
+	if err := unix.MountSetattr(proc, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		if err := unix.Mount("", procFD(proc), "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("making /proc read-only: %w", err)
 		}
 	}
 	return nil
@@ -729,7 +732,12 @@ func (b *builder) buildDev(devs map[string]int) error {
 	}
 	defer unix.Close(dev)
 	for _, d := range devNodes {
-		if err := b.bindAt(devs[d], "/dev/"+d, false, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
+		// Read-only: the nodes are the host's, owned by host uid 0, which
+		// the sandbox's uid 0 is under a root broker, and a read-only
+		// mount refuses a chmod of them (mode 0 on the host's /dev/null
+		// broke every other user's redirections) while reads and writes
+		// of the device go on.
+		if err := b.bindAt(devs[d], "/dev/"+d, false, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC); err != nil {
 			return fmt.Errorf("binding /dev/%s: %w", d, err)
 		}
 	}
