@@ -28,6 +28,7 @@ var cases = []struct {
 	{"08-protected-paths", (*suite).protectedPaths},
 	{"10-hidden-host-surface", (*suite).hiddenHost},
 	{"10-root-only-proc-files", (*suite).rootOnlyProc},
+	{"10-etc-as-any-user-reads-it", (*suite).etcSecrets},
 	{"11-fork-bomb", (*suite).forkBomb},
 	{"12-memory-bomb", (*suite).memoryBomb},
 	{"13-disk-fill", (*suite).diskFill},
@@ -243,6 +244,22 @@ echo "siblings: $(ls -A ` + s.base + ` | tr '\n' ' ')"`)
 				}
 			}
 		}
+	}
+}
+
+// Case 10, /etc: the sandbox reads nothing in /etc that a user other than
+// its owner and group may not (the host's TLS keys in /etc/ssl/private,
+// root's and group ssl-cert's), though under a root broker its uid 0 is
+// their owner, and under any broker it keeps the broker's groups.
+func (s *suite) etcSecrets() {
+	out := s.sh(`find /etc \( ! -type d ! -type l ! -perm -o=r -readable \) -o \( -type d ! -perm -o=rx -readable \) 2>/dev/null | sed 's/^/readable /'; echo done`)
+	for _, line := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(line, "readable "); ok {
+			s.t.Errorf("the sandbox may read %s, which others may not", f)
+		}
+	}
+	if !strings.Contains(out, "done") {
+		s.t.Errorf("the check did not run: %q", out)
 	}
 }
 

@@ -21,7 +21,10 @@
 //     /dev/null changed the host's), why /proc/kcore, /proc/keys,
 //     /proc/timer_list, /proc/sched_debug and every file at the top of
 //     /proc only root may read (kpageflags, slabinfo, vmallocinfo, kmsg,
-//     ...) are masked, and why RLIMIT_NPROC
+//     ...) are masked, why what only its owner and group may read in the
+//     /etc entries bound in (the host's TLS keys in /etc/ssl/private) is
+//     masked too (the sandbox also keeps the broker's groups), and why
+//     RLIMIT_NPROC
 //     (ignored for host root) is backed by pids.max. Kernel objects
 //     counted per user are bounded in the sandbox's own user namespace
 //     (/proc/sys/user: inotify, fanotify, user namespaces) and by

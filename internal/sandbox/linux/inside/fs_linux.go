@@ -465,7 +465,15 @@ func generatedEtc(hostname string) map[string]string {
 }
 
 // mountEtc makes /etc: the generated files, and the host entries in etc
-// bound read-only (a symlink recreated as the same symlink).
+// bound read-only (a symlink recreated as the same symlink), without what
+// in them only their owner and group may read.
+//
+// An entry holds such files now and then: /etc/ssl/private holds the
+// host's TLS keys (root, group ssl-cert, mode 0710). Under a root broker
+// the sandbox's uid 0 is host uid 0, their owner, and under any broker
+// the sandbox keeps the broker's groups, so each such file or directory
+// is masked (an entry that is one is left out), and the sandbox reads in
+// /etc what any user may.
 func (b *builder) mountEtc(etc map[string]int) error {
 	if err := unix.Mkdirat(b.root, "etc", 0o755); err != nil {
 		return fmt.Errorf("creating /etc: %w", err)
@@ -494,9 +502,90 @@ func (b *builder) mountEtc(etc map[string]int) error {
 				return fmt.Errorf("linking /etc/%s: %w", e, err)
 			}
 		case unix.S_IFDIR, unix.S_IFREG:
+			if !othersMayRead(st.Mode) {
+				continue
+			}
 			if err := b.bindAt(fd, "/etc/"+e, st.Mode&unix.S_IFMT == unix.S_IFDIR, roAttrs); err != nil {
 				return fmt.Errorf("mounting /etc/%s read-only: %w", e, err)
 			}
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				if err := b.maskUnreadable("/etc/" + e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// othersMayRead reports whether a user neither the owner nor in the
+// group of a file or directory of mode may read it (and, a directory,
+// enter it).
+func othersMayRead(mode uint32) bool {
+	if mode&unix.S_IFMT == unix.S_IFDIR {
+		return mode&0o005 == 0o005
+	}
+	return mode&0o004 != 0
+}
+
+// maskUnreadable masks every file and directory below the sandbox
+// directory dir that others may not read (othersMayRead): a directory
+// with an empty read-only tmpfs, anything else with an empty file.
+func (b *builder) maskUnreadable(dir string) error {
+	fd, err := b.walkPath(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dir, err)
+	}
+	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(fd)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(d), dir)
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var masks, subdirs []string
+	for _, e := range ents {
+		if e.Type()&os.ModeSymlink != 0 {
+			continue // the symlink is readable; its target is checked where it lies
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(d, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue
+		}
+		p := dir + "/" + e.Name()
+		switch {
+		case !othersMayRead(st.Mode):
+			masks = append(masks, p)
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			subdirs = append(subdirs, p)
+		}
+	}
+	f.Close()
+	for _, p := range masks {
+		fd, err := b.walkPath(p)
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", p, err)
+		}
+		var st unix.Stat_t
+		if err = unix.Fstat(fd, &st); err == nil {
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				err = b.tmpfs(fd, "mode=0555,size=4k,nr_inodes=1", maskAttrs)
+			} else {
+				err = b.bind(b.empty, fd, maskAttrs)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("masking %s: %w", p, err)
+		}
+	}
+	for _, p := range subdirs {
+		if err := b.maskUnreadable(p); err != nil {
+			return err
 		}
 	}
 	return nil
