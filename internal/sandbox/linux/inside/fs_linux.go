@@ -1,6 +1,8 @@
 package inside
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -483,6 +485,7 @@ func (b *builder) mountEtc(etc map[string]int) error {
 			return err
 		}
 	}
+	var buf []byte // maskUnreadable's
 	for _, e := range etcEntries {
 		fd, ok := etc[e]
 		if !ok {
@@ -509,7 +512,10 @@ func (b *builder) mountEtc(etc map[string]int) error {
 				return fmt.Errorf("mounting /etc/%s read-only: %w", e, err)
 			}
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				if err := b.maskUnreadable("/etc/" + e); err != nil {
+				if buf == nil {
+					buf = make([]byte, 32<<10)
+				}
+				if err := b.maskUnreadable("/etc/"+e, buf); err != nil {
 					return err
 				}
 			}
@@ -530,8 +536,11 @@ func othersMayRead(mode uint32) bool {
 
 // maskUnreadable masks every file and directory below the sandbox
 // directory dir that others may not read (othersMayRead): a directory
-// with an empty read-only tmpfs, anything else with an empty file.
-func (b *builder) maskUnreadable(dir string) error {
+// with an empty read-only tmpfs, anything else with an empty file. The
+// entries are read with getdents and only those that are not symlinks
+// (most of /etc/ssl/certs and /etc/alternatives are) looked at: this is on
+// the clock of every call's start. buf is its getdents buffer.
+func (b *builder) maskUnreadable(dir string, buf []byte) error {
 	fd, err := b.walkPath(dir)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", dir, err)
@@ -541,30 +550,44 @@ func (b *builder) maskUnreadable(dir string) error {
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", dir, err)
 	}
-	f := os.NewFile(uintptr(d), dir)
-	ents, err := f.ReadDir(-1)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("listing %s: %w", dir, err)
-	}
 	var masks, subdirs []string
-	for _, e := range ents {
-		if e.Type()&os.ModeSymlink != 0 {
-			continue // the symlink is readable; its target is checked where it lies
+	for {
+		n, err := eintr.Value(func() (int, error) { return unix.Getdents(d, buf) })
+		if err != nil {
+			unix.Close(d)
+			return fmt.Errorf("listing %s: %w", dir, err)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(d, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			continue
+		if n == 0 {
+			break
 		}
-		p := dir + "/" + e.Name()
-		switch {
-		case !othersMayRead(st.Mode):
-			masks = append(masks, p)
-		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-			subdirs = append(subdirs, p)
+		for off := 0; off+19 <= n; {
+			// struct linux_dirent64: ino (8), off (8), reclen (2),
+			// type (1), then the name, NUL-terminated.
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen < 19 || off+reclen > n {
+				break
+			}
+			typ, name := buf[off+18], buf[off+19:off+reclen]
+			off += reclen
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if typ == unix.DT_LNK || string(name) == "." || string(name) == ".." {
+				continue // a symlink is readable; its target is checked where it lies
+			}
+			var st unix.Stat_t
+			if unix.Fstatat(d, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			switch p := dir + "/" + string(name); {
+			case !othersMayRead(st.Mode):
+				masks = append(masks, p)
+			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				subdirs = append(subdirs, p)
+			}
 		}
 	}
-	f.Close()
+	unix.Close(d)
 	for _, p := range masks {
 		fd, err := b.walkPath(p)
 		if err != nil {
@@ -584,7 +607,7 @@ func (b *builder) maskUnreadable(dir string) error {
 		}
 	}
 	for _, p := range subdirs {
-		if err := b.maskUnreadable(p); err != nil {
+		if err := b.maskUnreadable(p, buf); err != nil {
 			return err
 		}
 	}
