@@ -292,14 +292,20 @@ func (p *Proxy) checkRetries(c, up net.Conn, br *bufio.Reader, hr *handshakeRead
 // maxMethodLen is how many bytes startsHTTPRequest reads for a method.
 const maxMethodLen = 24
 
+// httpWhiteSpace is every byte a server may read as white space in a
+// request line: RFC 9112 §3 lets it take HTAB, VT, FF and a bare CR for the
+// space between method and target (HAProxy takes a tab), and some servers
+// skip any of them, or blank lines, before a request line.
+const httpWhiteSpace = " \t\v\f\r\n"
+
 // startsHTTPRequest reports whether the client's first bytes may start an
-// HTTP request: a method (a token) and a space, HTTP/2's cleartext preface
-// ("PRI * HTTP/2.0") included; white space, which some servers skip before
-// a request line; or a token that goes on past maxMethodLen bytes, or
-// stops there (EOF, or its handshake deadline passes), since it may yet be
-// one. tunnelHTTP reads (and refuses) what is not. Only bytes that no
-// request can start with, a byte neither token nor space before the first
-// space, leave the tunnel opaque. It peeks, consuming nothing.
+// HTTP request: a method (a token) and white space, HTTP/2's cleartext
+// preface ("PRI * HTTP/2.0") included; white space, which some servers skip
+// before a request line; or a token that goes on past maxMethodLen bytes,
+// or stops there (EOF, or its handshake deadline passes), since it may yet
+// be one. tunnelHTTP reads (and refuses) what is not. Only bytes that no
+// request can start with, a byte neither token nor white space before the
+// first white space, leave the tunnel opaque. It peeks, consuming nothing.
 func startsHTTPRequest(br *bufio.Reader) bool {
 	for i := 0; i < maxMethodLen; i++ {
 		b, err := br.Peek(i + 1)
@@ -307,9 +313,10 @@ func startsHTTPRequest(br *bufio.Reader) bool {
 			return true
 		}
 		switch c := b[i]; {
-		case i == 0 && strings.IndexByte(" \t\r\n", c) >= 0:
-			return true // blank lines or spaces before a request line, which some servers skip
-		case c == ' ':
+		case strings.IndexByte(httpWhiteSpace, c) >= 0:
+			// Blank lines or spaces before a request line, which some
+			// servers skip, or the end of a method, whatever white space
+			// the server takes for the separator.
 			return true
 		case !isTokenChar(c):
 			return false
