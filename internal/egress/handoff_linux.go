@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,15 +35,22 @@ var rightsSpace = syscall.CmsgSpace(4 * maxHandoffFDs)
 // handed; when it carries no descriptor, it returns the connection to read
 // the rest from (a unixClient, which refuses descriptors) and the bytes, the
 // start of a byte-stream handshake. Anything else is an error, c is closed
-// and every descriptor received is closed. c must already have its deadline.
-func firstBytes(c net.Conn, max int) (client net.Conn, first []byte, handed bool, err error) {
+// and every descriptor received is closed. c must already have its
+// deadline, and deadline is the same time: the read waits for budget (see
+// rightsBudget) no longer than that, nor past the end of ctx.
+func firstBytes(ctx context.Context, c net.Conn, max int, budget rightsBudget, deadline time.Time) (client net.Conn, first []byte, handed bool, err error) {
 	raw, ok := c.(*net.UnixConn)
 	if !ok {
 		return c, nil, false, nil
 	}
-	uc := newUnixClient(raw)
+	uc := newUnixClient(ctx, raw, budget)
 	b := make([]byte, max)
 	oob := make([]byte, rightsSpace)
+	release, err := uc.readable(deadline)
+	if err != nil {
+		uc.Close()
+		return uc, nil, false, err
+	}
 	n, oobn, flags, _, err := uc.ReadMsgUnix(b, oob)
 	if n == 0 && err == nil {
 		err = io.EOF
@@ -50,6 +58,7 @@ func firstBytes(c net.Conn, max int) (client net.Conn, first []byte, handed bool
 	fds, perr := rights(oob[:oobn])
 	if err != nil || (oobn == 0 && flags&syscall.MSG_CTRUNC == 0) {
 		closeAll(fds)
+		release()
 		if err != nil {
 			uc.Close()
 			return uc, b[:n], false, err
@@ -72,9 +81,11 @@ func firstBytes(c net.Conn, max int) (client net.Conn, first []byte, handed bool
 	}
 	if err != nil {
 		closeAll(fds)
+		release()
 		uc.Close()
 		return nil, nil, false, err
 	}
+	release() // one descriptor, the connection's own from now on
 	sole := fromNestedInit(raw)
 	// Messages queued after the handoff may carry descriptors too: the
 	// guard's release closes the connection, and them.
@@ -84,6 +95,34 @@ func firstBytes(c net.Conn, max int) (client net.Conn, first []byte, handed bool
 		return nil, nil, false, err
 	}
 	return hc, nil, true, nil
+}
+
+// readable waits until a message is queued on c, without taking it (or
+// the descriptors it carries), by c's read deadline; then for the proxy's
+// budget of descriptors received at once (rightsBudget), until deadline
+// (none when zero) or the end of the sandbox. The returned release gives
+// the budget back: call it once every descriptor the next read takes is
+// closed or kept, and before anything that may wait on a close.
+func (c *unixClient) readable(deadline time.Time) (release func(), err error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	if err := rc.Read(func(fd uintptr) bool {
+		for {
+			// A peek with no control buffer takes no descriptor: the
+			// kernel drops the references it made for it, never the
+			// last ones, which the queued message keeps.
+			_, _, err := unix.Recvfrom(int(fd), one[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err != unix.EINTR {
+				return err != unix.EAGAIN
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return c.budget.acquire(c.ctx, deadline)
 }
 
 // unixClient is a connection accepted on the proxy's Unix socket that
@@ -96,8 +135,10 @@ func firstBytes(c net.Conn, max int) (client net.Conn, first []byte, handed bool
 // would drop descriptors just as a read does.
 type unixClient struct {
 	*net.UnixConn
-	g   *guard
-	oob []byte
+	g      *guard
+	oob    []byte
+	ctx    context.Context // the sandbox's: its end stops a wait for budget
+	budget rightsBudget
 }
 
 // soPassRights is SO_PASSRIGHTS (Linux 6.16): cleared, the kernel refuses
@@ -137,20 +178,28 @@ func noMoreRights(c *net.UnixConn) bool {
 	return ok
 }
 
-func newUnixClient(c *net.UnixConn) *unixClient {
-	return &unixClient{UnixConn: c, g: newGuard(c), oob: make([]byte, rightsSpace)}
+func newUnixClient(ctx context.Context, c *net.UnixConn, budget rightsBudget) *unixClient {
+	return &unixClient{UnixConn: c, g: newGuard(c), oob: make([]byte, rightsSpace), ctx: ctx, budget: budget}
 }
 
+// Read reads bytes; a message with descriptors is an error, and they are
+// closed. It takes the proxy's budget for the read (see readable).
 func (c *unixClient) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
+	}
+	release, err := c.readable(time.Time{})
+	if err != nil {
+		return 0, err
 	}
 	n, oobn, flags, _, err := c.ReadMsgUnix(b, c.oob)
 	if oobn > 0 || flags&syscall.MSG_CTRUNC != 0 {
 		fds, _ := rights(c.oob[:oobn])
 		closeAll(fds)
+		release()
 		return 0, fmt.Errorf("%w: descriptors after the first message", errBadHandoff)
 	}
+	release()
 	if (n == 0 && err == nil) || errors.Is(err, io.EOF) {
 		// ReadMsgUnix reports the end of a stream as an *OpError;
 		// io.Copy must see io.EOF itself to pass a half-close on.

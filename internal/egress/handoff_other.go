@@ -2,10 +2,14 @@
 
 package egress
 
-import "net"
+import (
+	"context"
+	"net"
+	"time"
+)
 
 // firstBytes returns c unchanged: connections are handed over only on Linux
 // (see package forward), so elsewhere every one is a byte stream.
-func firstBytes(c net.Conn, _ int) (client net.Conn, first []byte, handed bool, err error) {
+func firstBytes(_ context.Context, c net.Conn, _ int, _ rightsBudget, _ time.Time) (client net.Conn, first []byte, handed bool, err error) {
 	return c, nil, false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -19,14 +20,48 @@ import (
 // Proxy is the egress proxy for one sandbox. Create it with New; it is safe
 // for concurrent use, and Serve may be called on several listeners.
 type Proxy struct {
-	o   Options
-	sem chan struct{}
+	o      Options
+	sem    chan struct{}
+	rights rightsBudget
 }
 
 // New returns a Proxy configured by opts (which may be nil and is copied).
 func New(opts *Options) *Proxy {
 	o := opts.withDefaults()
-	return &Proxy{o: o, sem: make(chan struct{}, o.MaxConns)}
+	return &Proxy{o: o, sem: make(chan struct{}, o.MaxConns), rights: make(rightsBudget, 1)}
+}
+
+// rightsBudget bounds the descriptors a proxy holds at once on its
+// sandbox's behalf, between a read on its socket that may take some
+// (SCM_RIGHTS, up to 253 a message, all of which must be received to be
+// closed safely: see handoff_linux.go) and their close: one such read at
+// a time. The broker's descriptors are shared by every sandbox's proxy and
+// every call, and a sandbox's own are capped by its RLIMIT_NOFILE (1024 by
+// default); a sandbox sending 253 copies of a socket on each of its 64
+// connections made the broker hold 16,000 at once (the closes made slow
+// by a socket whose FIN waits), enough for two sandboxes to take a broker
+// whose limit is 20,000 to EMFILE, where every other sandbox's proxy
+// fails to dial and calls fail to start.
+type rightsBudget chan struct{}
+
+// acquire waits for the budget until deadline (none when zero) or ctx
+// ends, and returns the func that gives it back.
+func (b rightsBudget) acquire(ctx context.Context, deadline time.Time) (release func(), err error) {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case b <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-b }) }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-expired:
+		return nil, os.ErrDeadlineExceeded
+	}
 }
 
 // Serve accepts connections on l until ctx is done or l fails, handling each
@@ -116,8 +151,9 @@ func (p *Proxy) handle(ctx context.Context, c net.Conn) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
-	c.SetDeadline(time.Now().Add(p.o.HandshakeTimeout))
-	client, first, handed, err := firstBytes(c, min(handshakeBuf, p.o.MaxHandshakeBytes))
+	deadline := time.Now().Add(p.o.HandshakeTimeout)
+	c.SetDeadline(deadline)
+	client, first, handed, err := firstBytes(ctx, c, min(handshakeBuf, p.o.MaxHandshakeBytes), p.rights, deadline)
 	if err != nil {
 		if errors.Is(err, errBadHandoff) {
 			p.decide(Decision{Reason: "refused: " + err.Error()})
