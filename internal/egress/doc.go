@@ -67,7 +67,10 @@
 //     proxy reads the server's first records (copying them to the client)
 //     before it relays, and checks a second ClientHello as the first; a
 //     second retry is refused, and so is a record that holds anything
-//     after a ClientHello, where such a server would find the next one. A
+//     after a ClientHello, where such a server would find the next one,
+//     and a ClientHello cut across records, which a front that parses the
+//     byte stream (HAProxy's req.ssl_sni) reads with the next record's
+//     header inside it, so that it may find another server_name. A
 //     client whose first bytes may start an HTTP request (a token, white
 //     space, HTTP/2's cleartext preface) is handled as on port 80, below: a
 //     front that takes TLS and HTTP on one port (HAProxy or sslh telling

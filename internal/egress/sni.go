@@ -9,7 +9,9 @@ import (
 )
 
 // Limits on the ClientHello the proxy reads on port 443 before opening the
-// tunnel. A ClientHello with post-quantum key shares is about 2 KiB.
+// tunnel (a ClientHello with post-quantum key shares is about 2 KiB, and it
+// must come in one record of at most 16 KiB), and on the records of the
+// server's first handshake message (relayServerHello).
 const (
 	maxHelloBytes   = 64 << 10
 	maxHelloRecords = 16
@@ -34,6 +36,14 @@ const (
 // forwarded verbatim) and the server_name it carries ("" if none). A client
 // that does not start with a TLS handshake record is left untouched: raw is
 // nil and nothing is consumed.
+//
+// The ClientHello must fill its record exactly: one cut into several
+// records reads as another message to a front that routes TLS by its
+// server name without terminating it and parses the byte stream as it
+// comes (HAProxy's req.ssl_sni does), the later records' headers inside
+// the message, where a cut inside an extension shifts the rest by five
+// bytes and can show it a server_name the proxy never saw. Clients cut
+// a ClientHello only past a record's 16 KiB.
 func readClientHello(r *bufio.Reader) (raw []byte, sni string, err error) {
 	first, err := r.Peek(1)
 	if err != nil {
@@ -50,49 +60,43 @@ func readClientHello(r *bufio.Reader) (raw []byte, sni string, err error) {
 		}
 		return nil, "", nil
 	}
-	var msg []byte
-	for records := 0; ; records++ {
-		if records == maxHelloRecords {
-			return nil, "", fmt.Errorf("ClientHello in too many records: %w", errBadHello)
-		}
-		var hdr [5]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return nil, "", fmt.Errorf("reading a TLS record header: %w", err)
-		}
-		raw = append(raw, hdr[:]...)
-		n := int(binary.BigEndian.Uint16(hdr[3:]))
-		if hdr[0] != 0x16 || hdr[1] != 3 || n == 0 || n > 1<<14 {
-			return nil, "", fmt.Errorf("record header % x: %w", hdr, errBadHello)
-		}
-		start := len(raw)
-		raw = append(raw, make([]byte, n)...)
-		if _, err := io.ReadFull(r, raw[start:]); err != nil {
-			return nil, "", fmt.Errorf("reading a TLS record: %w", err)
-		}
-		msg = append(msg, raw[start:]...)
-		if len(msg) >= 4 {
-			if msg[0] != 1 {
-				return nil, "", fmt.Errorf("first handshake message is type %d: %w", msg[0], errBadHello)
-			}
-			l := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
-			if l > maxHelloBytes {
-				return nil, "", fmt.Errorf("ClientHello of %d bytes: %w", l, errBadHello)
-			}
-			if len(msg) >= 4+l {
-				// Nothing may follow the ClientHello in its record: a
-				// server that answers with a HelloRetryRequest would read
-				// its next ClientHello from there, unchecked.
-				if len(msg) > 4+l {
-					return nil, "", fmt.Errorf("%d bytes after the ClientHello in its record: %w", len(msg)-4-l, errBadHello)
-				}
-				sni, err := helloServerName(msg[4 : 4+l])
-				if err != nil {
-					return nil, "", err
-				}
-				return raw, sni, nil
-			}
-		}
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, "", fmt.Errorf("reading a TLS record header: %w", err)
 	}
+	n := int(binary.BigEndian.Uint16(hdr[3:]))
+	if hdr[1] != 3 || n == 0 || n > 1<<14 {
+		return nil, "", fmt.Errorf("record header % x: %w", hdr, errBadHello)
+	}
+	raw = make([]byte, 5+n)
+	copy(raw, hdr[:])
+	if _, err := io.ReadFull(r, raw[5:]); err != nil {
+		return nil, "", fmt.Errorf("reading a TLS record: %w", err)
+	}
+	msg := raw[5:]
+	if len(msg) < 4 {
+		return nil, "", fmt.Errorf("a ClientHello's header cut across records: %w", errBadHello)
+	}
+	if msg[0] != 1 {
+		return nil, "", fmt.Errorf("first handshake message is type %d: %w", msg[0], errBadHello)
+	}
+	l := int(msg[1])<<16 | int(msg[2])<<8 | int(msg[3])
+	switch {
+	case l > maxHelloBytes:
+		return nil, "", fmt.Errorf("ClientHello of %d bytes: %w", l, errBadHello)
+	case len(msg) < 4+l:
+		return nil, "", fmt.Errorf("a ClientHello of %d bytes in a record of %d: one cut across records reads otherwise to a front that parses the stream: %w", l, n, errBadHello)
+	case len(msg) > 4+l:
+		// Nothing may follow the ClientHello in its record: a server
+		// that answers with a HelloRetryRequest would read its next
+		// ClientHello from there, unchecked.
+		return nil, "", fmt.Errorf("%d bytes after the ClientHello in its record: %w", len(msg)-4-l, errBadHello)
+	}
+	sni, err = helloServerName(msg[4:])
+	if err != nil {
+		return nil, "", err
+	}
+	return raw, sni, nil
 }
 
 // cursor reads big-endian fields from a byte slice; ok turns false on overrun.
