@@ -57,6 +57,11 @@
 //   - SNI (port 443 only): a ClientHello whose server_name differs from the
 //     checked name, or any server_name on a tunnel to an IP literal, or a
 //     malformed ClientHello, closes the tunnel before a byte goes upstream.
+//     On a tunnel to a name the server_name must be present and spelled as
+//     the name (ASCII, no trailing dot, letters in either case): a front
+//     that routes TLS by it compares bytes and takes none, or a form that
+//     only normalises to the name (a.test., a fullwidth letter, a soft
+//     hyphen), to its default site, which may be another.
 //     So does one with Encrypted Client Hello (or the older encrypted SNI):
 //     its outer name may be the checked one while the server, a CDN's front
 //     serving many names, takes the encrypted inner one. GREASE ECH, which

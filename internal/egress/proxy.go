@@ -215,8 +215,8 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 		hr.n = maxHelloBytes + 5*maxHelloRecords
 		c.SetReadDeadline(time.Now().Add(p.o.HandshakeTimeout))
 		raw, sni, err := readClientHello(br)
-		if err == nil && sni != "" && !sniMatches(sni, t) {
-			err = fmt.Errorf("TLS server name %q differs from the requested host", loggable(sni))
+		if err == nil && raw != nil {
+			err = checkServerName(sni, t, "")
 		}
 		if err != nil {
 			d.Allowed, d.Reason = false, "refused after connect: "+err.Error()
@@ -313,8 +313,8 @@ func (p *Proxy) checkRetries(c, up net.Conn, br *bufio.Reader, hr *handshakeRead
 		hr.n = retryHelloBytes
 		c.SetReadDeadline(time.Now().Add(p.o.HandshakeTimeout))
 		raw, sni, err := readRetryHello(br, up)
-		if err == nil && sni != "" && !sniMatches(sni, t) {
-			err = fmt.Errorf("TLS server name %q of the ClientHello after a HelloRetryRequest differs from the requested host", loggable(sni))
+		if err == nil {
+			err = checkServerName(sni, t, " after a HelloRetryRequest")
 		}
 		if err != nil {
 			return err
@@ -366,10 +366,45 @@ func isTokenChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
-func sniMatches(sni string, t target) bool {
-	if t.ip.IsValid() {
+// checkServerName reports why the server name sni of a ClientHello (""
+// for none; when says which one) does not name target t as a front that
+// routes TLS by it without terminating it reads it (HAProxy's
+// req.ssl_sni, sniproxy): such a front compares the bytes with the names
+// it serves and sends any other, or none, to its default site, which may
+// be another than t's. So a tunnel to an IP literal takes no server name
+// at all, and one to a name takes exactly that name as RFC 6066 writes
+// it: ASCII, without a trailing dot, letters in either case. A name that
+// only normalises to it (a trailing dot, a fullwidth letter or a soft
+// hyphen, which IDNA mapping removes) is refused, and so is none.
+func checkServerName(sni string, t target, when string) error {
+	switch {
+	case t.ip.IsValid() && sni == "":
+		return nil
+	case t.ip.IsValid():
+		return fmt.Errorf("TLS server name %q of the ClientHello%s on a tunnel to an address", loggable(sni), when)
+	case sni == "":
+		return fmt.Errorf("the ClientHello%s names no server: a tunnel to a name must name it, or a front would take it to its default site", when)
+	case !sameASCIIName(sni, t.host):
+		return fmt.Errorf("TLS server name %q of the ClientHello%s differs from the requested host", loggable(sni), when)
+	}
+	return nil
+}
+
+// sameASCIIName reports whether sni is the normalised name host, letters
+// in either case: ASCII alone is folded, never Unicode (which takes the
+// Kelvin sign for k).
+func sameASCIIName(sni, host string) bool {
+	if len(sni) != len(host) {
 		return false
 	}
-	n, err := NormalizeHost(sni)
-	return err == nil && n == t.host
+	for i := 0; i < len(sni); i++ {
+		c := sni[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != host[i] {
+			return false
+		}
+	}
+	return true
 }
