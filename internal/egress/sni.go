@@ -132,15 +132,31 @@ func (c *cursor) u16() int {
 }
 
 // helloServerName parses a ClientHello body (RFC 8446 §4.1.2) and returns
-// its host_name server name (RFC 6066 §3), "" when there is none.
+// its host_name server name (RFC 6066 §3), "" when there is none. The
+// fields before the extensions must be as TLS 1.0 to 1.3 allow them: a
+// front that routes TLS by its server name checks them before it looks
+// for the name (HAProxy's req.ssl_sni wants a legacy_version of TLS 1.0
+// or later, a session id of at most 32 bytes, a cipher suite and a
+// compression method) and sends a ClientHello it cannot read to its
+// default site, while a lenient server there may take it.
 func helloServerName(body []byte) (string, error) {
 	c := &cursor{b: body, ok: true}
-	c.bytes(2 + 32)  // legacy_version, random
-	c.bytes(c.u8())  // legacy_session_id
-	c.bytes(c.u16()) // cipher_suites
-	c.bytes(c.u8())  // legacy_compression_methods
-	if !c.ok {
+	version := c.u16()                  // legacy_version
+	c.bytes(32)                         // random
+	session := len(c.bytes(c.u8()))     // legacy_session_id
+	suites := len(c.bytes(c.u16()))     // cipher_suites
+	compression := len(c.bytes(c.u8())) // legacy_compression_methods
+	switch {
+	case !c.ok:
 		return "", fmt.Errorf("ClientHello header: %w", errBadHello)
+	case version>>8 != 3 || version&0xff < 1:
+		return "", fmt.Errorf("ClientHello legacy_version %#04x, before TLS 1.0: %w", version, errBadHello)
+	case session > 32:
+		return "", fmt.Errorf("ClientHello session id of %d bytes: %w", session, errBadHello)
+	case suites < 2 || suites%2 != 0:
+		return "", fmt.Errorf("ClientHello cipher suites of %d bytes: %w", suites, errBadHello)
+	case compression < 1:
+		return "", fmt.Errorf("ClientHello without a compression method: %w", errBadHello)
 	}
 	if len(c.b) == 0 {
 		return "", nil // no extensions

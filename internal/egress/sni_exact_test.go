@@ -11,7 +11,11 @@ import (
 
 // helloWithSNI returns a ClientHello in one record whose server_name is the
 // bytes of name as they are, none when name is empty.
-func helloWithSNI(name string) []byte {
+func helloWithSNI(name string) []byte { return helloWith(name, 0x0303, 0) }
+
+// helloWith is helloWithSNI with the ClientHello's legacy_version and a
+// legacy_session_id of idLen bytes.
+func helloWith(name string, version uint16, idLen int) []byte {
 	var exts []byte
 	if name != "" {
 		list := append([]byte{0}, binary.BigEndian.AppendUint16(nil, uint16(len(name)))...)
@@ -22,9 +26,11 @@ func helloWithSNI(name string) []byte {
 		exts = binary.BigEndian.AppendUint16(exts, uint16(len(data)))
 		exts = append(exts, data...)
 	}
-	body := []byte{3, 3}
+	body := binary.BigEndian.AppendUint16(nil, version)
 	body = append(body, make([]byte, 32)...)
-	body = append(body, 0, 0, 2, 0x13, 1, 1, 0)
+	body = append(body, byte(idLen))
+	body = append(body, make([]byte, idLen)...)
+	body = append(body, 0, 2, 0x13, 1, 1, 0)
 	body = binary.BigEndian.AppendUint16(body, uint16(len(exts)))
 	body = append(body, exts...)
 	msg := append([]byte{1, 0, byte(len(body) >> 8), byte(len(body))}, body...)
@@ -45,21 +51,31 @@ func helloWithSNI(name string) []byte {
 func TestSNICheckNamesTheHostAsAFrontMatchesIt(t *testing.T) {
 	for _, tt := range []struct {
 		sni     string
+		hello   []byte
 		allowed bool
 	}{
-		{"a.test", true},
-		{"A.Test", true},
-		{"", false},
-		{"a.test.", false},
-		{"\uff41.test", false}, // fullwidth a
-		{"a.te\u00adst", false},
+		{"a.test", nil, true},
+		{"A.Test", nil, true},
+		{"", nil, false},
+		{"a.test.", nil, false},
+		{"\uff41.test", nil, false}, // fullwidth a
+		{"a.te\u00adst", nil, false},
+		// Fields such a front checks before it looks for the name, and
+		// that a lenient server behind it may not: a ClientHello the
+		// front cannot read goes to its default site too.
+		{"a.test (SSL 3.0 legacy_version)", helloWith("a.test", 0x0300, 0), false},
+		{"a.test (33-byte session id)", helloWith("a.test", 0x0303, 33), false},
 	} {
+		hello := tt.hello
+		if hello == nil {
+			hello = helloWithSNI(tt.sni)
+		}
 		h := newHarness(t, nil)
 		var mu sync.Mutex
 		var routed []string
 		h.dial.serve = func(c net.Conn) {
 			defer c.Close()
-			b, _ := io.ReadAll(io.LimitReader(c, int64(len(helloWithSNI(tt.sni)))))
+			b, _ := io.ReadAll(io.LimitReader(c, int64(len(hello))))
 			if len(b) == 0 {
 				return // refused: nothing reached the front
 			}
@@ -73,7 +89,7 @@ func TestSNICheckNamesTheHostAsAFrontMatchesIt(t *testing.T) {
 		}
 		c := h.conn()
 		socksOpen(t, c, socksName("a.test", 443))
-		c.Write(helloWithSNI(tt.sni))
+		c.Write(hello)
 		c.CloseWrite()
 		io.ReadAll(c)
 		d := h.next()

@@ -13,7 +13,8 @@ import (
 // (src/payload.c, smp_fetch_ssl_hello_sni) takes the first record's header
 // and then parses the handshake message straight from the byte stream,
 // headers of any further records included, and returns the name of the
-// first server_name extension whose first entry is a host_name.
+// first server_name extension whose first entry is a host_name; none for
+// a legacy_version below TLS 1.0 or a session id longer than 32 bytes.
 func streamSNI(b []byte) string {
 	if len(b) < 9 || b[0] != 0x16 || b[1] < 3 || b[5] != 1 {
 		return ""
@@ -26,7 +27,7 @@ func streamSNI(b []byte) string {
 		}
 		return v
 	}
-	if len(d) < 35 {
+	if len(d) < 35 || d[0] < 3 || d[1] < 1 || d[34] > 32 {
 		return ""
 	}
 	i := 35 + int(d[34]) // version, random, session id
