@@ -456,7 +456,16 @@ const maxLiveFile = 1 << 20
 // otherwise block the open or the read until a writer came, and Recover
 // runs at every start of airlock (and airlock log reads every file there),
 // which it would wedge for ever.
+//
+// What is not a regular file is refused before it is opened (a FIFO held
+// open for reading, however briefly, lets a writer in), and checked again
+// once open, for what replaced the file meanwhile.
 func OpenRegular(path string) (*os.File, error) {
+	if fi, err := os.Lstat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (mode %s)", path, fi.Mode().Type())
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
