@@ -78,3 +78,16 @@ func TestEtcUnreadableMasked(t *testing.T) {
 		t.Errorf("the sandbox did not read /etc/ssl/certs/ca.pem: %+v", o)
 	}
 }
+
+// TestEtcEnvironmentNotBound: the host's /etc/environment, where admins
+// keep proxy credentials for PAM, is not in a sandbox's /etc (no program
+// there reads it), while what a shell reads (/etc/profile) is.
+func TestEtcEnvironmentNotBound(t *testing.T) {
+	if _, err := os.Stat("/etc/environment"); err != nil {
+		t.Skip("this host has no /etc/environment")
+	}
+	o := sh(t, `test -e /etc/environment && echo present; test -e /etc/profile && echo profile; echo done`)
+	if strings.Contains(o.stdout, "present") || !strings.Contains(o.stdout, "done") {
+		t.Errorf("/etc/environment is in the sandbox: %+v", o)
+	}
+}

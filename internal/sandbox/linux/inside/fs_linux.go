@@ -30,11 +30,13 @@ var systemDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32
 
 // etcEntries are the /etc entries a shell, libc, curl, git and python need.
 // passwd, group, hosts and hostname are generated, never the host's.
+// /etc/environment is not one: only PAM reads it, which no sandbox runs,
+// and admins keep proxy credentials there.
 var etcEntries = []string{
 	"alternatives", "ssl", "ca-certificates", "ca-certificates.conf",
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf",
 	"localtime", "timezone", "mime.types", "host.conf", "gitconfig",
-	"bash.bashrc", "profile", "inputrc", "environment", "locale.alias",
+	"bash.bashrc", "profile", "inputrc", "locale.alias",
 	"protocols", "services", "magic", "python3", "python3.11", "terminfo",
 }
 
