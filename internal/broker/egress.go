@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/egress"
+	"github.com/airlockhq/airlock/internal/procid"
 	"github.com/airlockhq/airlock/internal/sandbox"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
@@ -167,15 +170,25 @@ func socketDir(g *grant.Grant) (string, error) {
 			errs = append(errs, fmt.Errorf("%s is visible through the grant", base))
 			continue
 		}
-		dir, err := os.MkdirTemp(base, "airlock-egress-")
+		// A name that says whose it is, so a sweep can take a killed
+		// broker's; where that is too long for a socket's path (a long
+		// TMPDIR, macOS's), the short name of old, which no sweep takes.
+		var dir string
+		var err error
+		for _, pattern := range []string{egressDirPattern(), egressDirPrefix} {
+			if dir, err = os.MkdirTemp(base, pattern); err != nil {
+				break
+			}
+			// A long TMPDIR: the socket's path would not fit a Unix socket.
+			if n := len(filepath.Join(dir, "proxy.sock")); n >= maxSocketPath {
+				os.Remove(dir)
+				dir, err = "", fmt.Errorf("%s: a socket there would have a path of %d bytes, past the %d a Unix socket takes", base, n, maxSocketPath-1)
+				continue
+			}
+			break
+		}
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		// A long TMPDIR: the socket's path would not fit a Unix socket.
-		if n := len(filepath.Join(dir, "proxy.sock")); n >= maxSocketPath {
-			os.Remove(dir)
-			errs = append(errs, fmt.Errorf("%s: a socket there would have a path of %d bytes, past the %d a Unix socket takes", base, n, maxSocketPath-1))
 			continue
 		}
 		return dir, nil
@@ -185,6 +198,109 @@ func socketDir(g *grant.Grant) (string, error) {
 
 // maxSocketPath is the size of sockaddr_un's path, with its NUL.
 const maxSocketPath = 108
+
+// egressDirPrefix begins the name of every proxy's socket directory.
+const egressDirPrefix = "airlock-egress-"
+
+// egressDirPattern is the MkdirTemp pattern of this process's proxy
+// socket directories: egressDirPrefix, then the process (procid: pid and
+// start time) and a short digest of its PID namespace (procid.Space, which
+// whole would leave too little of a socket path's 108 bytes), then "-"
+// and MkdirTemp's random part. A broker killed with SIGKILL cannot remove
+// its directories; the name lets the next start of airlock tell them
+// from a live broker's (sweepEgressDirs).
+func egressDirPattern() string {
+	return egressDirPrefix + egressOwner(procid.Self(), procid.Space()) + "-"
+}
+
+// egressOwner is the owner part of a socket directory's name: "PID-START"
+// and, when the namespace is known, "." and 12 hex digits of its digest.
+func egressOwner(id procid.ID, space string) string {
+	if space == "" {
+		return string(id)
+	}
+	sum := sha256.Sum256([]byte(space))
+	return string(id) + "." + hex.EncodeToString(sum[:6])
+}
+
+// sweepEgressDirs removes the proxy socket directories that brokers which
+// are gone left in socketBases: a broker killed with SIGKILL (or the OOM
+// killer) never ran the stop that removes its call's directory, and nothing
+// else ever did, so each such call left one in /dev/shm for good. Only a
+// directory named by egressDirPattern for a process of this PID namespace
+// that no longer runs, and owned by this user, is touched, and only its
+// socket and then the directory itself are removed (never a tree): a
+// directory with anything else in it stays.
+func sweepEgressDirs(logger *slog.Logger) {
+	here := ""
+	if sp := procid.Space(); sp != "" {
+		here = strings.TrimPrefix(egressOwner("", sp), ".")
+	}
+	for _, base := range socketBases() {
+		ents, err := os.ReadDir(base)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			id, space, ok := egressDirOwner(e.Name())
+			if !ok || !e.IsDir() || space != "" && space != here || id.Alive() {
+				continue
+			}
+			dir := filepath.Join(base, e.Name())
+			if !ownDir(dir) {
+				continue
+			}
+			sock := filepath.Join(dir, "proxy.sock")
+			if fi, err := os.Lstat(sock); err == nil && fi.Mode().Type() == os.ModeSocket {
+				_ = os.Remove(sock)
+			}
+			if err := os.Remove(dir); err != nil {
+				logger.Debug("a dead broker's egress socket directory left", "dir", dir, "err", err)
+			}
+		}
+	}
+}
+
+// egressDirOwner returns the process and the namespace digest ("" when the
+// name gives none) named by a socket directory's name, as egressDirPattern
+// makes it. ok is false for any other name, an older broker's included
+// (whose owner cannot be told, so it is left alone).
+func egressDirOwner(name string) (id procid.ID, space string, ok bool) {
+	rest, found := strings.CutPrefix(name, egressDirPrefix)
+	i := strings.LastIndexByte(rest, '-')
+	if !found || i < 0 {
+		return "", "", false
+	}
+	owner, space, spaced := strings.Cut(rest[:i], ".")
+	pid, start, timed := strings.Cut(owner, "-")
+	if !digits(pid) || !timed || !digits(start) || spaced && (len(space) != 12 || !isHex(space)) {
+		return "", "", false
+	}
+	id = procid.ID(owner)
+	return id, space, id.PID() != 0
+}
+
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+func isHex(s string) bool {
+	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// ownDir reports whether dir is a directory (not a link to one) of this
+// process's effective user.
+func ownDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	uid, ok := fileOwner(fi)
+	return ok && uid == os.Geteuid()
+}
+
+// sweepEgressOnce sweeps dead brokers' socket directories once per process.
+var sweepEgressOnce sync.Once
 
 // SetEnv sets kv ("K=V") in list, replacing an existing K, and returns
 // the list.

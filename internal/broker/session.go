@@ -297,6 +297,9 @@ func Open(opts *Options) (*Session, error) {
 	} else if len(done) > 0 {
 		logger.Info("recorded the interrupted calls of sessions whose broker died", "sessions", done)
 	}
+	// A broker killed with SIGKILL left its calls' egress socket
+	// directories; the first session of each process removes them.
+	sweepEgressOnce.Do(func() { sweepEgressDirs(logger) })
 	live, err := audit.OpenLive(records, o.ID)
 	if err != nil {
 		lg.Close()
