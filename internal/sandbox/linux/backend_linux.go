@@ -449,7 +449,7 @@ func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.
 		cfg.Claim = true
 		x.paths = b.grantPaths(cfg)
 	}
-	x.counts = userCounts.reserve()
+	x.counts = userCounts.reserve(cfg.Procs)
 	applyShares(cfg, x.counts)
 	res, err := b.setup(ctx, x, deadline, start, hold, pre)
 	if err != nil || res != nil {

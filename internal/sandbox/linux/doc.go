@@ -33,7 +33,14 @@
 //     limits, which the sandboxes alive in one broker process divide
 //     (usercounts_linux.go: each new one gets its bound or half of what is
 //     left, so parallel and background calls together cannot use the
-//     user's up either);
+//     user's up either). Processes too, for a broker that is not host
+//     root: the kernel counts a sandbox's processes against the RLIMIT_NPROC
+//     the user had when it made the sandbox's user namespace, so sandboxes
+//     of the default 256 left a user whose limit was 600 no process to
+//     fork, and the broker no thread (its runtime aborted); a sandbox's
+//     RLIMIT_NPROC is its process limit or, when less is left, its share
+//     (never below the init's own threads, initThreads), which a command
+//     meets as EAGAIN without the pids cgroup reporting it;
 //     io_setup is refused (kernel AIO is one pool for the machine). Epoll
 //     watches are counted per host user with no per-namespace bound; their
 //     memory is the sandbox's, but the kernel sizes

@@ -3,6 +3,7 @@ package linux
 import (
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,15 +30,17 @@ var userCounts = countLedger{bounds: userBounds}
 
 // A userBound is one per-user kernel object a sandbox is bounded in.
 type userBound struct {
-	name  string             // the /proc/sys/user knob, or rlimitSigPending or rlimitMsgQueue
-	want  int                // a sandbox's bound when enough is left
+	name  string             // the /proc/sys/user knob, or one of the rlimits below
+	want  int                // a sandbox's bound when enough is left (rlimitNproc: the call's)
 	limit func() (int, bool) // the user's own limit, if known and finite
+	floor int                // the least share a sandbox gets, however little is left
 }
 
-// The names of the two rlimits among a sandbox's shares.
+// The names of the rlimits among a sandbox's shares.
 const (
 	rlimitSigPending = "RLIMIT_SIGPENDING"
 	rlimitMsgQueue   = "RLIMIT_MSGQUEUE"
+	rlimitNproc      = "RLIMIT_NPROC"
 )
 
 // userLimitDir is where the broker's user's limits are read (the knobs
@@ -51,12 +54,34 @@ const userLimitDir = "/proc/sys/user/"
 var userBounds = func() []userBound {
 	var out []userBound
 	for _, c := range peruser.Counts {
-		out = append(out, userBound{c.Name, c.Max, func() (int, bool) { return readLimit(userLimitDir + c.Name) }})
+		out = append(out, userBound{name: c.Name, want: c.Max, limit: func() (int, bool) { return readLimit(userLimitDir + c.Name) }})
 	}
 	return append(out,
-		userBound{rlimitSigPending, peruser.SigPending, func() (int, bool) { return ownRlimit(unix.RLIMIT_SIGPENDING) }},
-		userBound{rlimitMsgQueue, peruser.MsgQueueBytes, func() (int, bool) { return ownRlimit(unix.RLIMIT_MSGQUEUE) }})
+		userBound{name: rlimitSigPending, want: peruser.SigPending, limit: func() (int, bool) { return ownRlimit(unix.RLIMIT_SIGPENDING) }},
+		userBound{name: rlimitMsgQueue, want: peruser.MsgQueueBytes, limit: func() (int, bool) { return ownRlimit(unix.RLIMIT_MSGQUEUE) }},
+		// The init's own threads need to be made whatever is left: a
+		// share below them ends the sandbox, not just its command.
+		userBound{name: rlimitNproc, limit: nprocLimit, floor: initThreads})
 }()
+
+// nprocLimit is the broker's soft RLIMIT_NPROC when the kernel holds a
+// sandbox's processes to it: at every fork in a user namespace, the
+// processes of the user that made it count against the RLIMIT_NPROC that
+// user had then, unless it is host root (uid 0 of the first user
+// namespace), whose processes the kernel never counts against it.
+func nprocLimit() (int, bool) {
+	if os.Geteuid() == 0 && hostRoot() {
+		return 0, false
+	}
+	return ownRlimit(unix.RLIMIT_NPROC)
+}
+
+// hostRoot reports whether this process's user namespace is the host's
+// (its uid map maps every uid to itself), so that uid 0 is host root.
+func hostRoot() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && slices.Equal(strings.Fields(string(b)), []string{"0", "0", "4294967295"})
+}
 
 // countLedger is the share of the user's limits that the sandboxes alive
 // hold. Together they hold at most half of each limit; each new sandbox
@@ -70,9 +95,10 @@ type countLedger struct {
 	used   map[string]int
 }
 
-// reserve returns the bounds of one more sandbox, taken from the budget
-// until release gives them back.
-func (l *countLedger) reserve() []initproto.UserCount {
+// reserve returns the bounds of one more sandbox, whose process limit
+// (its init's threads included) is procs, taken from the budget until
+// release gives them back.
+func (l *countLedger) reserve(procs int) []initproto.UserCount {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.budget == nil {
@@ -86,8 +112,11 @@ func (l *countLedger) reserve() []initproto.UserCount {
 	out := make([]initproto.UserCount, 0, len(l.bounds))
 	for _, b := range l.bounds {
 		n := b.want
+		if b.name == rlimitNproc {
+			n = procs
+		}
 		if budget, ok := l.budget[b.name]; ok {
-			n = min(n, (max(budget-l.used[b.name], 0)+1)/2)
+			n = min(n, max((max(budget-l.used[b.name], 0)+1)/2, b.floor))
 			l.used[b.name] += n
 		}
 		out = append(out, initproto.UserCount{Name: b.name, Max: n})
@@ -117,6 +146,8 @@ func applyShares(cfg *initproto.Config, shares []initproto.UserCount) {
 			cfg.SigPending = &v
 		case rlimitMsgQueue:
 			cfg.MsgQueueBytes = &v
+		case rlimitNproc:
+			cfg.ProcShare = &v
 		default:
 			cfg.UserCounts = append(cfg.UserCounts, c)
 		}

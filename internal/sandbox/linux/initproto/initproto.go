@@ -187,6 +187,10 @@ type Config struct {
 	// Nil means peruser.SigPending and peruser.MsgQueueBytes.
 	SigPending    *uint64 `json:"sig_pending,omitempty"`
 	MsgQueueBytes *uint64 `json:"msg_queue_bytes,omitempty"`
+	// ProcShare, when set and below Procs, is the sandbox's RLIMIT_NPROC
+	// instead: its share of the processes the broker's user may have,
+	// which the kernel charges the sandbox's processes against too.
+	ProcShare *uint64 `json:"proc_share,omitempty"`
 
 	// Claim makes the init stop after the grant mounts, report Staged and
 	// wait for a Claim on ConfigFD before it protects the sandbox and

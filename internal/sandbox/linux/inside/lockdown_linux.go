@@ -106,7 +106,16 @@ func setRlimits(cfg *initproto.Config) error {
 		}
 	}
 	if cfg.Procs > 0 {
-		if err := set("RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(cfg.Procs)); err != nil {
+		// The kernel counts a sandbox's processes against the broker's
+		// user as well (up to the user's RLIMIT_NPROC, unless that user is
+		// host root): the host gives each sandbox its share of the user's
+		// (initproto.Config.ProcShare), so the user's own processes and the
+		// broker's threads are not refused while sandboxes run.
+		procs := uint64(cfg.Procs)
+		if cfg.ProcShare != nil && *cfg.ProcShare < procs {
+			procs = *cfg.ProcShare
+		}
+		if err := set("RLIMIT_NPROC", unix.RLIMIT_NPROC, procs); err != nil {
 			return err
 		}
 	}
