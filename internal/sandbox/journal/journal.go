@@ -67,6 +67,13 @@ func Name() string {
 // cannot be told from here. One whose name gives no namespace is judged
 // by its pid as before.
 func SweepDead(dir string, remove func(path string) bool, log *slog.Logger) {
+	SweepDeadOf(dir, "placeholders", remove, log)
+}
+
+// SweepDeadOf is SweepDead for journals of other things than
+// placeholders (what names them in the log): the cgroup directories
+// under which a sandbox backend made its sandboxes' cgroups, for one.
+func SweepDeadOf(dir, what string, remove func(path string) bool, log *slog.Logger) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -81,11 +88,11 @@ func SweepDead(dir string, remove func(path string) bool, log *slog.Logger) {
 		path := filepath.Join(dir, e.Name())
 		n, err := Remove(path, remove)
 		if err != nil {
-			log.Debug("sweeping placeholders", "journal", path, "err", err)
+			log.Debug("sweeping "+what, "journal", path, "err", err)
 			continue
 		}
 		if n > 0 {
-			log.Info("removed placeholders a dead airlock process left", "count", n, "pid", id.PID())
+			log.Info("removed "+what+" a dead airlock process left", "count", n, "pid", id.PID())
 		}
 		_ = os.Remove(path)
 	}

@@ -112,6 +112,9 @@ func New(opts *Options) (*Backend, error) {
 	b.cg.sweep()
 	b.placeholders.log = b.log
 	if o.StateDir != "" {
+		cgJournal := filepath.Join(o.StateDir, cgroupJournalDir)
+		sweepCgroupJournals(cgJournal, b.log)
+		b.cg.journal(cgJournal)
 		b.placeholders.journalDir = filepath.Join(o.StateDir, journalDir)
 		b.placeholders.depot = newDepot(o.StateDir)
 		sweepJournals(b.placeholders.journalDir, b.log)

@@ -4,16 +4,20 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/sandbox/journal"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
 
@@ -735,21 +739,106 @@ func allDigits(s string) bool {
 // its running calls. One whose name gives no namespace (an older broker's,
 // or one that could not read its own) is judged as before.
 func (h cgroupHost) sweep() {
-	here := procid.Space()
 	for _, p := range h.parents() {
-		ents, err := os.ReadDir(p)
-		if err != nil {
+		sweepParent(p, h.version)
+	}
+}
+
+// sweepParent removes the cgroups below parent (of cgroup version
+// version) that brokers which are gone made, as sweep does, and reports
+// whether it removed any.
+func sweepParent(parent string, version int) bool {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return false
+	}
+	here := procid.Space()
+	removed := false
+	for _, e := range ents {
+		if !e.IsDir() {
 			continue
 		}
-		for _, e := range ents {
-			if !e.IsDir() {
-				continue
-			}
-			id, space, ok := cgroupOwner(e.Name())
-			if !ok || space != "" && space != here || id.Alive() {
-				continue
-			}
-			_ = removeCgroup(filepath.Join(p, e.Name()), h.version)
+		id, space, ok := cgroupOwner(e.Name())
+		if !ok || space != "" && space != here || id.Alive() {
+			continue
+		}
+		if removeCgroup(filepath.Join(parent, e.Name()), version) == nil {
+			removed = true
 		}
 	}
+	return removed
+}
+
+// cgroupJournalDir is where, below Options.StateDir, each process
+// journals the cgroup directories under which it makes its sandboxes'
+// cgroups (its own, or Options.CgroupParent): one file per process
+// (journal.Name), one directory a line. sweep looks under the new
+// broker's own cgroup only, and on cgroup v1 a broker's memory cgroup is
+// its launcher's (a login session's, a terminal's or a job runner's
+// scope), so a broker killed with SIGKILL left its sandboxes' cgroups, its
+// warm ones' too, for good unless another happened to start in that same
+// cgroup. A later process over the same state directory sweeps the
+// directories a dead one journalled (sweepCgroupJournals).
+const cgroupJournalDir = ".cgroups"
+
+// journalled are the journal files this process has written, each with
+// the parents it holds, so that a process that makes many backends (a
+// server's sessions) writes each parent once.
+var journalled = struct {
+	sync.Mutex
+	parents map[string][]string
+}{parents: map[string][]string{}}
+
+// journal notes h's parents in dir before any sandbox cgroup is made
+// there. A journal that cannot be written is not a reason to fail: this
+// process still removes its cgroups, and the sweep of its own cgroup
+// still finds them when the next broker starts there.
+func (h cgroupHost) journal(dir string) {
+	parents := h.parents()
+	if len(parents) == 0 {
+		return
+	}
+	file := filepath.Join(dir, journal.Name())
+	journalled.Lock()
+	defer journalled.Unlock()
+	var add []string
+	for _, p := range parents {
+		if !slices.Contains(journalled.parents[file], p) {
+			add = append(add, p)
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(add, "\n") + "\n"); err == nil {
+		journalled.parents[file] = append(journalled.parents[file], add...)
+	}
+}
+
+// sweepCgroupJournals removes, under each cgroup directory a process that
+// is gone journalled in dir, the cgroups of brokers that are gone, and
+// then the journals. A journalled path that is not a cgroup directory is
+// left alone.
+func sweepCgroupJournals(dir string, log *slog.Logger) {
+	journal.SweepDeadOf(dir, "cgroups", func(parent string) bool {
+		var fs unix.Statfs_t
+		if err := unix.Statfs(parent, &fs); err != nil {
+			return false
+		}
+		switch fs.Type {
+		case unix.CGROUP2_SUPER_MAGIC:
+			return sweepParent(parent, 2)
+		case unix.CGROUP_SUPER_MAGIC:
+			return sweepParent(parent, 1)
+		}
+		return false
+	}, log)
 }
