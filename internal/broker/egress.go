@@ -229,8 +229,9 @@ func egressOwner(id procid.ID, space string) string {
 // else ever did, so each such call left one in /dev/shm for good. Only a
 // directory named by egressDirPattern for a process of this PID namespace
 // that no longer runs, and owned by this user, is touched, and only its
-// socket and then the directory itself are removed (never a tree): a
-// directory with anything else in it stays.
+// socket (under its name or the temporary one it is bound to) and then the
+// directory itself are removed (never a tree): a directory with anything
+// else in it stays.
 func sweepEgressDirs(logger *slog.Logger) {
 	here := ""
 	if sp := procid.Space(); sp != "" {
@@ -250,9 +251,14 @@ func sweepEgressDirs(logger *slog.Logger) {
 			if !ownDir(dir) {
 				continue
 			}
-			sock := filepath.Join(dir, "proxy.sock")
-			if fi, err := os.Lstat(sock); err == nil && fi.Mode().Type() == os.ModeSocket {
-				_ = os.Remove(sock)
+			// The socket, or the temporary name it is bound to before
+			// it is renamed (egress.Proxy.ListenUnix): a broker killed
+			// between the two left that.
+			inside, _ := os.ReadDir(dir)
+			for _, f := range inside {
+				if f.Type() == os.ModeSocket && (f.Name() == "proxy.sock" || strings.HasPrefix(f.Name(), ".egress-")) {
+					_ = os.Remove(filepath.Join(dir, f.Name()))
+				}
 			}
 			if err := os.Remove(dir); err != nil {
 				logger.Debug("a dead broker's egress socket directory left", "dir", dir, "err", err)

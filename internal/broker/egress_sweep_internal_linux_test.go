@@ -26,17 +26,21 @@ func TestSweepEgressDirsTakesOnlyTheDead(t *testing.T) {
 	socketBases = func() []string { return []string{base} }
 	defer func() { socketBases = was }()
 
+	var mkSock func(name, sock string, extra bool) string
 	dead := procid.ID(string(procid.Self()) + "1") // our pid, another start time
 	here := procid.Space()
 	if here == "" {
 		t.Skip("this host does not tell PID namespaces apart")
 	}
 	mk := func(name string, extra bool) string {
+		return mkSock(name, "proxy.sock", extra)
+	}
+	mkSock = func(name, sock string, extra bool) string {
 		dir := filepath.Join(base, name)
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		l, err := net.Listen("unix", filepath.Join(dir, "proxy.sock"))
+		l, err := net.Listen("unix", filepath.Join(dir, sock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,6 +55,8 @@ func TestSweepEgressDirsTakesOnlyTheDead(t *testing.T) {
 	}
 	gone := mk(egressDirPrefix+egressOwner(dead, here)+"-1", false)
 	goneNoSpace := mk(egressDirPrefix+egressOwner(dead, "")+"-2", false)
+	// Killed between the bind and the rename (egress.Proxy.ListenUnix).
+	goneUnrenamed := mkSock(egressDirPrefix+egressOwner(dead, here)+"-6", ".egress-0123456789ab", false)
 	live := mk(egressDirPrefix+egressOwner(procid.Self(), here)+"-3", false)
 	foreign := mk(egressDirPrefix+egressOwner(dead, "another")+"-4", false)
 	older := mk(egressDirPrefix+"12345", false)
@@ -63,7 +69,7 @@ func TestSweepEgressDirsTakesOnlyTheDead(t *testing.T) {
 	for _, e := range ents {
 		left = append(left, e.Name())
 	}
-	for _, name := range []string{gone, goneNoSpace} {
+	for _, name := range []string{gone, goneNoSpace, goneUnrenamed} {
 		if slices.Contains(left, name) {
 			t.Errorf("a dead broker's %s was left", name)
 		}
