@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockhq/airlock/internal/procid"
 )
 
 // sealOverlay opens path through a read-only overlayfs mount that is never
@@ -67,18 +69,67 @@ func sealOverlay(path string) (*os.File, error) {
 	return f, nil
 }
 
-// emptyLayer makes an empty directory outside dir and not containing it.
+// sealLayerPrefix begins the name of an overlay's empty layer.
+const sealLayerPrefix = "airlock-seal-"
+
+// emptyLayer makes an empty directory outside dir and not containing it,
+// named for this process (sealLayerName). It first removes the empty
+// layers there of processes that are gone: the layer lives only while the
+// overlay is made, at a broker's start, and a broker killed then left it,
+// which nothing else ever removed.
 func emptyLayer(dir string) (string, error) {
 	inside := func(a, b string) bool { return a == b || b == "/" || strings.HasPrefix(a, b+"/") }
 	for _, parent := range []string{os.TempDir(), "/dev/shm", "/run", "/var/tmp"} {
 		if parent = filepath.Clean(parent); inside(dir, parent) || inside(parent, dir) {
 			continue
 		}
-		if d, err := os.MkdirTemp(parent, "airlock-seal-"); err == nil {
+		sweepSealLayers(parent)
+		if d, err := os.MkdirTemp(parent, sealLayerName(procid.Self(), procid.Space())); err == nil {
 			return d, nil
 		}
 	}
 	return "", fmt.Errorf("no place for the overlay's empty layer apart from %s", dir)
+}
+
+// sealLayerName is the MkdirTemp pattern of the empty layers of process
+// id of PID namespace space (procid.Space; "" when unknown): the prefix,
+// "ID.SPACE" (or "ID"), then "-" and MkdirTemp's random part.
+func sealLayerName(id procid.ID, space string) string {
+	if space != "" {
+		return sealLayerPrefix + string(id) + "." + space + "-"
+	}
+	return sealLayerPrefix + string(id) + "-"
+}
+
+// sweepSealLayers removes the empty layers in parent that processes which
+// are gone made: only a directory named by sealLayerName, of a process of
+// this PID namespace (another's pid says nothing here) that no longer
+// runs, owned by this user, and only when empty (an rmdir). An older
+// broker's layer, whose name says nothing of its process, is left alone.
+func sweepSealLayers(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	here := procid.Space()
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), sealLayerPrefix)
+		i := strings.LastIndexByte(rest, '-')
+		if !ok || !e.IsDir() || i < 0 {
+			continue
+		}
+		owner, space, spaced := strings.Cut(rest[:i], ".")
+		pid, start, timed := strings.Cut(owner, "-")
+		if !allDigits(pid) || timed && !allDigits(start) || spaced && !spaceName(space) || spaced && space != here || procid.ID(owner).Alive() {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		_ = unix.Rmdir(p)
+	}
 }
 
 // checkSealed makes sure f is path's regular file (same inode, size and
