@@ -40,7 +40,10 @@
 //     fork, and the broker no thread (its runtime aborted); a sandbox's
 //     RLIMIT_NPROC is its process limit or, when less is left, its share
 //     (never below the init's own threads, initThreads), which a command
-//     meets as EAGAIN without the pids cgroup reporting it;
+//     meets as EAGAIN without the pids cgroup reporting it. Locked shared
+//     memory (SHM_LOCK) the same way, by RLIMIT_MEMLOCK: a sandbox that
+//     kept the user's 8 MiB locked it all, and the user's own processes
+//     could lock none;
 //     io_setup is refused (kernel AIO is one pool for the machine). Epoll
 //     watches are counted per host user with no per-namespace bound; their
 //     memory is the sandbox's, but the kernel sizes

@@ -41,6 +41,7 @@ const (
 	rlimitSigPending = "RLIMIT_SIGPENDING"
 	rlimitMsgQueue   = "RLIMIT_MSGQUEUE"
 	rlimitNproc      = "RLIMIT_NPROC"
+	rlimitMemlock    = "RLIMIT_MEMLOCK"
 )
 
 // userLimitDir is where the broker's user's limits are read (the knobs
@@ -61,8 +62,22 @@ var userBounds = func() []userBound {
 		userBound{name: rlimitMsgQueue, want: peruser.MsgQueueBytes, limit: func() (int, bool) { return ownRlimit(unix.RLIMIT_MSGQUEUE) }},
 		// The init's own threads need to be made whatever is left: a
 		// share below them ends the sandbox, not just its command.
-		userBound{name: rlimitNproc, limit: nprocLimit, floor: initThreads})
+		userBound{name: rlimitNproc, limit: nprocLimit, floor: initThreads},
+		// Wanted: what the broker has, which a sandbox kept before; with
+		// no finite limit to share (or for host root, whose own processes
+		// may lock regardless) the sandbox keeps it as it is.
+		userBound{name: rlimitMemlock, want: -1, limit: memlockLimit})
 }()
+
+// memlockLimit is the broker's soft RLIMIT_MEMLOCK when the kernel holds
+// what a sandbox locks of shared memory against it for the user: not for
+// host root, whose own processes lock with CAP_IPC_LOCK whatever is locked.
+func memlockLimit() (int, bool) {
+	if os.Geteuid() == 0 && hostRoot() {
+		return 0, false
+	}
+	return ownRlimit(unix.RLIMIT_MEMLOCK)
+}
 
 // nprocLimit is the broker's soft RLIMIT_NPROC when the kernel holds a
 // sandbox's processes to it: at every fork in a user namespace, the
@@ -115,7 +130,16 @@ func (l *countLedger) reserve(procs int) []initproto.UserCount {
 		if b.name == rlimitNproc {
 			n = procs
 		}
-		if budget, ok := l.budget[b.name]; ok {
+		budget, ok := l.budget[b.name]
+		if n < 0 {
+			// As much as the broker has: its whole limit, or, without
+			// one, no share at all (the sandbox keeps what it inherits).
+			if !ok {
+				continue
+			}
+			n = 2 * budget
+		}
+		if ok {
 			n = min(n, max((max(budget-l.used[b.name], 0)+1)/2, b.floor))
 			l.used[b.name] += n
 		}
@@ -148,6 +172,8 @@ func applyShares(cfg *initproto.Config, shares []initproto.UserCount) {
 			cfg.MsgQueueBytes = &v
 		case rlimitNproc:
 			cfg.ProcShare = &v
+		case rlimitMemlock:
+			cfg.MemlockBytes = &v
 		default:
 			cfg.UserCounts = append(cfg.UserCounts, c)
 		}

@@ -191,6 +191,10 @@ type Config struct {
 	// instead: its share of the processes the broker's user may have,
 	// which the kernel charges the sandbox's processes against too.
 	ProcShare *uint64 `json:"proc_share,omitempty"`
+	// MemlockBytes, when set, is the sandbox's RLIMIT_MEMLOCK: its share
+	// of the shared memory the broker's user may lock (SHM_LOCK), which
+	// the kernel charges to that user too. Nil keeps the broker's own.
+	MemlockBytes *uint64 `json:"memlock_bytes,omitempty"`
 
 	// Claim makes the init stop after the grant mounts, report Staged and
 	// wait for a Claim on ConfigFD before it protects the sandbox and

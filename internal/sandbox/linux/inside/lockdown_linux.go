@@ -90,6 +90,14 @@ func setRlimits(cfg *initproto.Config) error {
 	if err := set("RLIMIT_MSGQUEUE", unix.RLIMIT_MSGQUEUE, msgQueue); err != nil {
 		return err
 	}
+	// Locked shared memory (SHM_LOCK) counts against the broker's user
+	// too: a sandbox that kept the user's RLIMIT_MEMLOCK locked all of
+	// it, and the user's own processes could lock none.
+	if cfg.MemlockBytes != nil {
+		if err := set("RLIMIT_MEMLOCK", unix.RLIMIT_MEMLOCK, *cfg.MemlockBytes); err != nil {
+			return err
+		}
+	}
 	if cfg.AddressSpace > 0 {
 		if err := set("RLIMIT_AS", unix.RLIMIT_AS, uint64(cfg.AddressSpace)); err != nil {
 			return err
