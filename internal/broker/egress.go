@@ -242,6 +242,11 @@ func sweepEgressDirs(logger *slog.Logger) {
 		if err != nil {
 			continue
 		}
+		// socketDir takes a base no grant can expose first, so a broker
+		// that could write one (/dev/shm) put its directories nowhere
+		// else: the temporary directories, which may be large, are not
+		// listed then.
+		last := grant.NeverMounted(base) && writableDir(base)
 		for _, e := range ents {
 			id, space, ok := egressDirOwner(e.Name())
 			if !ok || !e.IsDir() || space != "" && space != here || id.Alive() {
@@ -263,6 +268,9 @@ func sweepEgressDirs(logger *slog.Logger) {
 			if err := os.Remove(dir); err != nil {
 				logger.Debug("a dead broker's egress socket directory left", "dir", dir, "err", err)
 			}
+		}
+		if last {
+			return
 		}
 	}
 }

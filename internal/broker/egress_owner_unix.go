@@ -5,6 +5,8 @@ package broker
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileOwner returns the uid that owns the file fi describes.
@@ -15,3 +17,6 @@ func fileOwner(fi os.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// writableDir reports whether this process may make entries in dir.
+func writableDir(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
