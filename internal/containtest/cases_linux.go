@@ -34,6 +34,7 @@ var cases = []struct {
 	{"13-disk-fill", (*suite).diskFill},
 	{"13-disk-fill-below-a-mount-in-a-grant", (*suite).diskFillSubmount},
 	{"13-no-allocation-past-the-end", (*suite).noPrealloc},
+	{"13-no-room-outside-the-grant", (*suite).noRoomOutside},
 	{"14-processes-left-behind", (*suite).leftBehind},
 	{"19-no-network", (*suite).noNetwork},
 	{"28-host-unix-sockets-in-granted-trees", (*suite).hostSockets},
@@ -409,6 +410,35 @@ func (s *suite) noPrealloc() {
 	}
 	if b, err := strconv.ParseInt(got["prealloc_blocks"], 10, 64); err != nil || b > 1<<20 {
 		s.t.Errorf("the file holds %q bytes after the calls, want none", got["prealloc_blocks"])
+	}
+}
+
+// Case 13, the sandbox's own file systems: outside the granted trees only
+// /tmp and /dev/shm take a file or a directory, each sized by the tmp
+// limit. Anything else a runtime mounts writable (a container's /dev, a
+// cgroup file system's tmpfs) would be a place to write outside the
+// grant and room past the tmp limit, as a rw grant would be.
+func (s *suite) noRoomOutside() {
+	granted := "/tmp|/dev/shm|" + s.W + "|" + s.W + "/*"
+	if s.disk != "" {
+		granted += "|" + s.disk + "|" + s.disk + "/*"
+	}
+	out := s.sh(`for d in / $(cut -d' ' -f5 /proc/self/mountinfo | sort -u); do
+[ -d "$d" ] || continue
+case "$d" in ` + granted + `) continue;; esac
+(true > "$d/.airlock-probe") 2>/dev/null && echo "file $d"
+mkdir "$d/.airlock-probed" 2>/dev/null && echo "dir $d"
+done; echo scanned`)
+	if !strings.Contains(out, "scanned") {
+		s.t.Fatalf("the scan did not finish: %q", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if d, ok := strings.CutPrefix(line, "file "); ok {
+			s.t.Errorf("the sandbox created a file in %s, outside its grants, /tmp and /dev/shm", d)
+		}
+		if d, ok := strings.CutPrefix(line, "dir "); ok {
+			s.t.Errorf("the sandbox created a directory in %s, outside its grants, /tmp and /dev/shm", d)
+		}
 	}
 }
 

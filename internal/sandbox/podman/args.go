@@ -155,6 +155,18 @@ func Args(inv *Invocation) ([]string, error) {
 		// conmon kills the container at this time even if the broker died.
 		"--timeout", strconv.FormatInt(secs+5, 10),
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,size=%d,mode=1777", inv.TmpBytes),
+		// /dev/shm, the container's other tmpfs, is sized by the tmp
+		// limit as /tmp is, as on the native backend: Podman's default
+		// gave 64 MB there whatever the grant's limits.tmp.
+		"--shm-size", strconv.FormatInt(inv.TmpBytes, 10),
+		// A read-only /dev: Podman's own was a writable tmpfs owned by
+		// container root, whom every call runs as, so a call wrote files
+		// and directories there (64 MiB of them) outside its grants and
+		// past the tmp limit. runc makes the device nodes (binds of the
+		// host's) and the mount points below it before it remounts it
+		// read-only; Podman adds no /dev/mqueue under a /dev of ours,
+		// which the native backend has none of either.
+		"--mount", "type=tmpfs,destination=/dev,ro,nosuid,noexec,tmpfs-size=65536,tmpfs-mode=0755",
 		// No pseudo-terminals: an empty read-only tmpfs covers Podman's
 		// devpts (and so /dev/ptmx, its link), as on the native backend,
 		// which gives none. Podman's gave each container a devpts of its

@@ -97,6 +97,20 @@ func TestLiveLimits(t *testing.T) {
 			t.Errorf("result %+v, want the memory limit hit and named as what ended it", res)
 		}
 	})
+	t.Run("tmp", func(t *testing.T) {
+		// /dev/shm is a tmpfs of its own, sized by the tmp limit as /tmp
+		// is (and as on the native backend): Podman's default gave every
+		// container 64 MB there whatever the grant's limits.tmp.
+		spec := baseSpec(work)
+		spec.Limits.TmpBytes = 4 << 20
+		spec.Limits.MemoryBytes = 256 << 20
+		out, _ := sh(t, b, spec, "for d in /tmp /dev/shm; do head -c 16m /dev/zero > $d/fill 2>/dev/null; echo $d=$(wc -c < $d/fill); done")
+		for _, d := range []string{"/tmp", "/dev/shm"} {
+			if n := fieldAfter(out, d+"="); n < 0 || n > 4<<20 {
+				t.Errorf("%s took %d bytes under a tmp limit of 4 MiB: %q", d, n, out)
+			}
+		}
+	})
 	t.Run("output", func(t *testing.T) {
 		spec := baseSpec(work)
 		spec.Limits.OutputBytes = 4096
@@ -355,4 +369,21 @@ func TestLiveSignalBeforeStart(t *testing.T) {
 	if res.Signal != int(syscall.SIGINT) {
 		t.Errorf("result %+v, want ended by the SIGINT", res)
 	}
+}
+
+// fieldAfter returns the number after prefix in out, or -1.
+func fieldAfter(out, prefix string) int {
+	_, rest, ok := strings.Cut(out, prefix)
+	if !ok {
+		return -1
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return -1
+	}
+	return n
 }
