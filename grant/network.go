@@ -1,6 +1,10 @@
 package grant
 
-import "slices"
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+)
 
 // HasNetwork reports whether the grant names any host or private address,
 // so a sandbox of its calls needs the egress proxy.
@@ -47,4 +51,49 @@ func (g *Grant) NetworkPrivate() []string {
 		out = append(out, p.String())
 	}
 	return slices.Clip(out)
+}
+
+// NetworkRules are network.hosts and network.private entries alone,
+// checked as a grant checks them (AllowHost, AllowPrivate,
+// AllowPrivateName): remote hands hold a broker's call to the network the
+// broker's grant names with them.
+type NetworkRules struct {
+	hosts, private []hostPattern
+}
+
+// ParseNetworkRules parses entries as NetworkHosts and NetworkPrivate give
+// them, validating each as a grant file's network.hosts and
+// network.private.
+func ParseNetworkRules(hosts, private []string) (*NetworkRules, error) {
+	r := &NetworkRules{}
+	for _, h := range hosts {
+		p, err := parsePublicHost(h)
+		if err != nil {
+			return nil, fmt.Errorf("network.hosts %q: %w", h, err)
+		}
+		r.hosts = append(r.hosts, p)
+	}
+	for _, h := range private {
+		p, err := parsePrivate(h)
+		if err != nil {
+			return nil, fmt.Errorf("network.private %q: %w", h, err)
+		}
+		r.private = append(r.private, p)
+	}
+	return r, nil
+}
+
+// AllowHost is Grant.AllowHost for these rules alone.
+func (r *NetworkRules) AllowHost(host string, port int) (rule string, ok bool) {
+	return (&Grant{hosts: r.hosts, private: r.private}).AllowHost(host, port)
+}
+
+// AllowPrivate is Grant.AllowPrivate for these rules alone.
+func (r *NetworkRules) AllowPrivate(addr netip.Addr, port int) (rule string, ok bool) {
+	return (&Grant{private: r.private}).AllowPrivate(addr, port)
+}
+
+// AllowPrivateName is Grant.AllowPrivateName for these rules alone.
+func (r *NetworkRules) AllowPrivateName(host string, port int) (rule string, ok bool) {
+	return (&Grant{private: r.private}).AllowPrivateName(host, port)
 }

@@ -45,6 +45,9 @@ type EgressOptions struct {
 	Logger *slog.Logger
 	// OnStop runs once the proxy has stopped, after its last decision.
 	OnStop func()
+	// Narrow, when set, must allow a destination too: remote hands narrow
+	// their own grant by the calling broker's (egress.Both).
+	Narrow egress.Policy
 }
 
 // ProxyEnv returns the proxy variables a sandbox with an egress proxy gets:
@@ -75,9 +78,13 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 	if err != nil {
 		return nil, err
 	}
+	var policy egress.Policy = g
+	if opts.Narrow != nil {
+		policy = egress.Both(g, opts.Narrow)
+	}
 	p := egress.New(&egress.Options{
 		Sandbox:      opts.Sandbox,
-		Policy:       g,
+		Policy:       policy,
 		Resolver:     opts.Resolver,
 		Dialer:       opts.Dialer,
 		OnDecision:   opts.OnDecision,
@@ -99,7 +106,8 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 			opts.Logger.Warn("egress proxy stopped", "sandbox", opts.Sandbox, "err", err)
 		}
 	}()
-	spec.Network = sandbox.Network{ProxySocket: sock, ProxyPort: ProxyPort, OnDecision: opts.OnDecision}
+	spec.Network = sandbox.Network{ProxySocket: sock, ProxyPort: ProxyPort, OnDecision: opts.OnDecision,
+		Hosts: g.NetworkHosts(), Private: g.NetworkPrivate()}
 	for _, kv := range append(ProxyEnv(), opts.Env...) {
 		spec.Env = SetEnv(spec.Env, kv)
 	}

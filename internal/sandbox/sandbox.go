@@ -141,6 +141,11 @@ type Network struct {
 	// hands run their own proxy), so they reach the broker's audit log
 	// like those of its own proxy.
 	OnDecision func(egress.Decision)
+	// Hosts and Private are the grant's network.hosts and network.private
+	// entries, in normal form, for a backend that runs its own egress
+	// proxy (remote hands): it must let the call reach no more than they
+	// allow.
+	Hosts, Private []string
 }
 
 // Spec is everything a backend needs to run one call.

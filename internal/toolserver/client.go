@@ -666,6 +666,9 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			OpenFiles: spec.Limits.OpenFiles, AllowUnenforced: spec.Limits.AllowUnenforced,
 		},
 	}
+	if call.Network {
+		call.Hosts, call.Private = spec.Network.Hosts, spec.Network.Private
+	}
 	id := ""
 	retry := false
 	if len(spec.Command) == 0 {

@@ -72,8 +72,16 @@ type Call struct {
 	ReadOnlyDirs []string        `json:"read_only_dirs,omitempty"`
 	Limits       Limits          `json:"limits"`
 	// Network says the broker gave the call an egress proxy (its grant
-	// names hosts); the hands then attach their own, enforcing their grant.
+	// names hosts); the hands then attach their own, enforcing their grant
+	// and, where the broker sends them, Hosts and Private.
 	Network bool `json:"network,omitempty"`
+	// Hosts and Private are the broker's grant's network.hosts and
+	// network.private entries for the call: the hands' proxy lets it reach
+	// only what their own grant and these both allow. (A broker that sends
+	// neither, from before they were sent, is held to the hands' grant
+	// alone.)
+	Hosts   []string `json:"hosts,omitempty"`
+	Private []string `json:"private,omitempty"`
 }
 
 // Limits are sandbox.Limits on the wire (durations in milliseconds).

@@ -565,6 +565,16 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 			o = *s.opts.Egress
 		}
 		o.Sandbox = id
+		if len(call.Hosts)+len(call.Private) > 0 {
+			// The broker's grant narrows the hands': its call reaches no
+			// host its own proxy would refuse, as its paths and limits are
+			// both grants'.
+			rules, err := grant.ParseNetworkRules(call.Hosts, call.Private)
+			if err != nil {
+				return &Result{Error: "the broker's network rules: " + err.Error()}
+			}
+			o.Narrow = rules
+		}
 		next := o.OnDecision
 		o.OnDecision = func(d egress.Decision) {
 			if next != nil {

@@ -1,0 +1,51 @@
+package toolserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/egresstest"
+)
+
+// TestRemoteEgressNarrowedByBrokerGrant: hands that serve brokers of
+// several grants allow, between them, more hosts than one broker's grant
+// names. A call of that broker reaches only what both grants allow, as its
+// paths and limits do: the hands' proxy refuses a host the broker's grant
+// does not name. Before, the broker's grant decided only whether a call
+// had a network at all, and a remote shell command reached every host the
+// hands' grant allowed: curl to a fixture the broker's grant never named
+// fetched its page.
+func TestRemoteEgressNarrowedByBrokerGrant(t *testing.T) {
+	granted := egresstest.Serve(t, nil, "granted.test", nil)
+	other := egresstest.Serve(t, nil, "other.test", nil)
+	w := newWorkspace(t)
+	gp, op := strconv.Itoa(granted.Port), strconv.Itoa(other.Port)
+	var err error
+	w.grant, err = grant.FromFlags(w.root, grant.Flags{ReadWrite: []string{w.root}, Private: []string{"127.0.0.1:" + gp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hands, err := grant.FromFlags(w.root, grant.Flags{ReadWrite: []string{w.root}, Private: []string{"127.0.0.1:" + gp, "127.0.0.1:" + op}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, url := serveGrant(t, hands)
+	s := w.session(t, remote(t, url, nil))
+	curl := func(port string) string {
+		res, err := s.Call(context.Background(), "shell", json.RawMessage(`{"command":"curl -sS http://127.0.0.1:`+port+`/ 2>&1; echo","timeout":30}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Output.Content
+	}
+	if out := curl(gp); !strings.Contains(out, "404 page not found") {
+		t.Fatalf("the host both grants allow was not reached: %q", out)
+	}
+	if out := curl(op); strings.Contains(out, "404 page not found") {
+		t.Errorf("a remote call reached 127.0.0.1:%s, which the hands allow and the broker's grant does not: %q", op, out)
+	}
+}
