@@ -59,7 +59,7 @@ func NewEngine(ctx context.Context) (*Engine, error) {
 	// No compilation cache: see the package comment.
 	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("instantiating WASI: %w", err)
 	}

@@ -134,6 +134,8 @@ func main() {
 		}
 		b, _ := json.Marshal(out)
 		fmt.Println("ok", string(b))
+	case "renumber":
+		renumber(args)
 	case "fds":
 		// fds PATH TOOL: opens PATH, keeping every file open, until an open
 		// fails, then calls TOOL: how far the module got, and whether the
