@@ -97,3 +97,39 @@ func (r *NetworkRules) AllowPrivate(addr netip.Addr, port int) (rule string, ok 
 func (r *NetworkRules) AllowPrivateName(host string, port int) (rule string, ok bool) {
 	return (&Grant{private: r.private}).AllowPrivateName(host, port)
 }
+
+// CommonHostPatterns returns the host patterns (network.plain_http's form)
+// that a and b both allow: of each pair, the one the other covers. A pair
+// that overlaps without either covering the other (a wildcard with a
+// port and a name under it without one) gives nothing, so the result
+// never allows what one list does not. Entries that do not parse are
+// dropped.
+func CommonHostPatterns(a, b []string) []string {
+	parse := func(list []string) []hostPattern {
+		var out []hostPattern
+		for _, s := range list {
+			if p, err := parseHostPattern(s); err == nil {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	var out []string
+	add := func(p hostPattern) {
+		if s := p.String(); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	pb := parse(b)
+	for _, p := range parse(a) {
+		for _, q := range pb {
+			switch {
+			case q.Covers(p):
+				add(p)
+			case p.Covers(q):
+				add(q)
+			}
+		}
+	}
+	return out
+}

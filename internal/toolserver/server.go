@@ -596,7 +596,13 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 		defer stop()
 		stopEgress = stop
 		if in != nil && in.Context.Egress != nil {
-			in.Context.Egress = &wire.Egress{Proxy: in.Context.Egress.Proxy, PlainHTTP: s.opts.Grant.PlainHTTPHosts()}
+			plain := s.opts.Grant.PlainHTTPHosts()
+			if o.Narrow != nil {
+				// http_fetch follows a redirect to plain http only where
+				// both grants allow it, as it checks every hop.
+				plain = grant.CommonHostPatterns(in.Context.Egress.PlainHTTP, plain)
+			}
+			in.Context.Egress = &wire.Egress{Proxy: in.Context.Egress.Proxy, PlainHTTP: plain}
 		}
 	} else if in != nil {
 		in.Context.Egress = nil
