@@ -136,6 +136,10 @@ func Args(inv *Invocation) ([]string, error) {
 		// besides the grants and /tmp, past the read-only root, the tmpfs
 		// size and the disk guard.
 		"--image-volume", "ignore",
+		// The image's HEALTHCHECK is not run: Podman (under systemd)
+		// would podman exec it into the container on a timer, a process
+		// outside airlock's init, its seccomp filter and its limits.
+		"--health-cmd", "none",
 		"--cap-drop", "all",
 		"--security-opt", "no-new-privileges",
 		"--uidmap", fmt.Sprintf("0:%d:%d", IDBase, IDCount),
