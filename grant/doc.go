@@ -15,7 +15,8 @@
 // [paths]
 //
 //   - read_write, read_only: lists of trees or files, relative to the grant
-//     file's directory (the working directory for flags). Each is resolved
+//     file's directory (the working directory for flags); one that starts
+//     with "~" is refused, since nothing expands it. Each is resolved
 //     once, symlinks included, and must exist. "/", /proc, /sys and /dev are
 //     never granted; /etc, /usr, /bin, /sbin, /lib*, /boot and /run are
 //     never granted read-write, nor /var and /home themselves. Grants may

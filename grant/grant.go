@@ -226,6 +226,10 @@ func build(s *spec, ps *problems) *Grant {
 			ps.add(keyDeny, "empty path")
 			continue
 		}
+		if why := tildePath(d); why != "" {
+			ps.addValue(keyDeny, d, "%s", why)
+			continue
+		}
 		if strings.ContainsAny(d, "*?[") {
 			ps.addValue(keyDeny, d, "%q is a pattern; paths.deny takes paths, not globs: list each path (or the directory holding them)", d)
 			continue

@@ -178,3 +178,29 @@ func TestLongPathsRefusedCheaply(t *testing.T) {
 		t.Errorf("a path through 800 locations: %+v", d)
 	}
 }
+
+// TestParseRefusesTildePaths: a grant path that starts with "~" is
+// refused, in every key that takes one, since nothing expands it: it
+// named a "~" directory in the grant's own directory, so a paths.deny of
+// "~/.aws" denied nothing the user meant. A "./~" path is taken as written.
+func TestParseRefusesTildePaths(t *testing.T) {
+	dir := fixture(t, "w/secret", "w/~/x")
+	for _, tt := range []struct{ name, text string }{
+		{"deny", "[paths]\nread_write = [\"w\"]\ndeny = [\"~/secret\"]\n"},
+		{"deny of another user's", "[paths]\nread_write = [\"w\"]\ndeny = [\"~root/secret\"]\n"},
+		{"read_only", "[paths]\nread_only = [\"~/w\"]\n"},
+		{"read_write", "[paths]\nread_write = [\"~\"]\n"},
+		{"secret file", "[network]\nhosts = [\"a.test\"]\n[secrets.T]\nfrom = \"file:~/tok\"\ntools = [\"http_fetch\"]\nhosts = [\"a.test\"]\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.text), "grant.toml", dir)
+			if err == nil || !strings.Contains(err.Error(), `starts with "~"`) || !strings.Contains(err.Error(), "absolute") {
+				t.Errorf("Parse = %v, want a refusal of the ~ path saying to write it absolute", err)
+			}
+		})
+	}
+	g := mustParse(t, dir, "[paths]\nread_write = [\"w\"]\ndeny = [\"w/~/x\"]\nread_only = [\"./w/~\"]\n")
+	if d := g.CheckPath(filepath.Join(dir, "w/~/x"), false); d.Allowed {
+		t.Errorf("w/~/x is allowed, want it denied")
+	}
+}

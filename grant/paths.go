@@ -281,6 +281,9 @@ func resolveRoot(given, base string, writable bool) (root, error) {
 	if given == "" {
 		return root{}, errors.New("cannot mount an empty path")
 	}
+	if why := tildePath(given); why != "" {
+		return root{}, refuse("%s", why)
+	}
 	abs := given
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(base, abs)
@@ -337,6 +340,18 @@ func fileKind(m fs.FileMode) string {
 	default:
 		return "special file"
 	}
+}
+
+// tildePath says why the path p, as a grant writes it, is refused for
+// starting with "~" (a home directory, in a shell), or returns "". No
+// shell reads a grant: its relative paths start from the grant file's
+// directory, so "~/.aws" in paths.deny denied a "~" directory there that
+// did not exist, and the sandbox read the ~/.aws it was meant to hide.
+func tildePath(p string) string {
+	if !strings.HasPrefix(p, "~") {
+		return ""
+	}
+	return fmt.Sprintf("%q starts with \"~\", which a grant does not expand to a home directory (its relative paths start from the grant file's directory); write the path absolute (or \"./%s\" for a file named so)", p, p)
 }
 
 // plantedLink returns the first of links that lies inside a read-write

@@ -62,6 +62,8 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 	switch {
 	case strings.HasPrefix(sec.from, "env:") && validSecretName(sec.from[len("env:"):]):
 		r.Source = sec.from
+	case strings.HasPrefix(sec.from, "file:") && tildePath(sec.from[len("file:"):]) != "":
+		ps.add(key("from"), "%s", tildePath(sec.from[len("file:"):]))
 	case strings.HasPrefix(sec.from, "file:") && len(sec.from) > len("file:"):
 		p := sec.from[len("file:"):]
 		if !filepath.IsAbs(p) {
