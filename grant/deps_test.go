@@ -12,8 +12,8 @@ import (
 
 // TestImports pins what the package may import: the standard library, the
 // TOML decoder and hostrule (the host rules it shares with the egress proxy,
-// itself only the standard library and IDNA). Grant checking stays pure and
-// light.
+// itself only the standard library, IDNA and the public suffix list). Grant
+// checking stays pure and light.
 func TestImports(t *testing.T) {
 	allowed := map[string]bool{"github.com/BurntSushi/toml": true, "github.com/airlockhq/airlock/internal/hostrule": true}
 	files, err := filepath.Glob("*.go")

@@ -44,7 +44,8 @@
 //     trailing dot dropped, IDNA to ASCII) and matched label by label:
 //     "*.example.com" matches a.example.com and a.b.example.com, never
 //     example.com or evilexample.com. "*", a single-label suffix such as
-//     "*.com", "a.*", empty labels, localhost, and names that read as numeric
+//     "*.com", any other public suffix ("*.co.uk", "*.github.io": anyone
+//     can have a name under one), "a.*", empty labels, localhost, and names that read as numeric
 //     addresses ("2130706433", "127.1") are refused. An IP literal must be
 //     public and canonical, and matches only itself.
 //   - private: the only way a non-public address is reached: IPs, CIDRs,

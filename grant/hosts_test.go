@@ -1,7 +1,9 @@
 package grant
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -175,5 +177,39 @@ func TestAllowHost(t *testing.T) {
 	}
 	if _, ok := g.AllowPlainHTTP("a.test", 80); ok {
 		t.Errorf("AllowPlainHTTP(a.test) allowed")
+	}
+}
+
+// TestWildcardOverPublicSuffixRefused: a wildcard whose suffix is a public
+// suffix (the Public Suffix List: co.uk, github.io, workers.dev, ...) is
+// refused wherever a grant names hosts, as "*.com" is, because anyone can
+// have a name under it: "*.github.io" let a sandbox reach
+// attacker.github.io, a site of the attacker's choosing to send the tree
+// to (red team). A wildcard below one ("*.pages.example.co.uk") and the
+// suffix's own name ("github.io") are not.
+func TestWildcardOverPublicSuffixRefused(t *testing.T) {
+	dir := fixture(t, "w/")
+	for _, h := range []string{"*.co.uk", "*.CO.UK.", "*.github.io", "*.workers.dev", "*.githubusercontent.com", "*.s3.amazonaws.com:443", "*.foo.ck"} {
+		for _, text := range []string{
+			"[network]\nhosts = [%q]\n",
+			"[network]\nprivate = [%q]\n",
+			"[network]\nhosts = [\"a.test\"]\nplain_http = [%q]\n",
+		} {
+			text := fmt.Sprintf(text, h)
+			g, err := Parse([]byte(text), "grant.toml", dir)
+			if err == nil {
+				_, ok := g.AllowHost("attacker."+strings.TrimPrefix(strings.TrimSuffix(strings.Split(strings.ToLower(h), ":")[0], "."), "*."), 443)
+				t.Errorf("%s: parsed (attacker's host allowed: %v), want a refusal", text, ok)
+				continue
+			}
+			if !strings.Contains(err.Error(), "public suffix") {
+				t.Errorf("%s: %v, want a refusal naming the public suffix", text, err)
+			}
+		}
+	}
+	for _, h := range []string{"*.example.co.uk", "github.io", "*.pypi.org", "*.a.test", "*.corp.internal", "*.amazonaws.com"} {
+		if _, err := Parse([]byte(fmt.Sprintf("[network]\nhosts = [%q]\n", h)), "grant.toml", dir); err != nil {
+			t.Errorf("hosts = [%q]: %v, want it allowed", h, err)
+		}
 	}
 }

@@ -18,5 +18,11 @@
 // other IPv6 forms that embed an IPv4 address (IPv4-compatible, 6to4,
 // local-use NAT64) are never public.
 //
-// The package imports only the standard library and golang.org/x/net/idna.
+// A wildcard ("*.suffix") needs a suffix of at least two labels that is not
+// itself a public suffix (golang.org/x/net/publicsuffix: co.uk, github.io):
+// anyone can have a name under one, so it would match sites of anyone's
+// choosing, as "*.com" would.
+//
+// The package imports only the standard library, golang.org/x/net/idna and
+// golang.org/x/net/publicsuffix.
 package hostrule

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 // DefaultPorts returns the ports a host pattern without a port allows.
@@ -25,7 +27,7 @@ type Pattern struct {
 // Parse parses "name", "*.suffix" or an IP literal ("192.0.2.1", "[2001:db8::1]"
 // or bare "2001:db8::1"), each with an optional ":port" (an IPv6 literal with a
 // port needs brackets). A wildcard must be the whole first label and have a
-// suffix of at least two labels.
+// suffix of at least two labels that is not a public suffix.
 func Parse(s string) (Pattern, error) {
 	host, port, err := SplitHostPort(s)
 	if err != nil {
@@ -50,10 +52,22 @@ func Parse(s string) (Pattern, error) {
 		p.ip = ip
 	case p.wild && !strings.Contains(name, "."):
 		return Pattern{}, fmt.Errorf("%q: a wildcard needs a suffix of at least two labels", s)
+	case p.wild && isPublicSuffix(name):
+		return Pattern{}, fmt.Errorf("%q: %s is a public suffix (anyone can have a name under it, as under .com: the Public Suffix List), so the wildcard would reach sites of anyone's choosing; list the hosts by name", s, name)
 	default:
 		p.name = name
 	}
 	return p, nil
+}
+
+// isPublicSuffix reports whether the normalised name is itself a public
+// suffix, one under which anyone may have a name (co.uk, github.io,
+// workers.dev), by the Public Suffix List's ICANN and private sections.
+// A wildcard over one matches as much as "*.com", which no grant takes:
+// every site a registrant sets up, an attacker's among them.
+func isPublicSuffix(name string) bool {
+	ps, _ := publicsuffix.PublicSuffix(name)
+	return ps == name
 }
 
 // ParsePrivate parses a pattern that may also be a CIDR ("10.0.0.0/8",

@@ -80,14 +80,14 @@ func TestBoundaryImports(t *testing.T) {
 	const mod = "github.com/airlockhq/airlock"
 	allowed := map[string][]string{
 		mod + "/wire":            {},
-		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", mod + "/internal/redact", mod + "/internal/writetmp", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
-		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", mod + "/internal/redact", mod + "/internal/writetmp", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/tool":            {mod + "/wire", mod + "/internal/hostrule", mod + "/internal/redact", mod + "/internal/writetmp", "golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/runner": {mod + "/wire", mod + "/tool", mod + "/internal/hostrule", mod + "/internal/redact", mod + "/internal/writetmp", "golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/", "golang.org/x/sys/"},
 		mod + "/internal/redact": {},
 		// The names of write_file's temporary files, shared by the tool
 		// and the broker that sweeps them: x/sys only.
 		mod + "/internal/writetmp": {"golang.org/x/sys/"},
 		// The one definition of the host rules: IDNA and nothing of airlock.
-		mod + "/internal/hostrule": {"golang.org/x/net/idna", "golang.org/x/text/"},
+		mod + "/internal/hostrule": {"golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/"},
 		mod + "/internal/sandbox/linux/inside": {
 			mod + "/internal/sandbox/linux/initproto", mod + "/internal/sandbox/linux/seccomp",
 			mod + "/internal/sandbox/linux/eintr",           // x/sys only
@@ -96,13 +96,13 @@ func TestBoundaryImports(t *testing.T) {
 			mod + "/internal/egress/forward", mod + "/wire", // wire: the shared contract, standard library only
 			"golang.org/x/sys/", "github.com/landlock-lsm/go-landlock", "kernel.org/pub/linux/libs/security/libcap/psx",
 		},
-		mod + "/grant": {"github.com/BurntSushi/toml", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/text/"},
+		mod + "/grant": {"github.com/BurntSushi/toml", mod + "/internal/hostrule", "golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/"},
 		// What capsule authors import is compiled into their modules:
 		// only the wire contract.
 		mod + "/capsule/guest": {mod + "/wire"},
 		// The wasm runtime is a backend: wazero, the grant and the wire
 		// contract, never the broker.
-		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", mod + "/internal/hostrule", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/text/", "golang.org/x/sys/"},
+		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", mod + "/internal/hostrule", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/", "golang.org/x/sys/"},
 		// The Podman container's init: the standard library, the native
 		// sandbox's seccomp filter and the disk guard (x/sys only).
 		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", mod + "/internal/sandbox/diskguard", "golang.org/x/sys/"},
