@@ -2,9 +2,11 @@ package grant
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // CredentialEntry is one row of the credential table: a file or directory
@@ -88,13 +90,20 @@ const credentialRule = "a home directory's credentials"
 // (isHomeDir): a granted directory that is one, this user's and /root
 // inside a granted directory, and each directory directly in a granted
 // directory that is one (which holds those directly in /home when /home
-// is granted).
+// is granted); and every home directory of the user database
+// (passwdHomes) inside a granted directory, at any depth.
 func (g *Grant) grantedHomes() []string {
 	home := userHome()
+	users := passwdHomes()
 	var out []string
 	for _, r := range g.roots {
 		if !r.dir {
 			continue
+		}
+		for _, h := range users {
+			if within(h, r.path) {
+				out = append(out, h)
+			}
 		}
 		if isHomeDir(r.path, home) {
 			out = append(out, r.path)
@@ -157,4 +166,44 @@ func (g *Grant) hideCredentials() {
 // hideCredentials as the table's name) is refused, and how to grant it.
 func credentialReason(d, name string) string {
 	return fmt.Sprintf("%s is a home directory's credential store (%s), hidden from the sandbox unless granted by name; to give it, grant it explicitly: paths.read_only = [%q] in the grant, or --ro %s", d, name, d, d)
+}
+
+// passwdFile is the user database whose home directories grantedHomes
+// takes (a variable for tests).
+var passwdFile = "/etc/passwd"
+
+// maxPasswd bounds how much of passwdFile is read.
+const maxPasswd = 4 << 20
+
+// passwdHomes returns the home directories the user database names,
+// resolved, each an existing directory other than "/": a service
+// account's (/var/lib/postgresql, /srv/git) keeps its keys and passwords
+// at the same names as a person's, wherever it lies, and need not look
+// like a home directory (isHomeDir) to hold them.
+func passwdHomes() []string {
+	f, err := os.Open(passwdFile)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPasswd))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Split(line, ":")
+		if len(fields) < 7 || !filepath.IsAbs(fields[5]) {
+			continue
+		}
+		r, err := resolve(filepath.Clean(fields[5]))
+		if err != nil || r.missing > 0 || r.path == "/" {
+			continue
+		}
+		if fi, err := os.Stat(r.path); err == nil && fi.IsDir() {
+			out = append(out, r.path)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
