@@ -189,7 +189,7 @@ func TestAllowHost(t *testing.T) {
 // suffix's own name ("github.io") are not.
 func TestWildcardOverPublicSuffixRefused(t *testing.T) {
 	dir := fixture(t, "w/")
-	for _, h := range []string{"*.co.uk", "*.CO.UK.", "*.github.io", "*.workers.dev", "*.githubusercontent.com", "*.s3.amazonaws.com:443", "*.foo.ck"} {
+	for _, h := range []string{"*.co.uk", "*.CO.UK.", "*.github.io", "*.workers.dev", "*.githubusercontent.com", "*.s3.amazonaws.com:443", "*.foo.ck", "*.googleapis.com"} {
 		for _, text := range []string{
 			"[network]\nhosts = [%q]\n",
 			"[network]\nprivate = [%q]\n",
@@ -207,9 +207,13 @@ func TestWildcardOverPublicSuffixRefused(t *testing.T) {
 			}
 		}
 	}
-	for _, h := range []string{"*.example.co.uk", "github.io", "*.pypi.org", "*.a.test", "*.corp.internal", "*.amazonaws.com"} {
+	for _, h := range []string{"*.example.co.uk", "github.io", "*.pypi.org", "*.a.test", "*.corp.internal", "*.amazonaws.com", "storage.googleapis.com"} {
 		if _, err := Parse([]byte(fmt.Sprintf("[network]\nhosts = [%q]\n", h)), "grant.toml", dir); err != nil {
 			t.Errorf("hosts = [%q]: %v, want it allowed", h, err)
 		}
+	}
+	// No one registers a name under .arpa: a local network's wildcard stands.
+	if _, err := Parse([]byte("[network]\nprivate = [\"*.home.arpa\"]\n"), "grant.toml", dir); err != nil {
+		t.Errorf("private = [\"*.home.arpa\"]: %v, want it allowed", err)
 	}
 }

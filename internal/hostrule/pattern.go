@@ -61,11 +61,16 @@ func Parse(s string) (Pattern, error) {
 }
 
 // isPublicSuffix reports whether the normalised name is itself a public
-// suffix, one under which anyone may have a name (co.uk, github.io,
-// workers.dev), by the Public Suffix List's ICANN and private sections.
-// A wildcard over one matches as much as "*.com", which no grant takes:
-// every site a registrant sets up, an attacker's among them.
+// suffix, one under which different parties have names (co.uk, github.io,
+// workers.dev, googleapis.com), by the Public Suffix List's ICANN and
+// private sections. A wildcard over one matches as much as "*.com", which
+// no grant takes: every site a registrant sets up, an attacker's among
+// them. Names under .arpa (home.arpa, the local network's) are no one's to
+// register, and are left out.
 func isPublicSuffix(name string) bool {
+	if strings.HasSuffix(name, ".arpa") {
+		return false
+	}
 	ps, _ := publicsuffix.PublicSuffix(name)
 	return ps == name
 }
