@@ -221,6 +221,9 @@ func (g *Grant) judge(res resolved, write bool) pathResult {
 			if g.sockets[d] {
 				return pathResult{rule: socketRule, reason: socketReason(d)}
 			}
+			if d == g.tempDir {
+				return pathResult{rule: tempDirRule, reason: fmt.Sprintf("%s is the host's temporary directory ($TMPDIR), hidden from the sandbox: other programs make their Unix sockets there at any time (ssh-agent, editors), which a sandbox could connect to; the sandbox has a /tmp of its own", d)}
+			}
 			return pathResult{rule: fmt.Sprintf("paths.deny %q", d), reason: fmt.Sprintf("%s is denied by the grant", d)}
 		}
 	}

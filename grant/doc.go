@@ -19,7 +19,8 @@
 //     with "~" is refused, since nothing expands it. Each is resolved
 //     once, symlinks included, and must exist. "/", /proc, /sys and /dev are
 //     never granted; /etc, /usr, /bin, /sbin, /lib*, /boot and /run are
-//     never granted read-write, nor /var and /home themselves. Grants may
+//     never granted read-write, nor /var and /home themselves; $TMPDIR is
+//     never granted, and is hidden in a tree that holds it. Grants may
 //     nest; the most specific one rules a path.
 //   - deny: sub-paths of granted trees hidden from the sandbox and refused to
 //     every tool, existing or not. A denied path wins over any grant. In

@@ -28,7 +28,9 @@ type Grant struct {
 	credentials map[string]string
 	// sockets are the paths of deny that hideSockets added: Unix sockets
 	// found in read-write trees.
-	sockets           map[string]bool
+	sockets map[string]bool
+	// tempDir is the path of deny that hideTempDir added: $TMPDIR.
+	tempDir           string
 	writableProtected map[string]bool
 	protected         []protectedPath
 	// unscanned are the read-write trees whose scan for protected paths
@@ -221,6 +223,7 @@ func build(s *spec, ps *problems) *Grant {
 			}
 		}
 	}
+	g.hideTempDir()
 	for _, d := range s.deny {
 		if d == "" {
 			ps.add(keyDeny, "empty path")

@@ -212,6 +212,9 @@ func socketDirOverlap(p string) string {
 	for _, d := range sharedTemp {
 		dirs = append(dirs, dir{d, "temp"})
 	}
+	if x := tempDirEnv(); x != "" {
+		dirs = append(dirs, dir{x, "tmpdir"})
+	}
 	for i := range dirs {
 		res, err := resolve(filepath.Clean(dirs[i].path))
 		if err != nil || res.missing > 0 {
@@ -232,14 +235,67 @@ func socketDirOverlap(p string) string {
 			return fmt.Sprintf("it lies in the session's runtime directory ($XDG_RUNTIME_DIR, %s), which holds the user's sockets (D-Bus, systemd --user, ssh-agent, gpg-agent), which a sandbox could connect to whatever the mount's mode; grant a directory elsewhere", at)
 		case d.what == "temp" && p == at:
 			return "it is the host's shared temporary directory, where other programs keep their sockets (tmux, X11, ssh-agent), which a sandbox could connect to whatever the mount's mode; grant a directory of its own inside it (mktemp -d)"
+		case d.what == "tmpdir" && p == at:
+			return fmt.Sprintf("it is the host's temporary directory ($TMPDIR, %s), where other programs keep their sockets (ssh-agent, editors, test servers), which a sandbox could connect to whatever the mount's mode; grant a directory of its own inside it (mktemp -d)", at)
 		}
 	}
 	for _, d := range dirs {
-		if at := d.path; at != "" && within(at, p) {
+		// A tree that holds $TMPDIR has it hidden instead (hideTempDir):
+		// it is often in a home directory or a project.
+		if at := d.path; at != "" && d.what != "tmpdir" && within(at, p) {
 			return fmt.Sprintf("it holds %s, where other programs keep their sockets (tmux, X11, ssh-agent, D-Bus, Docker), which a sandbox could connect to whatever the mount's mode; grant the directories inside it that are needed", at)
 		}
 	}
 	return ""
+}
+
+// tempDirEnv returns $TMPDIR, clean, when it names a directory of its own
+// for temporary files (pam_tmpdir's /tmp/user/1000, a home directory's
+// tmp, a build's): absolute, and not "/", /tmp or /var/tmp, which
+// socketDirOverlap rules already; else "".
+func tempDirEnv() string {
+	x := os.Getenv("TMPDIR")
+	if !filepath.IsAbs(x) {
+		return ""
+	}
+	x = filepath.Clean(x)
+	if x == "/" || slices.Contains(sharedTemp, x) {
+		return ""
+	}
+	return x
+}
+
+// tempDirRule names the host's temporary directory ($TMPDIR) hidden
+// inside a granted tree (hideTempDir).
+const tempDirRule = "the host's temporary directory"
+
+// hideTempDir denies $TMPDIR when a granted directory holds it, as
+// paths.deny would: programs make their Unix sockets there (ssh-agent,
+// editors, test servers) at any time, faster than any scan for sockets
+// (hideSockets sees those there when the grant is built), and a sandbox
+// that sees one connects to it whatever the mount's mode. A directory of
+// a home directory that is $TMPDIR (~/tmp, which splitHomes grants
+// read-write) is not granted but hidden under the home's read-only top.
+// A granted directory inside $TMPDIR is the grant's to give, as one
+// inside /tmp: then $TMPDIR is left as it is. It records the path in
+// g.tempDir.
+func (g *Grant) hideTempDir() {
+	x := tempDirEnv()
+	if x == "" {
+		return
+	}
+	res, err := resolve(x)
+	if err != nil || res.missing > 0 {
+		return
+	}
+	t := res.path
+	g.roots = slices.DeleteFunc(g.roots, func(r root) bool { return r.homeDir && r.path == t })
+	owner, ok := g.rootOf(t)
+	if !ok || owner.path == t || slices.ContainsFunc(g.roots, func(r root) bool { return within(r.path, t) }) {
+		return
+	}
+	g.deny = append(g.deny, t)
+	g.tempDir = t
 }
 
 // passesThroughProc reports whether resolution visited /proc, whose magic

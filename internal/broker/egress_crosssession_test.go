@@ -28,6 +28,19 @@ func TestProxySocketUnreachableFromAnotherSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(tmp) })
+	// Session A names no host; it may read TMPDIR. Its grant is built
+	// before TMPDIR names tmp: a grant of $TMPDIR itself is refused (the
+	// grant's own rule for the host's sockets), and this test is of where
+	// the broker keeps its proxies.
+	wsA := t.TempDir()
+	gA, err := grant.Parse([]byte(fmt.Sprintf(`
+[paths]
+read_write = ["."]
+read_only = [%q]
+`, tmp)), "a.toml", wsA)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("TMPDIR", tmp)
 	ca := egresstest.NewCA(t, "a.test")
 	a := egresstest.Serve(t, ca, "a.test", nil)
@@ -52,16 +65,6 @@ private = [%[1]q]
 	}
 	defer sB.Close()
 
-	// Session A names no host; it may read TMPDIR.
-	wsA := t.TempDir()
-	gA, err := grant.Parse([]byte(fmt.Sprintf(`
-[paths]
-read_write = ["."]
-read_only = [%q]
-`, tmp)), "a.toml", wsA)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sA, err := broker.Open(&broker.Options{Grant: gA, Backend: backend, RecordsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
