@@ -212,6 +212,18 @@ func build(s *spec, ps *problems) *Grant {
 		}
 		g.writableProtected[n] = true
 	}
+	// Nor may a read-write grant be, or lie in, what a home directory's
+	// protected entries name (~/.config/systemd, ~/.local/bin): held
+	// read-only inside a tree that holds them, they would be writable as
+	// the tree itself.
+	for _, r := range g.roots {
+		if !r.writable {
+			continue
+		}
+		if e, hp, ok := homeEntryHolding(r.path); ok && !g.writableProtected[e.Name] {
+			ps.addValue(keyReadWrite, r.given, "%q (%s) is in %s, a home directory's %s, which stays read-only (%s); grant it read-only, or list %q under paths.writable_protected", r.given, r.path, hp, e.Name, e.Reader, e.Name)
+		}
+	}
 	// A read-write grant nested in another must not be one of its protected paths.
 	for _, in := range g.roots {
 		for _, out := range g.roots {

@@ -60,6 +60,46 @@ func userHome() string {
 	return res.path
 }
 
+// homesAbove returns the home directories that hold the resolved path p
+// below their top: this user's, /root, the one directly in /home that p
+// lies in, and those the user database names (passwdHomes). What a home
+// directory's protected entries name (.config/autostart, .local/bin) is
+// named from its top, so a tree granted inside it (~/.config) holds them
+// too.
+func homesAbove(p string) []string {
+	var out []string
+	for _, h := range append([]string{userHome(), "/root"}, passwdHomes()...) {
+		if h != "" && h != p && within(p, h) {
+			out = append(out, h)
+		}
+	}
+	if rel, ok := strings.CutPrefix(p, "/home/"); ok {
+		if first, _, more := strings.Cut(rel, "/"); more && first != "" {
+			out = append(out, "/home/"+first)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// homeEntryHolding returns the protected entry of a home directory
+// (Where "home") that holds the resolved path p, and that entry's path:
+// ~/.config/systemd/user lies in .config/systemd. A read-write grant of
+// one cannot be held read-only from inside.
+func homeEntryHolding(p string) (ProtectedEntry, string, bool) {
+	for _, h := range homesAbove(p) {
+		for _, e := range protectedTable {
+			if e.Where != "home" {
+				continue
+			}
+			if hp := filepath.Join(h, filepath.FromSlash(e.Name)); within(p, hp) {
+				return e, hp, true
+			}
+		}
+	}
+	return ProtectedEntry{}, "", false
+}
+
 // homeReadOnly are directories of a home directory that stay read-only
 // with its top although their names have no dot: what is on PATH or found
 // by a runtime's lookup from any directory below home (~/bin, which

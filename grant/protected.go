@@ -400,6 +400,7 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 		repos = append(repos, gitRepo{gitDir: named, top: r})
 	}
 	home := looksLikeHome(r)
+	above := homesAbove(r)
 	for _, e := range protectedTable {
 		switch e.Where {
 		case "anywhere":
@@ -422,6 +423,13 @@ func protectedPaths(r string, writable map[string]bool, others []string, gl *git
 			p := filepath.Join(r, filepath.FromSlash(e.Name))
 			if _, err := os.Lstat(p); home || err == nil {
 				add(p, e.Name, e.Dir)
+			}
+			// A tree inside a home directory (~/.config, ~/.local) holds
+			// the entries named from the home directory's top.
+			for _, h := range above {
+				if p := filepath.Join(h, filepath.FromSlash(e.Name)); within(p, r) && p != r {
+					add(p, e.Name, e.Dir)
+				}
 			}
 		}
 	}
