@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // CredentialEntry is one row of the credential table: a file or directory
@@ -180,12 +182,25 @@ const maxPasswd = 4 << 20
 // account's (/var/lib/postgresql, /srv/git) keeps its keys and passwords
 // at the same names as a person's, wherever it lies, and need not look
 // like a home directory (isHomeDir) to hold them.
+//
+// isHomeDir asks for every directory of every read-write tree, so the
+// list is kept while the file's size and modification time stay the same.
 func passwdHomes() []string {
 	f, err := os.Open(passwdFile)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	key := passwdKey{passwdFile, fi.Size(), fi.ModTime()}
+	passwdCache.Lock()
+	defer passwdCache.Unlock()
+	if passwdCache.key == key {
+		return passwdCache.homes
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxPasswd))
 	if err != nil {
 		return nil
@@ -205,5 +220,21 @@ func passwdHomes() []string {
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	out = slices.Clip(slices.Compact(out))
+	passwdCache.key, passwdCache.homes = key, out
+	return out
+}
+
+// passwdKey is what passwdHomes's list was read from.
+type passwdKey struct {
+	file  string
+	size  int64
+	mtime time.Time
+}
+
+// passwdCache is passwdHomes's last list.
+var passwdCache struct {
+	sync.Mutex
+	key   passwdKey
+	homes []string
 }

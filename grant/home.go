@@ -26,6 +26,13 @@ func isHomeDir(p, home string) bool {
 	if p == "/root" || filepath.Dir(p) == "/home" || p == home {
 		return true
 	}
+	// A home directory the user database names is one, even a service
+	// account's that holds none of a person's files yet (the git
+	// account's /srv/git, whose .ssh/authorized_keys a sandbox would
+	// otherwise make).
+	if slices.Contains(passwdHomes(), p) {
+		return true
+	}
 	// Elsewhere (a service account's home, a home directory a root broker
 	// is given): one that holds .ssh, or .bashrc with .profile,
 	// .bash_profile or .bash_logout, the files every new account gets

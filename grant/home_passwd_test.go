@@ -61,3 +61,39 @@ func TestPasswdHomesCredentialsHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswdHomeSplit: a home directory the user database names is split
+// as a person's is when a read-write grant holds it or is it (a read-only
+// top, its directories read-write), whether or not it looks like one: a
+// root broker's grant of /srv read-write let a sandbox add a key to
+// /srv/git/.ssh/authorized_keys, the git account's (red team).
+func TestPasswdHomeSplit(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := fixture(t, "srv/git/repos/a.git/HEAD", "srv/www/index.html")
+	passwd := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(passwd, []byte("git:x:102:105::"+dir+"/srv/git:/usr/bin/git-shell\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := passwdFile
+	passwdFile = passwd
+	t.Cleanup(func() { passwdFile = old })
+	for _, rw := range []string{"srv", "srv/git"} {
+		g, err := FromFlags(dir, Flags{ReadWrite: []string{rw}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"srv/git/.ssh/authorized_keys", "srv/git/.ssh/rc", "srv/git/.profile", "srv/git/new"} {
+			if d := g.CheckPath(filepath.Join(dir, p), true); d.Allowed {
+				t.Errorf("rw %s: writing %s allowed, want the home directory's top read-only", rw, p)
+			}
+		}
+		for _, p := range []string{"srv/git/repos/a.git/objects/x", "srv/www/index.html"} {
+			if _, ok := g.rootOf(filepath.Join(dir, p)); !ok {
+				continue
+			}
+			if d := g.CheckPath(filepath.Join(dir, p), true); !d.Allowed {
+				t.Errorf("rw %s: writing %s: %s", rw, p, d.Reason)
+			}
+		}
+	}
+}
