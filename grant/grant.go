@@ -147,6 +147,16 @@ func build(s *spec, ps *problems) *Grant {
 				ps.addValue(set.key, p, "cannot mount %q %s: the %s file system mounted at %s would come with it, the kernel's own interface to the host (its processes, devices or settings), not files; grant directories that hold no such mount, or unmount it", p, mode, typ, point)
 				continue
 			}
+			if self, held := mountAliases(r.path, mounts); len(self)+len(held) > 0 {
+				mode := "read-only"
+				if set.writable {
+					mode = "read-write"
+				}
+				if why := aliasRefusal(self, held, set.writable); why != "" {
+					ps.addValue(set.key, p, "cannot mount %q %s: %s", p, mode, why)
+					continue
+				}
+			}
 			if k, dup := seen[r.path]; dup {
 				ps.addValue(set.key, p, "%q is %s, already granted by %s", p, r.path, joinKey(k))
 				continue

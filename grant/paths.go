@@ -354,26 +354,8 @@ func resolveRoot(given, base string, writable bool) (root, error) {
 	if r.passesThroughProc() {
 		return root{}, refuse("it lies in /proc")
 	}
-	if r.path == "/" {
-		return root{}, refuse("it is the whole file system")
-	}
-	for _, n := range neverMount {
-		if within(r.path, n) {
-			return root{}, refuse("%s is a kernel file system", n)
-		}
-	}
-	if why := socketDirOverlap(r.path); why != "" {
+	if why := unsafeRoot(r.path, writable); why != "" {
 		return root{}, refuse("%s", why)
-	}
-	if writable {
-		for _, n := range neverWritable {
-			if within(r.path, n) {
-				return root{}, refuse("%s is a system directory", n)
-			}
-		}
-		if r.path == "/var" || r.path == "/home" {
-			return root{}, refuse("it holds other programs' or users' data")
-		}
 	}
 	fi, err := os.Stat(r.path)
 	if err != nil {
@@ -383,6 +365,52 @@ func resolveRoot(given, base string, writable bool) (root, error) {
 		return root{}, refuse("it is a %s, not a directory or regular file", fileKind(fi.Mode()))
 	}
 	return root{given: given, path: r.path, dir: fi.IsDir(), writable: writable, links: r.links}, nil
+}
+
+// unsafeRoot says why the resolved path p may not be granted (read-write
+// when writable), or returns "".
+func unsafeRoot(p string, writable bool) string {
+	if p == "/" {
+		return "it is the whole file system"
+	}
+	for _, n := range neverMount {
+		if within(p, n) {
+			return n + " is a kernel file system"
+		}
+	}
+	if why := socketDirOverlap(p); why != "" {
+		return why
+	}
+	if writable {
+		for _, n := range neverWritable {
+			if within(p, n) {
+				return n + " is a system directory"
+			}
+		}
+		if p == "/var" || p == "/home" {
+			return "it holds other programs' or users' data"
+		}
+	}
+	return ""
+}
+
+// aliasRefusal says why a granted path is refused for what a bind mount
+// makes it show (mountAliases): a path it shows too, or one a mount
+// inside it shows, that no grant may give (unsafeRoot); or returns "".
+// Without it, a bind mount of / at /host let --rw /host/etc write /etc,
+// and a read-only tree holding /host showed the whole file system.
+func aliasRefusal(self []string, held []heldMount, writable bool) string {
+	for _, a := range self {
+		if why := unsafeRoot(a, writable); why != "" {
+			return fmt.Sprintf("it is %s too, through a bind mount, and %s", a, why)
+		}
+	}
+	for _, h := range held {
+		if why := unsafeRoot(h.alias, writable); why != "" {
+			return fmt.Sprintf("it holds %s, which shows %s (a bind mount), and of that: %s; grant directories that hold no such mount, or unmount it", h.point, h.alias, why)
+		}
+	}
+	return ""
 }
 
 func fileKind(m fs.FileMode) string {
