@@ -139,7 +139,9 @@ func Args(inv *Invocation) ([]string, error) {
 		// The image's HEALTHCHECK is not run: Podman (under systemd)
 		// would podman exec it into the container on a timer, a process
 		// outside airlock's init, its seccomp filter and its limits.
-		"--health-cmd", "none",
+		// (--health-cmd none sets one up: Podman then asks systemd for
+		// the timer, and says so on stderr where there is none.)
+		"--no-healthcheck",
 		"--cap-drop", "all",
 		"--security-opt", "no-new-privileges",
 		"--uidmap", fmt.Sprintf("0:%d:%d", IDBase, IDCount),
