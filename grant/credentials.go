@@ -80,6 +80,8 @@ var credentialTable = []CredentialEntry{
 	{".composer/auth.json", false, "Composer: repository tokens"},
 	{".config/composer/auth.json", false, "Composer: repository tokens (XDG)"},
 	{".terraformrc", false, "Terraform: registry tokens"},
+	{".minikube", true, "minikube: cluster client keys and CA, which its kubeconfig names"},
+	{".config/helm/repositories.yaml", false, "Helm: chart repository passwords"},
 }
 
 // CredentialTable returns the credential table, in order.

@@ -32,6 +32,7 @@ func TestExecHomeCredentialsHidden(t *testing.T) {
 		".ssh/id_rsa": credentialCanary, ".aws/credentials": credentialCanary, ".netrc": credentialCanary,
 		".config/gh/hosts.yml": credentialCanary, ".bashrc": "# rc BASHRC-OK\n", ".profile": "# profile\n",
 		"proj/main.go": "package main\n", "dotfiles/git-credentials": credentialCanary,
+		".minikube/profiles/minikube/client.key": credentialCanary, ".config/helm/repositories.yaml": credentialCanary,
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, p)), 0o755); err != nil {
 			t.Fatal(err)
@@ -48,7 +49,7 @@ func TestExecHomeCredentialsHidden(t *testing.T) {
 	run := func(flags ...string) (int, string) {
 		var stdout, stderr bytes.Buffer
 		args := append(append(append([]string{"exec"}, execFlags()...), flags...), "--", "sh", "-c",
-			`cat .bashrc; for f in .ssh/id_rsa .aws/credentials .netrc .config/gh/hosts.yml .git-credentials dotfiles/git-credentials; do cat $f || echo "HIDDEN $f"; done; ls -a .ssh; echo END`)
+			`cat .bashrc; for f in .ssh/id_rsa .aws/credentials .netrc .config/gh/hosts.yml .git-credentials dotfiles/git-credentials .minikube/profiles/minikube/client.key .config/helm/repositories.yaml; do cat $f || echo "HIDDEN $f"; done; ls -a .ssh; echo END`)
 		code := Main(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
 		return code, stdout.String() + stderr.String()
 	}
