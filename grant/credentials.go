@@ -60,6 +60,7 @@ var credentialTable = []CredentialEntry{
 	{".config/google-chrome", true, "Chrome: cookies, saved passwords"},
 	{".config/chromium", true, "Chromium: cookies, saved passwords"},
 	{".claude/.credentials.json", false, "Claude Code: OAuth tokens"},
+	{".claude.json", false, "Claude Code: its state, with the API key (primaryApiKey) where one was entered"},
 	{".codex/auth.json", false, "Codex: OpenAI API key, ChatGPT tokens"},
 	{".gemini/oauth_creds.json", false, "Gemini CLI: OAuth tokens"},
 	{".gemini/.env", false, "Gemini CLI: API keys"},

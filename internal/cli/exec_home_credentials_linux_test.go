@@ -33,6 +33,7 @@ func TestExecHomeCredentialsHidden(t *testing.T) {
 		".config/gh/hosts.yml": credentialCanary, ".bashrc": "# rc BASHRC-OK\n", ".profile": "# profile\n",
 		"proj/main.go": "package main\n", "dotfiles/git-credentials": credentialCanary,
 		".minikube/profiles/minikube/client.key": credentialCanary, ".config/helm/repositories.yaml": credentialCanary,
+		".claude.json": credentialCanary,
 	} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(home, p)), 0o755); err != nil {
 			t.Fatal(err)
@@ -49,7 +50,7 @@ func TestExecHomeCredentialsHidden(t *testing.T) {
 	run := func(flags ...string) (int, string) {
 		var stdout, stderr bytes.Buffer
 		args := append(append(append([]string{"exec"}, execFlags()...), flags...), "--", "sh", "-c",
-			`cat .bashrc; for f in .ssh/id_rsa .aws/credentials .netrc .config/gh/hosts.yml .git-credentials dotfiles/git-credentials .minikube/profiles/minikube/client.key .config/helm/repositories.yaml; do cat $f || echo "HIDDEN $f"; done; ls -a .ssh; echo END`)
+			`cat .bashrc; for f in .ssh/id_rsa .aws/credentials .netrc .config/gh/hosts.yml .git-credentials dotfiles/git-credentials .minikube/profiles/minikube/client.key .config/helm/repositories.yaml .claude.json; do cat $f || echo "HIDDEN $f"; done; ls -a .ssh; echo END`)
 		code := Main(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
 		return code, stdout.String() + stderr.String()
 	}
