@@ -174,10 +174,9 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 		return Failure("%v", t.describe(err))
 	}
 	if lf.fi == nil || !os.SameFile(lf.fi, fi) {
-		return Failure("edit_file could not write %s: it was replaced while being edited; the file was left as the other writer made it", t.shown)
+		return Failure("edit_file could not write %s: %v; the file was left as the other writer made it", t.shown, errChanged)
 	}
-	f.Close()
-	if err := t.replace(lf, updated); err != nil {
+	if err := t.replace(lf, updated, &readBase{f: f, fi: fi, content: old}); err != nil {
 		return Failure("edit_file %v", err)
 	}
 	return wire.ToolOutput{

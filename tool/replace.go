@@ -3,6 +3,7 @@ package tool
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,6 +46,17 @@ import (
 //
 // A symlinked leaf is followed (within the root, as os.Root follows it for
 // reads): the file the link names is replaced and the link stays a link.
+//
+// An edit (edit_file) replaces the content it read only if the file is
+// still that content: just before the replacement lands (the rename, the
+// link, or the in-place write) the name must still be the file read and
+// the file must still hold, byte for byte, what was read (readBase.check).
+// Otherwise the call fails with errChanged and the other writer's content
+// stays: a background command appending to the file, or an editor saving
+// it in place or by rename, while the edit was computed. What no check can
+// see is a change in the few system calls between the check and the
+// rename (or during an in-place write): file systems offer no
+// compare-and-swap of a file's content.
 
 // maxLeafLinks is how many symlinks resolveLeaf follows, as os.Root does.
 const maxLeafLinks = 8
@@ -109,18 +121,61 @@ func (t target) resolveLeaf() (leaf, error) {
 	return leaf{}, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
 }
 
+// errChanged: the file an edit read changed before its replacement landed.
+var errChanged = errors.New("it changed while being edited")
+
+// A readBase is what an edit read: the file, open, its Stat when opened
+// (before the read) and the bytes read.
+type readBase struct {
+	f       *os.File
+	fi      fs.FileInfo
+	content []byte
+}
+
+// check fails with errChanged unless rel (in root) is still the file read
+// and the file still holds what was read. A nil readBase checks nothing.
+func (rb *readBase) check(root *os.Root, rel string) error {
+	if rb == nil {
+		return nil
+	}
+	fi, err := root.Lstat(rel)
+	if err != nil || !os.SameFile(fi, rb.fi) {
+		return errChanged
+	}
+	if fi, err := rb.f.Stat(); err != nil || fi.Size() != int64(len(rb.content)) {
+		return errChanged
+	}
+	buf := make([]byte, min(len(rb.content)+1, 64<<10))
+	for off := 0; ; {
+		n, err := rb.f.ReadAt(buf, int64(off))
+		if n > len(rb.content)-off || string(buf[:n]) != string(rb.content[off:off+n]) {
+			return errChanged
+		}
+		off += n
+		if err != nil {
+			if !errors.Is(err, io.EOF) || off != len(rb.content) {
+				return errChanged
+			}
+			return nil
+		}
+	}
+}
+
 // A writeError is a failed replacement, said so the model knows the file's state.
 type writeError struct {
 	shown   string // the path as the caller sees it
 	err     error  // the failure
 	existed bool   // there was a file before
 	partial bool   // an in-place write failed after changing bytes
+	changed bool   // another writer changed the file (errChanged)
 	leftTmp string // a temporary file that could not be removed, if any
 }
 
 func (e *writeError) Error() string {
 	state := "no file was created"
 	switch {
+	case e.changed:
+		state = "the file was left as the other writer made it"
 	case e.partial:
 		state = "the file may now hold part of the new content"
 	case e.existed:
@@ -136,14 +191,15 @@ func (e *writeError) Error() string {
 func (e *writeError) Unwrap() error { return e.err }
 
 // replace gives the file at lf the content b, atomically where the file
-// system lets it (see the comment at the top of this file).
-func (t target) replace(lf leaf, b []byte) error {
+// system lets it, and, for an edit (base not nil), only while the file is
+// still what base read (see the comment at the top of this file).
+func (t target) replace(lf leaf, b []byte, base *readBase) error {
 	werr := &writeError{shown: t.shown, existed: lf.fi != nil}
-	dir, base := filepath.Dir(lf.rel), filepath.Base(lf.rel)
-	tmp, err := t.createTemp(dir, base, lf.fi)
+	dir, name := filepath.Dir(lf.rel), filepath.Base(lf.rel)
+	tmp, err := t.createTemp(dir, name, lf.fi)
 	if err != nil {
 		if lf.fi != nil && (inPlaceWill(err) || errors.Is(err, errNotKept)) {
-			return t.writeInPlace(lf, b, werr)
+			return t.writeInPlace(lf, b, werr, base)
 		}
 		werr.err = err
 		return werr
@@ -151,6 +207,7 @@ func (t target) replace(lf leaf, b []byte) error {
 	defer tmp.close()
 	fail := func(err error) error {
 		werr.err = err
+		werr.changed = errors.Is(err, errChanged)
 		if rerr := tmp.remove(t.root); rerr != nil {
 			werr.leftTmp = filepath.Join(filepath.Dir(t.shown), filepath.Base(tmp.rel))
 		}
@@ -162,24 +219,30 @@ func (t target) replace(lf leaf, b []byte) error {
 	if err := tmp.f.Sync(); err != nil {
 		return fail(err)
 	}
+	if beforeCommitHook != nil {
+		beforeCommitHook()
+	}
+	if err := base.check(t.root, lf.rel); err != nil {
+		return fail(err)
+	}
 	if tmp.rel == "" {
 		// Unnamed: a new file gets its name at once (linkat never
 		// replaces one, so a file made meanwhile is replaced by rename, as
 		// before); a file that is there gets a temporary name only now,
 		// for the rename over it.
 		if lf.fi == nil {
-			err := linkUnnamed(tmp.f, tmp.dir, base)
+			err := linkUnnamed(tmp.f, tmp.dir, name)
 			if err == nil {
 				tmp.f.Close()
 				syncDir(tmp.dir)
 				return nil
 			}
 			if !errors.Is(err, fs.ErrExist) {
-				return t.replaceFallback(tmp, err, lf, b, fail)
+				return t.replaceFallback(tmp, err, lf, b, base, fail)
 			}
 		}
-		if err := tmp.name(t.call, dir, base); err != nil {
-			return t.replaceFallback(tmp, err, lf, b, fail)
+		if err := tmp.name(t.call, dir, name); err != nil {
+			return t.replaceFallback(tmp, err, lf, b, base, fail)
 		}
 	}
 	if err := tmp.f.Close(); err != nil {
@@ -191,7 +254,7 @@ func (t target) replace(lf leaf, b []byte) error {
 				return fail(rerr)
 			}
 			tmp.rel = ""
-			return t.writeInPlace(lf, b, werr)
+			return t.writeInPlace(lf, b, werr, base)
 		}
 		return fail(err)
 	}
@@ -209,14 +272,18 @@ func (t target) replace(lf leaf, b []byte) error {
 // sandbox without /proc, say, cannot link one, and the content is then
 // written again under a temporary name; any other failure (a full disk,
 // a quota) is the write's.
-func (t target) replaceFallback(tmp *tempFile, err error, lf leaf, b []byte, fail func(error) error) error {
+func (t target) replaceFallback(tmp *tempFile, err error, lf leaf, b []byte, base *readBase, fail func(error) error) error {
 	if !errors.Is(err, errNoLink) {
 		return fail(err)
 	}
 	tmp.close()
 	t.noUnnamed = true
-	return t.replace(lf, b)
+	return t.replace(lf, b, base)
 }
+
+// beforeCommitHook, when set (by tests), runs just before a replacement
+// lands: another writer's change there must not be undone.
+var beforeCommitHook func()
 
 // syncDir makes a rename or link in d durable: best effort.
 func syncDir(d *os.File) { _ = d.Sync() }
@@ -343,8 +410,9 @@ func inPlaceWill(err error) bool {
 	return errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }
 
-// writeInPlace writes b over the file at lf, reserving the space first.
-func (t target) writeInPlace(lf leaf, b []byte, werr *writeError) error {
+// writeInPlace writes b over the file at lf, reserving the space first,
+// for an edit only while the file is still what base read.
+func (t target) writeInPlace(lf leaf, b []byte, werr *writeError, base *readBase) error {
 	f, err := t.root.OpenFile(lf.rel, os.O_WRONLY|openFlags, 0)
 	if err != nil {
 		werr.err = err
@@ -353,6 +421,13 @@ func (t target) writeInPlace(lf leaf, b []byte, werr *writeError) error {
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, lf.fi) {
 		werr.err = errors.New("the file was replaced while being written")
+		return werr
+	}
+	if beforeCommitHook != nil {
+		beforeCommitHook()
+	}
+	if err := base.check(t.root, lf.rel); err != nil {
+		werr.err, werr.changed = err, true
 		return werr
 	}
 	if err := preallocate(f, int64(len(b))); err != nil {

@@ -42,7 +42,7 @@ func runWriteFile(ctx context.Context, env Env, a WriteFileArgs) wire.ToolOutput
 	if err != nil {
 		return Failure("%v", err)
 	}
-	if err := t.replace(lf, []byte(a.Content)); err != nil {
+	if err := t.replace(lf, []byte(a.Content), nil); err != nil {
 		return Failure("write_file %v", err)
 	}
 	return wire.ToolOutput{
