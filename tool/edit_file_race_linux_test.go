@@ -20,7 +20,7 @@ func TestEditFileKeepsConcurrentWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorkspace(t)
 			p := w.write(t, "f.txt", "alpha beta\n")
-			editRacing(t, w.env(), p, tt.other, tt.want)
+			editRacing(t, w.env(), p, tt)
 		})
 	}
 }
@@ -42,7 +42,7 @@ func TestEditFileInPlaceKeepsConcurrentWrite(t *testing.T) {
 			t.Fatalf("bind-mounting f.txt: %v", err)
 		}
 		t.Logf("case %s", tt.name)
-		editRacing(t, Env{Root: dir, Cwd: dir}, p, tt.other, tt.want)
+		editRacing(t, Env{Root: dir, Cwd: dir}, p, tt)
 		syscall.Unmount(p, syscall.MNT_DETACH)
 	}
 }
@@ -51,6 +51,7 @@ type raceCase struct {
 	name  string
 	other func(t *testing.T, p string) // the other writer, run just before the edit lands
 	want  string                       // the file after the call
+	mode  os.FileMode                  // its mode after, when not 0
 }
 
 func raceCases() []raceCase {
@@ -64,7 +65,7 @@ func raceCases() []raceCase {
 			if _, err := f.WriteString("appended by a background command\n"); err != nil {
 				t.Fatal(err)
 			}
-		}, "alpha beta\nappended by a background command\n"},
+		}, "alpha beta\nappended by a background command\n", 0},
 		{"overwrite_same_size", func(t *testing.T, p string) {
 			f, err := os.OpenFile(p, os.O_WRONLY, 0)
 			if err != nil {
@@ -74,7 +75,7 @@ func raceCases() []raceCase {
 			if _, err := f.WriteAt([]byte("gamma"), 0); err != nil {
 				t.Fatal(err)
 			}
-		}, "gamma beta\n"},
+		}, "gamma beta\n", 0},
 		{"renamed_over", func(t *testing.T, p string) {
 			tmp := p + ".saved"
 			if err := os.WriteFile(tmp, []byte("saved by an editor\n"), 0o644); err != nil {
@@ -83,20 +84,25 @@ func raceCases() []raceCase {
 			if err := os.Rename(tmp, p); err != nil {
 				t.Fatal(err)
 			}
-		}, "saved by an editor\n"},
+		}, "saved by an editor\n", 0},
+		{"chmod_private", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "alpha beta\n", 0o600},
 	}
 }
 
 // editRacing runs an edit of p whose write other races, just before the
 // edit would land, and checks the other writer's content is kept.
-func editRacing(t *testing.T, env Env, p string, other func(*testing.T, string), want string) {
+func editRacing(t *testing.T, env Env, p string, tt raceCase) {
 	t.Helper()
 	ran := false
 	old := beforeCommitHook
 	beforeCommitHook = func() {
 		if !ran {
 			ran = true
-			other(t, p)
+			tt.other(t, p)
 		}
 	}
 	defer func() { beforeCommitHook = old }()
@@ -106,8 +112,11 @@ func editRacing(t *testing.T, env Env, p string, other func(*testing.T, string),
 		t.Fatal("the other writer never ran")
 	}
 	check{isError: true, contains: []string{"changed while being edited", "the file was left as the other writer made it"}}.verify(t, out)
-	if b, _ := os.ReadFile(p); string(b) != want {
-		t.Errorf("f.txt holds %q, want the other writer's %q", b, want)
+	if b, _ := os.ReadFile(p); string(b) != tt.want {
+		t.Errorf("f.txt holds %q, want the other writer's %q", b, tt.want)
+	}
+	if fi, err := os.Stat(p); err != nil || tt.mode != 0 && fi.Mode().Perm() != tt.mode {
+		t.Errorf("f.txt: %v, %v; want mode %v", fi.Mode(), err, tt.mode)
 	}
 	if after := names(t, filepath.Dir(p)); !slices.Equal(before, after) {
 		t.Errorf("the directory held %q before and %q after", before, after)

@@ -32,3 +32,10 @@ func keepOwner(f *os.File, old fs.FileInfo) bool {
 	_ = f.Chown(int(st.Uid), int(st.Gid)) // EPERM or EINVAL (an id outside the user namespace) leaves the caller's
 	return same()
 }
+
+// sameOwner reports whether a and b have the same owner and group.
+func sameOwner(a, b fs.FileInfo) bool {
+	sa, ok := a.Sys().(*syscall.Stat_t)
+	sb, okb := b.Sys().(*syscall.Stat_t)
+	return !ok || !okb || sa.Uid == sb.Uid && sa.Gid == sb.Gid
+}

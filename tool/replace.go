@@ -51,8 +51,9 @@ import (
 // still that content: just before the replacement lands (the rename, the
 // link, or the in-place write) the name must still be the file read and
 // the file must still hold, byte for byte, what was read (readBase.check).
-// Otherwise the call fails with errChanged and the other writer's content
-// stays: a background command appending to the file, or an editor saving
+// Its mode and owner must be as they were too, since the replacement is
+// given those. Otherwise the call fails with errChanged and the other
+// writer's content (or mode) stays: a background command appending to the file, or an editor saving
 // it in place or by rename, while the edit was computed. What no check can
 // see is a change in the few system calls between the check and the
 // rename (or during an in-place write): file systems offer no
@@ -142,7 +143,9 @@ func (rb *readBase) check(root *os.Root, rel string) error {
 	if err != nil || !os.SameFile(fi, rb.fi) {
 		return errChanged
 	}
-	if fi, err := rb.f.Stat(); err != nil || fi.Size() != int64(len(rb.content)) {
+	// The replacement was given the mode and owner the file had when
+	// edit_file looked it up: a chmod 600 since would be undone by it.
+	if fi, err := rb.f.Stat(); err != nil || fi.Size() != int64(len(rb.content)) || fi.Mode() != rb.fi.Mode() || !sameOwner(fi, rb.fi) {
 		return errChanged
 	}
 	buf := make([]byte, min(len(rb.content)+1, 64<<10))
