@@ -122,3 +122,52 @@ func editRacing(t *testing.T, env Env, p string, tt raceCase) {
 		t.Errorf("the directory held %q before and %q after", before, after)
 	}
 }
+
+// TestWriteFileKeepsConcurrentMode: write_file gives a replacement the
+// mode and owner the file had when it looked the file up; a chmod 600
+// (or a new file at the name) since then is not undone: the call is
+// refused and the file left as it is. Before, the 0600 file was replaced
+// by one of mode 0644.
+func TestWriteFileKeepsConcurrentMode(t *testing.T) {
+	for _, tt := range []raceCase{
+		{"chmod_private", func(t *testing.T, p string) {
+			if err := os.Chmod(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "alpha beta\n", 0o600},
+		{"renamed_over_private", func(t *testing.T, p string) {
+			tmp := p + ".saved"
+			if err := os.WriteFile(tmp, []byte("private\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "private\n", 0o600},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorkspace(t)
+			p := w.write(t, "f.txt", "alpha beta\n")
+			ran := false
+			old := beforeCommitHook
+			beforeCommitHook = func() {
+				if !ran {
+					ran = true
+					tt.other(t, p)
+				}
+			}
+			defer func() { beforeCommitHook = old }()
+			out := call(t, w.env(), "write_file", `{"path":"f.txt","content":"new\n"}`)
+			if !ran {
+				t.Fatal("the other writer never ran")
+			}
+			check{isError: true, contains: []string{"changed while being written", "the file was left as the other writer made it"}}.verify(t, out)
+			if b, _ := os.ReadFile(p); string(b) != tt.want {
+				t.Errorf("f.txt holds %q, want %q", b, tt.want)
+			}
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != tt.mode {
+				t.Errorf("f.txt: %v, %v; want mode %v", fi.Mode(), err, tt.mode)
+			}
+		})
+	}
+}

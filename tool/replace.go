@@ -52,8 +52,8 @@ import (
 // link, or the in-place write) the name must still be the file read and
 // the file must still hold, byte for byte, what was read (readBase.check).
 // Its mode and owner must be as they were too, since the replacement is
-// given those. Otherwise the call fails with errChanged and the other
-// writer's content (or mode) stays: a background command appending to the file, or an editor saving
+// given those; and so must a file write_file replaces. Otherwise the call
+// fails with errChanged and the other writer's content (or mode) stays: a background command appending to the file, or an editor saving
 // it in place or by rename, while the edit was computed. What no check can
 // see is a change in the few system calls between the check and the
 // rename (or during an in-place write): file systems offer no
@@ -122,42 +122,55 @@ func (t target) resolveLeaf() (leaf, error) {
 	return leaf{}, fmt.Errorf("field %q: %s is a directory, not a file", t.field, t.shown)
 }
 
-// errChanged: the file an edit read changed before its replacement landed.
-var errChanged = errors.New("it changed while being edited")
+// errChanged, errChangedWrite: the file an edit read, or the file a write
+// replaces, changed before the replacement landed.
+var (
+	errChanged      = errors.New("it changed while being edited")
+	errChangedWrite = errors.New("it changed while being written")
+)
 
-// A readBase is what an edit read: the file, open, its Stat when opened
-// (before the read) and the bytes read.
+// A readBase is the file a replacement is for, as it was: for an edit, the
+// file, open, its Stat when opened (before the read) and the bytes read;
+// for a write, only its Lstat when looked up (f nil).
 type readBase struct {
 	f       *os.File
 	fi      fs.FileInfo
 	content []byte
 }
 
-// check fails with errChanged unless rel (in root) is still the file read
-// and the file still holds what was read. A nil readBase checks nothing.
+// check fails (errChanged, or errChangedWrite for a write) unless rel (in
+// root) is still the file, with the mode and owner it had, and, for an
+// edit, the file still holds what was read. The replacement was given
+// that mode and owner: a chmod 600 since would be undone by it. A nil
+// readBase checks nothing.
 func (rb *readBase) check(root *os.Root, rel string) error {
 	if rb == nil {
 		return nil
 	}
-	fi, err := root.Lstat(rel)
-	if err != nil || !os.SameFile(fi, rb.fi) {
-		return errChanged
+	changed := errChanged
+	if rb.f == nil {
+		changed = errChangedWrite
 	}
-	// The replacement was given the mode and owner the file had when
-	// edit_file looked it up: a chmod 600 since would be undone by it.
-	if fi, err := rb.f.Stat(); err != nil || fi.Size() != int64(len(rb.content)) || fi.Mode() != rb.fi.Mode() || !sameOwner(fi, rb.fi) {
-		return errChanged
+	fi, err := root.Lstat(rel)
+	if err != nil || !os.SameFile(fi, rb.fi) || fi.Mode() != rb.fi.Mode() || !sameOwner(fi, rb.fi) {
+		return changed
+	}
+	if rb.f == nil {
+		return nil
+	}
+	if fi, err := rb.f.Stat(); err != nil || fi.Size() != int64(len(rb.content)) {
+		return changed
 	}
 	buf := make([]byte, min(len(rb.content)+1, 64<<10))
 	for off := 0; ; {
 		n, err := rb.f.ReadAt(buf, int64(off))
 		if n > len(rb.content)-off || string(buf[:n]) != string(rb.content[off:off+n]) {
-			return errChanged
+			return changed
 		}
 		off += n
 		if err != nil {
 			if !errors.Is(err, io.EOF) || off != len(rb.content) {
-				return errChanged
+				return changed
 			}
 			return nil
 		}
@@ -210,7 +223,7 @@ func (t target) replace(lf leaf, b []byte, base *readBase) error {
 	defer tmp.close()
 	fail := func(err error) error {
 		werr.err = err
-		werr.changed = errors.Is(err, errChanged)
+		werr.changed = errors.Is(err, errChanged) || errors.Is(err, errChangedWrite)
 		if rerr := tmp.remove(t.root); rerr != nil {
 			werr.leftTmp = filepath.Join(filepath.Dir(t.shown), filepath.Base(tmp.rel))
 		}

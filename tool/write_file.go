@@ -42,7 +42,11 @@ func runWriteFile(ctx context.Context, env Env, a WriteFileArgs) wire.ToolOutput
 	if err != nil {
 		return Failure("%v", err)
 	}
-	if err := t.replace(lf, []byte(a.Content), nil); err != nil {
+	var base *readBase
+	if lf.fi != nil {
+		base = &readBase{fi: lf.fi}
+	}
+	if err := t.replace(lf, []byte(a.Content), base); err != nil {
 		return Failure("write_file %v", err)
 	}
 	return wire.ToolOutput{
