@@ -53,9 +53,10 @@ import (
 // the file must still hold, byte for byte, what was read (readBase.check).
 // Its mode and owner must be as they were too, since the replacement is
 // given those; and so must a file write_file replaces. Otherwise the call
-// fails with errChanged and the other writer's content (or mode) stays: a background command appending to the file, or an editor saving
-// it in place or by rename, while the edit was computed. What no check can
-// see is a change in the few system calls between the check and the
+// fails (errChanged) and the other writer's content or mode stays: a
+// background command appending to the file, an editor saving it in place
+// or by rename, a chmod 600, while the edit was computed. What no check
+// can see is a change in the few system calls between the check and the
 // rename (or during an in-place write): file systems offer no
 // compare-and-swap of a file's content.
 
@@ -207,8 +208,8 @@ func (e *writeError) Error() string {
 func (e *writeError) Unwrap() error { return e.err }
 
 // replace gives the file at lf the content b, atomically where the file
-// system lets it, and, for an edit (base not nil), only while the file is
-// still what base read (see the comment at the top of this file).
+// system lets it, and, where base is not nil, only while the file is still
+// as base saw it (see the comment at the top of this file).
 func (t target) replace(lf leaf, b []byte, base *readBase) error {
 	werr := &writeError{shown: t.shown, existed: lf.fi != nil}
 	dir, name := filepath.Dir(lf.rel), filepath.Base(lf.rel)
