@@ -42,7 +42,12 @@ func (c *capReader) Read(p []byte) (int, error) {
 // body (or a summary of a binary one, or headers for HEAD), "[http STATUS]".
 // A body still arriving when ctx ends (the fetch's time limit) makes the
 // result a time-limit failure.
-func (f *fetcher) result(ctx context.Context, resp *http.Response, method string, redirects int, t fetchTarget, timeout time.Duration) wire.ToolOutput {
+//
+// carried says the request carried a secret: then HEAD shows no
+// Content-Length of a compressed body (a server may compress unasked), whose
+// length would tell how well the secret compressed with what else the body
+// reflects.
+func (f *fetcher) result(ctx context.Context, resp *http.Response, method string, redirects int, t fetchTarget, timeout time.Duration, carried bool) wire.ToolOutput {
 	defer resp.Body.Close()
 	var b strings.Builder
 	if redirects > 0 {
@@ -51,7 +56,11 @@ func (f *fetcher) result(ctx context.Context, resp *http.Response, method string
 	out := wire.ToolOutput{Meta: wire.Meta{HTTPStatus: resp.StatusCode}}
 	ct := resp.Header.Get("Content-Type")
 	if method == http.MethodHead {
+		enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
 		for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding", "Last-Modified", "ETag"} {
+			if k == "Content-Length" && carried && enc != "" && enc != "identity" {
+				continue
+			}
 			if v := resp.Header.Get(k); v != "" {
 				fmt.Fprintf(&b, "%s: %s\n", k, f.clip(wire.ValidUTF8(v)))
 			}

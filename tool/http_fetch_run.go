@@ -113,9 +113,20 @@ func (f *fetcher) fetch(ctx context.Context, method string, first fetchTarget, t
 			return Failure("refused: %sthe URL cannot be requested", where)
 		}
 		req.Header.Set("User-Agent", "airlock-http_fetch/1")
-		req.Header.Set("Accept-Encoding", "gzip")
+		carried := 0
 		if sameOrigin {
-			f.addSecrets(req, cur)
+			carried = f.addSecrets(req, cur)
+		}
+		// A secret is never compressed next to text the model chose: a
+		// server that reflects both in one compressed body makes it the
+		// shorter the more of the secret the model's text repeats, and
+		// the model reads a length (HEAD's Content-Length), so it could
+		// guess the secret a few bytes at a time (BREACH). A request that
+		// carries one asks for no compression.
+		if carried == 0 {
+			req.Header.Set("Accept-Encoding", "gzip")
+		} else {
+			req.Header.Set("Accept-Encoding", "identity")
 		}
 		resp, err := f.client.Do(req)
 		if err != nil {
@@ -123,7 +134,7 @@ func (f *fetcher) fetch(ctx context.Context, method string, first fetchTarget, t
 		}
 		loc := resp.Header.Get("Location")
 		if !isRedirect(resp.StatusCode) || loc == "" {
-			return f.result(ctx, resp, method, hop, cur, timeout)
+			return f.result(ctx, resp, method, hop, cur, timeout, carried > 0)
 		}
 		resp.Body.Close() // a redirect's body is never read
 		if hop == fetchMaxRedirects {

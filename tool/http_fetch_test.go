@@ -535,3 +535,33 @@ func TestHTTPFetchCutTellsNoLength(t *testing.T) {
 		}
 	}
 }
+
+// A secret a request carries must not be compressed next to text the model
+// chose: a server that reflects both in one gzip-encoded body (an echo
+// endpoint, an error page quoting the request) makes the body shorter the
+// more of the secret the model's text repeats, and HEAD shows the
+// Content-Length of that body, so the model learns the secret by guessing
+// it a few bytes at a time (BREACH; red team). Here a guess of all but the
+// secret's last byte must read as a wrong guess of the same length does.
+func TestHTTPFetchNoCompressionOracle(t *testing.T) {
+	w := newFetchWorld(t)
+	for _, always := range []string{"", "&always=1"} {
+		show := func(guess string) string {
+			out := w.fetch(t, map[string]string{"method": "HEAD", "url": w.a.URL("/echo-auth-gz?text=Bearer+" + guess + always)})
+			if out.IsError {
+				t.Fatalf("%s", out.Content)
+			}
+			return out.Content
+		}
+		right := testSecret[:len(testSecret)-1]
+		wrong := strings.Repeat("Q", len(right))
+		if r, wr := show(right), show(wrong); r != wr {
+			t.Errorf("%s: HEAD of a body that reflects the secret and the model's text reads differently for a right guess and a wrong one:\nright: %q\nwrong: %q", always, r, wr)
+		}
+	}
+	// A request without a secret (plain http here) still asks for gzip.
+	out := w.fetch(t, map[string]string{"method": "HEAD", "url": w.p.URL("/echo-auth-gz?text=x")})
+	if !strings.Contains(out.Content, "Content-Encoding: gzip") {
+		t.Errorf("HEAD without a secret: %q, want it compressed", out.Content)
+	}
+}

@@ -230,6 +230,8 @@ const HostileBody = "clip\x1b]52;c;aGk=\x07 clear\x1b[2J cr\r bs\b rlo\u202eolle
 //	/bin                a small binary (PNG-like) body
 //	/big?n=BYTES        BYTES of "x"
 //	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
+//	/echo-auth-gz?text=T  the Authorization header, then T, gzip-encoded when
+//	                    the request accepts gzip (always=1: whether or not)
 //	/huge-header        a 100 KiB header
 //	/slow               no answer for a minute
 //	/hostile            text that drives a terminal: OSC 52, CSI 2J, CR, BS, U+202E,
@@ -318,6 +320,23 @@ func Handler(name string) http.Handler {
 		case <-r.Context().Done():
 		case <-time.After(time.Minute):
 		}
+	})
+	// /echo-auth-gz?text=T: the request's Authorization header and T, in
+	// one body that is gzip-encoded when the request accepts gzip (and
+	// with always=1 when it does not, as some servers do), as a
+	// server that compresses its answers and reflects what it was sent
+	// does; for HEAD, Go's server sends the Content-Length of that body.
+	mux.HandleFunc("/echo-auth-gz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		body := fmt.Sprintf("auth=%s\ntext=%s\n", r.Header.Get("Authorization"), r.URL.Query().Get("text"))
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && r.URL.Query().Get("always") == "" {
+			io.WriteString(w, body)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		gz := gzip.NewWriter(w)
+		io.WriteString(gz, body)
+		gz.Close()
 	})
 	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
