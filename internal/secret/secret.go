@@ -7,14 +7,53 @@ package secret
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/airlockhq/airlock/internal/redact"
 )
 
 // ErrEmpty is returned for a source that yields an empty value.
 var ErrEmpty = errors.New("secret is empty")
+
+// MaxFileBytes is the most a secret's file may hold: a secret goes in an
+// HTTP header, and no server takes a header this long.
+const MaxFileBytes = 64 << 10
+
+// readFile reads a secret's file, which must be a regular file of at most
+// MaxFileBytes. It is opened without waiting (a FIFO with no writer would
+// hold the broker's session open for good) and judged by what was opened,
+// before a byte is read: a FIFO, a device (/dev/zero, which never ends) or
+// a file of any size would otherwise be read whole into the broker's memory.
+func readFile(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		return nil, fmt.Errorf("read %s: is a directory", name)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
+	case fi.Size() > MaxFileBytes:
+		return nil, fmt.Errorf("%s is larger than %d KiB, the most a secret holds", name, MaxFileBytes>>10)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d KiB, the most a secret holds", name, MaxFileBytes>>10)
+	}
+	return b, nil
+}
 
 // Load reads a secret from source: "env:NAME" (the broker's environment) or
 // "file:PATH" (trailing newline trimmed). Errors name the source, never the value.
@@ -28,7 +67,7 @@ func Load(source string, getenv func(string) string) (string, error) {
 	case "env":
 		v = getenv(ref)
 	case "file":
-		b, err := os.ReadFile(ref)
+		b, err := readFile(ref)
 		if err != nil {
 			return "", fmt.Errorf("secret source %q: %w", source, err)
 		}
