@@ -64,7 +64,13 @@ func (t fetchTarget) origin() string { return t.scheme + "://" + t.hostPort() }
 // checkFetchURL parses an absolute http(s) URL with a host, no userinfo and
 // no fragment-only tricks; the fragment is dropped. It does not decide
 // whether http is allowed.
-func checkFetchURL(raw string) (fetchTarget, error) {
+func checkFetchURL(raw string) (fetchTarget, error) { return checkFetchURLClip(raw, clip) }
+
+// checkFetchURLClip is checkFetchURL quoting raw in its errors through clip:
+// a redirect's Location is the server's text, which may reflect a secret,
+// and it must be redacted before it is cut (fetcher.clip), or the cut
+// leaves the secret's start.
+func checkFetchURLClip(raw string, clip func(string) string) (fetchTarget, error) {
 	if strings.ContainsAny(raw, " \t\r\n\x00") {
 		return fetchTarget{}, fmt.Errorf("%q contains whitespace or control characters", clip(raw))
 	}

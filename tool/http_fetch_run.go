@@ -144,7 +144,7 @@ func (f *fetcher) fetch(ctx context.Context, method string, first fetchTarget, t
 		if err != nil {
 			return Failure("refused: redirect %d from %s: the Location is not a URL", hop+1, cur.origin())
 		}
-		next, err := checkFetchURL(nu.String())
+		next, err := checkFetchURLClip(nu.String(), f.clip)
 		if err != nil {
 			return Failure("refused: redirect %d from %s: %v", hop+1, cur.origin(), err)
 		}

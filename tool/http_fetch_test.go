@@ -565,3 +565,22 @@ func TestHTTPFetchNoCompressionOracle(t *testing.T) {
 		t.Errorf("HEAD without a secret: %q, want it compressed", out.Content)
 	}
 }
+
+// Where a redirect's Location is refused as no fetchable URL, the refusal
+// quotes it clipped to 200 bytes: the Location is the server's text and may
+// reflect the secret the request carried, and a clip made before the
+// secret was redacted left its start, all of it but the bytes past the
+// clip, which the model chooses by padding (red team). No offset may show
+// any of it.
+func TestHTTPFetchRefusedLocationHidesSecret(t *testing.T) {
+	w := newFetchWorld(t)
+	for pad := 150; pad <= 200; pad++ {
+		out := w.fetch(t, map[string]string{"url": w.a.URL(fmt.Sprintf("/auth-in-location?pad=%d", pad))})
+		if !out.IsError {
+			t.Fatalf("pad %d: %q, want a refused redirect", pad, out.Content)
+		}
+		if i := strings.Index(out.Content, testSecret[:4]); i >= 0 {
+			t.Errorf("pad %d: the refusal shows the secret's start: %q", pad, out.Content[i:])
+		}
+	}
+}

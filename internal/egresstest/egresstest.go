@@ -227,6 +227,8 @@ const HostileBody = "clip\x1b]52;c;aGk=\x07 clear\x1b[2J cr\r bs\b rlo\u202eolle
 //	/loop/N             302 to /loop/N+1
 //	/auth               whether an Authorization header arrived (never its value)
 //	/echo?pad=N&text=T  N bytes of "A", then T
+//	/auth-in-location?pad=N  302 to a URL with no host that ends in N bytes of
+//	                    "a" and the Authorization header
 //	/bin                a small binary (PNG-like) body
 //	/big?n=BYTES        BYTES of "x"
 //	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
@@ -287,6 +289,14 @@ func Handler(name string) http.Handler {
 		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
 		w.Header().Set("Content-Type", "image/"+strings.Repeat("a", pad)+strings.ReplaceAll(r.Header.Get("Authorization"), " ", "-"))
 		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00"))
+	})
+	// /auth-in-location?pad=N: a redirect to a URL with no host whose path
+	// is N bytes of "a" and then the request's Authorization header, as a
+	// server that reflects what it was sent into a Location does.
+	mux.HandleFunc("/auth-in-location", func(w http.ResponseWriter, r *http.Request) {
+		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
+		w.Header().Set("Location", "https:///"+strings.Repeat("a", pad)+strings.ReplaceAll(r.Header.Get("Authorization"), " ", "-"))
+		w.WriteHeader(http.StatusFound)
 	})
 	mux.HandleFunc("/bin", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
