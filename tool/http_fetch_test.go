@@ -584,3 +584,35 @@ func TestHTTPFetchRefusedLocationHidesSecret(t *testing.T) {
 		}
 	}
 }
+
+// A server may echo the secret a request carried in a form no escape
+// spells: upper-cased (an error page that shouts what it quotes), in
+// base64 or hex (a debug endpoint that dumps the request's bytes). The
+// secret is there for anyone who decodes it, so none of it may reach the
+// model (red team: each was shown).
+func TestHTTPFetchEchoEncodedOrCaseChanged(t *testing.T) {
+	const value = "tok-5ecret-Value-42x"
+	w := newFetchWorld(t)
+	w.env.Secrets = map[string]string{"TOKEN": value}
+	// The part of each echo that comes from the value alone.
+	b64 := egresstest.EchoEncoders["base64"]("Bearer " + value)
+	pure := map[string]string{
+		"upper": strings.ToUpper(value),
+		// "Bearer " is 7 bytes: characters 10.. hold the value's bits alone,
+		// up to the last one that holds none of the padding's.
+		"base64": b64[10 : (7+len(value))*8/6],
+		"hex":    egresstest.EchoEncoders["hex"](value),
+	}
+	for name, spelled := range pure {
+		out := w.fetch(t, map[string]string{"url": w.a.URL("/echo-auth?pad=1&enc=" + name)})
+		if out.IsError {
+			t.Fatalf("%s: %s", name, out.Content)
+		}
+		for k := 0; k+8 <= len(spelled); k++ {
+			if strings.Contains(out.Content, spelled[k:k+8]) {
+				t.Errorf("%s: the echo shows %q of the secret's %q: %q", name, spelled[k:k+8], spelled, out.Content)
+				break
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package egresstest
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"html/template"
 	"strings"
@@ -14,7 +16,13 @@ import (
 //	            + < > & ' ` and non-ASCII as \uXXXX in upper-case hex
 //	dotnet-url  .NET's HttpUtility.UrlEncode: bytes as %xx in lower-case hex
 //	gohtml      Go's html/template in HTML text: + as &#43;
+//	upper       upper-cased, as an error page that shouts what it quotes
+//	base64      the header's bytes in base64, as a debug endpoint dumps a request
+//	hex         the header's bytes in lower-case hex, as a hex dump shows them
 var EchoEncoders = map[string]func(string) string{
+	"upper":  strings.ToUpper,
+	"base64": func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
+	"hex":    func(v string) string { return hex.EncodeToString([]byte(v)) },
 	"dotnet": func(v string) string {
 		var b strings.Builder
 		b.WriteByte('"')

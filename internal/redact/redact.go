@@ -7,6 +7,8 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -25,10 +27,17 @@ import (
 // characters. An encoder escapes what it likes (.NET's JSON writer "+",
 // Go's html/template "+" as "&#43;", .NET's URL encoder in lower-case hex),
 // and whichever it chose, the text still is the secret to whoever reads it.
+// So are the value's bytes in hex or base64 (standard or URL alphabet, at
+// any alignment: the characters that hold its bits alone), as a dump of a
+// request shows them, and any of these with its ASCII letters in another
+// case, as an error page that shouts what it quotes writes them.
 // The zero value redacts nothing. It is safe for concurrent use once built.
 type Redactor struct {
 	names  []string
 	values [][]byte
+	// lower are values with their ASCII letters in lower case, for the
+	// match that ignores case (folded).
+	lower [][]byte
 	// raw are the values themselves, longest first, for the spelled-out
 	// match (spelled); starts marks the bytes such a match may start with.
 	raw    []named
@@ -87,6 +96,7 @@ func New(values map[string]string) *Redactor {
 	for _, f := range forms {
 		r.names = append(r.names, f.name)
 		r.values = append(r.values, []byte(f.text))
+		r.lower = append(r.lower, asciiLower([]byte(f.text)))
 	}
 	for n, v := range values {
 		if v != "" {
@@ -129,8 +139,76 @@ func encodedForms(v string) []string {
 			fmt.Fprintf(&ascii, "\\u%04x", u)
 		}
 	}
-	return append(out, js, string(html[1:len(html)-1]), ascii.String(),
+	out = append(out, js, string(html[1:len(html)-1]), ascii.String(),
 		strings.ReplaceAll(js, "/", "\\/"), url.QueryEscape(v), url.PathEscape(v))
+	if len(v) >= minDumped {
+		out = append(out, hex.EncodeToString([]byte(v)))
+	}
+	return append(out, base64Spans(v)...)
+}
+
+// minDumped is the shortest value whose hex or base64 form is redacted:
+// a shorter one's is too likely to be found in any long dump.
+const minDumped = 6
+
+// base64Spans returns the characters of v's bytes in base64 (standard and
+// URL alphabets) that hold v's bits alone, at each of the three alignments
+// v may have in a longer text that was encoded ("Bearer " and v, say).
+func base64Spans(v string) []string {
+	if len(v) < minDumped {
+		return nil
+	}
+	var out []string
+	for off := 0; off < 3; off++ {
+		b := append(make([]byte, off, off+len(v)), v...)
+		start, end := (off*8+5)/6, (off+len(v))*8/6
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			out = append(out, enc.EncodeToString(b)[start:end])
+		}
+	}
+	return out
+}
+
+// asciiLower returns b with its ASCII letters in lower case, as a new
+// slice of the same length.
+func asciiLower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// folded replaces every value found in b with its ASCII letters in any
+// case, and reports whether it replaced any.
+func (r *Redactor) folded(b []byte) ([]byte, bool) {
+	if len(r.lower) == 0 {
+		return b, false
+	}
+	lb := asciiLower(b)
+	changed := false
+	for i, v := range r.lower {
+		if !bytes.Contains(lb, v) {
+			continue
+		}
+		label := []byte(r.labelOf(i))
+		var nb, nl []byte
+		for {
+			k := bytes.Index(lb, v)
+			if k < 0 {
+				break
+			}
+			nb = append(append(nb, b[:k]...), label...)
+			nl = append(append(nl, lb[:k]...), asciiLower(label)...)
+			b, lb = b[k+len(v):], lb[k+len(v):]
+		}
+		b, lb = append(nb, b...), append(nl, lb...)
+		changed = true
+	}
+	return b, changed
 }
 
 // Bytes returns b with every secret value replaced.
@@ -138,10 +216,9 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil {
 		return b
 	}
-	for i, v := range r.values {
-		if bytes.Contains(b, v) {
-			b = bytes.ReplaceAll(b, v, []byte(r.labelOf(i)))
-		}
+	// Every form, in any case (folded finds them as they are too).
+	if out, ok := r.folded(b); ok {
+		b = out
 	}
 	if len(r.raw) > 0 && bytes.ContainsAny(b, escapeStarts) {
 		if s, ok := r.spelled(string(b)); ok {
@@ -156,10 +233,9 @@ func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	for i, v := range r.values {
-		if strings.Contains(s, string(v)) {
-			s = strings.ReplaceAll(s, string(v), r.labelOf(i))
-		}
+	// Every form, in any case (folded finds them as they are too).
+	if out, ok := r.folded([]byte(s)); ok {
+		s = string(out)
 	}
 	if len(r.raw) > 0 && strings.ContainsAny(s, escapeStarts) {
 		if out, ok := r.spelled(s); ok {

@@ -2,6 +2,8 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -203,5 +205,38 @@ func BenchmarkRedactorSpelled(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		r.String(text)
+	}
+}
+
+// A value shows through a dump of its bytes (hex, base64 in either
+// alphabet, at whatever alignment it had in the text encoded) and with its
+// letters in another case: each is the value to whoever reads it.
+func TestRedactorDumpedAndCaseChanged(t *testing.T) {
+	const v = "tok-5ecret/Value+42"
+	r := New(map[string]string{"T": v})
+	for name, text := range map[string]string{
+		"upper":         "AUTH=BEARER " + strings.ToUpper(v),
+		"lower":         "auth: " + strings.ToLower(v) + ".",
+		"hex":           "dump " + hex.EncodeToString([]byte(v)),
+		"HEX":           "DUMP " + strings.ToUpper(hex.EncodeToString([]byte("x"+v))),
+		"base64 at 0":   base64.StdEncoding.EncodeToString([]byte(v)),
+		"base64 at 1":   base64.StdEncoding.EncodeToString([]byte("a" + v + "z")),
+		"base64 at 2":   base64.StdEncoding.EncodeToString([]byte("ab" + v)),
+		"base64url":     base64.RawURLEncoding.EncodeToString([]byte("Bearer " + v)),
+		"base64 header": base64.StdEncoding.EncodeToString([]byte("Basic " + v)),
+	} {
+		got := r.String(text)
+		if !strings.Contains(got, "[redacted:T]") {
+			t.Errorf("%s: %q not redacted: %q", name, text, got)
+		}
+		if string(r.Bytes([]byte(text))) != got {
+			t.Errorf("%s: Bytes and String differ", name)
+		}
+	}
+	// Text that only looks like a dump is left as it is.
+	for _, text := range []string{"deadbeef", "QmVhcmVy", "TOK-5ECRET"} {
+		if got := r.String(text); got != text {
+			t.Errorf("%q redacted to %q", text, got)
+		}
 	}
 }
