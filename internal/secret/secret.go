@@ -28,7 +28,13 @@ const MaxFileBytes = 64 << 10
 // before a byte is read: a FIFO, a device (/dev/zero, which never ends) or
 // a file of any size would otherwise be read whole into the broker's memory.
 func readFile(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// Judged once before it is opened (opening some devices acts: a tape
+	// rewinds, a terminal becomes the controlling one) and again on what
+	// was opened, which may have been put in its place meanwhile.
+	if fi, err := os.Stat(name); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
