@@ -200,8 +200,10 @@ func (f *fetcher) addSecrets(req *http.Request, t fetchTarget) int {
 	return n
 }
 
-// secretInURL returns the name of a secret whose value appears in u, raw or
-// percent-decoded.
+// secretInURL returns the name of a secret whose value appears in u, raw,
+// percent-decoded or in any form a redactor finds (another case, hex,
+// base64, escaped): a URL goes wherever its host is, and a redirect's may be
+// the secret's host handing what it was sent on to a host the model reads.
 func secretInURL(u *url.URL, secrets map[string]string) string {
 	raw := u.String()
 	dec, err := url.QueryUnescape(raw)
@@ -209,7 +211,14 @@ func secretInURL(u *url.URL, secrets map[string]string) string {
 		dec = raw
 	}
 	for name, v := range secrets {
-		if len(v) >= 4 && (strings.Contains(raw, v) || strings.Contains(dec, v) || strings.Contains(u.Path, v)) {
+		if len(v) < 4 {
+			continue
+		}
+		if strings.Contains(raw, v) || strings.Contains(dec, v) || strings.Contains(u.Path, v) {
+			return name
+		}
+		r := redact.New(map[string]string{name: v})
+		if r.String(raw) != raw || r.String(dec) != dec || r.String(u.Path) != u.Path {
 			return name
 		}
 	}

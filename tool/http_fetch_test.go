@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -614,5 +615,48 @@ func TestHTTPFetchEchoEncodedOrCaseChanged(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// A redirect that carries the secret in its URL is never followed, in any
+// form the secret could be read back from: a secret's host that hands what
+// it was sent on to a URL the model chose (an open redirect that adds it
+// to the query) would send it to another host the grant allows, one the
+// model may read. Plain and percent-encoded it was refused; upper-cased, in
+// base64 or hex it went (red team).
+func TestHTTPFetchRedirectCarriesNoEncodedSecret(t *testing.T) {
+	ca := egresstest.NewCA(t, "a.test", "e.test")
+	a := egresstest.Serve(t, ca, "a.test", nil)
+	e := egresstest.Serve(t, ca, "e.test", nil)
+	g, err := grant.Parse(fmt.Appendf(nil, `
+[paths]
+read_only = ["."]
+[network]
+hosts = [%[1]q, %[2]q]
+private = [%[1]q, %[2]q]
+[secrets.TOKEN]
+from = "env:TOKEN"
+tools = ["http_fetch"]
+hosts = [%[1]q]
+`, a.HostPort(), e.HostPort()), "open-redirect.toml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Root: "/", Cwd: "/", Secrets: map[string]string{"TOKEN": testSecret},
+		Egress: serveEgress(t, ca, g, egress.Options{Resolver: egresstest.NewResolver("a.test", "e.test")})}
+	def, _ := Lookup("http_fetch")
+	for _, enc := range []string{"", "upper", "base64", "hex", "dotnet-url"} {
+		raw, _ := json.Marshal(map[string]string{"url": a.URL("/redirect-auth?enc=" + enc + "&to=" + url.QueryEscape(e.URL("/ok")))})
+		args, err := def.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := def.Run(context.Background(), env, args)
+		if !out.IsError || !strings.Contains(out.Content, "contains the value of the secret TOKEN") {
+			t.Errorf("enc %q: %q, want the redirect refused for the secret it carries", enc, out.Content)
+		}
+	}
+	if reqs := e.Requests(); len(reqs) > 0 {
+		t.Errorf("the secret went to another host in %d redirect(s), the first to %s", len(reqs), reqs[0].Path)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -229,6 +230,8 @@ const HostileBody = "clip\x1b]52;c;aGk=\x07 clear\x1b[2J cr\r bs\b rlo\u202eolle
 //	/echo?pad=N&text=T  N bytes of "A", then T
 //	/auth-in-location?pad=N  302 to a URL with no host that ends in N bytes of
 //	                    "a" and the Authorization header
+//	/redirect-auth?to=URL&enc=E  302 to URL with the Authorization header, spelled
+//	                    by EchoEncoders[E], as its query
 //	/bin                a small binary (PNG-like) body
 //	/big?n=BYTES        BYTES of "x"
 //	/gzip?n=BYTES       BYTES of "x" lines, gzip-encoded
@@ -296,6 +299,17 @@ func Handler(name string) http.Handler {
 	mux.HandleFunc("/auth-in-location", func(w http.ResponseWriter, r *http.Request) {
 		pad, _ := strconv.Atoi(r.URL.Query().Get("pad"))
 		w.Header().Set("Location", "https:///"+strings.Repeat("a", pad)+strings.ReplaceAll(r.Header.Get("Authorization"), " ", "-"))
+		w.WriteHeader(http.StatusFound)
+	})
+	// /redirect-auth?to=URL&enc=E: a redirect to URL carrying the
+	// request's Authorization header (spelled by EchoEncoders[E]) in its
+	// query, as an open redirect that hands on what it was sent does.
+	mux.HandleFunc("/redirect-auth", func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get("Authorization")
+		if enc, ok := EchoEncoders[r.URL.Query().Get("enc")]; ok {
+			v = enc(v)
+		}
+		w.Header().Set("Location", r.URL.Query().Get("to")+"?a="+url.QueryEscape(v))
 		w.WriteHeader(http.StatusFound)
 	})
 	mux.HandleFunc("/bin", func(w http.ResponseWriter, r *http.Request) {
