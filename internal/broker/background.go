@@ -224,7 +224,7 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 		if w == nil {
 			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q is known to this session: none was started in it with that id, or it ended long ago (a session keeps only its latest %d ended works; the audit log records every one)", c.tool, "work_id", a.WorkID, maxEndedWorks))
 		}
-		out, iso = s.backgroundCommand(ctx, w, a)
+		out, iso = s.backgroundCommand(ctx, w, a, c.limits.Output)
 		if iso != nil {
 			unenforced = iso.Unenforced
 		}
@@ -607,8 +607,9 @@ func limitSentence(limit wire.Limit) string {
 	return "the " + string(limit) + " limit ended it"
 }
 
-// backgroundCommand answers status, wait and stop.
-func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.BackgroundCommandArgs) (wire.ToolOutput, *wire.Isolation) {
+// backgroundCommand answers status, wait and stop, in at most limit bytes
+// of JSON (the call's output limit).
+func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.BackgroundCommandArgs, limit int64) (wire.ToolOutput, *wire.Isolation) {
 	var waited time.Duration
 	note := ""
 	switch a.Operation {
@@ -647,7 +648,17 @@ func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.Backgro
 	if res != nil {
 		iso = &res.Isolation
 	}
-	return renderStatus(info, fail, a.Operation == tool.OpWait, waited, note, w.out.tail()), iso
+	isWait := a.Operation == tool.OpWait
+	tail := w.out.tail()
+	if limit > 0 {
+		// The tail is the work's output, read by the model like a
+		// foreground call's: it gets what the output limit leaves beside
+		// the status, counted as the model's answer carries it.
+		fixed := renderStatus(info, fail, isWait, waited, note, tailOutput{}).Content
+		room := limit - int64(textCost(fixed)) - int64(len(tailMarker)) - 20 // the count of bytes shown
+		tail = tail.fit(max(room, 0))
+	}
+	return renderStatus(info, fail, isWait, waited, note, tail), iso
 }
 
 // stopWork sends SIGTERM to every process of the work's sandbox, SIGKILL
@@ -675,6 +686,9 @@ func (s *Session) stopWork(ctx context.Context, w *work, why string) bool {
 		return false
 	}
 }
+
+// tailMarker starts the tail in a status.
+const tailMarker = "--- last output ---\n"
 
 // renderStatus is what the model reads about one work.
 func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, note string, tail tailOutput) wire.ToolOutput {
@@ -717,7 +731,7 @@ func renderStatus(i WorkInfo, fail string, isWait bool, waited time.Duration, no
 		fmt.Fprintf(&b, "log capped at %d bytes: the log file holds only the first %d bytes of the output\n", i.LogCap, i.LogCap)
 	}
 	if len(tail.data) > 0 {
-		b.WriteString("--- last output ---\n")
+		b.WriteString(tailMarker)
 		b.WriteString(wire.ValidUTF8(string(tail.data)))
 	}
 	out.Content = b.String()

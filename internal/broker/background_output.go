@@ -146,3 +146,54 @@ func (o *workOutput) tail() tailOutput {
 	}
 	return tailOutput{data: data}
 }
+
+// fit returns the end of t whose text as the model reads it (a byte that is
+// not UTF-8 shown as \xNN, wire.ValidUTF8) costs at most budget bytes once
+// JSON-escaped, starting on a character. Output the model reads is held to
+// the call's output limit, and the escapes of control characters or binary
+// cost up to six times the bytes they stand for.
+func (t tailOutput) fit(budget int64) tailOutput {
+	var cost int64
+	i := len(t.data)
+	for i > 0 {
+		r, size := utf8.DecodeLastRune(t.data[:i])
+		c := int64(5) // \xNN, its backslash escaped
+		if r != utf8.RuneError || size > 1 {
+			c = int64(runeCost(r))
+		}
+		if cost+c > budget {
+			break
+		}
+		cost += c
+		i -= size
+	}
+	if i == 0 {
+		return t
+	}
+	return tailOutput{data: t.data[i:]}
+}
+
+// textCost is at least what s costs in a JSON string.
+func textCost(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeCost(r)
+	}
+	return n
+}
+
+// runeCost is at least what r costs in a JSON string, whichever encoder
+// writes it: two bytes for the short escapes, six for \u00XX, for the
+// line and paragraph separators and for '<', '>' and '&' (escaped for HTML
+// by encoding/json's default).
+func runeCost(r rune) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == '<' || r == '>' || r == '&':
+		return 6
+	case r == utf8.RuneError:
+		return 3
+	}
+	return utf8.RuneLen(r)
+}
