@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // unifiedDiff returns a unified diff (3 lines of context) from old to new
@@ -23,14 +24,46 @@ func unifiedDiff(name string, old, new []byte) string {
 // the files, never with their number of lines, and the diff past the cut
 // is counted, not built.
 func cappedDiff(name string, old, new []byte, limit int) string {
+	return cutDiff(name, old, new, limit, func(_ rune, size int) int { return size })
+}
+
+// cutDiff is unifiedDiff cut on a line where what it shows would cost more
+// than limit, each character costing cost(r, size) (at least its size),
+// saying how many bytes were cut.
+func cutDiff(name string, old, new []byte, limit int, cost func(r rune, size int) int) string {
 	o := diffOut{keep: limit}
 	writeDiff(&o, name, old, new)
-	if o.total <= int64(limit) {
-		return o.b.String()
-	}
 	d := o.b.String()
-	cut := strings.LastIndexByte(d[:limit], '\n') + 1
+	end, spent := 0, 0
+	for end < len(d) {
+		r, size := utf8.DecodeRuneInString(d[end:])
+		if spent += cost(r, size); spent > limit {
+			break
+		}
+		end += size
+	}
+	if end == len(d) && o.total <= int64(limit) {
+		return d
+	}
+	cut := strings.LastIndexByte(d[:end], '\n') + 1
 	return d[:cut] + fmt.Sprintf("[diff cut: %d more bytes]\n", o.total-int64(cut))
+}
+
+// jsonCost is at least what r (of size bytes in its text) costs in a JSON
+// string, whichever encoder writes it: two bytes for the short escapes,
+// six for \u00XX, for the line and paragraph separators, for '<', '>' and
+// '&' (encoding/json's default escapes them for HTML) and for a byte that
+// is not UTF-8 (written as \ufffd).
+func jsonCost(r rune, size int) int {
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return 6
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == '<' || r == '>' || r == '&':
+		return 6
+	}
+	return size
 }
 
 // diffOut collects a diff: its first keep bytes (all when keep < 0) and

@@ -13,7 +13,7 @@ import (
 const editFileDescription = `Replaces exact text in a file: old_string becomes new_string. Returns how many replacements were made and a unified diff of the change.
 old_string must occur exactly once unless replace_all is true (then every occurrence is replaced); an absent or non-unique old_string is refused without changing the file, so include enough surrounding text to make it unique. Whitespace and indentation must match exactly.
 edits: several edits to one file in one call, [{"old_string", "new_string", "replace_all"}], instead of old_string/new_string/replace_all. Each applies to the text the previous ones left; if any is refused, nothing is written (all or none). dry_run: true returns the diff without writing the file.
-Limits: regular text files only, up to the file-size limit (64 MiB by default); at most 100 edits; the diff shown is capped (32 KiB); the file keeps its mode; paths outside the allowed root are refused.`
+Limits: regular text files only, up to the file-size limit (64 MiB by default); at most 100 edits; the diff shown is capped (32 KiB, or the output limit when smaller); the file keeps its mode; paths outside the allowed root are refused.`
 
 // MaxEdits is the most edits one edit_file call may carry.
 const MaxEdits = 100
@@ -161,7 +161,10 @@ func runEditFile(ctx context.Context, env Env, a EditFileArgs) wire.ToolOutput {
 	if k > 1 {
 		noun = "replacements"
 	}
-	diff := cappedDiff(t.shown, old, updated, maxDiffBytes)
+	// The diff is output the model reads: held to the output limit, as
+	// its JSON carries it, beside the line that names the edit.
+	room := outputCap(env) - 6*len(t.shown) - 128
+	diff := cutDiff(t.shown, old, updated, max(min(maxDiffBytes, room), 0), jsonCost)
 	meta := wire.Meta{Count: k, Bytes: int64(len(updated))}
 	if a.DryRun {
 		return wire.ToolOutput{
