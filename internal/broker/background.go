@@ -224,7 +224,7 @@ func (s *Session) runBroker(ctx context.Context, c *call, args tool.Args, d gran
 		if w == nil {
 			return refuse(grant.Decision{Rule: "arguments"}, fmt.Sprintf("%s: field %q: no background work %q is known to this session: none was started in it with that id, or it ended long ago (a session keeps only its latest %d ended works; the audit log records every one)", c.tool, "work_id", a.WorkID, maxEndedWorks))
 		}
-		out, iso = s.backgroundCommand(ctx, w, a, c.limits.Output)
+		out, iso = s.backgroundCommand(ctx, w, a, c.limits)
 		if iso != nil {
 			unenforced = iso.Unenforced
 		}
@@ -607,9 +607,11 @@ func limitSentence(limit wire.Limit) string {
 	return "the " + string(limit) + " limit ended it"
 }
 
-// backgroundCommand answers status, wait and stop, in at most limit bytes
-// of JSON (the call's output limit).
-func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.BackgroundCommandArgs, limit int64) (wire.ToolOutput, *wire.Isolation) {
+// backgroundCommand answers status, wait and stop within the call's limits:
+// a wait ends at its time limit, and the answer costs at most its output
+// limit in JSON.
+func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.BackgroundCommandArgs, limits grant.Limits) (wire.ToolOutput, *wire.Isolation) {
+	limit := limits.Output
 	var waited time.Duration
 	note := ""
 	switch a.Operation {
@@ -621,11 +623,20 @@ func (s *Session) backgroundCommand(ctx context.Context, w *work, a tool.Backgro
 		if secs == 0 {
 			break // wait_secs 0: answer at once, as status does
 		}
+		d := time.Duration(secs) * time.Second
+		capped := limits.Time > 0 && limits.Time < d
+		if capped {
+			// A wait is a call: it answers within the grant's time limit.
+			d = limits.Time
+		}
 		t0 := time.Now()
-		t := time.NewTimer(time.Duration(secs) * time.Second)
+		t := time.NewTimer(d)
 		select {
 		case <-w.done:
 		case <-t.C:
+			if capped {
+				note = fmt.Sprintf("the wait ended at the call's time limit (%s); wait again for longer", limits.Time)
+			}
 		case <-ctx.Done():
 			note = "the wait was cancelled"
 		}
