@@ -19,7 +19,7 @@ const ShellKillFactor = 8
 
 // outputCap is the cap on a result's Content.
 func outputCap(env Env) int {
-	if n := env.Limits.OutputBytes; n > 0 && n < 1<<30 {
+	if n := env.Limits.OutputBytes; n > 0 && n <= 1<<30 { // the grant's most: limits.output up to 1 GiB
 		return int(n)
 	}
 	return defaultOutputBytes
