@@ -3,6 +3,7 @@ package writetmp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -39,30 +40,41 @@ func Sweep(dir, tag string) (int, error) {
 	}
 	d := os.NewFile(uintptr(fd), dir)
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 0, fmt.Errorf("listing %s: %w", dir, err)
-	}
 	n := 0
 	var errs []error
-	for _, name := range names {
-		if !Matches(name, tag) {
-			continue
-		}
-		var st unix.Stat_t
-		if err := retry(func() error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			continue
-		}
-		if err := retry(func() error { return unix.Unlinkat(fd, name, 0) }); err != nil {
-			if !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, &os.PathError{Op: "unlink", Path: filepath.Join(dir, name), Err: err})
+	// The directory is read a batch of names at a time: it is in a
+	// granted tree, which a sandbox may have filled with millions of long
+	// names, and the broker holds no more of them at once than a batch.
+	for {
+		names, err := d.Readdirnames(sweepBatch)
+		for _, name := range names {
+			if !Matches(name, tag) {
+				continue
 			}
-			continue
+			var st unix.Stat_t
+			if err := retry(func() error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue
+			}
+			if err := retry(func() error { return unix.Unlinkat(fd, name, 0) }); err != nil {
+				if !errors.Is(err, unix.ENOENT) {
+					errs = append(errs, &os.PathError{Op: "unlink", Path: filepath.Join(dir, name), Err: err})
+				}
+				continue
+			}
+			n++
 		}
-		n++
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, errors.Join(append(errs, fmt.Errorf("listing %s: %w", dir, err))...)
+		}
 	}
 	return n, errors.Join(errs...)
 }
+
+// sweepBatch is how many names Sweep reads of a directory at once.
+const sweepBatch = 1024
 
 // retry runs fn again while a signal interrupts it (EINTR). (The package
 // is imported by the runner, which may import x/sys but not the sandbox's
