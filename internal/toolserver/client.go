@@ -67,6 +67,11 @@ type Options struct {
 	// without one runs "airlock-kube release" (its session's Secret and
 	// workspace claim outlive each connection, not the Backend).
 	Release func(ctx context.Context) error
+	// AnswerGrace is how long past a call's wall time the hands have to
+	// answer it (default 30s): their sandbox is killed at the wall time,
+	// and building and tearing it down take a while. A call with a wall
+	// time the hands leave unanswered past it is given up, as lost.
+	AnswerGrace time.Duration
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 }
@@ -110,6 +115,9 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
+	}
+	if o.AnswerGrace <= 0 {
+		o.AnswerGrace = 30 * time.Second
 	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 10 * time.Second
@@ -611,6 +619,12 @@ func (p *pending) check(r *Result) error {
 	if len(r.Egress) > maxDecisions {
 		return fmt.Errorf("the call reports %d egress decisions, more than the %d hands report of one call", len(r.Egress), maxDecisions)
 	}
+	// A command's output chunks go before its result on the one ordered
+	// connection, so every chunk the result counts has arrived: hands
+	// counting more would hold the call waiting for chunks never to come.
+	if p.sink != nil && r.Chunks > p.sink.received() {
+		return fmt.Errorf("the command's result counts %d output chunks, and %d came before it", r.Chunks, p.sink.received())
+	}
 	return nil
 }
 
@@ -766,11 +780,37 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		}
 	}
 
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		b.abandon(p)
-		return nil, fmt.Errorf("remote call %s: %w", id, ctx.Err())
+	// The hands kill the call's sandbox at its wall time (theirs, or the
+	// broker's, whichever is shorter) and answer: hands that let it pass,
+	// and AnswerGrace more, without a word are not waited for, whatever
+	// the caller's context, as a local sandbox ends at its wall time.
+	sent := p.sent
+	var expired <-chan time.Time
+wait:
+	for {
+		select {
+		case <-p.done:
+			break wait
+		case <-ctx.Done():
+			b.abandon(p)
+			return nil, fmt.Errorf("remote call %s: %w", id, ctx.Err())
+		case <-sent:
+			sent = nil
+			if spec.Limits.Wall > 0 {
+				t := time.NewTimer(spec.Limits.Wall + b.opts.AnswerGrace)
+				defer t.Stop()
+				expired = t.C
+			}
+		case <-expired:
+			b.abandon(p)
+			select {
+			case <-p.done: // answered as it was cancelled
+				break wait
+			default:
+			}
+			b.logger.Warn("the hands did not answer a call past its wall time", "call", id, "wall", spec.Limits.Wall, "endpoint", b.endpoint)
+			return nil, fmt.Errorf("%w: hands at %s, call %s: no answer %s past the call's wall time of %s", sandbox.ErrLost, b.endpoint, id, b.opts.AnswerGrace, spec.Limits.Wall)
+		}
 	}
 	where := b.endpoint + " " + p.hands
 	if p.unsent {
@@ -967,6 +1007,13 @@ func newOutputSink(stdout, stderr io.Writer, max int64) *outputSink {
 	s.cond = sync.NewCond(&s.mu)
 	go s.loop()
 	return s
+}
+
+// received is the number of chunks taken in sequence so far.
+func (s *outputSink) received() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
 }
 
 // put takes a chunk, or says why the hands sent one they must not.
