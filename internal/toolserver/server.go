@@ -67,6 +67,10 @@ type ServerOptions struct {
 	// its connections together (default DefaultMaxSandboxes); a call past
 	// it is refused at once with a sentence naming the cap.
 	MaxSandboxes int
+	// HandshakeTimeout bounds the wait for a WebSocket broker's hello
+	// after its upgrade (default HeaderTimeout): the heartbeat that ends a
+	// silent connection starts only once the handshake is done.
+	HandshakeTimeout time.Duration
 	// Egress configures the egress proxy of calls that reach the network.
 	Egress *broker.EgressOptions
 	// Logger receives operational logs; nil discards.
@@ -151,6 +155,9 @@ func NewServer(opts *ServerOptions) (*Server, error) {
 	if o.MaxSandboxes <= 0 {
 		o.MaxSandboxes = DefaultMaxSandboxes
 	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = HeaderTimeout
+	}
 	if o.Name == "" {
 		o.Name, _ = os.Hostname()
 		if o.Name == "" {
@@ -197,7 +204,7 @@ func (s *Server) Handler(token string) http.Handler {
 		}
 		conn := newWSConn(c)
 		defer conn.Close()
-		if err := s.ServeConn(r.Context(), conn); err != nil {
+		if err := s.serveConn(r.Context(), conn, s.opts.HandshakeTimeout); err != nil {
 			s.logger.Info("connection ended", "remote", r.RemoteAddr, "err", err)
 		}
 	})
@@ -249,7 +256,16 @@ func (s *Server) HTTPServer(token string) *http.Server {
 // cancelled. When it ends, every call of the connection still running is
 // killed (its sandbox, background work included): a sandbox outlives
 // neither its call nor its broker.
+//
+// ServeConn waits for the broker's hello as long as it takes (a stdio
+// peer, a pod's attached stdin, may come late); Handler bounds the wait.
 func (s *Server) ServeConn(ctx context.Context, c Conn) error {
+	return s.serveConn(ctx, c, 0)
+}
+
+// serveConn is ServeConn; a connection whose hello has not arrived within
+// handshake (when not zero) is closed.
+func (s *Server) serveConn(ctx context.Context, c Conn, handshake time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	sc := &serverConn{s: s, c: c, calls: map[string]*running{}}
 	// The connection's end kills its calls at once: cancel before waiting
@@ -258,7 +274,18 @@ func (s *Server) ServeConn(ctx context.Context, c Conn) error {
 	defer sc.wg.Wait()
 	defer c.Close()
 	defer cancel()
-	if err := sc.handshake(ctx); err != nil {
+	if handshake > 0 {
+		// A token holder that says nothing is ended as a silent broker
+		// is, not held for ever before its heartbeat starts.
+		t := time.AfterFunc(handshake, func() { c.Close() })
+		err := sc.handshake(ctx)
+		if !t.Stop() && err == nil {
+			err = fmt.Errorf("no hello within %s", handshake)
+		}
+		if err != nil {
+			return err
+		}
+	} else if err := sc.handshake(ctx); err != nil {
 		return err
 	}
 	alive := make(chan struct{}, 1)
