@@ -71,6 +71,12 @@ type ServerOptions struct {
 	// after its upgrade (default HeaderTimeout): the heartbeat that ends a
 	// silent connection starts only once the handshake is done.
 	HandshakeTimeout time.Duration
+	// OutputGrace is how long past a command's wall time the broker has to
+	// take its output (default 60s): a broker that keeps its connection
+	// alive and reads nothing is taken for dead then, and its connection
+	// ends, so the command's sandbox, held up writing output nobody takes,
+	// is not kept past its wall time.
+	OutputGrace time.Duration
 	// Egress configures the egress proxy of calls that reach the network.
 	Egress *broker.EgressOptions
 	// Logger receives operational logs; nil discards.
@@ -157,6 +163,9 @@ func NewServer(opts *ServerOptions) (*Server, error) {
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = HeaderTimeout
+	}
+	if o.OutputGrace <= 0 {
+		o.OutputGrace = time.Minute
 	}
 	if o.Name == "" {
 		o.Name, _ = os.Hostname()
@@ -496,7 +505,15 @@ func (sc *serverConn) start(ctx context.Context, id string, call *Call, raw []by
 		} else if !sc.s.admit() {
 			res = sc.s.busy(id)
 		} else {
-			res = sc.s.run(cctx, id, call, r, func(stream int, seq int64, p []byte) error {
+			res = sc.s.run(cctx, id, call, r, func(by context.Context, stream int, seq int64, p []byte) error {
+				// A broker alive and not reading (its heartbeats come) would
+				// hold the send, and the sandbox writing, for ever: past
+				// the command's wall time it is taken for dead.
+				stop := context.AfterFunc(by, func() {
+					sc.s.logger.Warn("the broker has not taken a command's output by its wall time; ending its connection", "call", id)
+					sc.c.Close()
+				})
+				defer stop()
 				return sc.send(ctx, &Frame{Type: TypeOutput, ID: id, Output: &Chunk{Seq: seq, Stream: stream, Data: p}})
 			})
 			sc.s.leave()
@@ -571,7 +588,7 @@ func (s *Server) busy(id string) *Result {
 
 // run checks call against the hands' grant and runs it in a fresh sandbox.
 // out, for a command, receives its stdout (1) and stderr (2) in order.
-func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out func(stream int, seq int64, p []byte) error) *Result {
+func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out func(by context.Context, stream int, seq int64, p []byte) error) *Result {
 	spec, in, err := s.specFor(call)
 	if err != nil {
 		s.logger.Warn("refused a call", "call", id, "err", err)
@@ -644,7 +661,16 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 		spec.Stdin = bytes.NewReader(b)
 		spec.Stdout, spec.Stderr = &stdout, &limited{max: 64 << 10, buf: &stderr}
 	} else {
-		ow = &orderedWriters{send: out}
+		// The command's output is to be taken by the broker by its wall
+		// time, and OutputGrace more.
+		by, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if spec.Limits.Wall > 0 {
+			var stop context.CancelFunc
+			by, stop = context.WithTimeout(by, spec.Limits.Wall+s.opts.OutputGrace)
+			defer stop()
+		}
+		ow = &orderedWriters{send: func(stream int, seq int64, p []byte) error { return out(by, stream, seq, p) }}
 		spec.Stdout, spec.Stderr = ow.writer(1), ow.writer(2)
 		if r.stdin != nil {
 			spec.Stdin = r.stdin
