@@ -784,8 +784,26 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	// broker's, whichever is shorter) and answer: hands that let it pass,
 	// and AnswerGrace more, without a word are not waited for, whatever
 	// the caller's context, as a local sandbox ends at its wall time.
-	sent := p.sent
+	// The time runs from when the call has a connection to go out on (a
+	// call frame the hands do not take counts against them): now, or once
+	// it is sent on the next one.
+	var clock *time.Timer
+	defer func() {
+		if clock != nil {
+			clock.Stop()
+		}
+	}()
 	var expired <-chan time.Time
+	startClock := func() {
+		if spec.Limits.Wall > 0 && clock == nil {
+			clock = time.NewTimer(spec.Limits.Wall + b.opts.AnswerGrace)
+			expired = clock.C
+		}
+	}
+	if l != nil {
+		startClock()
+	}
+	sentCh := p.sent
 wait:
 	for {
 		select {
@@ -794,13 +812,9 @@ wait:
 		case <-ctx.Done():
 			b.abandon(p)
 			return nil, fmt.Errorf("remote call %s: %w", id, ctx.Err())
-		case <-sent:
-			sent = nil
-			if spec.Limits.Wall > 0 {
-				t := time.NewTimer(spec.Limits.Wall + b.opts.AnswerGrace)
-				defer t.Stop()
-				expired = t.C
-			}
+		case <-sentCh:
+			sentCh = nil
+			startClock()
 		case <-expired:
 			b.abandon(p)
 			select {
@@ -862,11 +876,29 @@ func (b *Backend) abandon(p *pending) {
 		return
 	}
 	b.mu.Unlock()
-	b.control(p, &Control{Op: OpCancel})
+	// The cancel is written from a goroutine: hands that read nothing
+	// (their heartbeats still come) would hold its write, and the caller,
+	// for as long as the link lives.
+	cancelled := make(chan struct{})
+	go func() {
+		defer close(cancelled)
+		b.control(p, &Control{Op: OpCancel})
+	}()
+	t := time.NewTimer(DeadAfter * l.iv)
+	defer t.Stop()
 	select {
 	case <-p.done:
 	case <-l.dead:
-	case <-time.After(DeadAfter * l.iv):
+	case <-t.C:
+		select {
+		case <-cancelled:
+		default:
+			// Neither the call nor its cancel went out in DeadAfter
+			// heartbeats: the hands take no frames, and the link, of
+			// no use to any call, is dropped.
+			b.logger.Warn("the hands take no frames; dropping the connection", "call", p.id, "hands", l.identity)
+			l.kill()
+		}
 	}
 	b.mu.Lock()
 	if b.pending[p.id] == p {
