@@ -72,10 +72,11 @@ type ServerOptions struct {
 	// silent connection starts only once the handshake is done.
 	HandshakeTimeout time.Duration
 	// OutputGrace is how long past a command's wall time the broker has to
-	// take its output (default 60s): a broker that keeps its connection
-	// alive and reads nothing is taken for dead then, and its connection
-	// ends, so the command's sandbox, held up writing output nobody takes,
-	// is not kept past its wall time.
+	// take its output, and how long, besides a second for every MiB of
+	// it, it has to take any frame (default 60s): a broker that keeps its
+	// connection alive and reads nothing is taken for dead then, and its
+	// connection ends, so neither a command's sandbox, held up writing
+	// output nobody takes, nor the frames waiting for it are kept.
 	OutputGrace time.Duration
 	// Egress configures the egress proxy of calls that reach the network.
 	Egress *broker.EgressOptions
@@ -371,8 +372,23 @@ func (sc *serverConn) send(ctx context.Context, f *Frame) error {
 	}
 	sc.writing.Add(1)
 	defer sc.writing.Add(-1)
+	// A broker reads whatever comes (its reader never waits on a call): a
+	// frame still not written OutputGrace, and a second for every
+	// minWriteRate bytes of it, after it was begun is to a broker that
+	// keeps its connection alive and reads nothing, and the connection
+	// ends. Its frames, results up to wire.MaxFrameSize each, waited for
+	// ever, however many calls it made.
+	t := time.AfterFunc(sc.s.opts.OutputGrace+time.Duration(len(b)/minWriteRate)*time.Second, func() {
+		sc.s.logger.Warn("the broker has not taken a frame in its time; ending its connection", "type", f.Type, "call", f.ID, "bytes", len(b))
+		sc.c.Close()
+	})
+	defer t.Stop()
 	return sc.c.Send(ctx, b)
 }
+
+// minWriteRate is the slowest rate, in bytes a second, at which the hands
+// wait for a broker to take a frame (OutputGrace besides).
+const minWriteRate = 1 << 20
 
 func (sc *serverConn) handshake(ctx context.Context) error {
 	p, err := sc.c.Recv(ctx)
