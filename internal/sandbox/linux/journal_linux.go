@@ -112,7 +112,8 @@ func removePlaceholder(p string) bool {
 
 // placeholderName is the name a placeholder at base is for: base itself,
 // or, for a temporary name (tempName: the prefix, PID[-START].N-, the
-// name), the name it was made for.
+// name or, for a long one, its digest), the name it was made for (or the
+// digest, which no placeholder with content has).
 func placeholderName(base string) string {
 	rest, ok := strings.CutPrefix(base, tempPrefix)
 	if !ok {

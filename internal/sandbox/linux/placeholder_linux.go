@@ -2,6 +2,8 @@ package linux
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -400,7 +402,22 @@ const tempPrefix = wire.PlaceholderTempPrefix
 // tempName is the name under which this set of placeholders makes the
 // placeholder name: its tag, so no other process, nor another set of this
 // one, makes the same one. p.mu is held, and p.tag set.
-func (p *placeholders) tempName(name string) string { return tempPrefix + p.tag + "-" + name }
+//
+// A name too long to take the prefix and the tag too (a file system
+// takes NAME_MAX bytes) ends in a digest of it instead: a sandbox chooses
+// such a name (a nested repository it makes names its hooks directory,
+// which later sessions hold while it is missing), and the temporary name
+// the kernel refused failed every hold of every later call over the tree.
+// Only a commondir's placeholder holds anything (placeholderName), and
+// its name is short.
+func (p *placeholders) tempName(name string) string {
+	t := tempPrefix + p.tag + "-" + name
+	if len(t) <= unix.NAME_MAX {
+		return t
+	}
+	sum := sha256.Sum256([]byte(name))
+	return tempPrefix + p.tag + "-" + hex.EncodeToString(sum[:16])
+}
 
 // errNoReplace: the file system cannot rename without replacing.
 var errNoReplace = errors.New("renameat2 RENAME_NOREPLACE is not supported here")
