@@ -7,7 +7,9 @@ package journal
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,15 +28,24 @@ func Remove(journal string, remove func(path string) bool) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
+	// Lines of any length: a path is as long as the tree is deep, and a
+	// sandbox makes the tree (a nested repository more than 64 KiB of path
+	// down is protected, so journalled). bufio.Scanner's limit on a line
+	// stopped the reading there, and nothing the journal named was
+	// removed, in any tree.
 	var paths []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if p := sc.Text(); filepath.IsAbs(p) && filepath.Clean(p) == p {
+	rd := bufio.NewReader(f)
+	for {
+		line, err := rd.ReadString('\n')
+		if p := strings.TrimSuffix(line, "\n"); filepath.IsAbs(p) && filepath.Clean(p) == p {
 			paths = append(paths, p)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("reading %s: %w", journal, err)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("reading %s: %w", journal, err)
+		}
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
