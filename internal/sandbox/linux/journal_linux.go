@@ -41,22 +41,47 @@ func (p *placeholders) note(paths []string) {
 	}
 	journalUsers.Lock()
 	defer journalUsers.Unlock()
+	name := p.journal.Name()
 	if !p.journalling {
 		p.journalling = true
-		journalUsers.n[p.journal.Name()]++
+		journalUsers.n[name]++
 	}
-	_, _ = p.journal.WriteString(strings.Join(paths, "\n") + "\n")
+	// Each path once until the journal is emptied: while any set of this
+	// process holds a placeholder, every hold of the others would write its
+	// paths again, and the journal grew by the call.
+	noted := journalUsers.noted[name]
+	if noted == nil {
+		noted = map[string]bool{}
+		journalUsers.noted[name] = noted
+	}
+	var fresh []string
+	for _, path := range paths {
+		if !noted[path] {
+			fresh = append(fresh, path)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	if _, err := p.journal.WriteString(strings.Join(fresh, "\n") + "\n"); err == nil {
+		for _, path := range fresh {
+			noted[path] = true
+		}
+	}
 }
 
 // journalUsers counts, for each journal file of this process, the sets of
 // placeholders that noted paths in it since they last held none: the
 // backends of one process over one state directory share the file (it is
 // named by the process), so it is emptied only when none of them holds a
-// placeholder. Writes and the emptying are made under its lock.
+// placeholder. It keeps, for each file, the paths written there since it
+// was last emptied (noted). Writes and the emptying are made under its
+// lock.
 var journalUsers = struct {
 	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
+	n     map[string]int
+	noted map[string]map[string]bool
+}{n: map[string]int{}, noted: map[string]map[string]bool{}}
 
 // forget empties the journal once no set of placeholders of this process
 // that writes there holds one. It is called with p.mu held.
@@ -72,6 +97,7 @@ func (p *placeholders) forget() {
 		return
 	}
 	delete(journalUsers.n, name)
+	delete(journalUsers.noted, name)
 	_ = p.journal.Truncate(0)
 }
 
