@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/procid"
@@ -37,7 +38,7 @@ func Remove(journal string, remove func(path string) bool) (int, error) {
 	rd := bufio.NewReader(f)
 	for {
 		line, err := rd.ReadString('\n')
-		if p := strings.TrimSuffix(line, "\n"); filepath.IsAbs(p) && filepath.Clean(p) == p {
+		if p, ok := parseLine(strings.TrimSuffix(line, "\n")); ok && filepath.IsAbs(p) && filepath.Clean(p) == p {
 			paths = append(paths, p)
 		}
 		if errors.Is(err, io.EOF) {
@@ -57,6 +58,31 @@ func Remove(journal string, remove func(path string) bool) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Line is the line of a journal that names path: the path as it is, or
+// quoted as Go quotes a string (strconv.Quote) where it holds a newline.
+// A sandbox names directories (a nested repository's hooks directory, in
+// its configuration), and a name with a newline in it made the line two
+// paths, neither the placeholder's: a sweep left that one in the tree, and
+// looked at the second, an absolute path the sandbox chose anywhere on the
+// host. An absolute path begins with a slash, so a quoted line is told
+// from it by its first byte.
+func Line(path string) string {
+	if strings.Contains(path, "\n") {
+		return strconv.Quote(path)
+	}
+	return path
+}
+
+// parseLine is the path a journal's line names (Line), and whether it
+// names one.
+func parseLine(line string) (string, bool) {
+	if !strings.HasPrefix(line, `"`) {
+		return line, true
+	}
+	p, err := strconv.Unquote(line)
+	return p, err == nil
 }
 
 // Name is the name of this process's journal: its procid.ID and, where

@@ -55,15 +55,17 @@ func (p *placeholders) note(paths []string) {
 		journalUsers.noted[name] = noted
 	}
 	var fresh []string
+	var lines strings.Builder
 	for _, path := range paths {
 		if !noted[path] {
 			fresh = append(fresh, path)
+			lines.WriteString(journal.Line(path) + "\n")
 		}
 	}
 	if len(fresh) == 0 {
 		return
 	}
-	if _, err := p.journal.WriteString(strings.Join(fresh, "\n") + "\n"); err == nil {
+	if _, err := p.journal.WriteString(lines.String()); err == nil {
 		for _, path := range fresh {
 			noted[path] = true
 		}

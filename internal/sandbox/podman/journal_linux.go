@@ -40,7 +40,7 @@ func (p *placeholders) note(host string) {
 		}
 		p.journal = f
 	}
-	_, _ = p.journal.WriteString(host + "\n")
+	_, _ = p.journal.WriteString(journal.Line(host) + "\n")
 }
 
 // mark sets the placeholder mark on the open file fd (best effort: a file
