@@ -841,3 +841,36 @@ func TestDepotModeOfItsOwn(t *testing.T) {
 		t.Errorf("%d placeholders came from the depot, want the %d files", n.depot, want)
 	}
 }
+
+// TestDepotLeavesAnotherNameAlone: a placeholder given another name while
+// it was in the tree (a hard link a sandbox of another grant, or the user,
+// made) is not the depot's: a release removes its name and leaves the
+// inode, and what its other name shows, as they are. Its mode was reset to
+// 0644 and its ACLs removed before the depot looked at its links, so the
+// other name's 0600 became 0644.
+func TestDepotLeavesAnotherNameAlone(t *testing.T) {
+	dir, cfg := plainConfig(t)
+	p := withDepot(t, t.TempDir())
+	held, err := p.hold(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "mine")
+	if err := os.Link(filepath.Join(dir, ".envrc"), mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.release(held)
+	fi, err := os.Lstat(mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the other name's mode is %o after the release, want 0600", fi.Mode().Perm())
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".envrc")); err == nil {
+		t.Errorf("the placeholder's name was left in the tree")
+	}
+}

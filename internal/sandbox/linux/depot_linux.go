@@ -498,6 +498,14 @@ func (p *placeholders) toDepot(pd rawDir, name string, fd int, st *unix.Stat_t) 
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || !d.servable(pd, true) {
 		return false // directories are never kept (see the top of this file)
 	}
+	// Nothing is changed on an inode with another name than this one, or
+	// not this user's: that name (a hard link made while it was in the
+	// tree) is someone's file, whose mode and ACLs are theirs. (A link
+	// made in the few system calls after this look is found by intoSlot:
+	// the depot keeps nothing of it.)
+	if unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 || int(st.Uid) != os.Geteuid() || st.Size != 0 {
+		return false
+	}
 	// What the placeholder was made with (the umask) or given in the tree
 	// meanwhile does not go along: one mode, and no ACL.
 	marked, granting := xattrsOf(fd)
