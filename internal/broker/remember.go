@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/grant"
 )
@@ -46,8 +47,8 @@ func rememberProtected(records string, g *grant.Grant, logger *slog.Logger) *gra
 			}
 			continue
 		}
-		var list []grant.ProtectedPath
-		if err := json.Unmarshal(b, &list); err != nil {
+		list, err := decodeMemory(b)
+		if err != nil {
 			logger.Warn("reading the protected paths earlier sessions found", "tree", t, "err", err)
 			continue
 		}
@@ -100,7 +101,7 @@ func memoryFile(dir, t string) string {
 // what the last one did, and a file made and renamed into place costs an
 // inode allocated and one freed on every session's start.
 func writeMemory(p string, list []grant.ProtectedPath, was []byte) error {
-	b, err := json.Marshal(list)
+	b, err := encodeMemory(list)
 	if err != nil {
 		return err
 	}
@@ -125,4 +126,45 @@ func writeMemory(p string, list []grant.ProtectedPath, was []byte) error {
 		return fmt.Errorf("replacing %s: %w", p, err)
 	}
 	return nil
+}
+
+// storedPath is a protected path as a memory file keeps it: a path that is
+// not UTF-8 as its bytes (base64 in JSON), since a JSON string cannot
+// carry such bytes and a path may hold any: encoding/json wrote U+FFFD for
+// them, and the next session protected a path that is not there instead of
+// the one a sandbox had named so.
+type storedPath struct {
+	PathBytes []byte `json:"path_bytes,omitempty"` // a path that is not UTF-8
+	Path      string `json:"path,omitempty"`
+	Name      string `json:"name"`
+	Dir       bool   `json:"dir"`
+}
+
+// encodeMemory is a memory file's content for list.
+func encodeMemory(list []grant.ProtectedPath) ([]byte, error) {
+	out := make([]storedPath, len(list))
+	for i, p := range list {
+		out[i] = storedPath{Path: p.Path, Name: p.Name, Dir: p.Dir}
+		if !utf8.ValidString(p.Path) {
+			out[i] = storedPath{PathBytes: []byte(p.Path), Name: p.Name, Dir: p.Dir}
+		}
+	}
+	return json.Marshal(out)
+}
+
+// decodeMemory reads a memory file's content, of this form or the older one.
+func decodeMemory(b []byte) ([]grant.ProtectedPath, error) {
+	var in []storedPath
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	out := make([]grant.ProtectedPath, len(in))
+	for i, p := range in {
+		path := p.Path
+		if p.PathBytes != nil {
+			path = string(p.PathBytes)
+		}
+		out[i] = grant.ProtectedPath{Path: path, Name: p.Name, Dir: p.Dir}
+	}
+	return out, nil
 }

@@ -123,3 +123,42 @@ func TestRememberWritesOnlyChanges(t *testing.T) {
 		t.Error("the memory's file was changed in place, not replaced whole")
 	}
 }
+
+// TestRememberKeepsPathBytes: a protected path whose name is not UTF-8 (a
+// nested repository a sandbox made under such a name) is remembered as
+// its bytes, so the next session protects that path and not one with
+// U+FFFD in its place; a memory of the older form is still read.
+func TestRememberKeepsPathBytes(t *testing.T) {
+	records := t.TempDir()
+	tree, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(tree, "r\xff\xfe", ".git")
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := grant.FromFlags(tree, grant.Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rememberProtected(records, g, slog.New(slog.DiscardHandler))
+	b, err := os.ReadFile(memoryFile(filepath.Join(records, memoryDir), tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := decodeMemory(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(list, func(p grant.ProtectedPath) bool { return p.Path == target }) {
+		t.Errorf("the memory does not hold %q: %+v", target, list)
+	}
+	old, err := decodeMemory([]byte(`[{"path":"/w/.git","name":".git","dir":true}]`))
+	if err != nil || len(old) != 1 || old[0] != (grant.ProtectedPath{Path: "/w/.git", Name: ".git", Dir: true}) {
+		t.Errorf("an older memory read as %+v, %v", old, err)
+	}
+}
