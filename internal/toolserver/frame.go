@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/internal/egress"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -82,6 +83,9 @@ type Call struct {
 	// alone.)
 	Hosts   []string `json:"hosts,omitempty"`
 	Private []string `json:"private,omitempty"`
+	// Raw carries the paths and arguments that are not UTF-8, exactly:
+	// EncodeFrame sets it and DecodeFrame consumes it (callStrings).
+	Raw map[int][]byte `json:"raw,omitempty"`
 }
 
 // Limits are sandbox.Limits on the wire (durations in milliseconds).
@@ -182,6 +186,11 @@ func DecodeFrame(payload []byte) (*Frame, error) {
 	if err := f.check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFrame, err)
 	}
+	if f.Call != nil {
+		if err := f.Call.takeRaw(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrFrame, err)
+		}
+	}
 	return &f, nil
 }
 
@@ -189,6 +198,13 @@ func DecodeFrame(payload []byte) (*Frame, error) {
 func EncodeFrame(f *Frame) ([]byte, error) {
 	if err := f.check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFrame, err)
+	}
+	if f.Call != nil {
+		if c := f.Call.withRaw(); c != f.Call {
+			cp := *f
+			cp.Call = c
+			f = &cp
+		}
 	}
 	b, err := json.Marshal(f)
 	if err != nil {
@@ -262,5 +278,63 @@ func (f *Frame) check() error {
 	if f.Output != nil && f.Output.Stream != 1 && f.Output.Stream != 2 {
 		return fmt.Errorf("output stream %d: want 1 or 2", f.Output.Stream)
 	}
+	return nil
+}
+
+// A Call's paths and command reach the hands byte for byte. JSON replaces
+// each byte of a string that is not UTF-8 with U+FFFD, but a path on Linux
+// is any bytes: a mask of a nested .git below a directory named "\xff"
+// reached the hands as "\ufffd/.git", a path that does not exist, and the
+// real one stayed writable there. So EncodeFrame sends every such string
+// also as its bytes (base64) in Call.Raw, keyed by its place in the list
+// callStrings makes, and DecodeFrame puts them back. (Hands from before
+// this refuse a call that carries "raw", an unknown field: they cannot
+// mask what they would not read exactly.)
+
+// callStrings lists a pointer to every path and argument of c, in a fixed
+// order.
+func (c *Call) callStrings() []*string {
+	var out []*string
+	for i := range c.Mounts {
+		out = append(out, &c.Mounts[i].Source, &c.Mounts[i].Target)
+	}
+	for _, l := range []*[]string{&c.Masks, &c.ReadOnly, &c.ReadOnlyDirs, &c.Command} {
+		for i := range *l {
+			out = append(out, &(*l)[i])
+		}
+	}
+	return append(out, &c.Cwd)
+}
+
+// withRaw returns c, or a copy of it with Raw holding its strings that are
+// not UTF-8.
+func (c *Call) withRaw() *Call {
+	var raw map[int][]byte
+	for i, p := range c.callStrings() {
+		if !utf8.ValidString(*p) {
+			if raw == nil {
+				raw = map[int][]byte{}
+			}
+			raw[i] = []byte(*p)
+		}
+	}
+	if raw == nil {
+		return c
+	}
+	cp := *c
+	cp.Raw = raw
+	return &cp
+}
+
+// takeRaw puts c.Raw's exact strings back in their places.
+func (c *Call) takeRaw() error {
+	ptrs := c.callStrings()
+	for i, b := range c.Raw {
+		if i < 0 || i >= len(ptrs) {
+			return fmt.Errorf("call: raw string %d of %d", i, len(ptrs))
+		}
+		*ptrs[i] = string(b)
+	}
+	c.Raw = nil
 	return nil
 }
