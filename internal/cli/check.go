@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/native"
+	"github.com/airlockhq/airlock/internal/printable"
 	"github.com/airlockhq/airlock/tool"
 	"github.com/airlockhq/airlock/wire"
 )
@@ -124,34 +125,46 @@ func decide(g *grant.Grant, name string, raw json.RawMessage) (grant.Decision, t
 }
 
 // explain renders the decision for one call, with what the host can
-// enforce of its limits.
+// enforce of its limits. Each field is made printable on one line: a
+// grant's paths come from the file system and a grant file from anywhere,
+// and a name holding a newline or an escape sequence must not make a line
+// of check's output (a "decision: ALLOWED" under the REFUSED it erased).
 func explain(g *grant.Grant, name string, raw json.RawMessage, host hostLimits) string {
 	var b strings.Builder
+	line := func(label string, fields ...string) {
+		b.WriteString(label)
+		for _, f := range fields {
+			b.WriteString(printable.Line(f))
+		}
+		b.WriteByte('\n')
+	}
 	d, acc := decide(g, name, raw)
-	fmt.Fprintf(&b, "grant:    %s\n", grantLabel(g))
-	fmt.Fprintf(&b, "call:     %s %s\n", name, compactJSON(raw))
+	line("grant:    ", grantLabel(g))
+	line("call:     ", name, " ", compactJSON(raw))
 	for _, p := range acc.Paths {
 		mode := "read"
 		if p.Write {
 			mode = "write"
 		}
-		fmt.Fprintf(&b, "touches:  %s (%s)\n", p.Path, mode)
+		line("touches:  ", p.Path, " ("+mode+")")
 	}
 	for _, h := range acc.Hosts {
-		fmt.Fprintf(&b, "reaches:  %s\n", h)
+		line("reaches:  ", h)
 	}
 	if acc.Exec {
-		fmt.Fprintf(&b, "runs:     arbitrary commands in the sandbox\n")
+		line("runs:     ", "arbitrary commands in the sandbox")
 	}
 	if d.Allowed {
-		fmt.Fprintf(&b, "decision: ALLOWED by %s\n", d.Rule)
-		fmt.Fprintf(&b, "limits:   %s\n", g.LimitsFor(name))
-		b.WriteString(host.line(g, name))
+		line("decision: ", "ALLOWED by ", d.Rule)
+		line("limits:   ", g.LimitsFor(name).String())
+		if h := host.line(g, name); h != "" {
+			line("host:     ", strings.TrimSuffix(strings.TrimPrefix(h, "host:     "), "\n"))
+		}
 	} else {
-		fmt.Fprintf(&b, "decision: REFUSED by %s: %s\n", d.Rule, d.Reason)
+		line("decision: ", "REFUSED by ", d.Rule, ": ", d.Reason)
 	}
 	for _, r := range append(d.Risks, g.Risks()...) {
-		fmt.Fprintf(&b, "risk:     %s\n", r)
+		line("risk:     ", r)
 	}
 	return b.String()
 }
