@@ -32,9 +32,10 @@ Runs CMD in a fresh sandbox. By default the current directory is read-write,
 system directories are read-only, nothing else of the host is visible, and
 there is no network. stdin, stdout and stderr pass through, a terminal passes
 through when stdin is one (as a new pseudo-terminal, never the host's own),
-and airlock exits with CMD's exit status (128+N when a signal N killed it),
-or 125 when airlock itself fails before or instead of running CMD (bad
-usage, a grant that does not load, a sandbox that cannot be built).
+and airlock exits with CMD's exit status (128+N when a signal N killed it,
+127 when CMD is not found, 126 when it cannot run), or 125 when airlock
+itself fails before or instead of running CMD (bad usage, a grant that does
+not load, a sandbox that cannot be built).
 SIGTERM, SIGHUP and SIGINT sent to airlock are passed on to CMD (SIGTERM to
 every process of the sandbox), so its traps run; a second one, or SIGQUIT,
 kills the sandbox at once (status 137), and a terminal is restored.

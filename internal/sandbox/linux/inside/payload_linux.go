@@ -34,9 +34,15 @@ func runPayload(cfg *initproto.Config, status *os.File, sigs chan os.Signal) int
 	defer runtime.UnlockOSThread()
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil && !errors.Is(err, exec.ErrDot) {
+		// 127 for a command that is not there, 126 for one that is and
+		// cannot run (no execute permission, a directory), as sh says.
 		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
-		report(status, 127, 0)
-		return 127
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		report(status, code, 0)
+		return code
 	}
 	// The reaper gets its thread now: once the payload runs it may hold
 	// every process the limit allows, and a thread made then would fail
