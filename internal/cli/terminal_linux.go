@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -58,9 +59,42 @@ func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
 		return nil, err
 	}
+	// Job control: a shell puts its own settings back when a job stops
+	// and does not give the job's back on fg, so airlock takes the
+	// terminal raw again each time it is continued (SIGCONT: after a
+	// SIGTSTP, a SIGTTOU or SIGTTIN, or a SIGSTOP it cannot catch), and
+	// passes on the size, which may have changed meanwhile. A SIGTSTP
+	// (kill -TSTP; at the raw terminal ^Z is the command's) gives the
+	// terminal back before airlock stops, for a parent that does not.
+	// The sandbox runs on while airlock is stopped, within its limits.
 	winch := make(chan os.Signal, 1)
+	jobs := make(chan os.Signal, 2)
 	signal.Notify(winch, syscall.SIGWINCH)
+	signal.Notify(jobs, syscall.SIGTSTP, syscall.SIGCONT)
 	sizes := make(chan sandbox.TTYSize, 1)
+	resize := func() {
+		ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		if err != nil {
+			return
+		}
+		select { // the newest size replaces one not yet passed on
+		case <-sizes:
+		default:
+		}
+		select {
+		case sizes <- sandbox.TTYSize{Rows: ws.Row, Cols: ws.Col}:
+		default:
+		}
+	}
+	var mu sync.Mutex // held while the terminal's settings change
+	restored := false
+	setTermios := func(t *unix.Termios) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !restored {
+			_ = unix.IoctlSetTermios(fd, unix.TCSETS, t)
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -68,18 +102,25 @@ func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 			case <-done:
 				return
 			case <-winch:
-				if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
-					select {
-					case sizes <- sandbox.TTYSize{Rows: ws.Row, Cols: ws.Col}:
-					default:
-					}
+				resize()
+			case s := <-jobs:
+				if s == syscall.SIGTSTP {
+					setTermios(old)
+					_ = unix.Kill(os.Getpid(), unix.SIGSTOP)
+					continue // SIGCONT follows
 				}
+				setTermios(&raw)
+				resize()
 			}
 		}
 	}()
 	restore := func() {
 		signal.Stop(winch)
+		signal.Stop(jobs)
 		close(done)
+		mu.Lock()
+		defer mu.Unlock()
+		restored = true
 		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
 	}
 	spec.Resize = sizes
