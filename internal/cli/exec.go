@@ -31,7 +31,8 @@ func execCommand() *command {
 Runs CMD in a fresh sandbox. By default the current directory is read-write,
 system directories are read-only, nothing else of the host is visible, and
 there is no network. stdin, stdout and stderr pass through, a terminal passes
-through when stdin is one (as a new pseudo-terminal, never the host's own),
+through when stdin and stdout are one (as a new pseudo-terminal, never the
+host's own; output sent to a file or a pipe arrives byte for byte),
 and airlock exits with CMD's exit status (128+N when a signal N killed it,
 127 when CMD is not found, 126 when it cannot run), or 125 when airlock
 itself fails before or instead of running CMD (bad usage, a grant that does
@@ -229,7 +230,7 @@ func openExecSession(env *Env, gf *grantFlags, g *grant.Grant, envs, inherit []s
 	if err != nil {
 		return nil, nil, err
 	}
-	if ps, ok := p.Backend.(prestarter); ok && !stdinIsTerminal(env) {
+	if ps, ok := p.Backend.(prestarter); ok && !execTerminal(env) {
 		// The command's sandbox starts its init while the session opens.
 		ps.Prestart(broker.SpecFor(g, lim))
 	}

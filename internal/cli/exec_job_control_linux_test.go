@@ -61,7 +61,7 @@ func TestExecTerminalAfterStopAndFg(t *testing.T) {
 		}
 	}
 	type_(`"$AIRLOCK" exec ` + flags + ` -- sh -c 'echo STARTED; read x; echo "GOT:$x"; read y; echo "GOT2:$y"'` + "\n")
-	out.waitFor(t, "STARTED")
+	out.waitFor(t, "STARTED\r\n")
 	pid = childOf(t, sh.Process.Pid)
 	if !raw(t, master) {
 		t.Fatal("the terminal is not raw while the command runs")

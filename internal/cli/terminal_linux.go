@@ -14,24 +14,38 @@ import (
 	"github.com/airlockhq/airlock/internal/sandbox"
 )
 
-// stdinIsTerminal says whether env's standard input is a terminal, which
-// attachTerminal gives the command as its own.
-func stdinIsTerminal(env *Env) bool {
-	in, ok := env.Stdin.(*os.File)
+// execTerminal says whether airlock exec gives the command a terminal:
+// when env's standard input and output are both terminals. The command's
+// output crosses its terminal's line discipline, which writes each newline
+// as CR LF and merges stderr in, so with output sent to a file or a pipe
+// (airlock exec -- tar c . > x.tar at a terminal) the command gets pipes,
+// and its bytes arrive as it wrote them.
+func execTerminal(env *Env) bool {
+	return isTerminal(env.Stdin) && isTerminal(env.Stdout)
+}
+
+// isTerminal says whether f is a file that is a terminal (standard
+// output is one inside the outWriter that watches its writes).
+func isTerminal(f any) bool {
+	if o, ok := f.(*outWriter); ok {
+		f = o.w
+	}
+	file, ok := f.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS)
 	return err == nil
 }
 
-// attachTerminal gives spec a pseudo-terminal when stdin is a terminal: the
-// host terminal goes into raw mode (restored by the returned func), its size
-// is passed on, and later size changes follow on spec.Resize. Input the
-// terminal already held is passed on first, as it was typed (pendingInput).
+// attachTerminal gives spec a pseudo-terminal when stdin and stdout are
+// terminals (execTerminal): the host terminal goes into raw mode (restored
+// by the returned func), its size is passed on, and later size changes
+// follow on spec.Resize. Input the terminal already held is passed on
+// first, as it was typed (pendingInput).
 func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 	in, ok := env.Stdin.(*os.File)
-	if !ok {
+	if !ok || !execTerminal(env) {
 		return func() {}, nil
 	}
 	fd := int(in.Fd())

@@ -9,5 +9,5 @@ func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 	return func() {}, nil
 }
 
-// stdinIsTerminal is false where there is no native sandbox.
-func stdinIsTerminal(env *Env) bool { return false }
+// execTerminal is false where there is no native sandbox.
+func execTerminal(env *Env) bool { return false }
