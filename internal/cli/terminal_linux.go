@@ -54,6 +54,7 @@ func attachTerminal(env *Env, spec *sandbox.Spec) (func(), error) {
 		return func() {}, nil // not a terminal
 	}
 	spec.TTY = true
+	spec.StderrApart = !isTerminal(env.Stderr)
 	if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
 		spec.TTYRows, spec.TTYCols = ws.Row, ws.Col
 	}

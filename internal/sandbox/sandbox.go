@@ -184,6 +184,11 @@ type Spec struct {
 	TTY bool
 	// TTYRows and TTYCols are the initial terminal size when TTY is set.
 	TTYRows, TTYCols uint16
+	// StderrApart, with TTY, keeps the sandbox's stderr off its terminal:
+	// a pipe to Stderr, for a caller whose own stderr is no terminal
+	// (2>errors.log). A backend that cannot (Podman) sends it to the
+	// terminal with the rest.
+	StderrApart bool
 	// Resize, when set with TTY, carries later terminal sizes: each one
 	// received while the sandbox runs is applied to its pseudo-terminal
 	// (the sandbox gets SIGWINCH). The caller owns the channel; the

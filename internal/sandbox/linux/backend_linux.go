@@ -351,7 +351,8 @@ type box struct {
 	// objects and rlimits (userCounts), given back once it is gone.
 	counts []initproto.UserCount
 
-	rows, cols uint16 // initial terminal size with cfg.TTY
+	rows, cols  uint16 // initial terminal size with cfg.TTY
+	stderrApart bool   // with cfg.TTY, stderr is a pipe (Spec.StderrApart)
 
 	waited chan struct{} // closed once the init is reaped
 	early  bool          // the call was answered before the init was reaped
@@ -403,7 +404,7 @@ func (b *Backend) teardown(x *box) error {
 // makes no placeholder, and records the state of the grant's host paths
 // before the init builds its mounts.
 func (b *Backend) build(ctx context.Context, spec *sandbox.Spec, cfg *initproto.Config, l limits, deadline, start time.Time, warm bool) (*box, *sandbox.Result, error) {
-	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
+	x := &box{cfg: cfg, rows: spec.TTYRows, cols: spec.TTYCols, stderrApart: spec.StderrApart, iso: wire.Isolation{Backend: "linux", Features: []string{"userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns", "sealed-exe"}}}
 	var err error
 	var pre *prestarted
 	hold := !warm
@@ -594,13 +595,13 @@ func (b *Backend) launch(x *box) (t0 int64, placement string, err error) {
 			defer unix.Close(fd)
 		}
 	}
-	c, err := b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", into)
+	c, err := b.start(x.cfg.TTY, x.stderrApart, x.rows, x.cols, cgFiles, x.cfg.Join != "", into)
 	placed := err == nil && into >= 0
 	if err != nil && into >= 0 {
 		// A kernel without clone3 or CLONE_INTO_CGROUP (before 5.7, some
 		// sandboxes' own kernels): started as before, and placed below.
 		b.log.Debug("starting the init in its cgroup failed; placing it after the clone", "err", err)
-		c, err = b.start(x.cfg.TTY, x.rows, x.cols, cgFiles, x.cfg.Join != "", -1)
+		c, err = b.start(x.cfg.TTY, x.stderrApart, x.rows, x.cols, cgFiles, x.cfg.Join != "", -1)
 	}
 	if err != nil {
 		return 0, "", err
@@ -1125,7 +1126,7 @@ func unconfirmedJoin(name string) error {
 // its standard streams when tty is set. With join, cgFiles end with
 // initproto.JoinFD's file and the init joins its cgroups itself. A
 // cgroup >= 0 is a cgroup v2 directory the init is cloned into.
-func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bool, cgroup int) (*child, error) {
+func (b *Backend) start(tty, stderrApart bool, rows, cols uint16, cgFiles []*os.File, join bool, cgroup int) (*child, error) {
 	c := &child{closeOne: cgFiles}
 	ok := false
 	defer func() {
@@ -1166,6 +1167,15 @@ func (b *Backend) start(tty bool, rows, cols uint16, cgFiles []*os.File, join bo
 		c.ptmx, c.stdinW, c.stdoutR = master, master, master
 		c.closeOne = append(c.closeOne, slave)
 		stdio = [3]*os.File{slave, slave, slave}
+		if stderrApart {
+			errR, errW, err := pipe()
+			if err != nil {
+				return nil, err
+			}
+			c.stderrR = errR
+			c.closeOne = append(c.closeOne, errW)
+			stdio[2] = errW
+		}
 	} else {
 		inR, inW, err := pipe()
 		if err != nil {
