@@ -66,7 +66,26 @@ type rootFS struct {
 	// files counts the files open in every preopen of the run, bounded
 	// by maxOpenFiles; nil leaves them unbounded (tests).
 	files *atomic.Int64
+	// listed counts the bytes of directory listings the run's open
+	// directories hold, bounded by maxListed; nil leaves them unbounded.
+	listed *atomic.Int64
+	// mem is the run's linear memory, which bounds what one fd_readdir
+	// may read; nil leaves it unbounded.
+	mem *memory
 }
+
+// maxListed bounds the directory listings one run holds on the broker's
+// heap, in all its open directories together (see rootFile.Readdir): a
+// directory of some 400,000 entries of 20-byte names lists in one go.
+const maxListed = 32 << 20
+
+// direntCost is what one entry of a listing takes on the broker's heap
+// besides its name (wazero's Dirent and its copy in its cache).
+const direntCost = 64
+
+// direntSize is WASI's dirent header: wazero reads a directory for at
+// most one entry per direntSize bytes of the module's buffer.
+const direntSize = 24
 
 // maxOpenFiles bounds the files one run may hold open at once, in all its
 // preopens together. Each is a descriptor of the broker's own process,
@@ -718,6 +737,9 @@ type rootFile struct {
 	flag   experimentalsys.Oflag
 	file   *os.File
 	closed bool
+	// listed is what this directory's listing since it was opened or
+	// rewound is charged to the run's fs.listed.
+	listed int64
 	// rewound: the directory was sought to its start; reopen before the
 	// next Readdir (os.File cannot rewind a directory listing).
 	rewound bool
@@ -911,11 +933,21 @@ func (r *rootFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Err
 	if isDir, _ := r.IsDir(); !isDir {
 		return nil, experimentalsys.EBADF
 	}
+	// wazero reads n entries for a buffer of n*direntSize bytes, and keeps
+	// them for the descriptor, checking the buffer against the module's
+	// memory only afterwards: a module of a few pages passing 4 GiB had
+	// the broker read and hold the whole directory, once per descriptor
+	// (red team). A buffer past the module's memory is a fault, as
+	// getdents says.
+	if m := r.fs.mem; m != nil && uint64(n) > uint64(len(m.buf))/direntSize+2 {
+		return nil, experimentalsys.EFAULT
+	}
 	if r.rewound {
 		r.rewound = false
 		if e := r.reopen(r.flag); e != 0 {
 			return nil, e
 		}
+		r.unlist()
 	}
 	list, err := r.file.ReadDir(n)
 	if err != nil && err != io.EOF {
@@ -945,7 +977,35 @@ func (r *rootFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Err
 		}
 		out = append(out, experimentalsys.Dirent{Name: name, Ino: ino, Type: d.Type()})
 	}
+	// What wazero keeps of the listing is charged to the run until the
+	// directory is closed or rewound: within its memory, a module could
+	// still have one large directory listed on every descriptor it may
+	// hold. The charge counts every entry since the open, more than
+	// wazero keeps of a listing read in order.
+	if l := r.fs.listed; l != nil {
+		var cost int64
+		for _, d := range out {
+			cost += direntCost + int64(len(d.Name))
+		}
+		if l.Add(cost) > maxListed {
+			l.Add(-cost)
+			return nil, errListed
+		}
+		r.listed += cost
+	}
 	return out, 0
+}
+
+// errListed is what a listing past maxListed gets: EIO, since WASI
+// preview 1 as wazero passes errors on has no ENOMEM.
+const errListed = experimentalsys.EIO
+
+// unlist gives back what the directory's listing was charged.
+func (r *rootFile) unlist() {
+	if r.fs.listed != nil && r.listed != 0 {
+		r.fs.listed.Add(-r.listed)
+	}
+	r.listed = 0
 }
 
 // Write implements experimentalsys.File.
@@ -1110,5 +1170,6 @@ func (r *rootFile) Close() experimentalsys.Errno {
 	if r.fs.files != nil {
 		r.fs.files.Add(-1)
 	}
+	r.unlist()
 	return errno(r.file.Close())
 }

@@ -260,19 +260,20 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 			r.close()
 		}
 	}()
-	files := new(atomic.Int64) // shared: maxOpenFiles bounds the run
+	files := new(atomic.Int64)  // shared: maxOpenFiles bounds the run
+	listed := new(atomic.Int64) // shared: maxListed bounds the run
+	mem := &memory{limit: limit}
 	for _, d := range cfg.Dirs {
 		r, err := newRootFS(d.Host, d.Root, d.ReadOnly, d.Grant, cfg.FileSize)
 		if err != nil {
 			return nil, fmt.Errorf("preopening %s: %w", d.Host, err)
 		}
-		r.files = files
+		r.files, r.listed, r.mem = files, listed, mem
 		roots = append(roots, r)
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(r, d.Guest)
 	}
 	mc = mc.WithFSConfig(fsc)
 
-	mem := &memory{limit: limit}
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	host := &hostState{tools: cfg.Tools}
 	ctx = withHost(ctx, host)

@@ -136,6 +136,8 @@ func main() {
 		fmt.Println("ok", string(b))
 	case "renumber":
 		renumber(args)
+	case "readdirbuf":
+		readdirbuf(args)
 	case "fds":
 		// fds PATH TOOL: opens PATH, keeping every file open, until an open
 		// fails, then calls TOOL: how far the module got, and whether the
