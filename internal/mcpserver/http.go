@@ -42,8 +42,9 @@ type HTTPOptions struct {
 	// this long without a request from its client. Zero keeps idle sessions
 	// until the client ends them.
 	SessionIdleTimeout time.Duration
-	// BodyTimeout bounds the reading of a request body; a client slower than
-	// that gets 408 and the connection is closed. Zero means
+	// BodyTimeout bounds the reading of a request body, on every path; a
+	// client slower than that gets 408 (or the path's own answer, for a body
+	// the path does not read) and the connection is closed. Zero means
 	// DefaultBodyTimeout.
 	BodyTimeout time.Duration
 	// AllowOrigins are browser origins ("https://app.example:8443") allowed
@@ -121,8 +122,26 @@ func (s *Server) Handler(opts *HTTPOptions) (http.Handler, error) {
 			s.logger.Debug("writing metrics", "err", err)
 		}
 	})))
-	// Every path, /healthz and /metrics included, checks Host and Origin.
-	return checkHost(checkOrigin(origins, mux)), nil
+	// Every path, /healthz and /metrics included, checks Host and Origin,
+	// and bounds the wait for a body.
+	return bodyDeadline(o.BodyTimeout, checkHost(checkOrigin(origins, mux))), nil
+}
+
+// bodyDeadline bounds the time the body of any request may take to
+// arrive. checkPost reads the body of a JSON POST to /mcp under a deadline
+// of its own, and lifts it; every other body (of a request refused, of
+// /healthz, of a path not served, of a DELETE) net/http reads itself, up to
+// 256 KiB, before it answers, to keep the connection: with no deadline that
+// read waited, answer unsent, for as long as the client kept the
+// connection open, token or not. A body not in by timeout closes the
+// connection after the answer.
+func bodyDeadline(timeout time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) isDraining() bool {
