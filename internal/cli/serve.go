@@ -234,7 +234,11 @@ func serveTLS(certFile, keyFile string) (*tls.Config, error) {
 	case certFile == "" || keyFile == "":
 		return nil, errors.New("--tls-cert and --tls-key go together")
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	certPEM, keyPEM, err := loadKeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
 	}
@@ -250,7 +254,7 @@ const answerWait = 3 * time.Second
 func serveToken(env *Env, file string) (token string, generated bool, err error) {
 	switch {
 	case file != "":
-		data, err := os.ReadFile(file)
+		data, err := readRegular(file, maxTokenFile)
 		if err != nil {
 			return "", false, fmt.Errorf("--token-file: %w", err)
 		}

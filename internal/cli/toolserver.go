@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
 	"strings"
 	"sync"
@@ -97,7 +96,7 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 				fmt.Fprintln(env.Stderr, "airlock tool-server: --listen needs --token-file: every connection must present the token")
 				return exitUsage
 			}
-			b, err := os.ReadFile(*tokenFile)
+			b, err := readRegular(*tokenFile, maxTokenFile)
 			if err != nil {
 				return fail(fmt.Errorf("--token-file: %w", err))
 			}
@@ -185,7 +184,11 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		})
 		scheme := "ws"
 		if *certFile != "" {
-			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+			certPEM, keyPEM, err := loadKeyPair(*certFile, *keyFile)
+			if err != nil {
+				return fail(fmt.Errorf("--tls-cert/--tls-key: %w", err))
+			}
+			cert, err := tls.X509KeyPair(certPEM, keyPEM)
 			if err != nil {
 				return fail(fmt.Errorf("--tls-cert/--tls-key: %w", err))
 			}
