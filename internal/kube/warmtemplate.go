@@ -27,6 +27,8 @@ import (
 //     /usr/local/bin/airlock tool-server with only the flags Args makes,
 //     its hosts and private entries among the grant's, unenforced limits
 //     only where the grant accepts them, and no environment;
+//   - no command beside it: no lifecycle hook, no exec probe;
+//   - the cluster's DNS: no hostAliases, dnsConfig or other dnsPolicy;
 //   - the pod's and the container's security contexts those of PodSpec,
 //     none of the node's namespaces, no service-account token, and only
 //     the pool's Secret and empty directories as volumes (a claim or a
@@ -88,6 +90,15 @@ func podWider(spec, want *corev1.PodSpec, h *Hands) []string {
 	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 		bad = append(bad, "the node's network, pid or IPC namespace")
 	}
+	// The pod's names resolve as the cluster's DNS has them: an alias or a
+	// resolver of the template's would send a granted host's name, which
+	// the tool-server's egress proxy resolves and dials, to another address.
+	if len(spec.HostAliases) > 0 {
+		bad = append(bad, "hostAliases (the pod's /etc/hosts would send a granted host's name elsewhere)")
+	}
+	if spec.DNSConfig != nil || (spec.DNSPolicy != "" && spec.DNSPolicy != corev1.DNSClusterFirst) {
+		bad = append(bad, fmt.Sprintf("DNS settings of the template's (dnsPolicy %q, dnsConfig): a granted host's name would resolve elsewhere than through the cluster's DNS", spec.DNSPolicy))
+	}
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		bad = append(bad, "a service-account token (automountServiceAccountToken is not false)")
 	}
@@ -119,6 +130,17 @@ func podWider(spec, want *corev1.PodSpec, h *Hands) []string {
 	}
 	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
 		bad = append(bad, "an environment")
+	}
+	// Only the tool-server runs in the pod: a hook or an exec probe runs
+	// a command of the template's beside it, with the calls' workspace,
+	// the pool's Secret and the pod's egress, in no call's sandbox.
+	if c.Lifecycle != nil && (c.Lifecycle.PostStart != nil || c.Lifecycle.PreStop != nil) {
+		bad = append(bad, "a lifecycle hook (a command beside the tool-server)")
+	}
+	for i, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p != nil && p.Exec != nil {
+			bad = append(bad, fmt.Sprintf("an exec %s probe (a command beside the tool-server)", [...]string{"liveness", "readiness", "startup"}[i]))
+		}
 	}
 	return append(bad, argsWider(c.Args, h)...)
 }
