@@ -138,7 +138,7 @@ func (s *Session) claimAddr(ctx context.Context) (string, error) {
 			return ip, err
 		}
 		s.log.Warn("the claimed hands ended; claiming again", "claim", s.claim, "why", err)
-		_ = s.c.Dynamic.Resource(ClaimResource).Namespace(s.hands.Namespace).Delete(ctx, s.claim, metav1.DeleteOptions{})
+		_ = s.c.Dynamic.Resource(ClaimResource).Namespace(s.hands.Namespace).Delete(ctx, s.claim, withUID(metav1.DeleteOptions{}, s.claimUID))
 		s.claim = ""
 	}
 	return "", errors.New("three claims in a row ended before they were ready: see kubectl describe sandboxclaim -l " + LabelSession + "=" + s.id)

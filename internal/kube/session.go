@@ -181,6 +181,10 @@ type Session struct {
 	// workspace is the PersistentVolumeClaim the session made (plain
 	// Pods with WorkspaceSize): every pod of the session mounts it.
 	workspace string
+	// workspaceUID and policyUID are the UIDs of the workspace claim and
+	// the NetworkPolicy the session made or took up: Release deletes
+	// only them, not objects another party made since under their names.
+	workspaceUID, policyUID types.UID
 
 	// released is cancelled by Release, ending a Dial that waits.
 	released context.Context
@@ -412,19 +416,22 @@ func (s *Session) createWorkspace(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.Kube.CoreV1().PersistentVolumeClaims(h.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+	made, err := s.c.Kube.CoreV1().PersistentVolumeClaims(h.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
 		return fmt.Errorf("creating the session's workspace PersistentVolumeClaim %s: %w", pvc.Name, err)
 	}
-	s.workspace = pvc.Name
+	s.workspace, s.workspaceUID = pvc.Name, made.UID
 	return nil
 }
 
 func (s *Session) createPolicy(ctx context.Context) error {
 	np := NetworkPolicy(&s.hands, s.hands.Secret)
 	np.OwnerReferences = []metav1.OwnerReference{s.owner()}
-	if _, err := s.c.Kube.NetworkingV1().NetworkPolicies(s.hands.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+	made, err := s.c.Kube.NetworkingV1().NetworkPolicies(s.hands.Namespace).Create(ctx, np, metav1.CreateOptions{})
+	if err != nil {
 		return fmt.Errorf("creating the session's NetworkPolicy %s: %w", np.Name, err)
 	}
+	s.policyUID = made.UID
 	return nil
 }
 
@@ -472,7 +479,7 @@ func (s *Session) reuse(ctx context.Context) (bool, error) {
 	}
 	for _, p := range pods.Items {
 		s.log.Warn("deleting a pod an earlier connection of the session left", "pod", p.Name, "session", s.id)
-		s.deletePod(ctx, p.Name)
+		s.deletePod(ctx, p.Name, p.UID)
 	}
 	patch := expiryPatch(h.Expires)
 	if s.secret, err = core.Secrets(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -492,13 +499,17 @@ func (s *Session) reuse(ctx context.Context) (bool, error) {
 			if err := s.ours("PersistentVolumeClaim", &pvc.ObjectMeta); err != nil {
 				return false, err
 			}
-			if _, err := core.PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			made, err := core.PersistentVolumeClaims(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
 				return false, fmt.Errorf("refreshing the expiry of the session's workspace PersistentVolumeClaim %s: %w", name, err)
 			}
-			h.Workspace, s.workspace = name, name
+			h.Workspace, s.workspace, s.workspaceUID = name, name, made.UID
 		}
 	}
-	_, err = s.c.Kube.NetworkingV1().NetworkPolicies(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	np, err := s.c.Kube.NetworkingV1().NetworkPolicies(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err == nil {
+		s.policyUID = np.UID
+	}
 	if apierrors.IsNotFound(err) {
 		err = s.createPolicy(ctx)
 	}
@@ -602,7 +613,7 @@ func (s *Session) podAddr(ctx context.Context) (string, error) {
 			return ip, err
 		}
 		s.log.Warn("the hands' pod ended; replacing it", "pod", s.pod, "why", err)
-		s.deletePod(ctx, s.pod)
+		s.deletePod(ctx, s.pod, s.podUID)
 		s.pod = ""
 	}
 	return "", errors.New("three pods in a row ended before they were ready: see kubectl describe pod -l " + LabelSession + "=" + s.id)
@@ -734,10 +745,12 @@ func checkStatusIP(a string) error {
 	return nil
 }
 
-func (s *Session) deletePod(ctx context.Context, name string) {
+// deletePod deletes the pod name of UID uid (any UID when empty): one
+// another party made since under its name is left alone.
+func (s *Session) deletePod(ctx context.Context, name string, uid types.UID) {
 	zero := int64(0)
-	err := s.c.Kube.CoreV1().Pods(s.hands.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	if err != nil && !apierrors.IsNotFound(err) {
+	err := s.c.Kube.CoreV1().Pods(s.hands.Namespace).Delete(ctx, name, withUID(metav1.DeleteOptions{GracePeriodSeconds: &zero}, uid))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		s.log.Warn("deleting the hands' pod", "pod", name, "err", err)
 	}
 }
@@ -761,29 +774,32 @@ func (s *Session) end(ctx context.Context, all bool) error {
 	s.closed = true
 	ns := s.hands.Namespace
 	var errs []error
+	// Each delete names the UID of the object the session made or took
+	// up: one another party made since under its name is not the
+	// session's to delete (the API server answers a conflict).
 	del := func(what string, err error) {
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
 		}
 	}
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	if s.claim != "" {
-		del("SandboxClaim "+s.claim, s.c.Dynamic.Resource(ClaimResource).Namespace(ns).Delete(ctx, s.claim, opts))
+		del("SandboxClaim "+s.claim, s.c.Dynamic.Resource(ClaimResource).Namespace(ns).Delete(ctx, s.claim, withUID(opts, s.claimUID)))
 		s.claim = ""
 	}
 	if s.pod != "" {
 		zero := int64(0)
-		del("pod "+s.pod, s.c.Kube.CoreV1().Pods(ns).Delete(ctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+		del("pod "+s.pod, s.c.Kube.CoreV1().Pods(ns).Delete(ctx, s.pod, withUID(metav1.DeleteOptions{GracePeriodSeconds: &zero}, s.podUID)))
 		s.pod = ""
 	}
 	if all && s.workspace != "" {
-		del("PersistentVolumeClaim "+s.workspace, s.c.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, s.workspace, opts))
+		del("PersistentVolumeClaim "+s.workspace, s.c.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, s.workspace, withUID(opts, s.workspaceUID)))
 		s.workspace = ""
 	}
 	if all && s.secret != nil {
-		del("NetworkPolicy "+s.secret.Name, s.c.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, s.secret.Name, opts))
-		del("Secret "+s.secret.Name, s.c.Kube.CoreV1().Secrets(ns).Delete(ctx, s.secret.Name, opts))
+		del("NetworkPolicy "+s.secret.Name, s.c.Kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, s.secret.Name, withUID(opts, s.policyUID)))
+		del("Secret "+s.secret.Name, s.c.Kube.CoreV1().Secrets(ns).Delete(ctx, s.secret.Name, withUID(opts, s.secret.UID)))
 		s.secret = nil
 	}
 	if len(errs) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/airlockhq/airlock/internal/procid"
 )
@@ -149,6 +150,16 @@ func onlyThis(m metav1.Object) metav1.DeleteOptions {
 		o.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
 	return o
+}
+
+// withUID returns base with a precondition naming uid (none when uid is
+// empty), so a delete removes the object of that UID and not one made
+// since under its name.
+func withUID(base metav1.DeleteOptions, uid types.UID) metav1.DeleteOptions {
+	if uid != "" {
+		base.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	return base
 }
 
 // with returns base with the preconditions of o.
