@@ -28,6 +28,7 @@ import (
 //     its hosts and private entries among the grant's, unenforced limits
 //     only where the grant accepts them, and no environment;
 //   - no command beside it: no lifecycle hook, no exec probe;
+//   - each volume mounted once, the pool's Secret at its own directory;
 //   - the cluster's DNS: no hostAliases, dnsConfig or other dnsPolicy;
 //   - the pod's and the container's security contexts those of PodSpec,
 //     none of the node's namespaces, no service-account token, and only
@@ -126,6 +127,27 @@ func podWider(spec, want *corev1.PodSpec, h *Hands) []string {
 	for _, p := range c.Ports {
 		if p.HostPort != 0 || p.HostIP != "" {
 			bad = append(bad, fmt.Sprintf("port %d on the node's address (hostPort %d)", p.ContainerPort, p.HostPort))
+		}
+	}
+	// Where the volumes are mounted: the pool's Secret only at the
+	// tool-server's own directory (under a granted path every call would
+	// read the pool's token and TLS key), and each volume once (the
+	// tool-server's /tmp, with its records, mounted also under a granted
+	// path would let a call rewrite them).
+	secretVol := map[string]bool{}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			secretVol[v.Name] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		if seen[m.Name] {
+			bad = append(bad, fmt.Sprintf("volume %q mounted more than once", m.Name))
+		}
+		seen[m.Name] = true
+		if secretVol[m.Name] && (m.MountPath != secretDir || m.SubPath != "" || m.SubPathExpr != "") {
+			bad = append(bad, fmt.Sprintf("the pool's Secret mounted at %q, not (only) at %s", m.MountPath, secretDir))
 		}
 	}
 	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
