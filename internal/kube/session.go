@@ -823,13 +823,21 @@ func ReleaseSession(ctx context.Context, c *Clients, t Target, id, broker string
 	core, net := c.Kube.CoreV1(), c.Kube.NetworkingV1()
 	var out []Leftover
 	var errs []error
-	remove := func(kind string, names []string, listErr error, del func(string) error) {
+	// Each delete names the UID listed (onlyThis): an object made since
+	// under the name is not the one listed, and the API server answers a
+	// conflict.
+	remove := func(kind string, objs []metav1.Object, listErr error, del func(string, metav1.DeleteOptions) error) {
 		if listErr != nil {
 			errs = append(errs, fmt.Errorf("listing the session's %ss: %w", kind, listErr))
 			return
 		}
-		for _, n := range names {
-			if err := del(n); err != nil && !apierrors.IsNotFound(err) {
+		for _, m := range objs {
+			n := m.GetName()
+			err := del(n, onlyThis(m))
+			if apierrors.IsConflict(err) {
+				continue
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting %s %s: %w", kind, n, err))
 				continue
 			}
@@ -842,55 +850,59 @@ func ReleaseSession(ctx context.Context, c *Clients, t Target, id, broker string
 	if claims {
 		rc := c.Dynamic.Resource(ClaimResource).Namespace(ns)
 		l, err := rc.List(ctx, sel)
-		var names []string
+		var objs []metav1.Object
 		if err == nil {
-			for _, u := range l.Items {
-				names = append(names, u.GetName())
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
 			}
 		}
-		remove("SandboxClaim", names, err, func(n string) error { return rc.Delete(ctx, n, del) })
+		remove("SandboxClaim", objs, err, func(n string, o metav1.DeleteOptions) error { return rc.Delete(ctx, n, with(del, o)) })
 	}
 	{
 		l, err := core.Pods(ns).List(ctx, sel)
-		var names []string
+		var objs []metav1.Object
 		if err == nil {
-			for _, p := range l.Items {
-				names = append(names, p.Name)
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
 			}
 		}
-		remove("Pod", names, err, func(n string) error {
-			return core.Pods(ns).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		remove("Pod", objs, err, func(n string, o metav1.DeleteOptions) error {
+			return core.Pods(ns).Delete(ctx, n, with(metav1.DeleteOptions{GracePeriodSeconds: &zero}, o))
 		})
 	}
 	{
 		l, err := core.PersistentVolumeClaims(ns).List(ctx, sel)
-		var names []string
+		var objs []metav1.Object
 		if err == nil {
-			for _, p := range l.Items {
-				names = append(names, p.Name)
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
 			}
 		}
-		remove("PersistentVolumeClaim", names, err, func(n string) error { return core.PersistentVolumeClaims(ns).Delete(ctx, n, del) })
+		remove("PersistentVolumeClaim", objs, err, func(n string, o metav1.DeleteOptions) error {
+			return core.PersistentVolumeClaims(ns).Delete(ctx, n, with(del, o))
+		})
 	}
 	{
 		l, err := net.NetworkPolicies(ns).List(ctx, sel)
-		var names []string
+		var objs []metav1.Object
 		if err == nil {
-			for _, p := range l.Items {
-				names = append(names, p.Name)
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
 			}
 		}
-		remove("NetworkPolicy", names, err, func(n string) error { return net.NetworkPolicies(ns).Delete(ctx, n, del) })
+		remove("NetworkPolicy", objs, err, func(n string, o metav1.DeleteOptions) error {
+			return net.NetworkPolicies(ns).Delete(ctx, n, with(del, o))
+		})
 	}
 	{
 		l, err := core.Secrets(ns).List(ctx, sel)
-		var names []string
+		var objs []metav1.Object
 		if err == nil {
-			for _, p := range l.Items {
-				names = append(names, p.Name)
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
 			}
 		}
-		remove("Secret", names, err, func(n string) error { return core.Secrets(ns).Delete(ctx, n, del) })
+		remove("Secret", objs, err, func(n string, o metav1.DeleteOptions) error { return core.Secrets(ns).Delete(ctx, n, with(del, o)) })
 	}
 	if len(errs) > 0 {
 		return out, fmt.Errorf("%s: releasing session %s (what is left expires, or the next start on this host removes it once the broker is gone): %w", t, id, errors.Join(errs...))
