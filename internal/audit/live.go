@@ -415,7 +415,8 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 // recordedAlready reads a session's records file for what its broker
 // recorded before it died but after the last change to its live directory:
 // the calls and background works that ended (by inflightName) and whether
-// the session's close was written. The broker writes a record before it
+// the session's close was written after its last open (a file may hold
+// several lives of one session id). The broker writes a record before it
 // blanks the slot that stood for it, and the close before it removes the
 // live directory, so Recover must not record them a second time. A
 // session with no records file yet has none.
@@ -438,6 +439,11 @@ func recordedAlready(path string) (map[string]bool, bool, error) {
 			done[inflightName(InFlight{WorkID: r.WorkID})] = true
 		case r.Kind == KindSession && r.Decision == "close":
 			closed = true
+		case r.Kind == KindSession && r.Decision == "open":
+			// A session opened again under an id it had before (an
+			// embedder's Options.ID) appends to the same file: only a
+			// close after its last open closes the life that died.
+			closed = false
 		}
 		return nil
 	}, func(int, bool, error) {})
