@@ -132,6 +132,9 @@ type logPrinter struct {
 	offsets map[string]int64 // bytes read of each file (whole lines)
 	lines   map[string]int   // lines read of each file
 	tails   map[string]int   // files whose last line has no newline yet: its line number
+	// seen is each file as last read: one cut back or replaced since is
+	// read from its start.
+	seen map[string]os.FileInfo
 	// unreadable are the files named as unreadable (once each).
 	unreadable map[string]bool
 	pending    []audit.Record
@@ -180,6 +183,20 @@ func (p *logPrinter) read(path string) error {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	off := p.offsets[path]
+	if prev, ok := p.seen[path]; ok && (!os.SameFile(prev, st) || st.Size() < off) {
+		// Cut back (logrotate's copytruncate) or replaced by another file
+		// (its session's directory removed, the id opened again): the
+		// offset is of a file that is no more. Its new records are read
+		// from its start, not ignored until the file outgrows the old
+		// offset and then read from the middle of a line; and records a
+		// reader saw go is said.
+		fmt.Fprintf(p.errw, "airlock log: %s was cut back or replaced, the records read from it before are no longer there; reading it from its start\n", path)
+		off, p.offsets[path], p.lines[path] = 0, 0, 0
+	}
+	if p.seen == nil {
+		p.seen = map[string]os.FileInfo{}
+	}
+	p.seen[path] = st
 	if st.Size() <= off {
 		return nil
 	}
