@@ -282,6 +282,15 @@ func (r *Record) redactText(f func(string) string) {
 		if s := f(string(r.Args)); s != string(r.Args) {
 			r.Args = json.RawMessage(s)
 		}
+		if !json.Valid(r.Args) {
+			// A secret found across a JSON escape ("\u0041…" holds one
+			// starting "u0041") is replaced escape and all, here or by
+			// the writer before (the broker redacts a call's arguments
+			// too): the arguments are no longer JSON, and as they are the
+			// record could not be encoded, a call without a record. They
+			// are recorded as a string instead.
+			r.Args, _ = json.Marshal(string(r.Args))
+		}
 	}
 	if r.Class != "" {
 		r.Class = wire.Class(f(string(r.Class)))
