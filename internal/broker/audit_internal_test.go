@@ -67,3 +67,38 @@ func TestAuditFailureMidSession(t *testing.T) {
 		t.Fatalf("a call ran after the audit log failed")
 	}
 }
+
+// TestEgressHeldWhileRecordsFail: a session's egress proxies ask its audit
+// log before each connection, so once a record cannot be written (a full
+// disk) no connection goes through that could not be recorded, in a call
+// or in background work.
+func TestEgressHeldWhileRecordsFail(t *testing.T) {
+	ws := t.TempDir()
+	g, err := grant.FromFlags(ws, grant.Flags{AllowHosts: []string{"example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(&Options{Grant: g, Backend: &countingBackend{}, RecordsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if o := s.egressOptions(&call{id: "call_1"}, nil); o.Hold == nil || o.Hold() != nil {
+		t.Fatal("a healthy session's proxy is held, or asks nothing")
+	}
+	full := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(full, audit.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	lg, err := audit.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log.Close()
+	s.log = lg
+	_ = lg.Write(audit.Record{Kind: audit.KindSession, Session: "x", Decision: "open"})
+	o := s.egressOptions(&call{id: "call_2"}, nil)
+	if err := o.Hold(); err == nil {
+		t.Error("egress is not held once the records cannot be written")
+	}
+}

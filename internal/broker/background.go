@@ -345,6 +345,7 @@ func (s *Session) startBackground(c *call, a tool.ShellArgs) (out wire.ToolOutpu
 		o.Sandbox = id
 		rec := s.egressRecorder(c)
 		o.OnDecision, o.OnStop = rec.decide, rec.flush
+		o.Hold = s.log.Healthy // no connection the records could not hold
 		if o.Logger == nil {
 			o.Logger = s.logger
 		}

@@ -34,6 +34,9 @@ type EgressOptions struct {
 	Sandbox string
 	// OnDecision receives every allow and deny; see egress.Options.
 	OnDecision func(egress.Decision)
+	// Hold refuses every connection while it returns an error; see
+	// egress.Options. A session sets its audit log's health.
+	Hold func() error
 	// Resolver and Dialer replace the system resolver and the checking
 	// dialer (tests map names to fixture addresses with them).
 	Resolver egress.Resolver
@@ -88,6 +91,7 @@ func AttachEgress(ctx context.Context, g *grant.Grant, spec *sandbox.Spec, o *Eg
 		Resolver:     opts.Resolver,
 		Dialer:       opts.Dialer,
 		OnDecision:   opts.OnDecision,
+		Hold:         opts.Hold,
 		Logger:       opts.Logger,
 		MaxConns:     maxEgressConns,
 		SocketBuffer: socketBuffer(spec.Limits.MemoryBytes),
@@ -390,6 +394,7 @@ func (s *Session) egressOptions(c *call, also func(egress.Decision)) *EgressOpti
 	o.Sandbox = c.id
 	rec := s.egressRecorder(c)
 	o.OnDecision, o.OnStop = rec.decide, rec.flush
+	o.Hold = s.log.Healthy // no connection the records could not hold
 	if audited := o.OnDecision; also != nil {
 		o.OnDecision = func(d egress.Decision) { audited(d); also(d) }
 	}

@@ -69,6 +69,11 @@ func (p *Proxy) open(ctx context.Context, proto string, t target) (net.Conn, Dec
 		d.Reason = reason
 		return nil, d, f
 	}
+	if p.o.Hold != nil {
+		if err := p.o.Hold(); err != nil {
+			return deny(failDenied, "egress is held: "+err.Error())
+		}
+	}
 	rule, ok := p.o.Policy.AllowHost(t.host, t.port)
 	if !ok {
 		return deny(failDenied, "host and port not granted")

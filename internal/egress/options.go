@@ -82,6 +82,12 @@ type Options struct {
 	// OnDecision, if set, is called synchronously with every Decision. It must
 	// be safe for concurrent use and should not block.
 	OnDecision func(Decision)
+	// Hold, if set, is asked before each connection is checked: an error
+	// refuses it, with the error as the reason. The broker holds egress
+	// while its audit records cannot be written, so no connection goes
+	// through that could not be recorded. It must be safe for concurrent
+	// use and should not block.
+	Hold func() error
 	// Logger receives debug and warning logs. Nil discards them.
 	Logger *slog.Logger
 	// MaxConns caps simultaneous connections through this proxy (default 64);
