@@ -130,7 +130,8 @@ Examples:
 		for _, kv := range envs {
 			k, _, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				fmt.Fprintf(env.Stderr, "airlock exec: --env %q: want K=V\n", kv)
+				// Not echoed: without its NAME= it may be the value alone.
+				fmt.Fprintf(env.Stderr, "airlock exec: --env wants NAME=VALUE; an argument of %d bytes has no NAME= (not shown: it may be a secret)\n", len(kv))
 				return exitExecFailure
 			}
 			cmdEnv = broker.SetEnv(cmdEnv, kv)

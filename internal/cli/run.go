@@ -89,7 +89,8 @@ Examples:
 		for _, kv := range envs {
 			k, _, ok := strings.Cut(kv, "=")
 			if k == "" || strings.ContainsAny(k, " \t") {
-				fmt.Fprintf(env.Stderr, "airlock run: --env %q: want K=V or K\n", kv)
+				// Not echoed: without a NAME it may be the value alone.
+				fmt.Fprintf(env.Stderr, "airlock run: --env wants NAME=VALUE or NAME; an argument of %d bytes has no such NAME (not shown: it may be a secret)\n", len(kv))
 				return exitUsage
 			}
 			if !ok {
