@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/regularfile"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -421,7 +420,7 @@ func recoverSession(root, session, dir string, o owner, interrupted func(InFligh
 // live directory, so Recover must not record them a second time. A
 // session with no records file yet has none.
 func recordedAlready(path string) (map[string]bool, bool, error) {
-	f, err := OpenRegular(path)
+	f, err := regularfile.Open(path, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -457,47 +456,11 @@ func recordedAlready(path string) (map[string]bool, bool, error) {
 // hundred bytes are written there; more is not one of them.
 const maxLiveFile = 1 << 20
 
-// OpenRegular opens path for reading if it is a regular file. It never
-// waits: a FIFO (or a device) planted in the records directory would
+// readRegular reads path, a regular file of at most max bytes, never
+// waiting: a FIFO (or a device) planted in the records directory would
 // otherwise block the open or the read until a writer came, and Recover
-// runs at every start of airlock (and airlock log reads every file there),
-// which it would wedge for ever.
-//
-// What is not a regular file is refused before it is opened (a FIFO held
-// open for reading, however briefly, lets a writer in), and checked again
-// once open, for what replaced the file meanwhile.
-func OpenRegular(path string) (*os.File, error) {
-	if fi, err := os.Lstat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (mode %s)", path, fi.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = fmt.Errorf("%s is not a regular file (mode %s)", path, st.Mode().Type())
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// readRegular reads path, a regular file of at most max bytes
-// (OpenRegular).
+// runs at every start of airlock, which it would wedge for ever. A symlink
+// is refused (regularfile).
 func readRegular(path string, max int64) ([]byte, error) {
-	f, err := OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s holds more than %d bytes", path, max)
-	}
-	return b, err
+	return regularfile.Read(path, max, false)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/printable"
+	"github.com/airlockhq/airlock/internal/regularfile"
 	"github.com/airlockhq/airlock/wire"
 )
 
@@ -163,7 +164,7 @@ func (p *logPrinter) scan(root, session string) error {
 }
 
 func (p *logPrinter) read(path string) error {
-	f, err := audit.OpenRegular(path)
+	f, err := regularfile.Open(path, false)
 	if err != nil {
 		// A file that went away is a session being removed; one that is
 		// not a regular file (a FIFO would wait for a writer for ever) or

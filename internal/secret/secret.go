@@ -7,12 +7,10 @@ package secret
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/airlockhq/airlock/internal/redact"
+	"github.com/airlockhq/airlock/internal/regularfile"
 )
 
 // ErrEmpty is returned for a source that yields an empty value.
@@ -23,42 +21,16 @@ var ErrEmpty = errors.New("secret is empty")
 const MaxFileBytes = 64 << 10
 
 // readFile reads a secret's file, which must be a regular file of at most
-// MaxFileBytes. It is opened without waiting (a FIFO with no writer would
-// hold the broker's session open for good) and judged by what was opened,
-// before a byte is read: a FIFO, a device (/dev/zero, which never ends) or
-// a file of any size would otherwise be read whole into the broker's memory.
+// MaxFileBytes, opened without waiting and judged before a byte is read
+// (regularfile): a FIFO with no writer would hold the broker's session
+// open for good, and a device (/dev/zero) or a file of any size would be
+// read whole into the broker's memory.
 func readFile(name string) ([]byte, error) {
-	// Judged once before it is opened (opening some devices acts: a tape
-	// rewinds, a terminal becomes the controlling one) and again on what
-	// was opened, which may have been put in its place meanwhile.
-	if fi, err := os.Stat(name); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
-	}
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case fi.IsDir():
-		return nil, fmt.Errorf("read %s: is a directory", name)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file (%s)", name, fi.Mode().Type())
-	case fi.Size() > MaxFileBytes:
+	b, err := regularfile.Read(name, MaxFileBytes, true)
+	if errors.Is(err, regularfile.ErrTooLarge) {
 		return nil, fmt.Errorf("%s is larger than %d KiB, the most a secret holds", name, MaxFileBytes>>10)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d KiB, the most a secret holds", name, MaxFileBytes>>10)
-	}
-	return b, nil
+	return b, err
 }
 
 // Load reads a secret from source: "env:NAME" (the broker's environment) or
