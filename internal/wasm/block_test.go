@@ -194,3 +194,20 @@ func TestMemoryNeverHoldsPastTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCutHostCallStillHitsTheTimeLimit: a host call cut at the deadline
+// (here a read of a silent stdin) returns an error to the module, which
+// may end on its own, exit code 0, before wazero notices the deadline;
+// the run ended at its limit all the same, and must say so every time (CI
+// saw one such run in thirty reported as a clean exit).
+func TestCutHostCallStillHitsTheTimeLimit(t *testing.T) {
+	m := probe(t)
+	for i := range 40 {
+		pr, pw := io.Pipe()
+		out, o := run(t, m, Config{Stdin: pr, Time: 20 * time.Millisecond}, "stdin")
+		pw.Close()
+		if !o.Hit("time") || o.ExitCode == 0 {
+			t.Fatalf("run %d: outcome %+v, output %q: want the time limit hit and a non-zero exit", i, o, out)
+		}
+	}
+}

@@ -280,6 +280,11 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 
 	o := &Outcome{}
 	inst, err := instantiate(ctx, e.rt, m.compiled, mc)
+	// A host call cut at the deadline (a read of a silent stdin, a write
+	// nobody takes, a sleep, a tool call) returns an error to the module,
+	// which may then end on its own, exit code 0, before wazero notices
+	// the deadline: the run still ended at its limit, and says so.
+	ended := ctx.Err()
 	if inst != nil {
 		_ = inst.Close(context.WithoutCancel(ctx))
 	}
@@ -293,6 +298,12 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	}
 	var exit *sys.ExitError
 	switch {
+	case ended != nil && (err == nil || errors.As(err, &exit) && exit.ExitCode() != sys.ExitCodeDeadlineExceeded && exit.ExitCode() != sys.ExitCodeContextCanceled):
+		o.ExitCode = sys.ExitCodeContextCanceled
+		if errors.Is(ended, context.DeadlineExceeded) {
+			o.LimitsHit = append(o.LimitsHit, wire.LimitTime)
+			o.ExitCode = sys.ExitCodeDeadlineExceeded
+		}
 	case err == nil:
 	case errors.As(err, &exit):
 		switch exit.ExitCode() {
