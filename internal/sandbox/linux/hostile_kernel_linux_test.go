@@ -626,3 +626,85 @@ for name, req in (("v1", 0x50009401), ("v2", 0x50009417)):
 		}
 	}
 }
+
+// hugePagesFree returns HugePages_Free and HugePages_Total from
+// /proc/meminfo.
+func hugePagesFree(t *testing.T) (free, total int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "HugePages_Free:" {
+			free, _ = strconv.Atoi(f[1])
+		}
+		if len(f) == 2 && f[0] == "HugePages_Total:" {
+			total, _ = strconv.Atoi(f[1])
+		}
+	}
+	return free, total
+}
+
+// Case 12's class: memory from the host's huge page pool (vm.nr_hugepages
+// and its surplus, vm.nr_overcommit_hugepages) is charged to no memory
+// cgroup, so a sandbox that mapped it was bounded by nothing but the pool:
+// it took every huge page a host keeps for its databases, DPDK or VMs,
+// past its own memory limit, for as long as it lived. mmap with
+// MAP_HUGETLB, memfd_create with MFD_HUGETLB and shmget with SHM_HUGETLB
+// (which host gid 0, a root broker's sandbox's, may use: the default
+// vm.hugetlb_shm_group) are answered ENOMEM, as a host with an empty pool
+// answers them. Without a pool on the host, a root test makes one of two
+// pages for the test's length.
+func TestHugePagesRefused(t *testing.T) {
+	needPython(t)
+	if free, total := hugePagesFree(t); free < 2 {
+		if os.Geteuid() != 0 {
+			testenv.RequireFeature(t, "two free huge pages (vm.nr_hugepages), or root to reserve them")
+		}
+		const knob = "/proc/sys/vm/nr_hugepages"
+		if err := os.WriteFile(knob, []byte(strconv.Itoa(total+2)), 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.WriteFile(knob, []byte(strconv.Itoa(total)), 0); err != nil {
+				t.Errorf("restoring %s to %d: %v", knob, total, err)
+			}
+		})
+		if free, _ := hugePagesFree(t); free < 2 {
+			testenv.RequireFeature(t, "two free huge pages (the kernel could not reserve them)")
+		}
+	}
+	free, _ := hugePagesFree(t)
+	o := sh(t, `python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+huge = 2 << 20
+def mapped(p):
+    if p is None or p == ctypes.c_void_p(-1).value:
+        return ctypes.get_errno()
+    ctypes.memset(p, 1, huge)
+    return 0
+ctypes.set_errno(0)
+print("mmap", mapped(libc.mmap(None, huge, 3, 0x22 | 0x40000, -1, 0)))
+ctypes.set_errno(0)
+fd = libc.memfd_create(b"h", 4)
+if fd < 0:
+    print("memfd", ctypes.get_errno())
+else:
+    libc.ftruncate(fd, huge)
+    print("memfd", mapped(libc.mmap(None, huge, 3, 1, fd, 0)))
+ctypes.set_errno(0)
+r = libc.shmget(0, huge, 0o1000 | 0o4000 | 0o600)
+print("shmget", 0 if r >= 0 else ctypes.get_errno())
+import sys
+sys.stdout.flush()
+'`)
+	want := "mmap 12\nmemfd 12\nshmget 12"
+	if got := strings.TrimSpace(o.stdout); got != want {
+		t.Errorf("huge pages in the sandbox (host had %d free): %q (stderr %q); want each refused with ENOMEM:\n%s", free, got, o.stderr, want)
+	}
+}

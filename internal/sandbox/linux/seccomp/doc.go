@@ -89,6 +89,14 @@
 // it is unmounted, and removing the key the host user added locks their
 // encrypted directory.
 //
+// It answers ENOMEM, as a host with an empty huge page pool does, to mmap
+// with MAP_HUGETLB, memfd_create with MFD_HUGETLB and shmget with
+// SHM_HUGETLB: the host's pool (vm.nr_hugepages and its surplus) is
+// charged to no memory cgroup, so a sandbox took every huge page the host
+// kept for its databases or VMs, past its own memory limit. Programs that
+// try huge pages first fall back on ENOMEM; transparent huge pages, from
+// the ordinary allocator and charged as any page, pass.
+//
 // It refuses socket and socketpair for any family but AF_UNIX, AF_INET and
 // AF_INET6 with EAFNOSUPPORT rather than EPERM: that is the answer of a
 // kernel built without the family, which programs already treat as "not

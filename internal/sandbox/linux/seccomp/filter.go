@@ -107,6 +107,9 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.jump(opJeqK, nr(sysFcntl), "fcntl", "")
 	p.jump(opJeqK, nr(sysSetrlimit), "setrlimit", "")
 	p.jump(opJeqK, nr(sysPrlimit64), "prlimit64", "")
+	p.jump(opJeqK, nr(sysMmap), "mmap", "")
+	p.jump(opJeqK, nr(sysMemfdCreate), "memfd_create", "")
+	p.jump(opJeqK, nr(sysShmget), "shmget", "")
 	for _, name := range denyAlways {
 		if n, ok := a.sysnum[name]; ok {
 			p.jump(opJeqK, n, "eperm", "")
@@ -230,6 +233,19 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.load(argHigh(3))
 	p.jump(opJeqK, 0, "ok", "eperm")
 
+	// mmap(addr, len, prot, flags, fd, off), memfd_create(name, flags)
+	// and shmget(key, size, flags): huge pages come from a host pool no
+	// memory cgroup is charged for.
+	p.label("mmap")
+	p.load(argLow(3))
+	p.jump(opJsetK, mapHugetlb, "enomem", "allow")
+	p.label("memfd_create")
+	p.load(argLow(1))
+	p.jump(opJsetK, mfdHugetlb, "enomem", "allow")
+	p.label("shmget")
+	p.load(argLow(2))
+	p.jump(opJsetK, shmHugetlb, "enomem", "allow")
+
 	p.label("allow")
 	p.ret(retAllow)
 	p.label("ok")
@@ -243,6 +259,8 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 	p.ret(retErrno | errnoEAFNOSUPPORT)
 	p.label("eopnotsupp")
 	p.ret(retErrno | errnoEOPNOTSUPP)
+	p.label("enomem")
+	p.ret(retErrno | errnoENOMEM)
 	p.label("kill")
 	p.ret(retKillProcess)
 
@@ -255,8 +273,9 @@ func Build(archName string, opts Options) ([]Instruction, error) {
 
 // Denied returns, sorted, the names of the syscalls the filter for the named
 // architecture may refuse, or nil for an unsupported architecture. clone,
-// ioctl, personality, socket, socketpair, fallocate, fcntl, prlimit64 and
-// the calls that set a file's mode are refused only for some arguments
+// ioctl, personality, socket, socketpair, fallocate, fcntl, prlimit64,
+// mmap, memfd_create, shmget and the calls that set a file's mode are
+// refused only for some arguments
 // (see the package comment);
 // clone3 and openat2 always fail with ENOSYS.
 func Denied(archName string) []string {
@@ -264,7 +283,7 @@ func Denied(archName string) []string {
 	if !ok {
 		return nil
 	}
-	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate, sysFcntl, sysPrlimit64}
+	names := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysFallocate, sysFcntl, sysPrlimit64, sysMmap, sysMemfdCreate, sysShmget}
 	for _, m := range modeChecks {
 		if _, ok := a.sysnum[m.name]; ok {
 			names = append(names, m.name)

@@ -53,6 +53,7 @@ var (
 	eafnosupport    = action(retErrno | errnoEAFNOSUPPORT)
 	eprotonosupport = action(retErrno | errnoEPROTONOSUPPORT)
 	eopnotsupp      = action(retErrno | errnoEOPNOTSUPP)
+	enomem          = action(retErrno | errnoENOMEM)
 )
 
 // call is one synthetic syscall.
@@ -128,6 +129,15 @@ func TestFilterCalls(t *testing.T) {
 				{"ioctl FS_IOC_SETFLAGS", Options{}, call{name: "ioctl", args: [6]uint64{3, ioctlFSSetflags}}, eperm},
 				{"ioctl FS_IOC32_SETFLAGS", Options{}, call{name: "ioctl", args: [6]uint64{3, ioctlFSSetflags32}}, eperm},
 				{"ioctl FS_IOC_GETFLAGS", Options{}, call{name: "ioctl", args: [6]uint64{3, 0x80086601}}, allow},
+				{"mmap anonymous", Options{}, call{name: "mmap", args: [6]uint64{0, 4096, 3, 0x22, ^uint64(0), 0}}, allow},
+				{"mmap MAP_HUGETLB", Options{}, call{name: "mmap", args: [6]uint64{0, 2 << 20, 3, 0x22 | mapHugetlb, ^uint64(0), 0}}, enomem},
+				{"mmap MAP_HUGETLB with a page size", Options{}, call{name: "mmap", args: [6]uint64{0, 1 << 30, 3, 30<<26 | 0x22 | mapHugetlb, ^uint64(0), 0}}, enomem},
+				{"mmap MAP_HUGETLB with high bits", Options{}, call{name: "mmap", args: [6]uint64{0, 2 << 20, 3, 0xffffffff00000000 | mapHugetlb | 0x22, ^uint64(0), 0}}, enomem},
+				{"mmap high bits only", Options{}, call{name: "mmap", args: [6]uint64{0, 4096, 3, 0xffffffff00000000 | 0x22, ^uint64(0), 0}}, allow},
+				{"memfd_create MFD_CLOEXEC|MFD_ALLOW_SEALING", Options{}, call{name: "memfd_create", args: [6]uint64{0, 3}}, allow},
+				{"memfd_create MFD_HUGETLB", Options{}, call{name: "memfd_create", args: [6]uint64{0, 1 | mfdHugetlb}}, enomem},
+				{"shmget", Options{}, call{name: "shmget", args: [6]uint64{0, 4096, 0o1600}}, allow},
+				{"shmget SHM_HUGETLB", Options{}, call{name: "shmget", args: [6]uint64{0, 2 << 20, 0o1600 | shmHugetlb}}, enomem},
 				{"ioctl FS_IOC_RESVSP", Options{}, call{name: "ioctl", args: [6]uint64{3, ioctlFSResvsp}}, eopnotsupp},
 				{"ioctl FS_IOC_RESVSP64", Options{}, call{name: "ioctl", args: [6]uint64{3, ioctlFSResvsp64}}, eopnotsupp},
 				{"ioctl FS_IOC_ZERO_RANGE", Options{}, call{name: "ioctl", args: [6]uint64{3, ioctlFSZeroRange}}, eopnotsupp},
@@ -214,7 +224,7 @@ func TestFilterX32(t *testing.T) {
 // zero and with all-ones arguments, and every other syscall of the table,
 // which must be allowed.
 func TestFilterEveryDenied(t *testing.T) {
-	conditional := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2}
+	conditional := []string{sysClone, sysClone3, sysPersonality, sysIoctl, sysSocket, sysSocketpair, sysOpenat2, sysMmap, sysMemfdCreate, sysShmget}
 	for _, m := range modeChecks {
 		conditional = append(conditional, m.name)
 	}

@@ -48,6 +48,29 @@ const (
 	sysFcntl       = "fcntl"
 	sysSetrlimit   = "setrlimit"
 	sysPrlimit64   = "prlimit64"
+	sysMmap        = "mmap"
+	sysMemfdCreate = "memfd_create"
+	sysShmget      = "shmget"
+)
+
+// Huge pages from the host's pool (vm.nr_hugepages, and the surplus
+// vm.nr_overcommit_hugepages allows) are charged to no memory cgroup, so
+// a sandbox that mapped them was bounded by the pool alone: it took every
+// huge page the host keeps for its databases, DPDK or VMs, past its own
+// memory limit, for as long as it lived. mmap(2) with MAP_HUGETLB (in its
+// flags, args[3]), memfd_create(2) with MFD_HUGETLB (args[1]) and
+// shmget(2) with SHM_HUGETLB (args[2]; the default vm.hugetlb_shm_group,
+// gid 0, lets a root broker's sandbox use it) are answered ENOMEM, as a
+// host with an empty pool answers them, which is what programs that try
+// huge pages first (PostgreSQL's huge_pages=try, a JVM's large pages)
+// fall back on. Each flag lies in the low 32 bits, all the kernel reads
+// of memfd_create's and shmget's flags, and the only bits of mmap's that
+// can ask for huge pages. Transparent huge pages (madvise) come from the
+// ordinary allocator, charged as any page, and pass.
+const (
+	mapHugetlb = 0x40000 // MAP_HUGETLB
+	mfdHugetlb = 0x4     // MFD_HUGETLB
+	shmHugetlb = 0o4000  // SHM_HUGETLB
 )
 
 // rlimitCore is RLIMIT_CORE (the same on x86_64 and aarch64). The init
@@ -232,6 +255,7 @@ const (
 	errnoENOSYS          = 38
 	errnoEAFNOSUPPORT    = 97
 	errnoEOPNOTSUPP      = 95
+	errnoENOMEM          = 12
 )
 
 // seccomp return actions (linux/seccomp.h).

@@ -110,6 +110,10 @@ func probes() []probe {
 		{"socket(AF_UNIX)", sys(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM, 0), 0, false},
 		{"socketpair(AF_UNIX)", socketpair, 0, false},
 		{"getpid", sys(unix.SYS_GETPID), 0, false},
+		// A host without a huge page pool says ENOMEM as well, so only
+		// the BPF interpreter's cases tell those apart.
+		{"mmap(MAP_HUGETLB)", sys(unix.SYS_MMAP, 0, 2<<20, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_HUGETLB, ^uintptr(0), 0), unix.ENOMEM, false},
+		{"memfd_create(MFD_HUGETLB)", sys(unix.SYS_MEMFD_CREATE, badPtr, unix.MFD_HUGETLB), unix.ENOMEM, true},
 		{"openat2", sys(unix.SYS_OPENAT2, ^uintptr(0), badPtr, badPtr, 24), unix.ENOSYS, true},
 		{"fchmodat(S_ISUID)", onNewFile(func(p *byte) syscall.Errno {
 			_, _, e := unix.Syscall6(unix.SYS_FCHMODAT, ^uintptr(99), uintptr(unsafe.Pointer(p)), 0o4755, 0, 0, 0)
