@@ -345,7 +345,7 @@ type box struct {
 	status   *bufio.Scanner // the init's status lines (see next)
 	iso      wire.Isolation
 	killOnce sync.Once
-	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain", "disk"
+	why      atomic.Value // string: "time", "output", "ctx", "setup", "drain", "disk", "memory"
 	paths    []pathState  // host grant paths as built (pooled sandboxes)
 	// counts are the sandbox's shares of the user's per-user kernel
 	// objects and rlimits (userCounts), given back once it is gone.
@@ -797,6 +797,10 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 			x.kill("disk")
 		})()
 	}
+	defer x.cg.watchTCP(func() {
+		b.log.Debug("cgroup v1: the sandbox's TCP buffers passed its memory limit")
+		x.kill("memory")
+	})()
 	relayed := x.relay(c.spec, c.out)
 	defer x.forward(c.spec)()
 	e, err := x.await()
@@ -1062,6 +1066,7 @@ func (x *box) result(e ending, reason string, truncated bool) *sandbox.Result {
 	if x.cg != nil {
 		hit.Memory, hit.Processes = x.cg.memoryHit(), x.cg.pidsMaxHits() > 0
 	}
+	hit.Memory = hit.Memory || reason == "memory" // TCP buffers past it (watchTCP)
 	hit.Apply(res)
 	sort.Strings(x.iso.Features)
 	res.Isolation = x.iso

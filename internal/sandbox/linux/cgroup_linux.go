@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockhq/airlock/internal/procid"
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
 	"github.com/airlockhq/airlock/internal/sandbox/journal"
 	"github.com/airlockhq/airlock/internal/sandbox/linux/eintr"
 )
@@ -299,6 +300,9 @@ type cgroup struct {
 	// (openCounters), so that reading them then is one pread(2) each,
 	// not a walk of the cgroup file system's long paths.
 	counters map[string]int
+	// tcpLimit is the v1 memory.kmem.tcp.limit_in_bytes create set (the
+	// memory limit), 0 where none was (v2, or a kernel without it).
+	tcpLimit int64
 }
 
 // pidsDir is the sandbox's directory in the pids hierarchy.
@@ -358,6 +362,7 @@ func (h cgroupHost) create(name string, mem int64, pids, extra int) (*cgroup, er
 			tcp := filepath.Join(cg.dirs[0], "memory.kmem.tcp.limit_in_bytes")
 			if _, serr := os.Stat(tcp); serr == nil {
 				err = writeFile(tcp, strconv.FormatInt(mem, 10))
+				cg.tcpLimit = mem
 			}
 		}
 		if err == nil {
@@ -841,4 +846,54 @@ func sweepCgroupJournals(dir string, log *slog.Logger) {
 		}
 		return false
 	}, log)
+}
+
+// watchTCP calls over, once, when the TCP buffers of the v1 cgroup
+// (memory.kmem.tcp.usage_in_bytes, UDP's too) pass its limit, reading
+// them every diskguard.Poll until the returned func is called; it does
+// nothing on v2, which charges socket memory to memory.max, or where
+// create set no limit. The limit alone bounds a sandbox with few sockets:
+// the kernel charges each socket's first buffers past it (forced charges,
+// which count in no failcnt), and v1 keeps that count apart from
+// memory.limit_in_bytes, so no OOM kill follows: eight processes of a
+// 128 MiB sandbox held 300 MB of loopback buffers, and a sandbox with
+// more would take the machine's whole tcp_mem, past which every TCP
+// socket on the host, in every network namespace, is refused memory.
+func (cg *cgroup) watchTCP(over func()) (stop func()) {
+	if cg == nil || cg.tcpLimit <= 0 {
+		return func() {}
+	}
+	p := filepath.Join(cg.dirs[0], "memory.kmem.tcp.usage_in_bytes")
+	fd, err := eintr.Value(func() (int, error) { return unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+	if err != nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(diskguard.Poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			b, err := readAllAt(fd, p)
+			if err != nil {
+				return
+			}
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > cg.tcpLimit {
+				over()
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		unix.Close(fd)
+	}
 }

@@ -375,3 +375,55 @@ print(n)
 	}
 	waitNoProcs(t, "987670")
 }
+
+// Case 12's class, on cgroup v1: memory.kmem.tcp.limit_in_bytes, which the
+// cgroup sets to the memory limit, does not bound a sandbox with many
+// sockets, since the kernel charges each socket's first buffers past it
+// (forced charges, counted in no failcnt) and v1 keeps that count apart
+// from memory.limit_in_bytes, so no OOM kill follows: eight processes of
+// a 128 MiB sandbox held 300 MB in loopback buffers, and more would take
+// the machine's whole tcp_mem, past which every TCP socket on the host
+// (its other network namespaces included) is refused memory. The sandbox
+// is killed for its memory limit once its TCP buffers pass it.
+func TestTCPBuffersPastTheLimitKilled(t *testing.T) {
+	b := backend(t)
+	if !hasCgroups(b) {
+		testenv.RequireFeature(t, "cgroups (memory)")
+	}
+	needPython(t)
+	o := run(t, &sandbox.Spec{
+		Command: []string{"python3", "-c", `
+import os, socket, resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+def fill(port):
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", port)); l.listen(4096)
+    held, total, buf = [], 0, b"x" * 65536
+    for _ in range((soft - 40) // 2):
+        c = socket.create_connection(("127.0.0.1", port)); s, _ = l.accept()
+        for k in (c, s):
+            k.setblocking(False)
+            try:
+                while True:
+                    total += k.send(buf)
+            except OSError:
+                pass
+        held += [c, s]
+    return total
+r, w = os.pipe()
+for i in range(8):
+    if os.fork() == 0:
+        os.write(w, b"%d\n" % fill(20000 + i))
+        os.read(r, 1)  # hold the buffers until the sandbox ends
+        os._exit(0)
+f = os.fdopen(r)
+print(sum(int(f.readline()) for _ in range(8)) >> 20, "MiB held", flush=True)
+f.read()  # and hold them: only a kill ends this
+`},
+		Limits: sandbox.Limits{MemoryBytes: 128 << 20, Wall: 20 * time.Second},
+	})
+	if o.res.Limit != "memory" {
+		t.Fatalf("Limit = %q (exit %d, signal %d, stdout %q, stderr %q); want the sandbox killed for its 128 MiB memory limit", o.res.Limit, o.res.ExitCode, o.res.Signal, o.stdout, o.stderr)
+	}
+}
