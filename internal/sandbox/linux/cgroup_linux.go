@@ -849,10 +849,13 @@ func sweepCgroupJournals(dir string, log *slog.Logger) {
 }
 
 // watchTCP calls over, once, when the TCP buffers of the v1 cgroup
-// (memory.kmem.tcp.usage_in_bytes, UDP's too) pass its limit, reading
-// them every diskguard.Poll until the returned func is called; it does
-// nothing on v2, which charges socket memory to memory.max, or where
-// create set no limit. The limit alone bounds a sandbox with few sockets:
+// (memory.kmem.tcp.usage_in_bytes, UDP's too) pass its limit by more
+// than a quarter, reading them every diskguard.Poll until the returned
+// func is called; it does nothing on v2, which charges socket memory to
+// memory.max, or where create set no limit. The quarter is room for a
+// program's own sockets under pressure, each of which may be charged a
+// buffer past the limit (about 100 KB: 100 MB for a thousand sockets at
+// the default 1 GiB). The limit alone bounds a sandbox with few sockets:
 // the kernel charges each socket's first buffers past it (forced charges,
 // which count in no failcnt), and v1 keeps that count apart from
 // memory.limit_in_bytes, so no OOM kill follows: eight processes of a
@@ -885,7 +888,7 @@ func (cg *cgroup) watchTCP(over func()) (stop func()) {
 			if err != nil {
 				return
 			}
-			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > cg.tcpLimit {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > cg.tcpLimit+cg.tcpLimit/4 {
 				over()
 				return
 			}

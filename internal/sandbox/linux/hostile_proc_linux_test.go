@@ -384,7 +384,8 @@ print(n)
 // a 128 MiB sandbox held 300 MB in loopback buffers, and more would take
 // the machine's whole tcp_mem, past which every TCP socket on the host
 // (its other network namespaces included) is refused memory. The sandbox
-// is killed for its memory limit once its TCP buffers pass it.
+// is killed for its memory limit once its TCP buffers pass it by a
+// quarter.
 func TestTCPBuffersPastTheLimitKilled(t *testing.T) {
 	b := backend(t)
 	if !hasCgroups(b) {
