@@ -100,9 +100,9 @@ func TestBoundaryImports(t *testing.T) {
 		// What capsule authors import is compiled into their modules:
 		// only the wire contract.
 		mod + "/capsule/guest": {mod + "/wire"},
-		// The wasm runtime is a backend: wazero, the grant and the wire
-		// contract, never the broker.
-		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", mod + "/internal/hostrule", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/", "golang.org/x/sys/"},
+		// The wasm runtime is a backend: wazero, the grant, the wire
+		// contract and the disk guard (x/sys only), never the broker.
+		mod + "/internal/wasm": {mod + "/wire", mod + "/grant", mod + "/internal/hostrule", mod + "/internal/sandbox/diskguard", "github.com/tetratelabs/wazero", "github.com/BurntSushi/toml", "golang.org/x/net/idna", "golang.org/x/net/publicsuffix", "golang.org/x/text/", "golang.org/x/sys/"},
 		// The Podman container's init: the standard library, the native
 		// sandbox's seccomp filter and the disk guard (x/sys only).
 		mod + "/internal/sandbox/podman/inside": {mod + "/internal/sandbox/linux/seccomp", mod + "/internal/sandbox/diskguard", "golang.org/x/sys/"},

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/grant"
+	"github.com/airlockhq/airlock/internal/sandbox/diskguard"
 	"github.com/airlockhq/airlock/wire"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -193,7 +194,7 @@ type Outcome struct {
 	// when wazero names one.
 	Trap, Func string
 	// LimitsHit names the limits the run hit: wire.LimitTime, LimitMemory,
-	// LimitOutput.
+	// LimitOutput, LimitDisk (the disk guard stopped it).
 	LimitsHit []wire.Limit
 	// PeakMemory is the largest the module's memory grew, in bytes.
 	PeakMemory uint64
@@ -234,6 +235,28 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Time)
 		defer cancel()
+	}
+	// The read-write directories are the host's own file systems, which
+	// only the file size limit bounded file by file: the disk guard stops
+	// a run that drives one toward full, as it stops a sandboxed command
+	// (hostile case 13). Opened before the module runs, so that all it
+	// writes counts.
+	var writable []string
+	for _, d := range cfg.Dirs {
+		if !d.ReadOnly {
+			writable = append(writable, d.Host)
+		}
+	}
+	var diskFull atomic.Bool
+	if guard := diskguard.Open(writable, 0); guard != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := guard.Watch(func() {
+			diskFull.Store(true)
+			cancel(errDiskFull)
+		})
+		defer stop()
 	}
 	out := &capWriter{w: outFor(ctx, cfg.Stdout), left: cfg.Output, capped: cfg.Output > 0}
 	errw := &capWriter{w: outFor(ctx, cfg.Stderr), shared: out}
@@ -289,6 +312,9 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 		_ = inst.Close(context.WithoutCancel(ctx))
 	}
 	o.PeakMemory = mem.peak
+	if diskFull.Load() {
+		o.LimitsHit = append(o.LimitsHit, wire.LimitDisk)
+	}
 	if mem.refused {
 		o.LimitsHit = append(o.LimitsHit, wire.LimitMemory)
 	}
@@ -332,6 +358,9 @@ func (e *Engine) Run(ctx context.Context, m *Module, cfg *Config) (*Outcome, err
 	}
 	return o, nil
 }
+
+// errDiskFull is the cause of a run's end when the disk guard stopped it.
+var errDiskFull = errors.New("a file system the module may write fell below its floor of free space or inodes")
 
 // errPanic is a run that panicked inside wazero.
 var errPanic = errors.New("the wasm runtime panicked")

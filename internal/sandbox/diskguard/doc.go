@@ -12,5 +12,6 @@
 // nothing is never stopped because the disk was nearly full already. The
 // native sandbox's init, and the Podman container's, run a guard of their
 // own as well, on the same file systems as they see them, because a
-// broker stopped by job control polls nothing.
+// broker stopped by job control polls nothing. A wasm module's run
+// (package wasm) is guarded in the broker's process, where it runs.
 package diskguard

@@ -174,6 +174,27 @@ func main() {
 		fmt.Println("sleeping")
 		time.Sleep(d)
 		fmt.Println("woke")
+	case "fill":
+		// fill DIR N SIZE D: writes N files of SIZE bytes in DIR (empty
+		// ones for SIZE 0), going on past errors, then sleeps D.
+		var n, size int
+		fmt.Sscan(args[1], &n)
+		fmt.Sscan(args[2], &size)
+		d, err := time.ParseDuration(args[3])
+		if err != nil {
+			fmt.Println("err", err)
+			os.Exit(2)
+		}
+		buf := make([]byte, size)
+		failed := 0
+		for i := 0; i < n; i++ {
+			if os.WriteFile(fmt.Sprintf("%s/f%d", args[0], i), buf, 0o644) != nil {
+				failed++
+			}
+		}
+		fmt.Println("wrote", n-failed, "failed", failed)
+		time.Sleep(d)
+		fmt.Println("woke")
 	case "stdin":
 		// stdin: reads stdin to its end.
 		b, err := io.ReadAll(os.Stdin)
