@@ -28,7 +28,7 @@ type WasmOutcome struct {
 	Stdout    []byte
 	ExitCode  int
 	Trap      string       // the wasm trap that ended it, if any
-	LimitsHit []wire.Limit // wire.LimitTime, LimitMemory, LimitOutput
+	LimitsHit []wire.Limit // wire.LimitTime, LimitMemory, LimitOutput, LimitDisk
 	Omitted   int64        // output bytes past the cap
 	Detail    string       // for the audit record: stderr, the trap's function
 	Err       error        // the module could not be run at all
@@ -90,6 +90,9 @@ func (s *Session) runWasm(ctx context.Context, c *call, w grant.WasmTool, refuse
 	case hit(o.LimitsHit, wire.LimitTime):
 		class, out = ClassTimeout, failure(SentenceTimeout)
 		res.Limit = sandbox.LimitTime
+	case hit(o.LimitsHit, wire.LimitDisk):
+		class, out = ClassKilled, failure(SentenceDisk)
+		res.Limit = sandbox.LimitDisk
 	case hit(o.LimitsHit, wire.LimitMemory) && o.ExitCode != 0:
 		class, out = ClassMemory, failure(SentenceMemory)
 		res.Limit = sandbox.LimitMemory

@@ -23,6 +23,7 @@ import (
 const (
 	exitRunTime = 124 // the capsule ran past its time limit
 	exitRunTrap = 134 // the capsule trapped
+	exitRunDisk = 137 // the capsule was stopped by the disk guard, as exec's sandbox is killed
 )
 
 func runCommand() *command {
@@ -53,7 +54,7 @@ the capsule, and every call is in the audit log with the capsule's name,
 version and hash.
 
 Exit status: the capsule's own; 124 when it ran past its time limit, 134
-when it trapped, 130 when SIGINT, SIGTERM or SIGHUP stopped it, 1 when it was
+when it trapped, 137 when the disk guard stopped it, 130 when SIGINT, SIGTERM or SIGHUP stopped it, 1 when it was
 refused or could not start, 2 for bad usage.
 
 Examples:
@@ -184,11 +185,15 @@ Examples:
 				fmt.Fprintf(env.Stderr, "airlock run: %s hit its memory limit (%s): a memory.grow was refused\n", cp.Name, grant.FormatSize(l.Memory))
 			case "output":
 				fmt.Fprintf(env.Stderr, "airlock run: %s passed the output limit; %d bytes were dropped\n", cp.Name, out.OmittedBytes)
+			case "disk":
+				fmt.Fprintf(env.Stderr, "airlock run: %s was stopped: it drove the disk it writes to below the free space airlock keeps (see airlock doctor)\n", cp.Name)
 			}
 		}
 		switch {
 		case out.Hit("time"):
 			return exitRunTime
+		case out.Hit("disk"):
+			return exitRunDisk
 		case ctx.Err() != nil:
 			fmt.Fprintf(env.Stderr, "airlock run: %s was stopped by a signal\n", cp.Name)
 			return 130

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 var calls int
@@ -26,6 +27,9 @@ func main() {
 		Size     int64  `json:"size"`
 		At       int64  `json:"at"`
 		Truncate bool   `json:"truncate"`
+		// Hold is how long to wait after the grow (a duration), as a
+		// command that fills a disk and goes on running.
+		Hold string `json:"hold"`
 	}
 	if err := json.NewDecoder(os.Stdin).Decode(&args); err != nil {
 		fmt.Println("bad arguments:", err)
@@ -38,6 +42,9 @@ func main() {
 	}
 	if args.Grow != "" {
 		grow(args.Grow, args.Size, args.At, args.Truncate)
+		if d, err := time.ParseDuration(args.Hold); err == nil {
+			time.Sleep(d)
+		}
 		return
 	}
 	if args.Path != "" {
