@@ -50,5 +50,5 @@ func TestNativeSeparateInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	containtest.Run(t, sessionsOn(backend), nil)
+	containtest.Run(t, sessionsOn(backend), &containtest.Options{Binaries: []string{exe}})
 }

@@ -26,7 +26,10 @@ import (
 )
 
 // Open opens a broker session over the backend under test for grant g
-// (every path it names is on this host). The suite closes the session.
+// (every path it names is on this host). The suite closes the session;
+// what else open sets up for it (a tool-server) it may leave to t's
+// cleanup. Cases that need a session of their own open it with their
+// subtest's t.
 type Open func(t *testing.T, g *grant.Grant) *broker.Session
 
 // Options adjust the suite to what a backend legitimately lacks. A nil
@@ -40,6 +43,10 @@ type Options struct {
 	// Probe is a prebuilt probe binary (see the probe command); empty
 	// builds one with the go command.
 	Probe string
+	// Binaries are the host's airlock binaries the backend runs in its
+	// sandboxes besides the test binary (os.Args[0], always checked):
+	// case 38 checks that none changes.
+	Binaries []string
 }
 
 // Limits of the suite's grant: small enough that the fork bomb and the
@@ -60,6 +67,7 @@ func Run(t *testing.T, open Open, opts *Options) {
 		o = *opts
 	}
 	s := newSuite(t, &o)
+	s.open, s.opts = open, &o
 	s.sess = open(t, s.grant)
 	t.Cleanup(func() { s.sess.Close() })
 	// The first call shows whether the backend runs at all, and which
@@ -68,6 +76,10 @@ func Run(t *testing.T, open Open, opts *Options) {
 	if !strings.Contains(res.Output.Content, "ready") {
 		t.Fatalf("the backend cannot run a shell call: class %s: %q", res.Class, res.Output.Content)
 	}
+	// What the host holds once the backend has run a call (what it keeps
+	// for its whole life, opened at its first, included): the cases'
+	// calls must leave it so once their sessions are closed.
+	before := s.snapshot()
 	if iso := res.Output.Meta.Isolation; iso != nil {
 		s.unenforced = iso.Unenforced
 		s.isolation = *iso
@@ -81,6 +93,8 @@ func Run(t *testing.T, open Open, opts *Options) {
 	}
 	s.t = t
 	s.checkHost()
+	s.sess.Close()
+	s.checkGivenBack(before)
 }
 
 // suite is one run's fixture:
@@ -91,6 +105,8 @@ func Run(t *testing.T, open Open, opts *Options) {
 //	base/w-evil/s, base/w_x/s, base/wx   not granted, named like $W (the secret)
 type suite struct {
 	t          *testing.T
+	open       Open
+	opts       *Options
 	sess       *broker.Session
 	grant      *grant.Grant
 	base       string
@@ -193,13 +209,19 @@ func randomHex(n int) string {
 // secret shows in what the model reads.
 func (s *suite) call(tool string, args map[string]any) *broker.Result {
 	s.t.Helper()
+	return s.callOn(s.sess, tool, args)
+}
+
+// callOn is call on another of the suite's sessions.
+func (s *suite) callOn(sess *broker.Session, tool string, args map[string]any) *broker.Result {
+	s.t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := s.sess.Call(ctx, tool, raw)
+	res, err := sess.Call(ctx, tool, raw)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", tool, raw, err)
 	}

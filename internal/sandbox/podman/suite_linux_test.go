@@ -19,5 +19,5 @@ func TestLiveSuite(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, nil)
+	}, &containtest.Options{Binaries: []string{live.exe}})
 }
