@@ -237,6 +237,9 @@ func (b *Backend) build(spec *sandbox.Spec, dir string) (st *stage, err error) {
 			return st, err
 		}
 	}
+	if err := s.pinNestedGrants(); err != nil {
+		return st, err
+	}
 	all := append(append([]string(nil), spec.Masks...), spec.ReadOnly...)
 	for _, pp := range protectedPaths(spec) {
 		below := slices.ContainsFunc(all, func(o string) bool { return strings.HasPrefix(o, pp.path+"/") })
@@ -355,6 +358,54 @@ func (s *staging) stageGrant(m sandbox.Mount) error {
 		return fmt.Errorf("staging grant path %q: %w", m.Source, err)
 	}
 	s.addBind(Bind{Source: p, Target: t, Writable: m.Writable})
+	return nil
+}
+
+// pinNestedGrants binds every ancestor of a grant path nested in a
+// writable grant, between that grant's root and it, to itself, as
+// stageProtected does for a protected path's and the native sandbox does
+// for both: each becomes a mount point the container cannot rename.
+// Without it a call renamed the parent of a read-only grant nested in a
+// read-write one (mv a a2, for a read-only a/ro), which carried the
+// read-only tree on the host to a2/ro, a name only the read-write grant
+// covers, where every later call could write it; and it could then put a
+// directory or a symlink of its own at a/ro.
+func (s *staging) pinNestedGrants() error {
+	for _, n := range slices.Clone(s.grants) {
+		g, ok := s.holding(n.target)
+		if !ok || !g.rw {
+			continue
+		}
+		parts := strings.Split(strings.TrimPrefix(n.target, g.target+"/"), "/")
+		for i := range len(parts) - 1 {
+			sub := strings.Join(parts[:i+1], "/")
+			target := filepath.Join(g.target, sub)
+			if _, ok := s.targets[target]; ok {
+				continue
+			}
+			fd, err := openNoFollow(g.fd, sub, true)
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+				err = errors.New("it is a symlink, refused (grant paths are resolved before they are mounted)")
+			}
+			if err != nil {
+				return fmt.Errorf("grant path %q: its parent %s: %w", n.src, target, err)
+			}
+			isDir, mode, err := isDirFD(fd)
+			if err == nil && mode == unix.S_IFLNK {
+				err = errors.New("it is a symlink, refused (grant paths are resolved before they are mounted)")
+			}
+			if err == nil {
+				p := s.next()
+				if err = s.st.attach(fd, g.userns, p, isDir, true, true); err == nil {
+					s.addBind(Bind{Source: p, Target: target, Writable: true})
+				}
+			}
+			unix.Close(fd)
+			if err != nil {
+				return fmt.Errorf("grant path %q: its parent %s: %w", n.src, target, err)
+			}
+		}
+	}
 	return nil
 }
 
