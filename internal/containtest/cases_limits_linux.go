@@ -1,8 +1,10 @@
 package containtest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -300,4 +302,54 @@ func (s *suite) shOn(sess *broker.Session, dir, script string) string {
 		s.t.Fatalf("shell %q: class %s: %q", script, res.Class, res.Output.Content)
 	}
 	return res.Output.Content
+}
+
+// Case 49, cancellation: a call whose context is cancelled while its
+// command runs (one that ignores SIGTERM, with children in a new session,
+// double-forked and nohup'd) returns, and nothing it started survives;
+// the session runs the next call.
+func (s *suite) cancelMidRun() {
+	m := s.marker
+	raw, err := json.Marshal(map[string]any{"cwd": s.W, "command": "setsid sleep 961" + m + " & (sleep 962" + m + " &); nohup sleep 963" + m + " >/dev/null 2>&1 & trap '' TERM INT HUP; sleep 964" + m})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type answer struct {
+		res *broker.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := s.sess.Call(ctx, "shell", raw)
+		done <- answer{res, err}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for len(hostProcs("sleep 964"+m)) == 0 {
+		if time.Now().After(deadline) {
+			s.t.Fatal("the command never showed on the host")
+		}
+		time.Sleep(10 * time.Millisecond) //permit:time.Sleep (a named wait: for the command to start)
+	}
+	cancel()
+	select {
+	case a := <-done:
+		if a.res != nil {
+			s.t.Logf("cancelled call: err %v, class %s: %q", a.err, a.res.Class, a.res.Output.Content)
+			for _, sec := range s.secrets {
+				if strings.Contains(a.res.Output.Content, sec) {
+					s.t.Errorf("the cancelled call's output holds a secret")
+				}
+			}
+		}
+	case <-time.After(3 * time.Minute):
+		s.t.Fatal("the cancelled call never returned")
+	}
+	for _, n := range []string{"sleep 961" + m, "sleep 962" + m, "sleep 963" + m, "sleep 964" + m} {
+		s.noSurvivors(n)
+	}
+	if out := s.sh("echo still-runs"); !strings.Contains(out, "still-runs") {
+		s.t.Errorf("after the cancel, the session does not run a call: %q", out)
+	}
 }

@@ -40,6 +40,7 @@ var cases = []struct {
 	{"14-processes-left-behind", (*suite).leftBehind},
 	{"14-background-work-left-behind", (*suite).backgroundLeftBehind},
 	{"15-16-wall-time-and-signals", (*suite).wallTimeAndSignals},
+	{"49-cancel-mid-run", (*suite).cancelMidRun},
 	{"19-no-network", (*suite).noNetwork},
 	{"28-host-unix-sockets-in-granted-trees", (*suite).hostSockets},
 	{"30-environment", (*suite).environment},
