@@ -18,8 +18,9 @@ import (
 
 func callCommand() *command {
 	c := &command{
-		name:    "call",
-		summary: "run one tool call in a fresh sandbox and print what the model would read",
+		name:     "call",
+		sessions: true,
+		summary:  "run one tool call in a fresh sandbox and print what the model would read",
 		usage: `airlock call [flags] TOOL 'JSON-ARGS'
 
 Runs TOOL with JSON-ARGS in a fresh sandbox built from the grant and prints the

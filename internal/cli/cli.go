@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,14 @@ type command struct {
 	// flagHints explain flags the command does not have but a user may
 	// expect (exec's --unsandboxed), by name.
 	flagHints map[string]string
+	// sessions marks a command that holds broker sessions while it writes
+	// its standard output or error (mcp's answers, serve's and
+	// tool-server's logs, a capsule's output): Main has a write there
+	// whose reader went away fail with EPIPE (survivePipes) instead of
+	// Go's default SIGPIPE, which killed the process before its sessions
+	// could stop their sandboxes and background work and write their end
+	// and close records.
+	sessions bool
 }
 
 // Exit statuses of the CLI itself (a wrapped command's status passes through).
@@ -113,11 +122,24 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(env.Stderr, "airlock: unknown command %q%s; run 'airlock help' for the list\n", name, didYouMean(name))
 		return exitUsage
 	}
+	if c.sessions {
+		defer survivePipes()()
+	}
 	code := c.run(ctx, env, args[1:])
 	if c.name == "exec" {
 		return out.execStatus(env, code)
 	}
 	return out.status("airlock "+c.name, env, code)
+}
+
+// survivePipes makes a write to a pipe whose reader went away fail with
+// EPIPE, for standard output and error too, until the returned func is
+// called. SIGPIPE is notified, not ignored: an ignored signal would be
+// inherited by the processes airlock starts.
+func survivePipes() (stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGPIPE)
+	return func() { signal.Stop(c) }
 }
 
 // outWriter is a command's standard output, remembering the first write

@@ -19,8 +19,9 @@ const defaultShutdownTimeout = 10 * time.Second
 
 func mcpCommand() *command {
 	c := &command{
-		name:    "mcp",
-		summary: "serve the grant's tools to an MCP client over stdio",
+		name:     "mcp",
+		sessions: true,
+		summary:  "serve the grant's tools to an MCP client over stdio",
 		usage: `airlock mcp [--grant FILE] [flags]
 
 Speaks the Model Context Protocol on stdin and stdout, for a client that

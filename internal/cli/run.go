@@ -28,8 +28,9 @@ const (
 
 func runCommand() *command {
 	c := &command{
-		name:    "run",
-		summary: "run a WebAssembly capsule (a packaged agent) under a grant, its tool calls through airlock",
+		name:     "run",
+		sessions: true,
+		summary:  "run a WebAssembly capsule (a packaged agent) under a grant, its tool calls through airlock",
 		usage: `airlock run [flags] CAPSULE [-- ARGS...]
 
 Runs CAPSULE, a WASI (preview 1) WebAssembly module under wazero: a .wasm

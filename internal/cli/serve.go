@@ -25,8 +25,9 @@ const minTokenLength = 16
 
 func serveCommand() *command {
 	c := &command{
-		name:    "serve",
-		summary: "serve the grant's tools over MCP streamable HTTP",
+		name:     "serve",
+		sessions: true,
+		summary:  "serve the grant's tools over MCP streamable HTTP",
 		usage: `airlock serve --listen ADDR [--grant FILE] [--token-file FILE] [flags]
 
 Serves the Model Context Protocol over streamable HTTP at http://ADDR/mcp, one

@@ -21,8 +21,9 @@ import (
 
 func toolServerCommand() *command {
 	c := &command{
-		name:    "tool-server",
-		summary: "be the remote hands of a broker: run its calls in sandboxes here",
+		name:     "tool-server",
+		sessions: true,
+		summary:  "be the remote hands of a broker: run its calls in sandboxes here",
 		usage: `airlock tool-server [--root DIR | --grant FILE] [--listen ADDR --token-file FILE [--tls-cert F --tls-key F]] [flags]
 
 Runs where the sandboxes are (another machine, a container). A broker
