@@ -39,7 +39,8 @@ itself fails before or instead of running CMD (bad usage, a grant that does
 not load, a sandbox that cannot be built).
 SIGTERM, SIGHUP and SIGINT sent to airlock are passed on to CMD (SIGTERM to
 every process of the sandbox), so its traps run; a second one, or SIGQUIT,
-kills the sandbox at once (status 137), and a terminal is restored.
+kills the sandbox at once (status 137), and a terminal is restored. Output
+that a reader which does not read has not taken by then is dropped.
 
 With --allow-host (or a grant that names hosts) the sandbox reaches those
 hosts, and only those, through airlock's egress proxy: HTTP_PROXY,

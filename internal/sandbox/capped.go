@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"io"
+	"time"
 )
 
 // CopyCapped copies src to dst until src ends or limit bytes have been copied.
@@ -35,6 +36,10 @@ func CopyCapped(dst io.Writer, src io.Reader, limit int64, onLimit func()) (writ
 			if len(chunk) > 0 {
 				w, werr := dst.Write(chunk)
 				written += int64(w)
+				if errors.Is(werr, ErrAbandoned) {
+					// The abandoned write may still read chunk.
+					buf = make([]byte, len(buf))
+				}
 				if werr != nil && err == nil {
 					err = werr
 					if c, ok := src.(io.Closer); ok {
@@ -54,5 +59,55 @@ func CopyCapped(dst io.Writer, src io.Reader, limit int64, onLimit func()) (writ
 			}
 			return written, truncated, err
 		}
+	}
+}
+
+// OutputGrace is how long the output a command killed for its time limit
+// left in its pipes may take to reach a reader that does not read, before
+// a backend abandons it (Abandonable) and the call ends.
+const OutputGrace = 2 * time.Second
+
+// ErrAbandoned is what a writer made by Abandonable returns once its stop
+// has closed.
+var ErrAbandoned = errors.New("the output's reader stopped reading: the rest of the output was dropped")
+
+// Abandonable returns a writer that writes to dst until stop closes, and
+// from then on fails with ErrAbandoned at once, a write blocked in dst
+// included: a caller told to end (a kill) must not wait for ever on a
+// reader that stays but does not read. The write blocked then goes on
+// alone, with the slice it was given, which the caller must not reuse.
+func Abandonable(dst io.Writer, stop <-chan struct{}) io.Writer {
+	if dst == nil {
+		dst = io.Discard
+	}
+	return &abandonable{dst: dst, stop: stop}
+}
+
+type abandonable struct {
+	dst  io.Writer
+	stop <-chan struct{}
+}
+
+type writeResult struct {
+	n   int
+	err error
+}
+
+func (a *abandonable) Write(p []byte) (int, error) {
+	select {
+	case <-a.stop:
+		return 0, ErrAbandoned
+	default:
+	}
+	done := make(chan writeResult, 1)
+	go func() {
+		n, err := a.dst.Write(p)
+		done <- writeResult{n, err}
+	}()
+	select {
+	case r := <-done:
+		return r.n, r.err
+	case <-a.stop:
+		return 0, ErrAbandoned
 	}
 }

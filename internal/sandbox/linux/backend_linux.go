@@ -356,6 +356,26 @@ type box struct {
 
 	waited chan struct{} // closed once the init is reaped
 	early  bool          // the call was answered before the init was reaped
+
+	// abandon (abandoned), closed by abandonOutput, makes the relay of a
+	// command's output drop what its reader has not taken
+	// (sandbox.Abandonable).
+	abandon                    chan struct{}
+	abandonMade, abandonClosed sync.Once
+}
+
+// abandoned returns x's abandon channel, made on first use.
+func (x *box) abandoned() chan struct{} {
+	x.abandonMade.Do(func() { x.abandon = make(chan struct{}) })
+	return x.abandon
+}
+
+// abandonOutput has the relay of x's output stop waiting on a reader that
+// does not read: the call is over (killed on request, cancelled, or past
+// its time limit and sandbox.OutputGrace), and a write blocked on a full pipe held
+// it, dead sandbox, placeholders, cgroup and unwritten record, for ever.
+func (x *box) abandonOutput() {
+	x.abandonClosed.Do(func() { close(x.abandoned()) })
 }
 
 func (x *box) kill(reason string) {
@@ -840,7 +860,10 @@ func (b *Backend) finish(ctx context.Context, x *box, c call) (*sandbox.Result, 
 // called.
 func (x *box) watch(ctx context.Context, deadline time.Time) (stop func()) {
 	timer := x.deadlineTimer(deadline)
-	stopCtx := context.AfterFunc(ctx, func() { x.kill("ctx") })
+	stopCtx := context.AfterFunc(ctx, func() {
+		x.kill("ctx")
+		x.abandonOutput()
+	})
 	return func() {
 		stopCtx()
 		timer.Stop()
@@ -856,7 +879,10 @@ func (x *box) deadlineTimer(deadline time.Time) *time.Timer {
 	if hostDeadlinesOff.Load() {
 		d = math.MaxInt64
 	}
-	return time.AfterFunc(d, func() { x.kill("time") })
+	return time.AfterFunc(d, func() {
+		x.kill("time")
+		time.AfterFunc(sandbox.OutputGrace, x.abandonOutput)
+	})
 }
 
 // hostDeadlinesOff, set by tests, keeps deadlineTimer from firing, as for
@@ -879,6 +905,11 @@ func (x *box) relay(spec *sandbox.Spec, out int64) (wait func() (truncated bool)
 	var wg sync.WaitGroup
 	copyOut := func(dst io.Writer, src *os.File) {
 		defer wg.Done()
+		// A command's output goes to the caller's writers (airlock exec's
+		// stdout), whose reader may stop reading; a tool's to buffers.
+		if len(x.cfg.Command) > 0 {
+			dst = sandbox.Abandonable(dst, x.abandoned())
+		}
 		_, _, _ = sandbox.CopyCapped(dst, src, out, func() {
 			truncated.Store(true)
 			x.kill("output")
@@ -956,6 +987,7 @@ func (x *box) forward(spec *sandbox.Spec) (stop func()) {
 				switch s {
 				case syscall.SIGKILL:
 					x.kill("signal")
+					x.abandonOutput()
 				case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
 					_ = c.proc.Signal(s)
 				}

@@ -451,11 +451,24 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 			go b.signal(name, "KILL", exited)
 		})
 	}
+	// abandon makes the relay of a command's output stop waiting on a
+	// reader that does not read, once the call is over (killed on
+	// request, cancelled, or past its time limit and sandbox.OutputGrace): a
+	// write blocked on a full pipe held the call for ever.
+	abandon := make(chan struct{})
+	var abandonOnce sync.Once
+	abandonOutput := func() { abandonOnce.Do(func() { close(abandon) }) }
 	if !hostDeadlineOff.Load() {
-		timer := time.AfterFunc(l.wall, func() { kill("time") })
+		timer := time.AfterFunc(l.wall, func() {
+			kill("time")
+			time.AfterFunc(sandbox.OutputGrace, abandonOutput)
+		})
 		defer timer.Stop()
 	}
-	stopCtx := context.AfterFunc(ctx, func() { kill("ctx") })
+	stopCtx := context.AfterFunc(ctx, func() {
+		kill("ctx")
+		abandonOutput()
+	})
 	defer stopCtx()
 	stopDisk := func() {}
 	if !hostDiskGuardOff.Load() {
@@ -481,6 +494,7 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 					switch s {
 					case syscall.SIGKILL:
 						kill("signal")
+						abandonOutput()
 					case syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM:
 						send(s)
 					}
@@ -501,6 +515,9 @@ func (b *Backend) run(ctx context.Context, spec *sandbox.Spec, args []string, en
 	var wg sync.WaitGroup
 	relay := func(dst io.Writer, src io.Reader) {
 		defer wg.Done()
+		if len(spec.Command) > 0 {
+			dst = sandbox.Abandonable(dst, abandon)
+		}
 		_, _, _ = sandbox.CopyCapped(dst, src, l.out, func() {
 			truncated.Store(true)
 			kill("output")
