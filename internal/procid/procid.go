@@ -54,7 +54,10 @@ func (id ID) PID() int {
 // a reused pid has another start time). A process whose start time cannot
 // be read now (another user's, under hidepid) counts as alive when its pid
 // exists: callers would rather keep a dead process's leftovers than take a
-// live one's.
+// live one's. A process that has ended and waits for its parent to reap it
+// (a zombie) does not run: it holds nothing but its pid, and its leftovers
+// are a dead process's, for as long as nobody reaps it (for good under a
+// PID 1 that reaps nothing, as in many containers).
 func (id ID) Alive() bool {
 	pid := id.PID()
 	if pid == 0 {
@@ -65,5 +68,5 @@ func (id ID) Alive() bool {
 		return false
 	}
 	prefix := strconv.Itoa(pid) + "-"
-	return now == id || !strings.HasPrefix(string(id), prefix) || !strings.HasPrefix(string(now), prefix)
+	return (now == id || !strings.HasPrefix(string(id), prefix) || !strings.HasPrefix(string(now), prefix)) && !defunct(pid)
 }

@@ -33,6 +33,38 @@ func exists(pid int) bool {
 	return err == nil || err == syscall.EPERM
 }
 
+// defunct reports whether pid has ended and waits to be reaped: a zombie
+// (state Z, or X while it goes) with no thread left (a thread group whose
+// leader thread exited alone shows Z while its other threads run).
+func defunct(pid int) bool {
+	f := StatFields(pid)
+	if len(f) == 0 || f[0] != "Z" && f[0] != "X" {
+		return false
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return !exists(pid)
+	}
+	for _, t := range tasks {
+		if s := taskState(pid, t.Name()); s != "" && s != "Z" && s != "X" {
+			return false // a thread still runs
+		}
+	}
+	return true
+}
+
+// taskState returns the state of thread tid of pid, or "".
+func taskState(pid int, tid string) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
+	if err != nil {
+		return ""
+	}
+	if f := ParseStat(b); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 // start returns pid's start time in clock ticks since boot (field 22 of
 // /proc/PID/stat), or "".
 func start(pid int) string {

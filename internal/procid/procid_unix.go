@@ -16,4 +16,6 @@ func exists(pid int) bool {
 
 func start(int) string { return "" }
 
+func defunct(int) bool { return false }
+
 func readSpace() string { return "" }

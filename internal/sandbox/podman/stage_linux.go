@@ -670,7 +670,7 @@ func stageOwnerAlive(rest string) bool {
 		return procid.ID(f[0] + "-" + f[1]).Alive()
 	}
 	pid, err := strconv.Atoi(f[0])
-	return err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil
+	return err != nil || pid <= 0 || procid.ID(f[0]).Alive()
 }
 
 // removeStage removes a staging directory without ever descending into a
