@@ -43,6 +43,8 @@ func TestExecKillWithAStalledReader(t *testing.T) {
 		{"SIGQUIT", nil, []syscall.Signal{syscall.SIGQUIT}, syscall.SIGKILL},
 		// No signal: the time limit ends the call.
 		{"time limit", []string{"--time", "1s"}, nil, syscall.SIGKILL},
+		// The sandbox on remote hands, its output relayed by the broker.
+		{"remote SIGQUIT", []string{"--remote", "stdio:" + airlock + " tool-server --root ."}, []syscall.Signal{syscall.SIGQUIT}, syscall.SIGKILL},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			state, work := t.TempDir(), t.TempDir()

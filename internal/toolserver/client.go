@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -731,9 +732,24 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	if len(spec.Command) == 0 {
 		p.maxStdout = spec.Limits.OutputBytes
 	}
+	// abandonOutput has the sink stop waiting on a reader that does not
+	// read once the call is over (killed on request, cancelled, or ended
+	// for its time limit and sandbox.OutputGrace): its write blocked on a
+	// full pipe held Run, and airlock exec, for ever.
+	abandon := make(chan struct{})
+	var abandonOnce sync.Once
+	abandonOutput := func() { abandonOnce.Do(func() { close(abandon) }) }
 	if len(spec.Command) > 0 {
-		p.sink = newOutputSink(spec.Stdout, spec.Stderr, spec.Limits.OutputBytes)
+		stdout, stderr := spec.Stdout, spec.Stderr
+		if stdout != nil {
+			stdout = sandbox.Abandonable(stdout, abandon)
+		}
+		if stderr != nil {
+			stderr = sandbox.Abandonable(stderr, abandon)
+		}
+		p.sink = newOutputSink(stdout, stderr, spec.Limits.OutputBytes)
 		defer p.sink.close()
+		defer context.AfterFunc(ctx, abandonOutput)()
 	}
 
 	b.mu.Lock()
@@ -770,6 +786,9 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 						continue
 					}
 					b.control(p, &Control{Op: OpSignal, Signal: int(sig)})
+					if sig == syscall.SIGKILL {
+						abandonOutput()
+					}
 				case <-runDone:
 					return
 				}
@@ -846,6 +865,10 @@ wait:
 		}
 	}
 	if p.sink != nil {
+		if r.Limit == sandbox.LimitTime {
+			t := time.AfterFunc(sandbox.OutputGrace, abandonOutput)
+			defer t.Stop()
+		}
 		p.sink.wait(r.Chunks, ctx)
 	} else {
 		if spec.Stdout != nil {
