@@ -748,6 +748,11 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 			stderr = sandbox.Abandonable(stderr, abandon)
 		}
 		p.sink = newOutputSink(stdout, stderr, spec.Limits.OutputBytes)
+		// A stream whose reader went away (airlock exec --remote -- yes |
+		// head -1) is closed on the hands too, so the command meets the
+		// broken pipe as it would locally, instead of running on, its
+		// output dropped, until a limit ended it.
+		p.sink.broken = func(stream int) { go b.control(p, &Control{Op: OpClose, Stream: stream}) }
 		defer p.sink.close()
 		defer context.AfterFunc(ctx, abandonOutput)()
 	}
@@ -1046,6 +1051,10 @@ type outputSink struct {
 	closed  bool
 	w       [3]io.Writer
 	done    chan struct{}
+	// broken, when set, is called once for each stream a write to which
+	// failed (its reader went away); the stream's output is dropped from
+	// then on.
+	broken func(stream int)
 }
 
 // Bounds of the output chunks a sink holds ahead of their turn, besides
@@ -1123,7 +1132,16 @@ func (s *outputSink) loop() {
 		s.ready = s.ready[1:]
 		s.mu.Unlock()
 		if w := s.w[c.Stream]; w != nil {
-			_, _ = w.Write(c.Data)
+			if _, err := w.Write(c.Data); err != nil && !errors.Is(err, sandbox.ErrAbandoned) {
+				s.mu.Lock()
+				if s.w[c.Stream] != nil {
+					s.w[c.Stream] = nil
+					if s.broken != nil {
+						s.broken(c.Stream)
+					}
+				}
+				s.mu.Unlock()
+			}
 		}
 		s.mu.Lock()
 		s.written++

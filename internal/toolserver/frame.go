@@ -32,6 +32,7 @@ const (
 	OpCancel  = "cancel"  // broker → hands: kill the call's sandbox now
 	OpStop    = "stop"    // broker → hands: Spec.Stop for the call (SIGTERM to every process)
 	OpSignal  = "signal"  // broker → hands: Spec.Signal for the call
+	OpClose   = "close"   // broker → hands: the reader of the command's stream Stream went away
 	OpError   = "error"   // either way: the connection is refused or ends, with a reason
 )
 
@@ -162,6 +163,9 @@ type Control struct {
 	HeartbeatMS int64 `json:"heartbeat_ms,omitempty"`
 	// Signal (signal) is the signal number for the call's command.
 	Signal int `json:"signal,omitempty"`
+	// Stream (close) is the command's stream whose reader went away: 1
+	// stdout, 2 stderr.
+	Stream int `json:"stream,omitempty"`
 	// Message (error) says why.
 	Message string `json:"message,omitempty"`
 }
@@ -245,7 +249,7 @@ func (f *Frame) check() error {
 			switch f.Control.Op {
 			case OpHello, OpWelcome, OpError:
 				needID = false
-			case OpCancel, OpStop, OpSignal:
+			case OpCancel, OpStop, OpSignal, OpClose:
 			default:
 				return fmt.Errorf("unknown control op %q", f.Control.Op)
 			}

@@ -363,6 +363,10 @@ type running struct {
 	stopMu sync.Once
 	signal chan syscall.Signal
 	stdin  *inputQueue
+	// closed marks the command's streams (1, 2) whose reader on the
+	// broker's side went away (OpClose): their writes fail with EPIPE, so
+	// the command meets the broken pipe as it would locally.
+	closed [3]atomic.Bool
 }
 
 func (sc *serverConn) send(ctx context.Context, f *Frame) error {
@@ -580,6 +584,10 @@ func (sc *serverConn) control(id string, c *Control) {
 		case r.signal <- syscall.Signal(c.Signal):
 		default:
 		}
+	case OpClose:
+		if c.Stream == 1 || c.Stream == 2 {
+			r.closed[c.Stream].Store(true)
+		}
 	}
 }
 
@@ -686,7 +694,7 @@ func (s *Server) run(ctx context.Context, id string, call *Call, r *running, out
 			by, stop = context.WithTimeout(by, spec.Limits.Wall+s.opts.OutputGrace)
 			defer stop()
 		}
-		ow = &orderedWriters{send: func(stream int, seq int64, p []byte) error { return out(by, stream, seq, p) }}
+		ow = &orderedWriters{send: func(stream int, seq int64, p []byte) error { return out(by, stream, seq, p) }, closed: &r.closed}
 		spec.Stdout, spec.Stderr = ow.writer(1), ow.writer(2)
 		if r.stdin != nil {
 			spec.Stdin = r.stdin
@@ -937,13 +945,17 @@ func (l *limited) Write(p []byte) (int, error) {
 // orderedWriters send a command's two streams as output chunks numbered
 // in one sequence, so the broker writes them in the order they came.
 type orderedWriters struct {
-	mu   sync.Mutex
-	seq  int64
-	send func(stream int, seq int64, p []byte) error
+	mu     sync.Mutex
+	seq    int64
+	send   func(stream int, seq int64, p []byte) error
+	closed *[3]atomic.Bool // streams whose reader went away; nil: none
 }
 
 func (o *orderedWriters) writer(stream int) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
+		if o.closed != nil && o.closed[stream].Load() {
+			return 0, syscall.EPIPE
+		}
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		for len(p) > 0 {
@@ -962,8 +974,10 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) {
 	n := len(p)
-	_, err := f(p)
-	return n, err
+	if _, err := f(p); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 func randomHex(n int) string {
