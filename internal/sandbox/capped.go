@@ -75,7 +75,8 @@ var ErrAbandoned = errors.New("the output's reader stopped reading: the rest of 
 // from then on fails with ErrAbandoned at once, a write blocked in dst
 // included: a caller told to end (a kill) must not wait for ever on a
 // reader that stays but does not read. The write blocked then goes on
-// alone, with the slice it was given, which the caller must not reuse.
+// alone, with a copy of the slice it was given (io.Writer's contract: the
+// caller's buffer, perhaps pooled, may hold another call's output by then).
 func Abandonable(dst io.Writer, stop <-chan struct{}) io.Writer {
 	if dst == nil {
 		dst = io.Discard
@@ -100,8 +101,9 @@ func (a *abandonable) Write(p []byte) (int, error) {
 	default:
 	}
 	done := make(chan writeResult, 1)
+	own := append([]byte(nil), p...)
 	go func() {
-		n, err := a.dst.Write(p)
+		n, err := a.dst.Write(own)
 		done <- writeResult{n, err}
 	}()
 	select {
