@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -86,11 +87,24 @@ func uniqueMarker(name string) string {
 }
 
 func TestBackgroundStartStatusWait(t *testing.T) {
+	const command = "echo hello; until [ -e go1 ]; do sleep 0.01; done; echo oops >&2; until [ -e go2 ]; do sleep 0.01; done; echo bye; exit 3"
 	for name, backend := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, grant.Limits{})
 			s := f.open(t, backend(t), nil)
-			id := startWork(t, s, "echo hello; sleep 0.2; echo oops >&2; sleep 0.3; echo bye; exit 3")
+			// The work goes on when the test says (a file in the
+			// workspace), so that the status finds it running and each
+			// line is in the log before the next is written (stdout and
+			// stderr are read apart): sleeps of 0.2 and 0.3 s instead
+			// timed both, and a status later than half a second found
+			// the work ended.
+			id := startWork(t, s, command)
+			goOn := func(step string) {
+				t.Helper()
+				if err := os.WriteFile(filepath.Join(f.ws, step), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			st := workCall(t, s, "status", id, "")
 			if st.Class != broker.ClassOK || st.Output.Meta.WorkID != id {
@@ -99,6 +113,10 @@ func TestBackgroundStartStatusWait(t *testing.T) {
 			if !strings.Contains(st.Output.Content, "work "+id+": running for ") {
 				t.Errorf("status right after the start = %q, want running", st.Output.Content)
 			}
+			waitForLog(t, s, id, "hello\n")
+			goOn("go1")
+			waitForLog(t, s, id, "hello\noops\n")
+			goOn("go2")
 
 			res := workCall(t, s, "wait", id, "")
 			out := res.Output
@@ -129,7 +147,7 @@ func TestBackgroundStartStatusWait(t *testing.T) {
 			if fi, err := os.Stat(info.LogPath); err != nil || fi.Mode().Perm() != 0o600 || !strings.HasPrefix(info.LogPath, s.Dir()+"/background/") {
 				t.Errorf("log file %s: %v, %v; want 0600 in the session's records", info.LogPath, fi.Mode(), err)
 			}
-			if info.State != broker.WorkExited || info.Ended.IsZero() || info.Command != "echo hello; sleep 0.2; echo oops >&2; sleep 0.3; echo bye; exit 3" || info.Cwd != f.ws {
+			if info.State != broker.WorkExited || info.Ended.IsZero() || info.Command != command || info.Cwd != f.ws {
 				t.Errorf("Background() = %+v", info)
 			}
 
