@@ -1,6 +1,8 @@
 package mcpserver_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,7 +19,11 @@ import (
 func TestMetricsBusy(t *testing.T) {
 	f := newFixtureBroker(t, nil, nil, func(o *broker.Options) { o.MaxConcurrent, o.MaxQueue = 1, -1 })
 	cs := connectStdio(t, f, nil)
-	running := callAsync(cs, "shell", map[string]any{"command": "sleep 1; echo done"})
+	// The first call holds the only slot until the test lets it end (a
+	// file in the workspace): a "sleep 1" let it end before a call made
+	// a second late found the queue full.
+	release := filepath.Join(f.root, "release")
+	running := callAsync(cs, "shell", map[string]any{"command": "until [ -e '" + release + "' ]; do sleep 0.02; done; echo done"})
 	eventually(t, 10*time.Second, "the first call to run", func() bool { return hasLine(metrics(t, f.srv), "airlock_calls_running 1") })
 	res := call(t, cs, "glob", map[string]any{"pattern": "*"})
 	if got := text(t, res); !res.IsError || !strings.Contains(got, "airlock is busy") {
@@ -25,6 +31,9 @@ func TestMetricsBusy(t *testing.T) {
 	}
 	if m := callMeta(t, res); m.Class != broker.ClassRefused || m.Rule != "admission" {
 		t.Errorf("_meta %+v: want the broker's class refused and rule admission, as audited", m)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	<-running
 	m := metrics(t, f.srv)
