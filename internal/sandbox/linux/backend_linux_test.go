@@ -130,8 +130,11 @@ func TestTTY(t *testing.T) {
 	sizes := make(chan sandbox.TTYSize, 1)
 	sizes <- sandbox.TTYSize{Rows: 50, Cols: 132}
 	var so strings.Builder
+	// The size is passed on once the command runs: the command waits for
+	// a change (the wall time bounds a resize that never comes) rather
+	// than half a second, which a loaded machine may take to pass it on.
 	_, err := backend(t).Run(context.Background(), &sandbox.Spec{TTY: true, TTYRows: 10, TTYCols: 10, Resize: sizes, Stdout: &so, Env: []string{"PATH=/usr/bin:/bin"},
-		Limits: sandbox.Limits{Wall: 10 * time.Second, AllowUnenforced: acceptUnenforced}, Command: []string{"/bin/sh", "-c", "sleep 0.5; stty size"}})
+		Limits: sandbox.Limits{Wall: 10 * time.Second, AllowUnenforced: acceptUnenforced}, Command: []string{"/bin/sh", "-c", `while [ "$(stty size)" = "10 10" ]; do sleep 0.01; done; stty size`}})
 	if err != nil || !strings.Contains(so.String(), "50 132") {
 		t.Fatalf("resize: %v %q", err, so.String())
 	}
