@@ -188,16 +188,15 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 
 	werr := cmd.Wait()
 	// A grandchild holding the pipes must not hold the call: give the copies
-	// a moment to drain, then kill the group and close the pipes.
+	// a moment to drain, then kill the group and close the pipes, each once
+	// it holds nothing unread (drain).
 	copied := make(chan struct{})
 	go func() { wg.Wait(); close(copied) }()
 	select {
 	case <-copied:
 	case <-time.After(100 * time.Millisecond):
 		killGroup(cmd)
-		rOut.Close()
-		rErr.Close()
-		<-copied
+		drain(copied, rOut, rErr)
 	}
 	killGroup(cmd) // nothing of the call outlives it
 	res := &sandbox.Result{
@@ -219,6 +218,35 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		return res, fmt.Errorf("waiting for %s: %w", cmd.Path, werr)
 	}
 	return res, nil
+}
+
+// drain waits until copied is closed, closing each pipe of ps once it
+// holds nothing unread: a process that left the group (setsid) may hold a
+// pipe open for ever, but what the command wrote before it ended is read
+// whole, however slowly its reader takes it (a terminal, a full pipe, a
+// copy that a loaded machine runs late). The pipes were closed at once,
+// and what they still held was lost without a word. A pipe whose count
+// cannot be read is closed at once, as before.
+func drain(copied <-chan struct{}, ps ...*os.File) {
+	closed := make([]bool, len(ps))
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for i, p := range ps {
+			if closed[i] {
+				continue
+			}
+			if n, ok := unread(p); !ok || n == 0 {
+				p.Close()
+				closed[i] = true
+			}
+		}
+		select {
+		case <-copied:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
