@@ -20,6 +20,16 @@ import (
 // stop, which cancels Serve and fails the test unless Serve returns.
 func proxyOnly(t *testing.T, opts egress.Options) (sock string, decisions chan egress.Decision, stop func()) {
 	t.Helper()
+	sock, decisions, serve, stop := proxyListening(t, opts)
+	serve()
+	return sock, decisions, stop
+}
+
+// proxyListening is proxyOnly with the proxy listening and not yet
+// serving: connections wait in its backlog, their messages queued, until
+// serve is called.
+func proxyListening(t *testing.T, opts egress.Options) (sock string, decisions chan egress.Decision, serve, stop func()) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "egh")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +45,11 @@ func proxyOnly(t *testing.T, opts egress.Options) (sock string, decisions chan e
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { p.Serve(ctx, l); close(done) }()
+	served := false
+	serve = func() {
+		served = true
+		go func() { p.Serve(ctx, l); close(done) }()
+	}
 	stopped := false
 	stop = func() {
 		if stopped {
@@ -43,6 +57,10 @@ func proxyOnly(t *testing.T, opts egress.Options) (sock string, decisions chan e
 		}
 		stopped = true
 		cancel()
+		if !served {
+			l.Close()
+			return
+		}
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
@@ -50,7 +68,7 @@ func proxyOnly(t *testing.T, opts egress.Options) (sock string, decisions chan e
 		}
 	}
 	t.Cleanup(stop)
-	return sock, decisions, stop
+	return sock, decisions, serve, stop
 }
 
 // tcpPair returns both ends of a loopback TCP connection.

@@ -34,7 +34,7 @@ func openFDs(t *testing.T) int {
 // within what the sandbox may hold itself.
 func TestDescriptorsReceivedAtOnceAreBounded(t *testing.T) {
 	const conns, perMessage, budget = 64, 253, 1024
-	sock, decisions, stop := proxyOnly(t, egress.Options{
+	sock, decisions, serve, stop := proxyListening(t, egress.Options{
 		Policy: loopbackPolicy{}, Resolver: fixtureResolver{},
 		MaxConns: conns,
 	})
@@ -49,7 +49,11 @@ func TestDescriptorsReceivedAtOnceAreBounded(t *testing.T) {
 	}
 	// Each message starts with a socket whose last close waits (its FIN
 	// sits behind bytes its peer never reads), so that the proxy holds the
-	// rest of the message while it closes it.
+	// rest of the message while it closes it. The test's own reference is
+	// closed while the message is queued and the proxy not yet serving:
+	// had the proxy read and closed its copy first, the test's close was
+	// the last, and waited for ever (the test hung, one run in four on a
+	// loaded machine).
 	first := make([]int, conns)
 	for i := range first {
 		first[i], _ = lingeringPair(t)
@@ -89,6 +93,7 @@ func TestDescriptorsReceivedAtOnceAreBounded(t *testing.T) {
 		}
 		syscall.Close(first[i]) // the message holds the last reference
 	}
+	serve()
 	for range conns {
 		select {
 		case <-decisions:
