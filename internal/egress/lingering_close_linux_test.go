@@ -104,13 +104,17 @@ func noCloseStuck(t *testing.T, d time.Duration) {
 // call — for as long as the peer stays open (forever when the peer is a
 // descriptor the proxy holds too).
 func TestHandedLingeringSocketDoesNotHoldTheProxy(t *testing.T) {
-	sock, _, stop := proxyOnly(t, egress.Options{
+	sock, _, serve, stop := proxyListening(t, egress.Options{
 		Policy: loopbackPolicy{}, Resolver: fixtureResolver{},
 		HandshakeTimeout: 300 * time.Millisecond,
 	})
 	x, _ := lingeringPair(t)
 	send(t, sock, []byte{forward.Handoff}, x)
+	// The test's copy is closed before the proxy serves: had the proxy's
+	// handshake timed out first (a test stalled 300 ms on a loaded
+	// machine), the test's close was the last, and waited for ever.
 	syscall.Close(x)
+	serve()
 	time.Sleep(time.Second) // the handshake times out and the proxy closes x
 	stopWithin(t, stop, 30*time.Second)
 	noCloseStuck(t, 20*time.Second)
