@@ -226,17 +226,22 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 // whole, however slowly its reader takes it (a terminal, a full pipe, a
 // copy that a loaded machine runs late). The pipes were closed at once,
 // and what they still held was lost without a word. A pipe whose count
-// cannot be read is closed at once, as before.
+// cannot be read is closed at once, as before; so is every pipe still
+// open after sandbox.OutputGrace, so that a process out of the group that
+// keeps writing, or a reader that takes nothing, cannot hold the call.
 func drain(copied <-chan struct{}, ps ...*os.File) {
 	closed := make([]bool, len(ps))
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
+	grace := time.NewTimer(sandbox.OutputGrace)
+	defer grace.Stop()
+	late := false
 	for {
 		for i, p := range ps {
 			if closed[i] {
 				continue
 			}
-			if n, ok := unread(p); !ok || n == 0 {
+			if n, ok := unread(p); late || !ok || n == 0 {
 				p.Close()
 				closed[i] = true
 			}
@@ -245,6 +250,8 @@ func drain(copied <-chan struct{}, ps ...*os.File) {
 		case <-copied:
 			return
 		case <-t.C:
+		case <-grace.C:
+			late = true
 		}
 	}
 }

@@ -3,6 +3,8 @@ package direct_test
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -81,5 +83,42 @@ func TestPipeHeldOutsideTheGroupDoesNotHoldTheCall(t *testing.T) {
 		}
 	case <-time.After(5 * time.Minute):
 		t.Fatal("the call waits for a process outside its group that holds its output")
+	}
+}
+
+// TestWriterOutsideTheGroupDoesNotHoldTheCall: a process that left the
+// command's group and writes for ever, to a reader slower than it, keeps
+// the pipe from ever being empty; the call still ends, its pipes closed
+// after sandbox.OutputGrace.
+func TestWriterOutsideTheGroupDoesNotHoldTheCall(t *testing.T) {
+	b, err := direct.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	defer func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	var stdout slowCounter
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Run(context.Background(), &sandbox.Spec{
+			Command: []string{"/bin/sh", "-c", `setsid sh -c 'echo $$ > "$0"; exec yes' "$0" & while [ ! -s "$0" ]; do :; done`, pidFile},
+			Stdout:  &stdout, Stderr: io.Discard,
+			Limits: sandbox.Limits{Wall: 10 * time.Minute, OutputBytes: 1 << 40},
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the call waits for a process outside its group that writes its output for ever")
 	}
 }
