@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -95,8 +96,31 @@ func dispatch(ctx context.Context, backend sandbox.Backend, spec *sandbox.Spec, 
 // classify turns a backend result and the runner's streams into an Outcome.
 func classify(ctx context.Context, res *sandbox.Result, stdout []byte, stderr string) Outcome {
 	o := classifyRun(ctx, res, stdout, stderr)
-	o.Output.Meta.LimitsHit = res.LimitsHit
+	o.Output.Meta.LimitsHit = withLimit(res.LimitsHit, o.Output.Meta.Limit)
 	return o
+}
+
+// limitOrder is the order LimitsHit names limits in (sandbox.Hits.Apply's).
+var limitOrder = []wire.Limit{wire.LimitTime, wire.LimitMemory, wire.LimitProcesses, wire.LimitOutput, wire.LimitDisk}
+
+// withLimit returns hit with l added when l is not among them: a limit the
+// tool enforced itself inside the sandbox (shell's own timeout, its kill of
+// a command far past the output cap), which the backend cannot see, is a
+// limit the call hit too, for the label and the audit record alike. hit is
+// not changed.
+func withLimit(hit []wire.Limit, l wire.Limit) []wire.Limit {
+	if l == "" || slices.Contains(hit, l) {
+		return hit
+	}
+	out := append(slices.Clip(hit), l)
+	rank := func(l wire.Limit) int {
+		if i := slices.Index(limitOrder, l); i >= 0 {
+			return i
+		}
+		return len(limitOrder)
+	}
+	slices.SortStableFunc(out, func(a, b wire.Limit) int { return rank(a) - rank(b) })
+	return out
 }
 
 // classifyRun is classify before the limits hit are added to the output.

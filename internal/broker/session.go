@@ -722,7 +722,8 @@ func (s *Session) record(c *call, res *Result) error {
 		rec.Exit = &exit
 		rec.Signal = r.Signal
 		rec.SetupMS = ms(r.Setup)
-		rec.LimitsHit = r.LimitsHit
+		// The backend's, and a limit the tool enforced itself (classify).
+		rec.LimitsHit = withLimit(r.LimitsHit, c.out.Output.Meta.Limit)
 		rec.Unenforced = r.Isolation.Unenforced
 		rec.Remote = r.Remote
 	}

@@ -107,7 +107,7 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 			fmt.Fprintln(env.Stdout, forPerson(res.Output.Content))
 		}
 		meta := res.Output.Meta
-		for _, line := range callLimitSentences(toolName, rawArgs, meta, sess.Grant().LimitsFor(toolName)) {
+		for _, line := range callLimitSentences(toolName, rawArgs, res.Class, meta, sess.Grant().LimitsFor(toolName)) {
 			fmt.Fprintf(env.Stderr, "airlock call: %s\n", line)
 		}
 		// One convention: 1 when the call did not complete or a limit ended
@@ -123,12 +123,18 @@ Tools: ` + strings.Join(tool.Names(), ", ") + `
 
 // callLimitSentences says which limits a call hit, as exec does: the
 // sandbox's (Meta.LimitsHit) and the shell tool's own timeout and output
-// cap (Meta.Limit wire.LimitTime or LimitOutput, not among Meta.LimitsHit).
-func callLimitSentences(toolName, rawArgs string, meta wire.Meta, lim grant.Limits) []string {
+// cap (Meta.Limit wire.LimitTime or LimitOutput in a call of class ok: the
+// tool ended its command, not the sandbox; Meta.LimitsHit names it too).
+func callLimitSentences(toolName, rawArgs string, class wire.Class, meta wire.Meta, lim grant.Limits) []string {
+	hits := meta.LimitsHit
+	own := class == wire.ClassOK && meta.Limit != ""
+	if own {
+		hits = slices.DeleteFunc(slices.Clone(hits), func(l wire.Limit) bool { return l == meta.Limit })
+	}
 	// A limit that ended a tool call ended its sandbox: the call did not
 	// complete (ClassMemory, ClassProcesses).
-	out := limitSentences(toolName, meta.LimitsHit, meta.Limit, meta.Limit != "", lim)
-	if slices.Contains(meta.LimitsHit, meta.Limit) {
+	out := limitSentences(toolName, hits, meta.Limit, meta.Limit != "", lim)
+	if !own {
 		return out
 	}
 	switch meta.Limit {
