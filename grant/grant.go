@@ -294,6 +294,11 @@ func build(s *spec, ps *problems) *Grant {
 	for _, h := range s.hosts {
 		p, err := parsePublicHost(h)
 		if err != nil {
+			var np *notPublicError
+			if s.source == "flags" && errors.As(err, &np) {
+				ps.addValue(keyHosts, h, "%v%s", err, notPublicFlagHint)
+				continue
+			}
 			ps.addValue(keyHosts, h, "%v", err)
 			continue
 		}

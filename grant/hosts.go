@@ -34,14 +34,24 @@ func parsePublicHost(s string) (hostPattern, error) {
 	}
 	if ip := p.Addr(); ip.IsValid() {
 		if !hostrule.IsPublic(ip) {
-			return hostPattern{}, fmt.Errorf("%q is not a public address; list it under network.private", s)
+			return hostPattern{}, &notPublicError{fmt.Sprintf("%q is not a public address; list it under network.private", s)}
 		}
 	}
 	if hostrule.IsLoopbackName(p.Name()) {
-		return hostPattern{}, fmt.Errorf("%q is a loopback name; list it under network.private", s)
+		return hostPattern{}, &notPublicError{fmt.Sprintf("%q is a loopback name; list it under network.private", s)}
 	}
 	return p, nil
 }
+
+// notPublicError refuses a network.hosts entry that network.private must
+// list instead. From the command line (--allow-host) the refusal says where
+// that list is: only a grant file has one (notPublicFlagHint).
+type notPublicError struct{ msg string }
+
+func (e *notPublicError) Error() string { return e.msg }
+
+// notPublicFlagHint ends a notPublicError for an entry given as a flag.
+const notPublicFlagHint = " in a grant file, given with --grant (--allow-host reaches public hosts only)"
 
 // parsePrivate parses an entry of network.private: an IP address, a CIDR, or
 // a host pattern whose names may resolve to non-public addresses.

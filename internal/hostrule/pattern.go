@@ -29,6 +29,9 @@ type Pattern struct {
 // port needs brackets). A wildcard must be the whole first label and have a
 // suffix of at least two labels that is not a public suffix.
 func Parse(s string) (Pattern, error) {
+	if err := notURL(s); err != nil {
+		return Pattern{}, err
+	}
 	host, port, err := SplitHostPort(s)
 	if err != nil {
 		return Pattern{}, err
@@ -60,6 +63,26 @@ func Parse(s string) (Pattern, error) {
 	return p, nil
 }
 
+// notURL refuses a pattern written as a URL ("https://example.com/x"),
+// naming the host to write instead: read as a host it would be refused
+// for a port of "//example.com" or as a malformed IPv6 address.
+func notURL(s string) error {
+	_, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return nil
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:] // never echo a URL's user information
+	}
+	if rest == "" {
+		return fmt.Errorf("%q is a URL; write the host alone, as in \"example.com\" (or \"example.com:8443\")", s)
+	}
+	return fmt.Errorf("%q is a URL; write the host alone: %q", s, rest)
+}
+
 // isPublicSuffix reports whether the normalised name is itself a public
 // suffix, one under which different parties have names (co.uk, github.io,
 // workers.dev, googleapis.com), by the Public Suffix List's ICANN and
@@ -78,6 +101,9 @@ func isPublicSuffix(name string) bool {
 // ParsePrivate parses a pattern that may also be a CIDR ("10.0.0.0/8",
 // "fd00::/8"); an IPv4-mapped CIDR is rewritten as the IPv4 CIDR it covers.
 func ParsePrivate(s string) (Pattern, error) {
+	if err := notURL(s); err != nil {
+		return Pattern{}, err
+	}
 	if !strings.Contains(s, "/") {
 		return Parse(s)
 	}
