@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/airlockhq/airlock/grant"
 	"github.com/airlockhq/airlock/internal/sandbox"
@@ -156,11 +157,23 @@ func (s *Session) labelRefusal(toolName, reason string) string {
 	return fmt.Sprintf("[airlock: %s · refused by grant %s] %s", toolName, grantName(s.opts.Grant), reason)
 }
 
-// grantName names a grant in labels: its file's base name, or "flags".
+// grantName names a grant in labels and the session's record: its file's
+// base name, "from flags", or the file's name "and flags" when flags added
+// to a file.
 func grantName(g *grant.Grant) string {
 	src := g.Source()
-	if src == "flags" {
+	if src != "flags" {
+		return filepath.Base(src)
+	}
+	// A grant file with flags added to it (--ro, --allow-host,
+	// --allow-unenforced-limits): the file is named, not hidden behind
+	// the flags.
+	var names []string
+	for _, f := range g.Files() {
+		names = append(names, filepath.Base(f))
+	}
+	if len(names) == 0 {
 		return "from flags"
 	}
-	return filepath.Base(src)
+	return strings.Join(names, ", ") + " and flags"
 }
