@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Env is what a subcommand may touch of the outside world.
@@ -216,6 +217,20 @@ func newFlags(c *command, env *Env) *flag.FlagSet {
 func parseFlags(c *command, env *Env, fs *flag.FlagSet, args []string) int {
 	err := fs.Parse(args)
 	if err == nil {
+		// A negative duration is bad input for every duration flag (a
+		// limit, a timeout, an interval); taken as given it acted as the
+		// default, or as no time at all.
+		var neg *flag.Flag
+		fs.Visit(func(f *flag.Flag) {
+			if g, ok := f.Value.(flag.Getter); ok && neg == nil {
+				if d, ok := g.Get().(time.Duration); ok && d < 0 {
+					neg = f
+				}
+			}
+		})
+		if neg != nil {
+			return usageError(env, c, "--%s %s: a duration cannot be negative (e.g. 30s, 10m)", neg.Name, neg.Value)
+		}
 		return -1
 	}
 	if errors.Is(err, flag.ErrHelp) {
