@@ -67,7 +67,7 @@ func (b *Backend) Report() sandbox.Report {
 		{Name: "output cap", Available: true},
 	}, Limits: []sandbox.LimitStatus{
 		{Limit: sandbox.LimitTime, Enforced: true, Detail: "the process group is killed at the deadline"},
-		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "output past the cap is not read and the process group is killed"},
+		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "a result keeps at most the cap (a command's output its start and end); a command that writes 8 times the cap is killed with its process group"},
 		{Limit: sandbox.LimitMemory, Detail: "not enforced without a sandbox"},
 		{Limit: sandbox.LimitProcesses, Detail: "not enforced without a sandbox"},
 		{Limit: sandbox.LimitFileSize, Detail: "not enforced without a sandbox"},

@@ -101,7 +101,7 @@ func (b *Backend) probe() sandbox.Report {
 func (b *Backend) limitReport() []sandbox.LimitStatus {
 	ls := []sandbox.LimitStatus{
 		{Limit: sandbox.LimitTime, Enforced: true, Detail: "every process of the sandbox is killed at the deadline"},
-		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "output past the cap is not read and the sandbox is killed"},
+		{Limit: sandbox.LimitOutput, Enforced: true, Detail: "a result keeps at most the cap (a command's output its start and end); a command that writes 8 times the cap is killed with its sandbox"},
 		{Limit: sandbox.LimitFileSize, Enforced: true, Detail: "RLIMIT_FSIZE"},
 		{Limit: sandbox.LimitTmp, Enforced: true, Detail: "size and inodes of the private /tmp (tmpfs)"},
 		{Limit: sandbox.LimitDisk, Enforced: true, Detail: "a call that drives a file system it may write below its floor of free space (1%, 256 MiB to 4 GiB) or of free inodes (1%) is killed"},
