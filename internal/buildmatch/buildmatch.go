@@ -62,12 +62,19 @@ func Same(own, other *debug.BuildInfo) error {
 	case a["vcs.revision"] != "" && a["vcs.modified"] == "false":
 	case own.Main.Version != "" && own.Main.Version != "(devel)" && own.Main.Sum != "":
 	case Stamp != "":
+	case a["vcs.revision"] != "":
+		return fmt.Errorf("this build's source is not identified: it was built from a checkout with uncommitted changes; " +
+			"commit them, or " + stampHow)
 	default:
-		return fmt.Errorf("this build's source is not identified (uncommitted changes, or no version control): " +
-			"build both with the same -ldflags \"-X github.com/airlockhq/airlock/internal/buildmatch.Stamp=ID\"")
+		return fmt.Errorf("this build's source is not identified: it carries no version-control stamp " +
+			"(built outside a git checkout, or with -buildvcs=false, which GOFLAGS may set: see go env GOFLAGS); " +
+			"build both in a checkout with -buildvcs=true, or " + stampHow)
 	}
 	return nil
 }
+
+// stampHow ends the refusal of a build whose source cannot be told.
+const stampHow = "build both with the same -ldflags \"-X github.com/airlockhq/airlock/internal/buildmatch.Stamp=ID\""
 
 // cgoSettings are the build settings that may differ between the two
 // binaries of one build: whether cgo is on, and how the C parts it builds

@@ -78,8 +78,8 @@ func TestSame(t *testing.T) {
 		{"the init with other C flags", info(set("CGO_CFLAGS", "-O2 -g")), initOf(set("CGO_CFLAGS", "-O0")), "", ""},
 		{"other linker flags", info(set("-ldflags", "-s -w")), initOf(nil), "", "-ldflags"},
 		{"an extra setting", info(nil), initOf(set("-tags", "netgo")), "", "-tags"},
-		{"uncommitted changes", info(set("vcs.modified", "true")), initOf(set("vcs.modified", "true")), "", "not identified"},
-		{"no version control", info(func(bi *debug.BuildInfo) { bi.Settings = nil }), initOf(func(bi *debug.BuildInfo) { bi.Settings = nil }), "", "not identified"},
+		{"uncommitted changes", info(set("vcs.modified", "true")), initOf(set("vcs.modified", "true")), "", "uncommitted changes"},
+		{"no version control", info(func(bi *debug.BuildInfo) { bi.Settings = nil }), initOf(func(bi *debug.BuildInfo) { bi.Settings = nil }), "", "-buildvcs=false"},
 		{"uncommitted but stamped", info(set("vcs.modified", "true")), initOf(set("vcs.modified", "true")), "build-7", ""},
 		{"no build information", info(nil), nil, "", "no build information"},
 	} {

@@ -76,7 +76,7 @@ func (b *Backend) probe() sandbox.Report {
 		add("separate init", true, false, b.initFrom+" (this build's; faster to start than this binary"+initCgoNote(b.initFrom)+")", "")
 	case b.initWhy != nil:
 		add("separate init", false, false, "sandboxes start this binary as their init: "+b.initWhy.Error(),
-			"install airlock and "+InitCommand+" from one build side by side: go install ./cmd/airlock && CGO_ENABLED=0 go install ./cmd/airlock-init in a clean checkout")
+			"install airlock and "+InitCommand+" from one build side by side: go install ./cmd/airlock && CGO_ENABLED=0 go install ./cmd/airlock-init in a clean checkout (add -buildvcs=true where GOFLAGS says -buildvcs=false)")
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
 	if err == nil {
