@@ -81,7 +81,7 @@ func checkSecret(sec secretSpec, base string, enabled map[string]bool, hosts []h
 	for _, t := range sec.tools {
 		switch {
 		case !slices.Contains(toolNames, t):
-			ps.addValue(key("tools"), t, "%q is not a tool", t)
+			ps.addValue(key("tools"), t, "%q is not a tool (tools: %s)", t, strings.Join(toolNames, ", "))
 		case !enabled[t]:
 			ps.addValue(key("tools"), t, "%q is not enabled in tools.enabled", t)
 		default:

@@ -2,6 +2,7 @@ package grant
 
 import (
 	"slices"
+	"strings"
 )
 
 // toolNames are the names of the tools a grant can enable, in a fixed order.
@@ -71,7 +72,7 @@ func checkTools(s *spec, ps *problems) map[string]bool {
 	for _, n := range names {
 		switch {
 		case !slices.Contains(toolNames, n) && !slices.ContainsFunc(s.wasmTools, func(w wasmToolSpec) bool { return w.name == n }):
-			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %v)", n, toolNames)
+			ps.addValue([]string{"tools", "enabled"}, n, "%q is not a tool (tools: %s)", n, strings.Join(toolNames, ", "))
 		case set[n]:
 			ps.addValue([]string{"tools", "enabled"}, n, "%q is listed twice", n)
 		case n == "web_search" && s.searchProvider == "":
