@@ -69,7 +69,7 @@ func Probe(opts *Options) sandbox.Report {
 		enforced(sandbox.LimitTime, "the broker kills the container; conmon's --timeout and the init's deadline if the broker died"),
 		enforced(sandbox.LimitMemory, "podman --memory (cgroup)"),
 		enforced(sandbox.LimitProcesses, "podman --pids-limit (cgroup)"),
-		enforced(sandbox.LimitOutput, "the broker stops copying and kills the container"),
+		enforced(sandbox.LimitOutput, "a result keeps at most the cap (a command's output its start and end); a command that writes 8 times the cap is killed with its container"),
 		enforced(sandbox.LimitFileSize, "RLIMIT_FSIZE"),
 		enforced(sandbox.LimitTmp, "a sized tmpfs on /tmp"),
 		enforced(sandbox.LimitDisk, "a call that drives a file system it may write below its floor of free space (1%, 256 MiB to 4 GiB) or of free inodes (1%) is killed"),
