@@ -48,8 +48,10 @@ HTTPS_PROXY and ALL_PROXY point at it, so curl, git, pip, npm and Go
 programs work; anything that ignores them has no route out, and names
 resolve only through the proxy. Refused connections are reported on stderr.
 
-The environment is built, not inherited: a fixed PATH, HOME=/tmp, LANG and
-TERM. Entries of the host's PATH that the sandbox can see (under /usr, /bin,
+The environment is built, not inherited: a fixed PATH, HOME and TMPDIR
+/tmp, USER and LOGNAME airlock, SHELL=/bin/sh, LANG and LC_ALL C.UTF-8,
+TERM (the host's with a terminal, else dumb), AIRLOCK_SANDBOX=1, and
+GIT_CONFIG_* naming git's excludes file for airlock's placeholders. Entries of the host's PATH that the sandbox can see (under /usr, /bin,
 /sbin, /lib*, or a granted path) are added after the fixed PATH, so tools
 such as /usr/local/go/bin/go are found; when the host's Go module cache
 (GOMODCACHE, $GOPATH/pkg/mod or ~/go/pkg/mod) is granted, GOMODCACHE names
