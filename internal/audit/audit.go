@@ -84,6 +84,10 @@ type Record struct {
 	Exit   *int       `json:"exit,omitempty"`
 	Signal int        `json:"signal,omitempty"`
 	Detail string     `json:"detail,omitempty"`
+	// ExitCode is the exit status of the command a tool ran (shell), as
+	// the tool reported it: Exit is the runner's, 0 whenever the tool
+	// finished, whatever its command returned.
+	ExitCode *int `json:"exit_code,omitempty"`
 	// LimitsHit names every limit the sandbox hit ("time", "memory",
 	// "processes", "output"), whether or not it ended the call.
 	LimitsHit []wire.Limit `json:"limits_hit,omitempty"`

@@ -704,6 +704,7 @@ func (s *Session) record(c *call, res *Result) error {
 	rec.SetArgs(redactJSON(s.secrets.redact(), c.args))
 	rec.Truncated = res.Output.Truncated
 	rec.Cost = c.out.Output.Meta.Cost
+	rec.ExitCode = c.out.Output.Meta.ExitCode
 	if res.Class == ClassRefused {
 		rec.Decision, rec.Reason = "refused", s.secrets.redact().String(res.Decision.Reason)
 	} else {

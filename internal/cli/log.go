@@ -419,6 +419,9 @@ func formatRecord(r audit.Record) string {
 	} else if r.Class != wire.ClassOK && r.Detail != "" {
 		outcome += ": " + shorten(r.Detail, 120) // the why, for a person (redacted, never the model's)
 	}
+	if r.ExitCode != nil && *r.ExitCode != 0 {
+		outcome += fmt.Sprintf(" (exit %d)", *r.ExitCode)
+	}
 	if len(r.LimitsHit) > 0 {
 		outcome += " (hit: " + wire.JoinLimits(r.LimitsHit, ", ") + ")"
 	}
