@@ -55,7 +55,7 @@ the session does not exist.`,
 		session := fs.String("session", "", "show only session `ID`")
 		follow := fs.Bool("follow", false, "keep printing new records")
 		asJSON := fs.Bool("json", false, "print records as JSON lines")
-		records := fs.String("records", "", "records `DIR` (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
+		records := fs.String("records", "", "records `DIR` (default $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock/sessions, else ~/.local/state/airlock/sessions)")
 		since := fs.String("since", "", "show records from `WHEN` on: a duration back from now (10m, 2h) or a time (2026-01-02 15:04[:05], RFC 3339)")
 		tail := fs.Int("tail", 0, "show only the last `N` records (then follow, with --follow)")
 		if code := parseFlags(c, env, fs, args); code >= 0 {

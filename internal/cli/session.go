@@ -50,7 +50,7 @@ func (f *grantFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.readWrite, "rw", "grant `PATH` read-write (repeatable)")
 	fs.Var(&f.readOnly, "ro", "grant `PATH` read-only (repeatable)")
 	fs.Var(&f.allowHosts, "allow-host", "let the network reach `HOST[:PORT]` (repeatable; *.suffix allowed)")
-	fs.StringVar(&f.records, "records", "", "records `DIR` for audit logs (default $AIRLOCK_STATE_DIR or ~/.local/state/airlock)")
+	fs.StringVar(&f.records, "records", "", "records `DIR` for audit logs (default $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock/sessions, else ~/.local/state/airlock/sessions)")
 	fs.StringVar(&f.backend, "backend", "", "sandbox `BACKEND`: linux (default) or podman (default: the grant's [runner] backend)")
 	fs.StringVar(&f.image, "image", "", "container `IMAGE` for --backend podman, pinned as NAME@sha256:<digest> (default: the grant's [runner] image)")
 	fs.BoolVar(&f.allowUnenforced, "allow-unenforced-limits", false, "run even where the host cannot enforce the memory and process limits (no cgroup this user may manage; see airlock doctor); every result says NOT ENFORCED")
