@@ -191,6 +191,11 @@ func GuardGrant(g *grant.Grant, records string, private []string) (*grant.Grant,
 	if err != nil {
 		return nil, fmt.Errorf("records directory: %w", err)
 	}
+	// A records directory that cannot be reached is named as such, not
+	// as one of airlock's own paths that Guard could not resolve.
+	if _, err := os.Lstat(records); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("records directory %q: %w", records, err)
+	}
 	hide, keep := OwnFiles(g, records, private)
 	return g.Guard(hide, keep)
 }
