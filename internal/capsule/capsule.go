@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,6 +193,11 @@ func loadManifest(path string) (*Capsule, error) {
 	}
 	mod := filepath.Join(filepath.Dir(path), m.Module)
 	wasm, err := readModule(mod)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A capsule checked out from source has its module still to build
+		// (the example's build.sh writes it and pins its hash).
+		return nil, fmt.Errorf("capsule module %s, named by %s, does not exist: build the capsule first (its build script, as examples/capsule-agent/build.sh, writes it and pins its sha256 in the manifest)", mod, path)
+	}
 	if err != nil {
 		return nil, err
 	}
