@@ -341,7 +341,10 @@ type pool struct {
 	grant  string // the grant part of the shapes kept
 	shapes map[string]*shape
 	clock  uint64
-	wg     sync.WaitGroup // builders and drains
+	// work counts the builders and drains running, for drainAll: not a
+	// sync.WaitGroup, since a new holder's builds start while a release
+	// waits (see teardowns).
+	work teardowns
 }
 
 // size is the number of warm sandboxes kept per shape; p.mu is held.
@@ -526,8 +529,7 @@ func (p *pool) refill(k shapeKey, cfg *initproto.Config, l limits) {
 	for len(sh.ready)+sh.building+sh.deferred < n+sh.extra {
 		if len(sh.ready) == 0 || refillDelay <= 0 {
 			sh.building++
-			p.wg.Add(1)
-			go p.build(sh)
+			go p.build(sh, p.work.start())
 			continue
 		}
 		sh.deferred++
@@ -540,9 +542,9 @@ func (p *pool) refill(k shapeKey, cfg *initproto.Config, l limits) {
 		}
 	}
 	if len(old) > 0 {
-		p.wg.Add(1)
+		done := p.work.start()
 		go func() {
-			defer p.wg.Done()
+			defer done()
 			p.drain(old)
 		}()
 	}
@@ -561,15 +563,14 @@ func (p *pool) startDeferred(sh *shape) {
 	}
 	for ; sh.deferred > 0; sh.deferred-- {
 		sh.building++
-		p.wg.Add(1)
-		go p.build(sh)
+		go p.build(sh, p.work.start())
 	}
 }
 
 // build makes one warm sandbox for sh and adds it to the pool, unless sh
-// was drained meanwhile.
-func (p *pool) build(sh *shape) {
-	defer p.wg.Done()
+// was drained meanwhile; then it calls done.
+func (p *pool) build(sh *shape, done func()) {
+	defer done()
 	start := time.Now()
 	// The host paths are read before the init builds its mounts (by
 	// build) and again once it is ready: a change in between could have
@@ -645,8 +646,10 @@ func (p *pool) drain(shapes []*shape) {
 	wg.Wait()
 }
 
-// drainAll removes every shape, waits for builders and drains, and
-// frees the spare inodes made for their claims (spare_linux.go).
+// drainAll removes every shape, waits for the builders and drains begun
+// before it (those of a holder that came since fill that holder's shapes,
+// and may start while it waits), and frees the spare inodes made for their
+// claims (spare_linux.go).
 func (p *pool) drainAll() {
 	p.mu.Lock()
 	var old []*shape
@@ -657,7 +660,7 @@ func (p *pool) drainAll() {
 	p.grant = ""
 	p.mu.Unlock()
 	p.drain(old)
-	p.wg.Wait()
+	p.work.wait()
 	// No warm sandbox is left to claim a spare.
 	p.b.placeholders.dropSpares()
 }

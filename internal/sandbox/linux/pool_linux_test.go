@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -826,5 +827,82 @@ func TestPoolMissWaitsForBuild(t *testing.T) {
 	// maxExtra, 4): no more are built than the calls and what is kept.
 	if n := len(stagedPids(t, b)); n > 8+1+4 {
 		t.Errorf("%d sandboxes built for 8 calls with a pool of one, want at most 13", n)
+	}
+}
+
+// TestPoolReleasedWhileAnotherFills checks that the last holder's release,
+// which drains the pool and waits for its builds, may run while a new
+// holder fills it (a server's MCP sessions share one backend, and one
+// closes as another opens), a refill the new holder defers starting from
+// its timer while the release waits. The release's wait was a
+// sync.WaitGroup's, whose count must not rise from zero until a Wait that
+// had to wait has returned (else it panics, in the release or in the
+// builder, taking the broker down); go test -race reported it once in
+// mcpserver's TestSessionWarmByDefault. The window is the waiter's wake-up,
+// so this test is a regression check under -race, not a reliable
+// reproduction.
+func TestPoolReleasedWhileAnotherFills(t *testing.T) {
+	defer linux.SetRefillDelay(200 * time.Millisecond)()
+	d1, d2 := newDirs(t), newDirs(t)
+	s1, s2 := toolSpec(d1), toolSpec(d2)
+	b := pooled(t, 0)
+	n := 4
+	if testing.Short() {
+		n = 2
+	}
+	for i := range n {
+		r1 := b.Pool(2)
+		if err := b.Prewarm(s1); err != nil {
+			t.Fatal(err)
+		}
+		waitWarm(t, b, s1, 2)
+		released := make(chan struct{})
+		go func() {
+			defer close(released)
+			r1() // drains, and waits for the builds under way
+		}()
+		// The next holder comes once the release has taken s1's shape out
+		// (and so is draining): before, the pool would have stayed on.
+		spin(t, "the release to take s1's shape out", func() bool {
+			r, bu, de := b.PoolBuilds(s1)
+			return r+bu+de == 0
+		})
+		r2 := b.Pool(2)
+		if err := b.Prewarm(s2); err != nil {
+			t.Fatal(err)
+		}
+		spin(t, "a warm sandbox of s2", func() bool {
+			r, _, _ := b.PoolBuilds(s2)
+			return r > 0
+		})
+		// A third holder asks for more: with one ready, the refill's
+		// builds wait for the timer, which starts them by itself.
+		r3 := b.Pool(3)
+		if err := b.Prewarm(s2); err != nil {
+			t.Fatal(err)
+		}
+		spin(t, "the timer to start the deferred builds", func() bool {
+			r, bu, de := b.PoolBuilds(s2)
+			return de == 0 && r+bu >= 3
+		})
+		<-released
+		r3()
+		r2()
+		if n := descendants(os.Getpid()); n != 0 {
+			t.Fatalf("round %d: %d processes left after the last holder released", i, n)
+		}
+	}
+}
+
+// spin waits for cond without sleeping (a sleep would let the events
+// between two checks happen in another order), for at most 20 seconds.
+func spin(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for %s", what)
+		}
+		runtime.Gosched()
 	}
 }

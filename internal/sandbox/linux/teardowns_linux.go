@@ -2,12 +2,15 @@ package linux
 
 import "sync"
 
-// teardowns counts the teardowns running in the background after early
-// answers, for the callers that must wait for them (a pool's release, the
-// backend's Close). Unlike a sync.WaitGroup it lets a teardown start while
-// another goroutine waits, as calls of other sessions do while one
-// session's pool is released: a waiter waits for the teardowns that had
-// started when it began, not for later ones, which may never stop coming.
+// teardowns counts work running in the background, for the callers that
+// must wait for it: the teardowns after early answers (a pool's release,
+// the backend's Close wait for them), and a pool's builds and drains
+// (drainAll). Unlike a sync.WaitGroup it lets work start while another
+// goroutine waits, as calls and pool refills of other sessions do while
+// one session's pool is released: a waiter waits for the work that had
+// started when it began, not for later work, which may never stop coming.
+// (A WaitGroup whose count rises from zero while a Wait that had to wait
+// has not yet returned panics, taking the broker down.)
 type teardowns struct {
 	mu   sync.Mutex
 	cond sync.Cond
