@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,13 +24,27 @@ func sh(t *testing.T, b *Backend, spec *sandbox.Spec, script string) (string, *s
 	t.Helper()
 	s := *spec
 	s.Command = []string{"/bin/sh", "-c", script}
-	var out bytes.Buffer
+	// One buffer for both streams, which the backend relays each from a
+	// goroutine of its own: the writes take turns.
+	var out lockedWriter
 	s.Stdout, s.Stderr = &out, &out
 	res, err := b.Run(context.Background(), &s)
 	if err != nil {
 		t.Fatalf("%s: %v", script, err)
 	}
-	return out.String(), res
+	return out.b.String(), res
+}
+
+// lockedWriter is a bytes.Buffer that two writers may write at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
 
 func TestLiveContainment(t *testing.T) {
