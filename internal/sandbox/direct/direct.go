@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -147,9 +148,16 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 	defer timer.Stop()
 	// A cancelled call first gets SIGTERM, so the runner can end the process
 	// groups its tool started; SIGKILL follows after a short grace.
+	// The grace's SIGKILL must not outlive Run: once the group is gone its
+	// number may be another process group's.
+	var ended atomic.Bool
 	stopCtx := context.AfterFunc(ctx, func() {
 		termGroup(cmd)
-		time.AfterFunc(500*time.Millisecond, func() { killGroup(cmd) })
+		time.AfterFunc(500*time.Millisecond, func() {
+			if !ended.Load() {
+				killGroup(cmd)
+			}
+		})
 	})
 	defer stopCtx()
 	if spec.Stop != nil {
@@ -199,6 +207,7 @@ func (b *Backend) Run(ctx context.Context, spec *sandbox.Spec) (*sandbox.Result,
 		drain(copied, rOut, rErr)
 	}
 	killGroup(cmd) // nothing of the call outlives it
+	ended.Store(true)
 	res := &sandbox.Result{
 		ExitCode:        cmd.ProcessState.ExitCode(),
 		Signal:          signalOf(cmd.ProcessState),
