@@ -176,10 +176,25 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 		base, endAll := context.WithCancel(sig)
 		defer endAll()
 		hs.BaseContext = func(net.Listener) context.Context { return base }
-		var serving sync.WaitGroup
+		// serving counts the requests in hand; once the command waits for
+		// them (stopped), a request that comes late (Shutdown gave up on a
+		// slow one) is turned away rather than added to a WaitGroup being
+		// waited on, which panics.
+		var (
+			serving sync.WaitGroup
+			mu      sync.Mutex
+			stopped bool
+		)
 		h := hs.Handler
 		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				http.Error(w, "airlock tool-server: shutting down", http.StatusServiceUnavailable)
+				return
+			}
 			serving.Add(1)
+			mu.Unlock()
 			defer serving.Done()
 			h.ServeHTTP(w, r)
 		})
@@ -210,6 +225,9 @@ loopback address unless --insecure-plain says otherwise: use --tls-cert and
 			err = <-done
 		}
 		endAll()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 		serving.Wait()
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fail(err)
