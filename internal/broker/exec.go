@@ -184,6 +184,10 @@ type countingWriter struct {
 	n atomic.Int64
 }
 
+// Unwrap returns the writer counted for, so that sandbox.Abandonable can
+// tell one whose writes never wait (a file) from one that may.
+func (c *countingWriter) Unwrap() io.Writer { return c.w }
+
 func (c *countingWriter) Write(p []byte) (int, error) {
 	if c.w == nil {
 		c.n.Add(int64(len(p)))

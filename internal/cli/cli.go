@@ -153,6 +153,10 @@ type outWriter struct {
 	err error
 }
 
+// Unwrap returns the writer written to, so that sandbox.Abandonable can
+// tell one whose writes never wait (a file) from one that may.
+func (o *outWriter) Unwrap() io.Writer { return o.w }
+
 func (o *outWriter) Write(p []byte) (int, error) {
 	n, err := o.w.Write(p)
 	if err != nil {

@@ -77,9 +77,14 @@ var ErrAbandoned = errors.New("the output's reader stopped reading: the rest of 
 // reader that stays but does not read. The write blocked then goes on
 // alone, with a copy of the slice it was given (io.Writer's contract: the
 // caller's buffer, perhaps pooled, may hold another call's output by then).
+// A writer whose writes never wait on a reader (a regular file, /dev/null)
+// is returned as it is.
 func Abandonable(dst io.Writer, stop <-chan struct{}) io.Writer {
 	if dst == nil {
 		dst = io.Discard
+	}
+	if neverWaits(dst) {
+		return dst
 	}
 	return &abandonable{dst: dst, stop: stop}
 }
