@@ -220,31 +220,68 @@ func TestRefusedCall(t *testing.T) {
 	}
 }
 
+// untilFile returns a shell command that runs until the file gate exists, and
+// a func that creates it (once; also at the test's end, so a failed test
+// leaves nothing running). A call of it lasts as long as the test needs,
+// whatever the machine's load.
+func untilFile(t *testing.T, dir string) (command string, open func()) {
+	t.Helper()
+	gate := filepath.Join(dir, "gate")
+	var once sync.Once
+	open = func() {
+		once.Do(func() {
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(open)
+	return fmt.Sprintf("while [ ! -e '%s' ]; do sleep 0.02; done", gate), open
+}
+
+// progressCall makes a call with a progress token that lasts until the
+// client has seen want notifications, and returns them and how long the
+// call took. The count depends on no timing: a ticker run late gives later
+// notifications, not fewer.
+func progressCall(t *testing.T, f *fixture, connect func(testing.TB, *fixture, *mcp.ClientOptions) *mcp.ClientSession, token any, want int) (got []*mcp.ProgressNotificationParams, took time.Duration) {
+	t.Helper()
+	command, open := untilFile(t, f.root)
+	var mu sync.Mutex
+	cs := connect(t, f, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			got = append(got, r.Params)
+			if len(got) == want {
+				open()
+			}
+			mu.Unlock()
+		},
+	})
+	// If the notifications never come, the call ends after a minute and the
+	// count tells.
+	defer time.AfterFunc(time.Minute, open).Stop()
+	p := &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": command}}
+	p.SetProgressToken(token)
+	start := time.Now()
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool: %v %v", err, res)
+	}
+	took = time.Since(start)
+	// A call without a token gets no notifications.
+	call(t, cs, "shell", map[string]any{"command": "sleep 0.7"})
+	mu.Lock()
+	defer mu.Unlock()
+	return got, took
+}
+
 func TestProgress(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			f := newFixture(t, nil, &mcpserver.Options{ProgressInterval: 300 * time.Millisecond})
-			var mu sync.Mutex
-			var got []*mcp.ProgressNotificationParams
-			cs := tr.connect(t, f, &mcp.ClientOptions{
-				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-					mu.Lock()
-					got = append(got, r.Params)
-					mu.Unlock()
-				},
-			})
-			p := &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 1.1"}}
-			p.SetProgressToken("tok-1")
-			start := time.Now()
-			res, err := cs.CallTool(context.Background(), p)
-			if err != nil || res.IsError {
-				t.Fatalf("CallTool: %v %v", err, res)
-			}
-			took := time.Since(start)
-			// A call without a token gets no notifications.
-			call(t, cs, "shell", map[string]any{"command": "sleep 0.7"})
-			mu.Lock()
-			defer mu.Unlock()
+			got, took := progressCall(t, f, tr.connect, "tok-1", 3)
+			// The call lasted until the third; a ticker never runs early,
+			// so there is at most one per interval.
 			if most := int(took / (300 * time.Millisecond)); len(got) < 3 || len(got) > most {
 				t.Fatalf("got %d progress notifications for a call of %v at 300ms, want 3 to %d", len(got), took, most)
 			}
@@ -259,27 +296,10 @@ func TestProgress(t *testing.T) {
 
 func TestProgressDefaultInterval(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	var mu sync.Mutex
-	var n int
-	cs := connectStdio(t, f, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			n++
-			mu.Unlock()
-		},
-	})
-	p := &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"command": "sleep 2.4"}}
-	p.SetProgressToken(7)
-	start := time.Now()
-	if _, err := cs.CallTool(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	mu.Lock()
-	defer mu.Unlock()
-	// The command runs 2.4s: two ticks at least, and no more than one a second.
-	if most := int(took / time.Second); n < 2 || n > most {
-		t.Errorf("got %d progress notifications for a call of %v, want one a second (2 to %d)", n, took, most)
+	got, took := progressCall(t, f, connectStdio, 7, 2)
+	// Two ticks, and no more than one a second.
+	if most := int(took / time.Second); len(got) < 2 || len(got) > most {
+		t.Errorf("got %d progress notifications for a call of %v, want one a second (2 to %d)", len(got), took, most)
 	}
 }
 
