@@ -328,7 +328,9 @@ func TestCancelKillsTheSandbox(t *testing.T) {
 	if res.Class != broker.ClassCancelled {
 		t.Fatalf("class %s: %s", res.Class, res.Output.Content)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// The call ended on the cancel, not with its 600+ s command (a minute
+	// no loaded machine misses, and far from 600 s).
+	if d := time.Since(start); d > time.Minute {
 		t.Fatalf("cancel took %v", d)
 	}
 	if pids := processesMatching(t, marker); len(pids) > 0 {

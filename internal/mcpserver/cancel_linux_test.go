@@ -53,7 +53,7 @@ func killAll(pids []string) {
 func testCancel(t *testing.T, f *fixture, tr transport) {
 	cs := tr.connect(t, f, nil)
 	// A unique argument finds the sleep in /proc whatever its pid namespace.
-	secs := fmt.Sprintf("30.%d", time.Now().UnixNano()%1e6)
+	secs := fmt.Sprintf("600.%d", time.Now().UnixNano()%1e6)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -67,14 +67,14 @@ func testCancel(t *testing.T, f *fixture, tr transport) {
 		t.Errorf("CallTool after cancel: %v, want context.Canceled", err)
 	}
 	// The server's side: the broker call ends, audited as cancelled.
-	eventually(t, 5*time.Second, "the cancelled call to end", func() bool {
+	eventually(t, time.Minute, "the cancelled call to end", func() bool {
 		return hasLine(metrics(t, f.srv), "airlock_calls_in_flight 0")
 	})
 	if m := metrics(t, f.srv); !hasLine(m, `airlock_calls_total{tool="shell",class="cancelled"} 1`) {
 		t.Errorf("want one cancelled shell call in the metrics:\n%s", m)
 	}
 	// A cancelled call's sandbox did not fail: it is not counted as failed.
-	eventually(t, 5*time.Second, "the sandbox run to be counted", func() bool {
+	eventually(t, time.Minute, "the sandbox run to be counted", func() bool {
 		m := metrics(t, f.srv)
 		return hasLine(m, `airlock_sandbox_runs_total{result="cancelled"} 1`) || hasLine(m, `airlock_sandbox_runs_total{result="started"} 1`) ||
 			hasLine(m, `airlock_sandbox_runs_total{result="failed"} 1`)
@@ -82,13 +82,15 @@ func testCancel(t *testing.T, f *fixture, tr transport) {
 	if m := metrics(t, f.srv); !hasLine(m, `airlock_sandbox_runs_total{result="failed"} 0`) {
 		t.Errorf("a cancelled call counted as a failed sandbox:\n%s", m)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// The call ended on the cancel, not with its 600 s command (a minute
+	// is a window no loaded machine misses, and far from 600 s).
+	if d := time.Since(start); d > time.Minute {
 		t.Errorf("the cancelled call took %v to end", d)
 	}
 	t.Cleanup(func() { killAll(procsWith("sleep " + secs)) })
 	// Shell starts the command in a process group of its own: the backend
 	// must end that group too, not only the runner's.
-	eventually(t, 2*time.Second, "no process of the cancelled call left", func() bool { return len(procsWith("sleep "+secs)) == 0 })
+	eventually(t, time.Minute, "no process of the cancelled call left", func() bool { return len(procsWith("sleep "+secs)) == 0 })
 	var audited bool
 	for _, r := range auditRecords(t, f.records) {
 		if r["tool"] == "shell" && r["class"] == string(broker.ClassCancelled) {
@@ -116,7 +118,7 @@ func TestCancelUnsandboxed(t *testing.T) {
 // uniqueSleep returns a sleep command whose argument finds its process in
 // /proc, whatever its pid namespace.
 func uniqueSleep() (command, marker string) {
-	marker = fmt.Sprintf("sleep 30.%06d", time.Now().UnixNano()%1e6)
+	marker = fmt.Sprintf("sleep 600.%06d", time.Now().UnixNano()%1e6)
 	return marker, marker
 }
 
@@ -168,7 +170,7 @@ func TestClientLeavesMidCall(t *testing.T) {
 			})
 			start := time.Now()
 			leave()
-			eventually(t, 5*time.Second, "the call and its session to end", func() bool {
+			eventually(t, time.Minute, "the call and its session to end", func() bool {
 				m := metrics(t, f.srv)
 				return hasLine(m, "airlock_calls_in_flight 0") && hasLine(m, "airlock_sessions_open 0")
 			})
