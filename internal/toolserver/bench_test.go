@@ -52,8 +52,9 @@ func BenchmarkCall(b *testing.B) {
 // process holding one idle broker connection.
 func BenchmarkIdleToolServer(b *testing.B) {
 	w := newWorkspace(b)
-	addr := freeAddr(b)
-	c := startChild(b, addr, w.root)
+	p := listenPort(b)
+	addr := p.addr
+	c := startChild(b, p, w.root)
 	rb := remote(b, "ws://"+addr, nil)
 	s := w.session(b, rb)
 	if _, err := s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt"}`)); err != nil {

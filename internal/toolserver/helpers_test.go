@@ -34,16 +34,16 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && (os.Args[1] == "connect" || os.Args[1] == "release") {
 		os.Exit(fakeKubeHelper(os.Args[1], os.Args[2]))
 	}
-	if addr := os.Getenv("TOOLSERVER_TEST_CHILD"); addr != "" {
-		os.Exit(childMain(addr, os.Getenv("TOOLSERVER_TEST_ROOT")))
+	if os.Getenv("TOOLSERVER_TEST_CHILD") != "" {
+		os.Exit(childMain(os.Getenv("TOOLSERVER_TEST_ROOT")))
 	}
 	os.Exit(m.Run())
 }
 
-// childMain is the test binary re-run as a real tool-server process on
-// addr (WebSocket), granting root read-write. It prints "ready" on stdout
-// once it listens.
-func childMain(addr, root string) int {
+// childMain is the test binary re-run as a real tool-server process
+// (WebSocket) on the listener it inherits as descriptor 3, granting root
+// read-write. It prints "ready" on stdout once it serves.
+func childMain(root string) int {
 	g, err := grant.FromFlags(root, grant.Flags{ReadWrite: []string{root}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,13 +59,7 @@ func childMain(addr, root string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	var ln net.Listener
-	for range 100 { // the address of a killed predecessor frees up quickly
-		if ln, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -81,11 +75,19 @@ type child struct {
 	addr string
 }
 
-// startChild starts a tool-server process on addr and waits until it listens.
-func startChild(t testing.TB, addr, root string) *child {
+// startChild starts a tool-server process on p's listener and waits until
+// it serves. The process inherits the listener, so a child started again
+// after a kill serves the same address, which nothing else can have taken.
+func startChild(t testing.TB, p *port, root string) *child {
 	t.Helper()
+	lf, err := p.ln.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "TOOLSERVER_TEST_CHILD="+addr, "TOOLSERVER_TEST_ROOT="+root)
+	cmd.Env = append(os.Environ(), "TOOLSERVER_TEST_CHILD=1", "TOOLSERVER_TEST_ROOT="+root)
+	cmd.ExtraFiles = []*os.File{lf}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -94,7 +96,7 @@ func startChild(t testing.TB, addr, root string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, addr: addr}
+	c := &child{cmd: cmd, addr: p.addr}
 	t.Cleanup(c.kill)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != "ready" {
@@ -111,15 +113,25 @@ func (c *child) kill() {
 	}
 }
 
-// freeAddr returns a loopback address with a free port.
-func freeAddr(t testing.TB) string {
+// port is a loopback listener the test holds for its whole run and hands
+// to each tool-server child it starts: an address picked free and released
+// for the child to listen on again could be taken by another process in
+// between (a loaded CI machine runs many).
+type port struct {
+	ln   *net.TCPListener
+	addr string
+}
+
+// listenPort opens a loopback listener on a free port, closed at the
+// test's end.
+func listenPort(t testing.TB) *port {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Cleanup(func() { ln.Close() })
+	return &port{ln: ln, addr: ln.Addr().String()}
 }
 
 // workspace is a granted directory with a few files, and a records

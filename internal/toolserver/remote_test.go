@@ -372,10 +372,12 @@ func TestCancelKillsRemoteSandbox(t *testing.T) {
 // call waits for a reconnect only as long as its own context.
 func TestCallWaitingForHandsKeepsItsDeadline(t *testing.T) {
 	w := newWorkspace(t)
-	addr := freeAddr(t)
-	c := startChild(t, addr, w.root)
+	lp := listenPort(t)
+	addr := lp.addr
+	c := startChild(t, lp, w.root)
 	s := w.session(t, remote(t, "ws://"+addr, nil))
 	c.kill()
+	lp.ln.Close() // gone for good: connections are refused
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	res, err := s.Call(ctx, "read_file", json.RawMessage(`{"path":"a.txt"}`))
@@ -414,8 +416,9 @@ func holdResults(toolName string, held chan<- string) func(bool, *toolserver.Fra
 // retried there, transparently, with the right answer.
 func TestKillDuringIdempotentCall(t *testing.T) {
 	w := newWorkspace(t)
-	addr := freeAddr(t)
-	c := startChild(t, addr, w.root)
+	lp := listenPort(t)
+	addr := lp.addr
+	c := startChild(t, lp, w.root)
 	p := newFrameProxy(t, "ws://"+addr)
 	held := make(chan string, 1)
 	p.setHook(holdResults("read_file", held))
@@ -430,7 +433,7 @@ func TestKillDuringIdempotentCall(t *testing.T) {
 	}()
 	<-held
 	c.kill()
-	startChild(t, addr, w.root)
+	startChild(t, lp, w.root)
 	res := <-done
 	if res.Class != broker.ClassOK || !strings.HasSuffix(res.Output.Content, "\nalpha\nbeta\ngamma\n") {
 		t.Fatalf("got %s %q, want the file", res.Class, res.Output.Content)
@@ -450,8 +453,9 @@ func TestKillDuringWrite(t *testing.T) {
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			w := newWorkspace(t)
-			addr := freeAddr(t)
-			c := startChild(t, addr, w.root)
+			lp := listenPort(t)
+			addr := lp.addr
+			c := startChild(t, lp, w.root)
 			p := newFrameProxy(t, "ws://"+addr)
 			var calls atomic.Int64
 			held := make(chan string, 1)
@@ -482,7 +486,7 @@ func TestKillDuringWrite(t *testing.T) {
 				<-held
 			}
 			c.kill()
-			startChild(t, addr, w.root)
+			startChild(t, lp, w.root)
 			res := <-done
 			if res.Class != broker.ClassLost || !strings.Contains(res.Output.Content, broker.SentenceLost) {
 				t.Fatalf("got %s %q, want the outcome-unknown sentence", res.Class, res.Output.Content)
@@ -513,8 +517,9 @@ func TestKillDuringWrite(t *testing.T) {
 // reported as lost, with its work id.
 func TestBackgroundWorkLost(t *testing.T) {
 	w := newWorkspace(t)
-	addr := freeAddr(t)
-	c := startChild(t, addr, w.root)
+	lp := listenPort(t)
+	addr := lp.addr
+	c := startChild(t, lp, w.root)
 	s := w.session(t, remote(t, "ws://"+addr, nil))
 	res, err := s.Call(context.Background(), "shell", json.RawMessage(`{"command":"touch bg; sleep 600","run_in_background":true}`))
 	if err != nil || res.Output.Meta.WorkID == "" {
@@ -523,7 +528,7 @@ func TestBackgroundWorkLost(t *testing.T) {
 	id := res.Output.Meta.WorkID
 	waitFor(t, "the background command to start", func() bool { _, err := os.Stat(filepath.Join(w.root, "bg")); return err == nil })
 	c.kill()
-	startChild(t, addr, w.root)
+	startChild(t, lp, w.root)
 	res, err = s.Call(context.Background(), "background_command", json.RawMessage(fmt.Sprintf(`{"operation":"wait","work_id":%q}`, id)))
 	if err != nil {
 		t.Fatal(err)
