@@ -4,10 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,27 +70,17 @@ func TestHandsImage(t *testing.T) {
 
 	// Over WebSocket: the container in the host's network namespace,
 	// listening on loopback.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	tokenFile := filepath.Join(dir, "token")
 	os.WriteFile(tokenFile, []byte("container-token-0123456789"), 0o644)
 	name := "airlock-hands-test-" + randomHex(4)
 	ws := append([]string{"run", "-d", "--rm", "--name", name, "--network=host"}, podmanRun...)
 	ws = append(ws, "-v", w.root+":"+w.root, "-v", tokenFile+":/run/token:ro", tag,
-		"--root", w.root, "--listen", addr, "--token-file", "/run/token")
+		"--root", w.root, "--listen", "127.0.0.1:0", "--token-file", "/run/token")
 	podman(nil, ws...)
 	t.Cleanup(func() { exec.Command("podman", "rm", "-f", name).Run() })
-	eventually(t, 60*time.Second, "the container to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	// The tool-server says the port it bound: one picked free and released
+	// for it could be taken by another process in between.
+	addr := listeningAt(t, []string{"logs", name})
 	if got := call("--remote", "ws://"+addr, "--remote-token-file", tokenFile); got != want {
 		t.Fatalf("over WebSocket into the container: %q, want %q", got, want)
 	}
@@ -158,4 +148,20 @@ func needNative(t *testing.T) {
 	if args := sandboxArgs(t); len(args) > 0 {
 		testenv.RequireFeature(t, "the native sandbox, which remote hands always use")
 	}
+}
+
+// listeningAt waits until the log podman's logs args print says where a
+// tool-server listens, and returns that address.
+func listeningAt(t *testing.T, logs []string) string {
+	t.Helper()
+	re := regexp.MustCompile(`airlock tool-server: listening on [a-z]+://(\S+) as `)
+	var addr string
+	eventually(t, 60*time.Second, "the hands to listen", func() bool {
+		out, _ := exec.Command("podman", logs...).CombinedOutput()
+		if m := re.FindSubmatch(out); m != nil {
+			addr = string(m[1])
+		}
+		return addr != ""
+	})
+	return addr
 }

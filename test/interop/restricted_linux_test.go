@@ -3,7 +3,6 @@ package interop_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,19 +371,10 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 		}
 		mounts = append(mounts, kube.Mount{Path: ro})
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_, portStr, _ := net.SplitHostPort(addr)
-	port, _ := strconv.Atoi(portStr)
-	ln.Close()
-
 	// The pod a broker whose grant accepts unenforced limits asks for.
 	h := kube.Hands{
 		Name: "airlock-test-1", Namespace: "agents", Session: "test", Broker: "test", Template: "hands",
-		Image: tag, Port: port, Secret: "airlock-test", Expires: time.Now().Add(time.Hour),
+		Image: tag, Secret: "airlock-test", Expires: time.Now().Add(time.Hour),
 		Mounts: mounts, Limits: grant.DefaultLimits,
 		RuntimeClass: class, AllowUnenforced: true, PodSecurity: podSecurity,
 	}
@@ -432,7 +422,7 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	args := slices.Clone(spec.Containers[0].Args)
 	for i := range args {
 		if args[i] == "--listen" {
-			args[i+1] = addr
+			args[i+1] = "127.0.0.1:0" // startPod reads the port it bound
 		}
 	}
 
@@ -456,7 +446,7 @@ func restrictedPod(t *testing.T, tag, class string, global []string, unmasked bo
 	}
 	t.Logf("airlock doctor in the pod: missing %v; sandbox start: %q", missing, trial)
 
-	startPod(t, g, run, image, args, addr)
+	addr := startPod(t, g, run, image, args)
 
 	tokenFile, caFile := filepath.Join(dir, "broker-token"), filepath.Join(dir, "broker-ca.pem")
 	os.WriteFile(tokenFile, []byte(token), 0o600)
@@ -615,9 +605,11 @@ echo made > ` + rw + `/made-in-pod; echo rw-rc=$?`
 }
 
 // startPod runs the pod's container (podman's global arguments g, run's,
-// the image and the container's arguments) until the test ends, and waits
-// until its tool-server listens at addr.
-func startPod(t *testing.T, g, run []string, image string, args []string, addr string) {
+// the image and the container's arguments, whose --listen has port 0) until
+// the test ends, and returns the address its tool-server says it listens
+// on. A port picked free and released for the pod to bind could be taken
+// by another process in between.
+func startPod(t *testing.T, g, run []string, image string, args []string) (addr string) {
 	t.Helper()
 	name := "airlock-restricted-" + randomHex(4)
 	start := append(append(slices.Clone(g), "run", "-d", "--rm", "--name", name), run...)
@@ -632,11 +624,5 @@ func startPod(t *testing.T, g, run []string, image string, args []string, addr s
 		}
 		exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
 	})
-	eventually(t, 60*time.Second, "the hands to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	return listeningAt(t, append(slices.Clone(g), "logs", name))
 }

@@ -5,11 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -36,17 +34,9 @@ func TestHandsUsernsContainment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		_, portStr, _ := net.SplitHostPort(addr)
-		port, _ := strconv.Atoi(portStr)
-		ln.Close()
 		h := kube.HandsFor(r)
 		h.Name, h.Namespace, h.Session, h.Broker, h.Template = "airlock-test-1", "agents", "test", "test", "hands"
-		h.Image, h.Port, h.Secret, h.Expires = tag, port, "airlock-test", time.Now().Add(time.Hour)
+		h.Image, h.Secret, h.Expires = tag, "airlock-test", time.Now().Add(time.Hour)
 		h.PodSecurity = grant.PodSecurityUserns
 		spec := kube.PodSpec(&h)
 
@@ -103,10 +93,10 @@ func TestHandsUsernsContainment(t *testing.T) {
 		args := slices.Clone(spec.Containers[0].Args)
 		for i := range args {
 			if args[i] == "--listen" {
-				args[i+1] = addr
+				args[i+1] = "127.0.0.1:0" // startPod reads the port it bound
 			}
 		}
-		startPod(t, gl, run, image, args, addr)
+		addr := startPod(t, gl, run, image, args)
 		b, err := toolserver.New(context.Background(), &toolserver.Options{
 			Endpoint: "wss://" + addr, Token: token, TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		})
