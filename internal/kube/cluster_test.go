@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,17 +51,30 @@ type cluster struct {
 	grant   *grant.Grant
 	backend sandbox.Backend
 
-	mu      sync.Mutex
-	hands   map[string]*hands // by pod or claim name
-	started chan string       // names of hands that became ready
-	stop    context.CancelFunc
+	mu    sync.Mutex
+	hands map[string]*hands // by pod or claim name
+	// listening counts the hands whose listener on port is open: one at
+	// a time, as when each had to bind the port alone.
+	listening int
+	started   chan string // names of hands that became ready
+	stop      context.CancelFunc
 }
 
 // hands is one fake pod's tool-server.
 type hands struct {
 	srv    *toolserver.Server
 	hs     *http.Server
+	ln     net.Listener
 	cancel context.CancelFunc
+}
+
+// end stops h's tool-server and closes its listener (hs.Close misses one
+// that Serve has not taken yet); c.mu is held.
+func (c *cluster) end(h *hands) {
+	h.cancel()
+	h.hs.Close()
+	h.ln.Close()
+	c.listening--
 }
 
 func newCluster(t testing.TB, sandboxAPI bool) *cluster {
@@ -83,7 +95,7 @@ func newCluster(t testing.TB, sandboxAPI bool) *cluster {
 		Template:   corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "hands", Image: "registry.example/airlock-hands@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}}},
 	}
 	c := &cluster{
-		t: t, kube: fake.NewClientset(tpl), port: freePort(t), root: root, grant: g,
+		t: t, kube: fake.NewClientset(tpl), port: reservePort(t), root: root, grant: g,
 		backend: sandboxtest.Native(t),
 		hands:   map[string]*hands{}, started: make(chan string, 16),
 	}
@@ -133,20 +145,9 @@ func (c *cluster) stopHands() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for n, h := range c.hands {
-		h.cancel()
-		h.hs.Close()
+		c.end(h)
 		delete(c.hands, n)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // serve starts a tool-server for name with the credentials in secret.
@@ -162,15 +163,28 @@ func (c *cluster) serve(name string, secret map[string][]byte) {
 		c.t.Error(err)
 		return
 	}
-	var ln net.Listener
-	// The previous hands may have held the port a moment ago.
+	// The previous hands may hold the port a moment more.
 	for i := 0; ; i++ {
-		if ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.port)); err == nil || i == 100 {
+		c.mu.Lock()
+		free := c.listening == 0
+		if free {
+			c.listening++
+		}
+		c.mu.Unlock()
+		if free {
 			break
+		}
+		if i == 100 {
+			c.t.Errorf("hands %s: another hands still listens on port %d", name, c.port)
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	ln, err := listenPort(c.port)
 	if err != nil {
+		c.mu.Lock()
+		c.listening--
+		c.mu.Unlock()
 		c.t.Errorf("hands %s: %v", name, err)
 		return
 	}
@@ -178,7 +192,7 @@ func (c *cluster) serve(name string, secret map[string][]byte) {
 	hs := &http.Server{Handler: srv.Handler(string(secret[keyToken])), BaseContext: func(net.Listener) context.Context { return ctx }}
 	go hs.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}))
 	c.mu.Lock()
-	c.hands[name] = &hands{srv: srv, hs: hs, cancel: cancel}
+	c.hands[name] = &hands{srv: srv, hs: hs, ln: ln, cancel: cancel}
 	c.mu.Unlock()
 }
 
@@ -250,8 +264,9 @@ func (c *cluster) kill(name string) {
 			c.t.Fatal(err)
 		}
 	}
-	h.cancel()
-	h.hs.Close()
+	c.mu.Lock()
+	c.end(h)
+	c.mu.Unlock()
 }
 
 // poolSecret is the warm pool's Secret, made as the operator does
