@@ -30,17 +30,20 @@ func TestShutdownWaitsForCalls(t *testing.T) {
 			f := newFixture(t, nil, nil)
 			a, b := tr.connect(t, f, nil), tr.connect(t, f, nil)
 			call(t, b, "glob", map[string]any{"pattern": "*"}) // b's session is open
-			running := callAsync(a, "shell", map[string]any{"command": "sleep 1; echo done"})
-			eventually(t, 10*time.Second, "the call to run", func() bool { return hasLine(metrics(t, f.srv), "airlock_calls_running 1") })
+			// The call runs until the test has seen the server draining.
+			gate, open := untilFile(t, f.root)
+			running := callAsync(a, "shell", map[string]any{"command": gate + "; echo done"})
+			eventually(t, time.Minute, "the call to run", func() bool { return hasLine(metrics(t, f.srv), "airlock_calls_running 1") })
 
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			shut := make(chan error, 1)
 			go func() { shut <- f.srv.Shutdown(ctx) }()
-			eventually(t, 5*time.Second, "draining", func() bool {
+			eventually(t, time.Minute, "draining", func() bool {
 				res := call(t, b, "glob", map[string]any{"pattern": "*"})
 				return res.IsError && strings.Contains(text(t, res), "shutting down")
 			})
+			open()
 			res := <-running
 			got := text(t, res)
 			// Over HTTP the go-sdk client fails a call whose session's
@@ -74,7 +77,7 @@ func TestShutdownStopsCallsAtDeadline(t *testing.T) {
 			f := newFixture(t, sandboxtest.Native(t), nil)
 			cs := tr.connect(t, f, nil)
 			running := callAsync(cs, "shell", map[string]any{"command": "sleep 600"})
-			eventually(t, 10*time.Second, "the call to run", func() bool { return hasLine(metrics(t, f.srv), "airlock_calls_running 1") })
+			eventually(t, time.Minute, "the call to run", func() bool { return hasLine(metrics(t, f.srv), "airlock_calls_running 1") })
 
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
