@@ -27,8 +27,7 @@ func bridge(ctx context.Context, c net.Conn, socketPath string) {
 	if err != nil {
 		return
 	}
-	var d net.Dialer
-	up, err := d.DialContext(ctx, "unix", socketPath)
+	up, err := dialProxy(ctx, socketPath)
 	if err != nil {
 		return
 	}

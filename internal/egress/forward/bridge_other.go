@@ -12,8 +12,7 @@ import (
 // that runs the forwarder lives.
 func bridge(ctx context.Context, c net.Conn, socketPath string) {
 	defer c.Close()
-	var d net.Dialer
-	up, err := d.DialContext(ctx, "unix", socketPath)
+	up, err := dialProxy(ctx, socketPath)
 	if err != nil {
 		return
 	}

@@ -88,6 +88,30 @@ func NextBackoff(last time.Duration) time.Duration {
 	return min(max(2*last, 5*time.Millisecond), time.Second)
 }
 
+// dialProxy connects to the proxy's Unix socket at socketPath. A connect
+// the kernel turns away for now (EAGAIN: the socket's accept queue is full,
+// the proxy busy with a burst or slow on a loaded machine) is tried again
+// after a pause (5 ms, doubling to 1 s) until it succeeds or ctx ends: Go
+// does not retry it, and giving up would close the client's connection
+// with its request unread, which the client sees as a reset, though the
+// proxy was only slow.
+func dialProxy(ctx context.Context, socketPath string) (net.Conn, error) {
+	var d net.Dialer
+	var backoff time.Duration
+	for {
+		up, err := d.DialContext(ctx, "unix", socketPath)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) {
+			return up, err
+		}
+		backoff = NextBackoff(backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
 // Handoff is the one byte the forwarder sends on the proxy's Unix socket
 // with a connection's descriptor attached (SCM_RIGHTS). No SOCKS or HTTP
 // request starts with it.
