@@ -104,7 +104,10 @@
 //     a redirected skb is charged to no socket, so the sandbox client's window
 //     stays open however slowly the upstream reads (docs/egress.md,
 //     "Throughput").
-//   - Connections over MaxConns are closed at once, without a reply.
+//   - A connection over MaxConns waits for a place, up to HandshakeTimeout
+//     (one at a time; the rest wait in the socket's queue), and is then
+//     closed without a reply: a place given back late, by a connection that
+//     just closed, must not cost the next one.
 //   - An accept error that passes (out of descriptors, EMFILE or ENFILE; out
 //     of buffers or memory; a connection aborted in the queue) pauses the
 //     accept loop, 5 ms doubling to 1 s as net/http does, and never ends it;

@@ -91,7 +91,8 @@ type Options struct {
 	// Logger receives debug and warning logs. Nil discards them.
 	Logger *slog.Logger
 	// MaxConns caps simultaneous connections through this proxy (default 64);
-	// further connections are closed at once.
+	// a further connection waits for a place up to HandshakeTimeout, then
+	// is closed.
 	MaxConns int
 	// HandshakeTimeout bounds the SOCKS5/HTTP handshake, and the wait for the
 	// TLS ClientHello on port 443 (default 10s).

@@ -96,9 +96,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 			return fmt.Errorf("accepting on %s: %w", l.Addr(), err)
 		}
 		backoff = 0
-		select {
-		case p.sem <- struct{}{}:
-		default:
+		if !p.slot(ctx) {
 			discard(c)
 			p.decide(Decision{Reason: fmt.Sprintf("connection cap of %d reached", p.o.MaxConns)})
 			continue
@@ -110,6 +108,31 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 			p.handle(ctx, c)
 		}()
 	}
+}
+
+// slot takes one of the MaxConns places for a connection just accepted.
+// At the cap it waits for one, up to HandshakeTimeout or the end of ctx,
+// and reports false if none came: a connection that closed may not have
+// given its place back yet (its goroutine runs late on a loaded machine,
+// after a burst of connections that just closed, say), and a connection
+// refused then is closed with its request unread, a reset for the client.
+// The accept loop waits meanwhile, so the broker holds at most one waiting
+// connection per proxy; the rest wait in the socket's queue.
+func (p *Proxy) slot(ctx context.Context) bool {
+	select {
+	case p.sem <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(p.o.HandshakeTimeout)
+	defer t.Stop()
+	select {
+	case p.sem <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // handshakeReader caps the bytes read while the handshake lasts.
