@@ -262,6 +262,14 @@ func (p *Proxy) tunnel(c, up net.Conn, br *bufio.Reader, hr *handshakeReader, t 
 			// one port routes it by its Host header, as on port 80.
 			p.tunnelHTTP(c, up, br, hr, t, d)
 			return
+		} else if !t.ip.IsValid() {
+			// Neither TLS nor HTTP (an SSL 2.0 compatible ClientHello,
+			// which has no server name, or any other bytes): a front
+			// that routes by the server name finds none and sends the
+			// stream to its default site, which may be another than t's.
+			d.Allowed, d.Reason = false, "refused after connect: a tunnel to a name on port 443 carries a TLS ClientHello naming it or an HTTP request, and this one began with neither"
+			p.decide(d)
+			return
 		}
 	}
 	if t.port == 80 {

@@ -91,7 +91,8 @@ func TestSNI(t *testing.T) {
 		{name: "SNI for an IP literal", req: socksIP("93.184.216.34", 443), sni: "a.test"},
 		{name: "no SNI", req: socksName("a.test", 443), sni: ""},
 		{name: "no SNI for an IP literal", req: socksIP("93.184.216.34", 443), sni: "", forwards: true},
-		{name: "not TLS", req: socksName("a.test", 443), send: []byte("\x00plain"), forwards: true},
+		{name: "not TLS", req: socksName("a.test", 443), send: []byte("\x00plain")},
+		{name: "not TLS to an IP literal", req: socksIP("93.184.216.34", 443), send: []byte("\x00plain"), forwards: true},
 		{name: "not TLS, may be HTTP", req: socksName("a.test", 443), send: []byte("plain")},
 		{name: "broken TLS record", req: socksName("a.test", 443), send: []byte{0x16, 3, 1, 0, 4, 2, 0, 0, 0}},
 	}
