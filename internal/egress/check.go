@@ -53,6 +53,9 @@ func controlCheck(ctx context.Context, network, address string, _ syscall.RawCon
 	if ap.Addr().Unmap() != v.addr.Unmap() {
 		return fmt.Errorf("dialling %s: vetted address was %s", ap.Addr(), v.addr)
 	}
+	if ap.Addr().Unmap().IsUnspecified() {
+		return fmt.Errorf("dialling %s: the unspecified address reaches the host itself", ap.Addr())
+	}
 	if !v.private {
 		if public, reason := Classify(ap.Addr()); !public {
 			return fmt.Errorf("dialling %s: %s", ap.Addr(), reason)
@@ -145,14 +148,16 @@ func (p *Proxy) open(ctx context.Context, proto string, t target) (net.Conn, Dec
 // policy lists that name as private (see PrivateNamer). A zoned, invalid or
 // unspecified address is never allowed.
 func (p *Proxy) allowPrivate(t target, a netip.Addr) (string, bool) {
-	if !a.IsValid() || a.Zone() != "" {
+	// The unspecified address reaches the host's own loopback, whatever
+	// a CIDR that holds it ("0.0.0.0/8") meant to allow.
+	if !a.IsValid() || a.Zone() != "" || a.Unmap().IsUnspecified() {
 		return "", false
 	}
 	if rule, ok := p.o.Policy.AllowPrivate(a, t.port); ok {
 		return rule, true
 	}
 	pn, ok := p.o.Policy.(PrivateNamer)
-	if !ok || t.ip.IsValid() || a.IsUnspecified() {
+	if !ok || t.ip.IsValid() {
 		return "", false
 	}
 	return pn.AllowPrivateName(t.host, t.port)
