@@ -88,12 +88,21 @@ func TestExecTerminalAfterStopAndFg(t *testing.T) {
 		t.Errorf("after fg, %q shows hello %d times, want 2 (the sandbox's echo and the command's)", out.String()[mark:], n)
 	}
 
-	// kill -STOP, which airlock cannot catch, and the same again.
+	// kill -STOP, which airlock cannot catch, and the same again. The
+	// shell's new "Stopped" and its cooked terminal are waited for before
+	// fg is typed: the first stop's "Stopped" is already shown, and the
+	// terminal stays raw (airlock cannot give it back) until the shell
+	// has seen the stop, so typing at once let the shell's read take
+	// "again" along with "fg", and the command waited for it for ever.
+	mark = len(out.String())
 	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, pid, "T", time.Minute)
-	out.waitFor(t, "Stopped")
+	out.waitForAfter(t, mark, "Stopped")
+	if !waitRaw(t, master, false) {
+		t.Fatal("the shell did not take the terminal back after kill -STOP")
+	}
 	type_("fg\n")
 	if !waitRaw(t, master, true) {
 		t.Errorf("after kill -STOP and fg the terminal stays cooked")

@@ -145,9 +145,16 @@ func (o *ptyOutput) String() string {
 // terminal closes first.
 func (o *ptyOutput) waitFor(t *testing.T, s string) {
 	t.Helper()
+	o.waitForAfter(t, 0, s)
+}
+
+// waitForAfter waits until the output past its first mark bytes holds s,
+// or fails the test when the terminal closes first.
+func (o *ptyOutput) waitForAfter(t *testing.T, mark int, s string) {
+	t.Helper()
 	for {
 		o.mu.Lock()
-		has, changed := strings.Contains(o.buf.String(), s), o.changed
+		has, changed := strings.Contains(o.buf.String()[mark:], s), o.changed
 		o.mu.Unlock()
 		if has {
 			return
